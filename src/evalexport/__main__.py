@@ -1,0 +1,5 @@
+import sys
+
+from evalexport.cli import main
+
+sys.exit(main())

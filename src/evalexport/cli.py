@@ -1,0 +1,316 @@
+"""The ``evalexport`` command: argument parsing and printing only (SPEC §3.2).
+
+    evalexport EXPORTER +rollouts_jsonl_fpath=PATH [+key=value ...] [--json] [--dry-run]
+    evalexport EXPORTER --help
+    evalexport list
+    evalexport inspect PATH [--json]
+
+Importing this module imports no exporter and no SDK: an exporter's module is imported only
+when that exporter is asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TextIO
+
+from evalexport import __version__
+from evalexport.results import ExitCode, ExportResult, ExportStatus
+
+if TYPE_CHECKING:
+    from evalexport.exporters.base import Exporter
+    from evalexport.inspection import RunInspection
+
+__all__ = ["main"]
+
+_COMMANDS = {
+    "list": "list the installed exporters",
+    "inspect": "show what a run directory holds (files, rollouts, agents, metrics, masking)",
+}
+
+
+class UsageError(Exception):
+    """A command line that cannot be run as written (exit code 2)."""
+
+
+@dataclass
+class _Arguments:
+    positionals: list[str] = field(default_factory=list)
+    json: bool = False
+    dry_run: bool = False
+    help: bool = False
+    version: bool = False
+    format: str | None = None
+
+
+def _parse(argv: Sequence[str]) -> _Arguments:
+    arguments = _Arguments()
+    tokens = list(argv)
+    while tokens:
+        token = tokens.pop(0)
+        if token == "--json":
+            arguments.json = True
+        elif token == "--dry-run":
+            arguments.dry_run = True
+        elif token in ("-h", "--help"):
+            arguments.help = True
+        elif token == "--version":
+            arguments.version = True
+        elif token == "--format" or token.startswith("--format="):
+            if token == "--format":
+                if not tokens:
+                    raise UsageError("--format needs an exporter name")
+                token = "--format=" + tokens.pop(0)
+            arguments.format = token.partition("=")[2]
+        elif token.startswith("-") and not token.startswith("+"):
+            raise UsageError(
+                f"unknown flag {token}; flags are --json, --dry-run, --help, --version "
+                "(exporter options are written +key=value)"
+            )
+        else:
+            arguments.positionals.append(token)
+    return arguments
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (SPEC §3.1)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        arguments = _parse(args)
+    except UsageError as error:
+        return _usage_error(str(error))
+    if arguments.version:
+        print(f"evalexport {__version__}")
+        return ExitCode.OK
+    if arguments.format is not None:
+        print(
+            "evalexport: warning: --format is deprecated; name the exporter first: "
+            f"evalexport {arguments.format} +rollouts_jsonl_fpath=...",
+            file=sys.stderr,
+        )
+        arguments.positionals.insert(0, arguments.format)
+    if not arguments.positionals:
+        _print_overview(sys.stdout if arguments.help else sys.stderr)
+        return ExitCode.OK if arguments.help else ExitCode.USAGE
+    command, *rest = arguments.positionals
+    if command == "list":
+        return _list(arguments, rest)
+    if command == "inspect":
+        return _inspect(arguments, rest)
+    return _export(command, arguments, rest)
+
+
+def _usage_error(message: str) -> int:
+    print(f"evalexport: error: {message}", file=sys.stderr)
+    print("Run 'evalexport --help' for usage.", file=sys.stderr)
+    return ExitCode.USAGE
+
+
+def _print_overview(stream: TextIO) -> None:
+    from evalexport.exporters.registry import exporter_entries
+
+    lines = [
+        "usage: evalexport EXPORTER +rollouts_jsonl_fpath=PATH [+key=value ...] "
+        "[--json] [--dry-run]",
+        "       evalexport EXPORTER --help",
+        "       evalexport list | inspect PATH",
+        "",
+        "Export a finished LLM-evaluation run to a tracking system or file format.",
+        "",
+        "commands:",
+        *(f"  {name:<12} {text}" for name, text in _COMMANDS.items()),
+        "",
+        "exporters (evalexport EXPORTER --help for its options):",
+        *(f"  {name}" for name in exporter_entries()),
+        "",
+        "flags: --json (print the result as JSON), --dry-run (check and plan, export nothing),",
+        "       --version, --format NAME (deprecated: name the exporter first)",
+        "exit codes: 0 succeeded or skipped, 1 failed, 2 usage error,",
+        "            3 stored without a verdict before the timeout, 4 refused by the service",
+    ]
+    print("\n".join(lines), file=stream)
+
+
+# -- list --------------------------------------------------------------------------------------
+
+
+def _list(arguments: _Arguments, rest: list[str]) -> int:
+    from evalexport.exporters.registry import ExporterLoadError, exporter_entries
+
+    if rest:
+        return _usage_error(f"'list' takes no arguments, got {' '.join(rest)}")
+    rows: list[dict[str, str]] = []
+    for entry in exporter_entries().values():
+        try:
+            summary = entry.load().summary
+        except ExporterLoadError as error:
+            summary = f"(cannot be loaded: {error})"
+        rows.append({"name": entry.name, "source": entry.source, "summary": summary})
+    if arguments.json:
+        print(json.dumps(rows, indent=2))
+    elif not rows:
+        print("No exporters installed.")
+    else:
+        width = max(len(row["name"]) for row in rows)
+        for row in rows:
+            print(f"{row['name']:<{width}}  {row['summary']} [{row['source']}]")
+    return ExitCode.OK
+
+
+# -- inspect -----------------------------------------------------------------------------------
+
+
+def _inspect(arguments: _Arguments, rest: list[str]) -> int:
+    from evalexport.inspection import inspect_run
+    from evalexport.run import RunArtifacts
+
+    if arguments.help:
+        print("usage: evalexport inspect PATH [--json]\n\n" + _COMMANDS["inspect"])
+        return ExitCode.OK
+    if len(rest) != 1:
+        return _usage_error("'inspect' takes one argument: the run's rollouts file")
+    path = rest[0][1:] if rest[0].startswith("+") else rest[0]
+    path = path.removeprefix("rollouts_jsonl_fpath=")
+    report = inspect_run(RunArtifacts.from_rollouts_path(path))
+    if arguments.json:
+        print(json.dumps(report.as_json_data(), indent=2))
+    else:
+        _print_inspection(report)
+    if report.unmasked_secret_paths:
+        print(
+            "evalexport: warning: the saved config holds values that look like live secrets at "
+            + ", ".join(report.unmasked_secret_paths)
+            + "; save it with evalexport.save_run_config so exporters never see them",
+            file=sys.stderr,
+        )
+    return ExitCode.OK if report.readable else ExitCode.FAILED
+
+
+def _print_inspection(report: RunInspection) -> None:
+    print(f"run directory: {report.run_dir}")
+    print(f"rollouts:      {report.rollouts}")
+    print("files:")
+    for item in report.files:
+        print(f"  {_human_size(item.size_bytes):>9}  {item.path.name}  ({item.role})")
+    print(
+        f"rollouts: {report.rollout_count} "
+        f"({report.rollouts_with_trajectory} with ng_trajectory)"
+    )
+    for agent in report.agents:
+        reward = "n/a" if agent.mean_reward is None else f"{agent.mean_reward:.4g}"
+        print(f"  {agent.name}: {agent.rollouts} rollouts, mean reward {reward}")
+    print(f"metrics ({len(report.metrics)} after flattening):")
+    for name, value in report.metrics.items():
+        print(f"  {name} = {value:.6g}")
+    for name, text in report.texts.items():
+        print(f"  {name} = {text!r} (text)")
+    print(f"saved config: {report.config_status}")
+    if report.problems:
+        print("problems:")
+        for problem in report.problems:
+            print(f"  - {problem}")
+
+
+def _human_size(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+# -- export ------------------------------------------------------------------------------------
+
+
+def _export(name: str, arguments: _Arguments, rest: list[str]) -> int:
+    from evalexport.exporters.base import OptionError
+    from evalexport.exporters.registry import (
+        ExporterLoadError,
+        UnknownExporterError,
+        load_exporter,
+    )
+    from evalexport.overrides import OverrideError, parse_overrides
+    from evalexport.run import RunArtifacts
+
+    try:
+        exporter_class = load_exporter(name)
+    except UnknownExporterError as error:
+        return _usage_error(str(error))
+    except ExporterLoadError as error:
+        return _report(arguments, ExportResult.failed(name, "", str(error)))
+    if arguments.help:
+        print(_exporter_help(exporter_class))
+        return ExitCode.OK
+    try:
+        options = parse_overrides(rest)
+        if arguments.dry_run:
+            options.setdefault("dry_run", True)
+        config = exporter_class.parse_config(options)
+    except (OverrideError, OptionError) as error:
+        if arguments.json:
+            result = ExportResult.failed(name, "", str(error), exit_code=ExitCode.USAGE)
+            print(result.model_dump_json(indent=2))
+        return _usage_error(f"{name}: {error}")
+    run = RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath)
+    return _report(arguments, exporter_class().export(run, config))
+
+
+def _report(arguments: _Arguments, result: ExportResult) -> int:
+    line = result.summary_line()
+    skip_reason = result.details.get("skip_reason")
+    if result.status is ExportStatus.SKIPPED and skip_reason:
+        line = f"skipped ({skip_reason}): {result.message}"
+    plan = result.details.get("plan")
+    if arguments.json:
+        print(result.model_dump_json(indent=2))
+        print(line, file=sys.stderr)
+    else:
+        print(line)
+        if isinstance(plan, dict):
+            _print_plan(plan)
+    return int(result.exit_code)
+
+
+def _print_plan(plan: dict[str, Any]) -> None:
+    print(f"target: {plan['target']}")
+    print("files:")
+    for item in plan["files"]:
+        print(f"  {_human_size(item['size_bytes']):>9}  {item['path']}")
+    for label, key in (("metrics", "metric_names"), ("params", "param_names"), ("tags", "tag_names")):
+        names = plan[key]
+        print(f"{label} ({len(names)}):" + ("" if names else " none"))
+        for name in names:
+            print(f"  {name}")
+    print(f"batches: {plan['batches']}")
+
+
+def _exporter_help(exporter_class: type[Exporter[Any]]) -> str:
+    lines = [
+        f"usage: evalexport {exporter_class.name} +rollouts_jsonl_fpath=PATH [+key=value ...] "
+        "[--json] [--dry-run]",
+        "",
+        exporter_class.summary,
+        "",
+        "options:",
+    ]
+    for option, info in exporter_class.Config.model_fields.items():
+        kind = _type_name(info.annotation)
+        default = "required" if info.is_required() else f"default: {info.get_default(call_default_factory=True)!r}"
+        lines.append(f"  +{option} ({kind}, {default})")
+        if info.description:
+            lines.append(f"      {info.description}")
+    return "\n".join(lines)
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "").replace("pathlib.", "")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

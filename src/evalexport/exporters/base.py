@@ -1,0 +1,217 @@
+"""The exporter contract (SPEC §3.1): a config model, one prerequisite check, one export.
+
+:meth:`Exporter.export` is the one entry point. It runs :meth:`Exporter.unexportable_reason`
+before anything else, answers ``--dry-run`` from :meth:`Exporter.dry_run_plan`, holds the
+already-exported guard for tracking exporters, and turns every unexpected error into a failed
+:class:`~evalexport.results.ExportResult`. Subclasses implement :meth:`Exporter._export`.
+"""
+
+from __future__ import annotations
+
+import abc
+from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evalexport import guard
+from evalexport.metrics import flatten_metrics
+from evalexport.results import ExportResult
+from evalexport.run import RunArtifacts, RunFileError
+
+__all__ = ["DryRunPlan", "Exporter", "ExporterConfig", "OptionError", "PlannedFile"]
+
+
+class ExporterConfig(BaseModel):
+    """Options every exporter takes. Unknown options are refused, never ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rollouts_jsonl_fpath: Path = Field(
+        description="The run's rollouts file; every other file of the run is found beside it."
+    )
+    dry_run: bool = Field(
+        default=False,
+        description="Run every check and print what would be exported, without exporting.",
+    )
+
+
+ConfigT = TypeVar("ConfigT", bound=ExporterConfig)
+
+
+class OptionError(ValueError):
+    """The options given to an exporter are unknown or invalid (exit code 2)."""
+
+
+class PlannedFile(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    size_bytes: int
+
+
+class DryRunPlan(BaseModel):
+    """What an export would do, shown by ``--dry-run`` without doing any of it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    exporter: str
+    target: str
+    files: list[PlannedFile] = []
+    metric_names: list[str] = []
+    param_names: list[str] = []
+    tag_names: list[str] = []
+    batches: int = 0
+
+
+class Exporter(abc.ABC, Generic[ConfigT]):
+    """One destination a finished run can be exported to."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    """One line for ``evalexport list``."""
+    Config: type[ConfigT]
+    needs_metrics_and_config: ClassVar[bool] = True
+    """Whether the run must hold aggregate metrics and a saved config."""
+    uploads_directory: ClassVar[bool] = False
+    """Directory exporters upload the run directory as it is, so it must hold one run only."""
+    guards_exports: ClassVar[bool] = False
+    """Tracking exporters write an export marker and skip a run already exported (§3.3)."""
+
+    # -- configuration -----------------------------------------------------------------------
+
+    @classmethod
+    def parse_config(cls, options: dict[str, Any]) -> ConfigT:
+        """Validate CLI or plan options, raising :class:`OptionError` naming each bad one."""
+        try:
+            return cls.Config.model_validate(options)
+        except ValidationError as error:
+            raise OptionError(cls._describe_option_errors(error)) from None
+
+    @classmethod
+    def _describe_option_errors(cls, error: ValidationError) -> str:
+        valid = ", ".join(f"+{name}" for name in cls.Config.model_fields)
+        problems: list[str] = []
+        for item in error.errors():
+            option = "+" + ".".join(str(part) for part in item["loc"]) if item["loc"] else "options"
+            if item["type"] == "extra_forbidden":
+                problems.append(f"unknown option {option} for exporter {cls.name!r}")
+            elif item["type"] == "missing":
+                problems.append(f"missing required option {option}")
+            else:
+                problems.append(f"invalid value for {option}: {item['msg']} (got {item['input']!r})")
+        return "; ".join(problems) + f". Valid options: {valid}"
+
+    # -- the export ----------------------------------------------------------------------------
+
+    def target(self, config: ConfigT) -> str:
+        """Where the run goes, in words a user recognizes (a URL, a path, a project)."""
+        return self.name
+
+    def unexportable_reason(self, run: RunArtifacts, config: ConfigT) -> str | None:
+        """Why this run cannot be exported here, or ``None``: the one shared prerequisite check.
+
+        It runs before any environment is built, any network is touched or anything is written.
+        A run already exported is not unexportable (it is skipped); a run that changed since it
+        was exported is.
+        """
+        reason = run.missing_file_reason(needs_metrics_and_config=self.needs_metrics_and_config)
+        if reason is None and self.uploads_directory:
+            reason = run.shared_directory_reason()
+        if reason is None and self.guards_exports:
+            state = guard.guard_state(run, self.name)
+            if isinstance(state, guard.ChangedSinceExport | guard.UnreadableMarker):
+                reason = state.message()
+        return reason
+
+    def export(self, run: RunArtifacts, config: ConfigT) -> ExportResult:
+        """Export ``run``; every outcome, including unexpected errors, is a result."""
+        try:
+            if reason := self.unexportable_reason(run, config):
+                return self.failed(run, reason)
+            if config.dry_run:
+                return self._dry_run_result(run, config)
+            if not self.guards_exports:
+                return self._export(run, config)
+            with guard.export_lock(run, self.name):
+                return self._guarded_export(run, config)
+        except RunFileError as error:
+            return self.failed(run, str(error))
+        except Exception as error:  # an exporter bug must still end in a result
+            return self.failed(
+                run, f"unexpected error in the {self.name} exporter: {type(error).__name__}: {error}"
+            )
+
+    def _guarded_export(self, run: RunArtifacts, config: ConfigT) -> ExportResult:
+        # Checked again under the lock: a concurrent export may have finished meanwhile.
+        state = guard.guard_state(run, self.name)
+        if isinstance(state, guard.AlreadyExported):
+            return ExportResult.skipped(
+                self.name,
+                str(run.run_dir),
+                f"{run.rollouts.name} was exported to {state.marker.target} as run "
+                f"{state.marker.remote_run_id} at {state.marker.exported_at} "
+                f"(delete {state.marker_path} to export it again)",
+                skip_reason="already exported",
+                run_id=state.marker.remote_run_id,
+                marker=str(state.marker_path),
+            )
+        if not isinstance(state, guard.NotExported):
+            return self.failed(run, state.message())
+        result = self._export(run, config)
+        if result.status == "succeeded":
+            run_id = str(result.details.get("run_id", ""))
+            marker = guard.ExportMarker.now(self.name, self.target(config), run_id, state.fingerprint)
+            path = guard.write_marker(run, marker)
+            details = {**result.details, "marker": str(path), "fingerprint": state.fingerprint}
+            result = result.model_copy(update={"details": details})
+        return result
+
+    @abc.abstractmethod
+    def _export(self, run: RunArtifacts, config: ConfigT) -> ExportResult:
+        """Do the export once every prerequisite holds.
+
+        A tracking exporter puts the remote run id in ``details["run_id"]`` and tags the remote
+        run with ``guard.run_fingerprint(run)``; the marker is written for it on success.
+        """
+
+    # -- dry run -------------------------------------------------------------------------------
+
+    def dry_run_plan(self, run: RunArtifacts, config: ConfigT) -> DryRunPlan:
+        """The generic plan: the run's files and the flattened metric names.
+
+        Exporters extend it with sanitized names, params and batch counts.
+        """
+        files = [
+            PlannedFile(path=str(path), size_bytes=path.stat().st_size)
+            for path in (run.rollouts, run.aggregate_metrics, run.saved_config)
+            if path.is_file()
+        ]
+        metric_names: list[str] = []
+        tag_names: list[str] = []
+        if self.needs_metrics_and_config:
+            flat = flatten_metrics(run.read_aggregate_metrics())
+            metric_names, tag_names = list(flat.metrics), list(flat.texts)
+        return DryRunPlan(
+            exporter=self.name,
+            target=self.target(config),
+            files=files,
+            metric_names=metric_names,
+            tag_names=tag_names,
+            batches=1,
+        )
+
+    def _dry_run_result(self, run: RunArtifacts, config: ConfigT) -> ExportResult:
+        plan = self.dry_run_plan(run, config)
+        return ExportResult.succeeded(
+            self.name,
+            str(run.run_dir),
+            f"dry run: {run.rollouts.name} would be exported to {plan.target}",
+            dry_run=True,
+            plan=plan.model_dump(),
+        )
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def failed(self, run: RunArtifacts, message: str, **details: Any) -> ExportResult:
+        return ExportResult.failed(self.name, str(run.run_dir), message, **details)

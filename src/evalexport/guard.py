@@ -1,0 +1,165 @@
+"""The already-exported guard (SPEC §3.3).
+
+A tracking exporter writes ``<stem>_<exporter>_export_done`` after a complete success. The
+marker carries a fingerprint of the run's files, so a later export can tell "nothing changed,
+skip" from "the run changed since, refuse": never a silent skip, never a silent duplicate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import fcntl
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import final
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from evalexport._files import write_text_atomically
+from evalexport.paths import cache_dir
+from evalexport.run import RunArtifacts
+
+__all__ = [
+    "AlreadyExported",
+    "ChangedSinceExport",
+    "ExportMarker",
+    "GuardState",
+    "NotExported",
+    "UnreadableMarker",
+    "export_lock",
+    "guard_state",
+    "run_fingerprint",
+    "write_marker",
+]
+
+_CHUNK = 1 << 20
+
+
+def run_fingerprint(run: RunArtifacts) -> str:
+    """``sha256:<hex>`` over the rollouts, aggregate-metrics and saved-config files."""
+    digest = hashlib.sha256()
+    for path in (run.rollouts, run.aggregate_metrics, run.saved_config):
+        digest.update(path.name.encode() + b"\0")
+        file_digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                file_digest.update(chunk)
+        digest.update(file_digest.digest())
+    return f"sha256:{digest.hexdigest()}"
+
+
+class ExportMarker(BaseModel):
+    """The content of ``<stem>_<exporter>_export_done``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    exporter: str
+    target: str
+    remote_run_id: str
+    exported_at: str
+    fingerprint: str
+
+    @classmethod
+    def now(cls, exporter: str, target: str, remote_run_id: str, fingerprint: str) -> ExportMarker:
+        exported_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        return cls(
+            exporter=exporter,
+            target=target,
+            remote_run_id=remote_run_id,
+            exported_at=exported_at,
+            fingerprint=fingerprint,
+        )
+
+
+@final
+@dataclass(frozen=True)
+class NotExported:
+    fingerprint: str
+
+
+@final
+@dataclass(frozen=True)
+class AlreadyExported:
+    marker: ExportMarker
+    marker_path: Path
+
+
+@final
+@dataclass(frozen=True)
+class ChangedSinceExport:
+    marker: ExportMarker
+    marker_path: Path
+    fingerprint: str
+
+    def message(self) -> str:
+        return (
+            f"The run changed since it was exported to {self.marker.exporter} "
+            f"({self.marker.target}, run {self.marker.remote_run_id}) at "
+            f"{self.marker.exported_at}: the export marker {self.marker_path} records "
+            f"{self.marker.fingerprint}, the run's files now hash to {self.fingerprint}. "
+            f"Delete the marker to export the run again as a new run."
+        )
+
+
+@final
+@dataclass(frozen=True)
+class UnreadableMarker:
+    marker_path: Path
+    problem: str
+
+    def message(self) -> str:
+        return (
+            f"Cannot read the export marker {self.marker_path} ({self.problem}). "
+            "Delete it to export the run again."
+        )
+
+
+GuardState = NotExported | AlreadyExported | ChangedSinceExport | UnreadableMarker
+
+
+def guard_state(run: RunArtifacts, exporter: str) -> GuardState:
+    """Whether ``run`` was exported to ``exporter``, and whether its files changed since."""
+    fingerprint = run_fingerprint(run)
+    marker_path = run.export_marker(exporter)
+    try:
+        text = marker_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return NotExported(fingerprint)
+    except (OSError, UnicodeDecodeError) as error:
+        return UnreadableMarker(marker_path, str(error))
+    try:
+        marker = ExportMarker.model_validate_json(text)
+    except ValidationError as error:
+        return UnreadableMarker(marker_path, f"not a valid marker: {error.error_count()} errors")
+    if marker.fingerprint != fingerprint:
+        return ChangedSinceExport(marker, marker_path, fingerprint)
+    return AlreadyExported(marker, marker_path)
+
+
+def write_marker(run: RunArtifacts, marker: ExportMarker) -> Path:
+    """Write the marker atomically; call it only after a complete success."""
+    path = run.export_marker(marker.exporter)
+    write_text_atomically(path, marker.model_dump_json(indent=2) + "\n")
+    return path
+
+
+@contextlib.contextmanager
+def export_lock(run: RunArtifacts, exporter: str) -> Iterator[None]:
+    """Serialize exports of one run to one exporter across processes.
+
+    The lock file lives in the cache directory, not the run directory, which an export never
+    changes except for its marker. The second of two concurrent exports waits here, then
+    finds the first one's marker and skips.
+    """
+    key = hashlib.sha256(str(run.export_marker(exporter)).encode()).hexdigest()[:32]
+    locks = cache_dir() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with (locks / f"{key}.lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

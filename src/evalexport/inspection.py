@@ -1,0 +1,120 @@
+"""``evalexport inspect``: what a run directory holds, before anything is exported.
+
+It reads everything an exporter would read and reports problems instead of stopping at the
+first, so one look tells a user what an export would make of the run.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, final
+
+from evalexport.masking import find_unmasked_secrets
+from evalexport.metrics import flatten_metrics
+from evalexport.run import RunArtifacts, RunFile, RunFileError
+
+__all__ = ["AgentSummary", "RunInspection", "inspect_run"]
+
+ConfigStatus = Literal["masked", "unmasked", "missing", "unreadable"]
+
+
+@final
+@dataclass(frozen=True)
+class AgentSummary:
+    name: str
+    rollouts: int
+    mean_reward: float | None
+
+
+@final
+@dataclass
+class RunInspection:
+    rollouts: str
+    run_dir: str
+    files: list[RunFile] = field(default_factory=list)
+    rollout_count: int = 0
+    rollouts_with_trajectory: int = 0
+    agents: list[AgentSummary] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+    config_status: ConfigStatus = "missing"
+    unmasked_secret_paths: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    readable: bool = True
+    """False when the rollouts themselves cannot be read: nothing could be exported."""
+
+    def as_json_data(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["files"] = [
+            {"path": str(item.path), "role": item.role, "size_bytes": item.size_bytes}
+            for item in self.files
+        ]
+        return data
+
+
+def inspect_run(run: RunArtifacts) -> RunInspection:
+    report = RunInspection(rollouts=str(run.rollouts), run_dir=str(run.run_dir))
+    if not run.run_dir.is_dir():
+        report.readable = False
+        report.problems.append(f"Run directory not found: {run.run_dir}")
+        return report
+    report.files = run.files()
+    _read_rollouts(run, report)
+    _read_metrics(run, report)
+    _read_config(run, report)
+    if reason := run.shared_directory_reason():
+        report.problems.append(reason)
+    return report
+
+
+def _read_rollouts(run: RunArtifacts, report: RunInspection) -> None:
+    if reason := run.missing_file_reason(needs_metrics_and_config=False):
+        report.readable = False
+        report.problems.append(reason)
+        return
+    counts: Counter[str] = Counter()
+    reward_sums: Counter[str] = Counter()
+    rewarded: Counter[str] = Counter()
+    try:
+        for rollout in run.iter_rollouts():
+            report.rollout_count += 1
+            if isinstance(rollout.record.get("ng_trajectory"), dict):
+                report.rollouts_with_trajectory += 1
+            agent = rollout.agent_name or "<no agent_ref.name>"
+            counts[agent] += 1
+            reward = rollout.reward
+            if isinstance(reward, int | float) and not isinstance(reward, bool):
+                reward_sums[agent] += reward
+                rewarded[agent] += 1
+    except RunFileError as error:
+        report.readable = False
+        report.problems.append(str(error))
+    report.agents = [
+        AgentSummary(name, count, reward_sums[name] / rewarded[name] if rewarded[name] else None)
+        for name, count in sorted(counts.items())
+    ]
+
+
+def _read_metrics(run: RunArtifacts, report: RunInspection) -> None:
+    try:
+        flat = flatten_metrics(run.read_aggregate_metrics())
+    except RunFileError as error:
+        report.problems.append(str(error))
+        return
+    report.metrics, report.texts = flat.metrics, flat.texts
+
+
+def _read_config(run: RunArtifacts, report: RunInspection) -> None:
+    if not run.saved_config.is_file():
+        report.config_status = "missing"
+        report.problems.append(f"Saved run config not found: {run.saved_config}")
+        return
+    try:
+        config = run.read_saved_config()
+    except RunFileError as error:
+        report.config_status = "unreadable"
+        report.problems.append(str(error))
+        return
+    report.unmasked_secret_paths = find_unmasked_secrets(config)
+    report.config_status = "unmasked" if report.unmasked_secret_paths else "masked"

@@ -1,0 +1,229 @@
+"""Secret masking for saved run configs (SPEC §2).
+
+The saved config is the only config an exporter ever reads, so masking it once, when the run
+is saved, keeps live secrets out of every backend. The rules are deliberately word-based:
+``hf_token`` and ``accessToken`` are secrets, ``max_tokens`` and ``key_metrics`` are not.
+
+:func:`mask_config` is pure. :func:`scrub_text` and :func:`scrub_value` apply the same value
+rules to anything about to leave the process (results, messages, logs) and also remove the
+values of secret-named environment variables, for tokens that never were in a config.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path, PurePath
+from typing import Any
+
+__all__ = [
+    "MASK",
+    "find_unmasked_secrets",
+    "is_secret_key",
+    "mask_config",
+    "mask_text",
+    "save_run_config",
+    "saved_config_path",
+    "scrub_text",
+    "scrub_value",
+]
+
+MASK = "****"
+
+_SECRET_WORDS = frozenset(
+    {
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "passphrase",
+        "credential",
+        "credentials",
+        "cookie",
+        "authorization",
+    }
+)
+_SECRET_LAST_WORDS = frozenset({"token", "auth", "apikey"})
+_KEY_QUALIFIERS = frozenset(
+    {"api", "access", "secret", "private", "client", "master", "signing", "encryption", "ssh"}
+)
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_INTERPOLATION = re.compile(r"\$\{[^{}]+\}")
+
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:)[^@/?#\s]+(?=@)")
+_QUERY_PARAM = re.compile(r"(?P<head>[?&;](?P<name>[^=&#\s]+)=)(?P<value>[^&#\s]*)")
+_ASSIGNMENT = re.compile(
+    r"(?<![\w.-])(?P<head>(?P<name>-{0,2}[A-Za-z_][\w.-]*)=)"
+    r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s\"'&]+)"
+)
+_BEARER = re.compile(r"\b(?P<head>(?:Bearer|Basic)\s+)(?P<value>[^\s\"',]+)", re.IGNORECASE)
+_KNOWN_CREDENTIAL = re.compile(
+    r"(?<![A-Za-z0-9_-])(?P<head>"
+    r"sk-(?=[A-Za-z0-9_-]{16})|hf_(?=[A-Za-z0-9]{16})|ghp_(?=[A-Za-z0-9]{16})"
+    r"|github_pat_(?=[A-Za-z0-9_]{16})|glpat-(?=[A-Za-z0-9_-]{16})|xoxb-(?=[A-Za-z0-9-]{16})"
+    r"|AKIA(?=[0-9A-Z]{16}(?![0-9A-Za-z]))"
+    r")(?P<value>[A-Za-z0-9_-]+)"
+)
+_MIN_ENV_SECRET_LENGTH = 8
+
+
+def _key_words(key: str) -> list[str]:
+    return [word.lower() for word in _WORD.findall(key)]
+
+
+def is_secret_key(key: object) -> bool:
+    """Whether a config key names a secret (``hf_token``, ``apiKey``, ``x-api-key``)."""
+    words = _key_words(str(key))
+    if not words:
+        return False
+    if _SECRET_WORDS.intersection(words) or words[-1] in _SECRET_LAST_WORDS:
+        return True
+    if words[-1] == "key":
+        return len(words) == 1 or words[-2] in _KEY_QUALIFIERS
+    return False
+
+
+def _is_interpolation(value: str) -> bool:
+    return _INTERPOLATION.fullmatch(value.strip()) is not None
+
+
+def mask_text(text: str) -> str:
+    """Mask the secrets a string carries by its shape, whatever key it sits under."""
+    if not text:
+        return text
+    text = _URL_PASSWORD.sub(lambda m: m["head"] + MASK, text)
+    text = _QUERY_PARAM.sub(
+        lambda m: m["head"] + MASK if is_secret_key(m["name"]) and m["value"] else m[0], text
+    )
+    text = _ASSIGNMENT.sub(_mask_assignment, text)
+    text = _BEARER.sub(lambda m: m["head"] + MASK, text)
+    return _KNOWN_CREDENTIAL.sub(lambda m: m["head"] + MASK, text)
+
+
+def _mask_assignment(match: re.Match[str]) -> str:
+    value = match["value"].strip("\"'")
+    if not is_secret_key(match["name"]) or value == MASK or _is_interpolation(value):
+        return match[0]
+    return match["head"] + MASK
+
+
+def _mask_under_secret_key(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if _is_interpolation(value) else MASK
+    if isinstance(value, Mapping):
+        return {key: _mask_under_secret_key(item) for key, item in value.items()}
+    if _is_sequence(value):
+        return [_mask_under_secret_key(item) for item in value]
+    return value
+
+
+def _is_sequence(value: object) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+
+
+def mask_config(config: Any) -> Any:
+    """Return a masked copy of ``config``; the input is never mutated.
+
+    Mappings become dicts and sequences lists; keys, list lengths, numbers, booleans and
+    ``None`` are kept, so a reader can still tell a set secret from an unset one.
+    """
+    if isinstance(config, Mapping):
+        return {
+            key: _mask_under_secret_key(value) if is_secret_key(key) else mask_config(value)
+            for key, value in config.items()
+        }
+    if _is_sequence(config):
+        return [mask_config(item) for item in config]
+    if isinstance(config, str):
+        return mask_text(config)
+    return config
+
+
+def find_unmasked_secrets(config: Any, _path: str = "") -> list[str]:
+    """Dotted paths of the values that masking would change: live secrets left in a config."""
+    masked = mask_config(config)
+    return list(_differences(config, masked, _path))
+
+
+def _differences(original: Any, masked: Any, path: str) -> Iterator[str]:
+    if isinstance(original, Mapping):
+        for key, value in original.items():
+            yield from _differences(value, masked[key], f"{path}.{key}" if path else str(key))
+    elif _is_sequence(original):
+        for index, (value, masked_value) in enumerate(zip(original, masked, strict=True)):
+            yield from _differences(value, masked_value, f"{path}[{index}]")
+    elif original != masked:
+        yield path
+
+
+def _environment_secrets() -> list[str]:
+    values = {
+        value
+        for name, value in os.environ.items()
+        if is_secret_key(name) and len(value) >= _MIN_ENV_SECRET_LENGTH and value != MASK
+    }
+    return sorted(values, key=len, reverse=True)
+
+
+def scrub_text(text: str) -> str:
+    """:func:`mask_text`, and the values of secret-named environment variables removed."""
+    text = mask_text(text)
+    for secret in _environment_secrets():
+        text = text.replace(secret, MASK)
+    return text
+
+
+def scrub_value(value: Any) -> Any:
+    """:func:`mask_config` for data about to leave the process, plus :func:`scrub_text`."""
+    secrets = _environment_secrets()
+
+    def scrub(item: Any) -> Any:
+        if isinstance(item, dict):
+            return {key: scrub(inner) for key, inner in item.items()}
+        if isinstance(item, list):
+            return [scrub(inner) for inner in item]
+        if isinstance(item, str):
+            for secret in secrets:
+                item = item.replace(secret, MASK)
+        return item
+
+    return scrub(mask_config(value))
+
+
+def saved_config_path(rollouts_jsonl_fpath: str | os.PathLike[str]) -> Path:
+    """``<dir>/<stem>_resolved_config.yaml`` for the rollouts file ``<dir>/<stem>.jsonl``."""
+    rollouts = Path(rollouts_jsonl_fpath).absolute()
+    return rollouts.with_name(f"{rollouts.stem}_resolved_config.yaml")
+
+
+def _to_yaml_data(value: Any, path: str) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _to_yaml_data(item, f"{path}.{key}" if path else str(key)) for key, item in value.items()}
+    if _is_sequence(value):
+        return [_to_yaml_data(item, f"{path}[{index}]") for index, item in enumerate(value)]
+    if isinstance(value, PurePath):
+        return str(value)
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    raise TypeError(
+        f"Cannot save the run config: {path or '<root>'} is a {type(value).__name__}, "
+        "which YAML cannot carry; convert it to a string, number, list or mapping first"
+    )
+
+
+def save_run_config(config: Mapping[str, Any], rollouts_jsonl_fpath: str | os.PathLike[str]) -> Path:
+    """Write the run's config, unresolved and masked, beside its rollouts file.
+
+    Interpolations such as ``${oc.env:HF_TOKEN}`` are kept as written: pass the config before
+    resolving it. The file is written atomically; the path written is returned.
+    """
+    import yaml
+
+    from evalexport._files import write_text_atomically
+
+    data = _to_yaml_data(mask_config(config), "")
+    target = saved_config_path(rollouts_jsonl_fpath)
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    write_text_atomically(target, text)
+    return target

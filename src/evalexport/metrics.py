@@ -1,0 +1,55 @@
+"""Flattening aggregate metrics into names a tracking system can store (SPEC §1).
+
+Shared by every tracking exporter so MLflow, W&B and the dry run agree on every name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, final
+
+__all__ = ["FlatMetrics", "flatten_metrics"]
+
+
+@final
+@dataclass(frozen=True)
+class FlatMetrics:
+    """Numeric metrics and text values (tags or summary entries), by flattened name."""
+
+    metrics: dict[str, float] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+
+
+def flatten_metrics(aggregate: Iterable[Mapping[str, Any]]) -> FlatMetrics:
+    """``<agent>/<metric>`` for ``agent_metrics``, ``key_metrics/<agent>/<metric>`` for
+    ``key_metrics``; nested mappings joined with ``/``.
+
+    Numbers are metrics and booleans become 0/1; strings are kept as text; ``None``, lists and
+    ``group_level_metrics`` are not metrics (they travel in the artifacts). Values are kept
+    as they are: pass@k percentages stay percentages.
+    """
+    metrics: dict[str, float] = {}
+    texts: dict[str, str] = {}
+    for entry in aggregate:
+        agent = str(entry["agent_ref"]["name"])
+        for section, prefix in (("agent_metrics", agent), ("key_metrics", f"key_metrics/{agent}")):
+            values = entry.get(section)
+            if isinstance(values, Mapping):
+                _flatten_into(values, prefix, metrics, texts)
+    return FlatMetrics(dict(sorted(metrics.items())), dict(sorted(texts.items())))
+
+
+def _flatten_into(
+    values: Mapping[str, Any], prefix: str, metrics: dict[str, float], texts: dict[str, str]
+) -> None:
+    for key, value in values.items():
+        name = f"{prefix}/{key}"
+        if isinstance(value, Mapping):
+            _flatten_into(value, name, metrics, texts)
+        elif isinstance(value, bool):
+            metrics[name] = float(value)
+        elif isinstance(value, int | float):
+            metrics[name] = float(value)
+        elif isinstance(value, str):
+            texts[name] = value

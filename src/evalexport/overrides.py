@@ -1,0 +1,77 @@
+"""Hydra-style ``+key=value`` overrides (SPEC §3.2).
+
+``+meta.source=manual`` builds ``{"meta": {"source": "manual"}}``; values parse as YAML
+scalars and flow collections (``+tags=[a,b]``, ``+wait=false``, ``+timeout=600``). Dates and
+times stay strings, as Hydra keeps them, so every value has a JSON form.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import yaml
+
+__all__ = ["OverrideError", "parse_overrides"]
+
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)*")
+
+
+class OverrideError(ValueError):
+    """An override is malformed or conflicts with another one (exit code 2)."""
+
+
+class _OverrideLoader(yaml.SafeLoader):
+    """YAML's safe loader without timestamps, which have no JSON form."""
+
+
+_OverrideLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def parse_value(text: str) -> Any:
+    if text == "":
+        return ""
+    try:
+        return yaml.load(text, Loader=_OverrideLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as error:
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise OverrideError(f"cannot parse value {text!r}: {problem}") from None
+
+
+def parse_overrides(tokens: Iterable[str]) -> dict[str, Any]:
+    """Turn ``+a.b=1``-style tokens into a nested mapping, refusing duplicates by name."""
+    options: dict[str, Any] = {}
+    for token in tokens:
+        body = token[1:] if token.startswith("+") else token
+        key, separator, raw_value = body.partition("=")
+        if not separator:
+            raise OverrideError(f"override {token!r} has no '='; write +key=value")
+        if not _KEY.fullmatch(key):
+            raise OverrideError(
+                f"override {token!r} has an invalid key {key!r}; keys are dotted names like "
+                "+meta.source"
+            )
+        try:
+            value = parse_value(raw_value)
+        except OverrideError as error:
+            raise OverrideError(f"override {token!r}: {error}") from None
+        _assign(options, key.split("."), value, token)
+    return options
+
+
+def _assign(options: dict[str, Any], path: list[str], value: Any, token: str) -> None:
+    node = options
+    for depth, part in enumerate(path[:-1]):
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            prefix = ".".join(path[: depth + 1])
+            raise OverrideError(f"override {token!r} conflicts with +{prefix}, which is a value")
+        node = child
+    last = path[-1]
+    if last in node:
+        raise OverrideError(f"option +{'.'.join(path)} is given more than once ({token!r})")
+    node[last] = value

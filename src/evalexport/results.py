@@ -1,0 +1,110 @@
+"""What an export ends with: an :class:`ExportResult` and its exit code.
+
+Every path through an exporter, the CLI and the worker ends in one of these, never in a
+traceback. The result is scrubbed of secrets when it is built, so nothing that carries it
+(the CLI's ``--json``, a batch report, a log) can leak a token that slipped into a message.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from evalexport.masking import scrub_text, scrub_value
+
+__all__ = ["ExitCode", "ExportResult", "ExportStatus"]
+
+
+class ExitCode(enum.IntEnum):
+    """The exit codes of the CLI and of every worker (SPEC §3.1)."""
+
+    OK = 0
+    """Succeeded, or skipped because there was nothing new to do."""
+    FAILED = 1
+    USAGE = 2
+    """Unknown exporter, unknown or invalid option."""
+    NO_VERDICT = 3
+    """Stored by the service, but no verdict arrived before the timeout."""
+    REFUSED = 4
+    """The service refused the upload."""
+
+
+class ExportStatus(enum.StrEnum):
+    SUCCEEDED = "succeeded"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
+class ExportResult(BaseModel):
+    """The outcome of one export of one run to one exporter."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    exporter: str
+    status: ExportStatus
+    exit_code: ExitCode
+    message: str
+    run_dir: str
+    details: dict[str, Any] = {}
+
+    @field_validator("message")
+    @classmethod
+    def _scrub_message(cls, message: str) -> str:
+        return scrub_text(message)
+
+    @field_validator("details")
+    @classmethod
+    def _scrub_details(cls, details: dict[str, Any]) -> dict[str, Any]:
+        scrubbed = scrub_value(details)
+        assert isinstance(scrubbed, dict)
+        return scrubbed
+
+    @classmethod
+    def succeeded(
+        cls, exporter: str, run_dir: str, message: str, **details: Any
+    ) -> ExportResult:
+        return cls(
+            exporter=exporter,
+            status=ExportStatus.SUCCEEDED,
+            exit_code=ExitCode.OK,
+            message=message,
+            run_dir=run_dir,
+            details=details,
+        )
+
+    @classmethod
+    def skipped(cls, exporter: str, run_dir: str, message: str, **details: Any) -> ExportResult:
+        return cls(
+            exporter=exporter,
+            status=ExportStatus.SKIPPED,
+            exit_code=ExitCode.OK,
+            message=message,
+            run_dir=run_dir,
+            details=details,
+        )
+
+    @classmethod
+    def failed(
+        cls,
+        exporter: str,
+        run_dir: str,
+        message: str,
+        exit_code: ExitCode = ExitCode.FAILED,
+        **details: Any,
+    ) -> ExportResult:
+        if exit_code is ExitCode.OK:
+            raise ValueError("a failed export cannot exit 0")
+        return cls(
+            exporter=exporter,
+            status=ExportStatus.FAILED,
+            exit_code=exit_code,
+            message=message,
+            run_dir=run_dir,
+            details=details,
+        )
+
+    def summary_line(self) -> str:
+        """The one human line the CLI prints, e.g. ``skipped (already exported): ...``."""
+        return f"{self.status.value}: {self.message}"

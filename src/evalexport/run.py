@@ -1,0 +1,263 @@
+"""The run directory and its rules (SPEC §1).
+
+A run is named by its rollouts file ``R = <dir>/<stem>.jsonl``; every other file is derived
+from ``R`` here and nowhere else, so exporters never guess at a path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, final
+
+__all__ = ["RunArtifacts", "RunFile", "RunFileError", "Rollout"]
+
+
+class RunFileError(Exception):
+    """A file of the run is missing or cannot be read; the message says which and why."""
+
+
+@final
+@dataclass(frozen=True)
+class Rollout:
+    """One line of the rollouts file, with the line number errors refer to."""
+
+    line_number: int
+    record: dict[str, Any]
+
+    @property
+    def task_index(self) -> Any:
+        return self.record.get("_ng_task_index")
+
+    @property
+    def rollout_index(self) -> Any:
+        return self.record.get("_ng_rollout_index")
+
+    @property
+    def agent_name(self) -> str | None:
+        agent_ref = self.record.get("agent_ref")
+        name = agent_ref.get("name") if isinstance(agent_ref, dict) else None
+        return name if isinstance(name, str) else None
+
+    @property
+    def reward(self) -> Any:
+        return self.record.get("reward")
+
+
+@final
+@dataclass(frozen=True)
+class RunFile:
+    path: Path
+    role: str
+    size_bytes: int
+
+
+@final
+@dataclass(frozen=True)
+class RunArtifacts:
+    """Every file of one finished run, derived from the path of its rollouts file."""
+
+    rollouts: Path
+    """The rollouts file, absolute but not resolved: a symlink stays where it is."""
+
+    @classmethod
+    def from_rollouts_path(cls, rollouts_jsonl_fpath: str | os.PathLike[str]) -> RunArtifacts:
+        return cls(Path(rollouts_jsonl_fpath).absolute())
+
+    @property
+    def run_dir(self) -> Path:
+        """``R.absolute().parent``: never the directory a symlinked ``R`` points into."""
+        return self.rollouts.parent
+
+    @property
+    def stem(self) -> str:
+        return self.rollouts.stem
+
+    def _sibling(self, suffix: str) -> Path:
+        return self.run_dir / f"{self.stem}{suffix}"
+
+    @property
+    def aggregate_metrics(self) -> Path:
+        return self._sibling("_aggregate_metrics.json")
+
+    @property
+    def saved_config(self) -> Path:
+        return self._sibling("_resolved_config.yaml")
+
+    @property
+    def materialized_inputs(self) -> Path:
+        return self._sibling("_materialized_inputs.jsonl")
+
+    @property
+    def failures(self) -> Path:
+        return self._sibling("_failures.jsonl")
+
+    @property
+    def sidecar_dir(self) -> Path:
+        return self.run_dir / self.stem
+
+    def export_marker(self, exporter: str) -> Path:
+        return self._sibling(f"_{exporter}_export_done")
+
+    # -- prerequisites -----------------------------------------------------------------------
+
+    def missing_file_reason(self, *, needs_metrics_and_config: bool) -> str | None:
+        """The first required file that is missing, as the message a user sees, or ``None``."""
+        if not self.rollouts.is_file():
+            return f"Rollouts file not found: {self.rollouts}"
+        if needs_metrics_and_config:
+            if not self.aggregate_metrics.is_file():
+                return f"Aggregate metrics not found: {self.aggregate_metrics}"
+            if not self.saved_config.is_file():
+                return f"Saved run config not found: {self.saved_config}"
+        return None
+
+    def other_runs_in_directory(self) -> list[Path]:
+        """Rollouts files of other runs that share this run's directory."""
+        try:
+            names = sorted(entry.name for entry in os.scandir(self.run_dir))
+        except OSError:
+            return []
+        return [
+            self.run_dir / name
+            for name in names
+            if name != self.rollouts.name
+            and (name == "rollouts.jsonl" or name.endswith("_rollouts.jsonl"))
+        ]
+
+    def shared_directory_reason(self) -> str | None:
+        """Why a directory exporter must refuse this run, or ``None`` when it may upload it."""
+        others = self.other_runs_in_directory()
+        if not others:
+            return None
+        listed = ", ".join(path.name for path in others)
+        return (
+            f"Run directory {self.run_dir} also holds another run's rollouts ({listed}); "
+            "this exporter uploads the whole directory as one run. "
+            "Keep each run in a directory of its own."
+        )
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def iter_rollouts(self) -> Iterator[Rollout]:
+        """Stream the rollouts one line at a time; blank lines are skipped.
+
+        Raises :class:`RunFileError` naming the 1-based line number of a malformed line.
+        """
+        try:
+            handle = self.rollouts.open(encoding="utf-8")
+        except OSError as error:
+            raise RunFileError(f"Cannot read rollouts file {self.rollouts}: {error}") from None
+        with handle:
+            line_number = 0
+            try:
+                for line_number, line in enumerate(handle, start=1):  # noqa: B007
+                    if not line.strip():
+                        continue
+                    yield Rollout(line_number, self._parse_rollout(line, line_number))
+            except UnicodeDecodeError as error:
+                raise RunFileError(
+                    f"Malformed rollouts file {self.rollouts}: line {line_number + 1} "
+                    f"is not UTF-8 ({error.reason})"
+                ) from None
+
+    def _parse_rollout(self, line: str, line_number: int) -> dict[str, Any]:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise RunFileError(
+                f"Malformed rollouts file {self.rollouts}: line {line_number} is not valid JSON "
+                f"({error.msg} at column {error.colno})"
+            ) from None
+        if not isinstance(record, dict):
+            raise RunFileError(
+                f"Malformed rollouts file {self.rollouts}: line {line_number} is a JSON "
+                f"{type(record).__name__}, expected an object"
+            )
+        return record
+
+    def read_aggregate_metrics(self) -> list[dict[str, Any]]:
+        """The aggregate-metrics list, one entry per agent, checked for its shape."""
+        path = self.aggregate_metrics
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise RunFileError(f"Aggregate metrics not found: {path}") from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise RunFileError(f"Cannot read aggregate metrics {path}: {error}") from None
+        except json.JSONDecodeError as error:
+            raise RunFileError(
+                f"Malformed aggregate metrics {path}: {error.msg} at line {error.lineno}"
+            ) from None
+        if not isinstance(data, list):
+            raise RunFileError(
+                f"Malformed aggregate metrics {path}: expected a list with one entry per agent, "
+                f"found a JSON {type(data).__name__}"
+            )
+        for index, entry in enumerate(data):
+            name = entry.get("agent_ref", {}).get("name") if isinstance(entry, dict) else None
+            if not isinstance(name, str) or not name:
+                raise RunFileError(
+                    f"Malformed aggregate metrics {path}: entry {index} has no agent_ref.name"
+                )
+        return data
+
+    def read_saved_config(self) -> dict[str, Any]:
+        """The saved (masked, unresolved) run config."""
+        import yaml
+
+        path = self.saved_config
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise RunFileError(f"Saved run config not found: {path}") from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise RunFileError(f"Cannot read saved run config {path}: {error}") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise RunFileError(f"Malformed saved run config {path}: {error}") from None
+        if data is None:
+            return {}
+        if not isinstance(data, dict):
+            raise RunFileError(
+                f"Malformed saved run config {path}: expected a mapping, "
+                f"found {type(data).__name__}"
+            )
+        return data
+
+    def files(self) -> list[RunFile]:
+        """What the run directory holds, each entry with the role it plays for this run."""
+        roles = {
+            self.rollouts.name: "rollouts",
+            self.aggregate_metrics.name: "aggregate metrics",
+            self.saved_config.name: "saved config",
+            self.materialized_inputs.name: "materialized inputs",
+            self.failures.name: "failures",
+            self.sidecar_dir.name: "sidecars",
+        }
+        others = set(self.other_runs_in_directory())
+        found: list[RunFile] = []
+        for entry in sorted(os.scandir(self.run_dir), key=lambda item: item.name):
+            path = Path(entry.path)
+            role = roles.get(entry.name)
+            if role is None and entry.name.startswith(f"{self.stem}_") and entry.name.endswith(
+                "_export_done"
+            ):
+                role = "export marker"
+            if role is None:
+                role = "other run's rollouts" if path in others else "other"
+            found.append(RunFile(path, role, _size(path)))
+        return found
+
+
+def _size(path: Path) -> int:
+    if path.is_dir():
+        return sum(_size(child) for child in path.iterdir())
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

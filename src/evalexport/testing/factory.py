@@ -1,0 +1,409 @@
+"""Realistic finished runs on disk, for tests, benchmarks and the bundled example.
+
+:func:`make_run` writes what an evaluation run leaves behind: rollouts with ``ng_trajectory``
+records (multi-turn, tool calls, reasoning, cached tokens, unicode), aggregate metrics with the
+real key names, and a saved config with planted canary secrets. Knobs break each rule of the
+run directory, so a test can ask for exactly the broken run it needs.
+
+This module does not import pytest: scripts use it too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, final
+
+from evalexport.masking import save_run_config
+from evalexport.run import RunArtifacts
+
+__all__ = ["CanarySecrets", "SampleRun", "make_run", "make_rollout"]
+
+DEFAULT_AGENTS = ("aime24_math_simple_agent", "aime24_math_tool_agent")
+MODEL = "nvidia/nemotron-nano-9b-v2"
+
+_QUESTIONS = (
+    "Find the remainder when $7^{2024}$ is divided by $1000$.",
+    "Let $S$ be the set of positive integers $n \\le 1000$ with $n^2 + 1$ divisible by $5$. "
+    "Find $|S|$.",
+    "Compute the number of ordered pairs $(a, b)$ of integers with $a^2 + b^2 = 2025$.",
+    "Trouvez la somme des chiffres de $2^{100}$ — answer as an integer.",
+    "A regular hexagon has side length $6$. Find the square of its area.",
+    "Find the least positive integer $n$ such that $n! $ ends in exactly $24$ zeros.",
+    "∑_{k=1}^{20} k³ mod 997 = ?",
+    "How many subsets of $\\{1, 2, \\dots, 12\\}$ contain no two consecutive integers?",
+)
+
+
+@final
+@dataclass(frozen=True)
+class CanarySecrets:
+    """Secret values planted in a run's config. None of them may ever appear in any output."""
+
+    suffix: str = field(default_factory=lambda: secrets.token_hex(8))
+
+    @property
+    def by_key(self) -> dict[str, str]:
+        """Secrets planted under secret keys, with the key they sit under."""
+        s = self.suffix
+        return {
+            "policy_api_key": f"canary-policy-{s}",
+            "hf_token": f"canary-hf-{s}",
+            "wandb_api_key": f"canary-wandb-{s}",
+            "mlflow_tracking_token": f"canary-mlflow-{s}",
+            "judge_api_key": f"canary-judge-{s}",
+            "apiKey": f"canary-apikey-{s}",
+            "bearer_token": f"canary-bearer-{s}",
+        }
+
+    @property
+    def in_values(self) -> dict[str, str]:
+        """Secrets planted inside strings under non-secret keys (URLs, env lists, headers)."""
+        s = self.suffix
+        return {
+            "url_password": f"canaryurlpw{s}",
+            "env_assignment": f"canary-env-{s}",
+            "authorization_header": f"canary-header-{s}",
+            "openai_style_key": f"sk-canary{s}{s}",
+            "query_token": f"canary-query-{s}",
+        }
+
+    @property
+    def all(self) -> tuple[str, ...]:
+        return (*self.by_key.values(), *self.in_values.values())
+
+    def found_in(self, text: str) -> list[str]:
+        """The planted secrets that occur in ``text``; a test asserts this is empty."""
+        return [secret for secret in self.all if secret in text]
+
+    def found_in_tree(self, root: Path) -> list[str]:
+        """``path: secret`` for every planted secret in any file under ``root``."""
+        leaks: list[str] = []
+        for path in sorted(root.rglob("*")) if root.is_dir() else [root]:
+            if path.is_file():
+                text = path.read_bytes().decode("utf-8", errors="replace")
+                leaks.extend(f"{path}: {secret}" for secret in self.found_in(text))
+        return leaks
+
+
+def run_config(benchmark: str, canaries: CanarySecrets) -> dict[str, Any]:
+    """A run config shaped like a real evaluation config, secrets included."""
+    key = canaries.by_key
+    value = canaries.in_values
+    return {
+        "benchmark": benchmark,
+        "split": "benchmark",
+        "num_repeats": 4,
+        "policy_model_name": MODEL,
+        "policy_base_url": "https://integrate.api.nvidia.com/v1",
+        "policy_api_key": key["policy_api_key"],
+        "hf_token": key["hf_token"],
+        "HF_TOKEN": "${oc.env:HF_TOKEN}",
+        "wandb_api_key": key["wandb_api_key"],
+        "mlflow_tracking_token": key["mlflow_tracking_token"],
+        "mlflow_tracking_uri": f"https://evals:{value['url_password']}@mlflow.example.com/",
+        "judge": {
+            "judge_api_key": key["judge_api_key"],
+            "apiKey": key["apiKey"],
+            "model": "meta/llama-3.3-70b-instruct",
+            "endpoint": f"https://judge.example.com/v1?token={value['query_token']}&region=us",
+        },
+        "gateway": {
+            "bearer_token": key["bearer_token"],
+            "default_headers": {"Authorization": f"Bearer {value['authorization_header']}"},
+            "notes": f"rotated key {value['openai_style_key']} on 2026-11-01",
+        },
+        "env": [f"HF_TOKEN={value['env_assignment']}", "HF_HOME=/data/hf", "CUDA_VISIBLE_DEVICES=0"],
+        "responses_create_params": {
+            "max_output_tokens": 16384,
+            "temperature": 0.6,
+            "top_p": 0.95,
+            "return_token_id_information": False,
+        },
+        "tokenizer_path": "nvidia/nemotron-nano-9b-v2",
+        "skip_special_tokens": True,
+        "input_cost_per_token": 1.5e-07,
+        "num_speculative_tokens": 0,
+        "key_metrics": ["pass@1[avg-of-4]/symbolic_accuracy"],
+        "key_prefix": "eval/",
+        "api_key_name": "POLICY_API_KEY",
+        "answer_key": "expected_answer",
+        "hf_hub_cache": "/data/hf/hub",
+        "max_tokens": 16384,
+    }
+
+
+def _turn_texts(rng: random.Random, task_index: int) -> tuple[Any, str, str]:
+    question: Any = _QUESTIONS[task_index % len(_QUESTIONS)]
+    if task_index % 5 == 4:  # structured questions happen: they travel as JSON text
+        question = {"problem": question, "hints": ["work modulo 8 and 125"], "difficulty": 3}
+    answer = str(rng.randint(0, 999))
+    reasoning = f"Let me think step by step — check small cases first (n={rng.randint(2, 9)})."
+    return question, answer, reasoning
+
+
+def make_trajectory(
+    rng: random.Random, task_index: int, rollout_index: int, *, use_tools: bool
+) -> dict[str, Any]:
+    """An ``ng_trajectory`` (schema 1.0) of one or two turns, with tool calls when asked."""
+    invocation_id = f"inv-{task_index}-{rollout_index}"
+    turns: list[dict[str, Any]] = []
+    model_calls: list[dict[str, Any]] = []
+    tool_calls: list[dict[str, Any]] = []
+    n_turns = 2 if task_index % 3 == 0 else 1
+    for turn_no in range(1, n_turns + 1):
+        question, answer, reasoning = _turn_texts(rng, task_index + turn_no - 1)
+        call_ids: list[str] = []
+        n_model_calls = 2 if use_tools and turn_no == 1 else 1
+        for call_no in range(n_model_calls):
+            model_call_id = f"mc-{task_index}-{rollout_index}-{turn_no}-{call_no}"
+            call_ids.append(model_call_id)
+            output: list[dict[str, Any]] = [
+                {"type": "reasoning", "summary": [{"type": "summary_text", "text": reasoning}]}
+            ]
+            if call_no < n_model_calls - 1:
+                # Several tool calls in one model call: code execution and a lookup.
+                for tool_no, (tool, arguments) in enumerate(
+                    (("python", {"code": f"print(pow(7, 2024, 1000))  # t{task_index}"}),
+                     ("lookup", {"query": "Legendre's formula", "top_k": 2}))
+                ):
+                    tool_call_id = f"call-{task_index}-{rollout_index}-{turn_no}-{tool_no}"
+                    output.append(
+                        {"type": "function_call", "call_id": tool_call_id, "name": tool,
+                         "arguments": json.dumps(arguments)}
+                    )
+                    tool_calls.append(
+                        {"tool_call_id": tool_call_id, "invocation_id": invocation_id,
+                         "model_call_id": model_call_id, "tool_name": tool,
+                         "output": "801" if tool == "python" else "ν_p(n!) = Σ ⌊n/p^k⌋",
+                         "status": "ok",
+                         "started_at": f"2026-11-01T10:{turn_no:02d}:{tool_no:02d}Z",
+                         "ended_at": f"2026-11-01T10:{turn_no:02d}:{tool_no + 1:02d}Z"}
+                    )
+            else:
+                text = answer if isinstance(answer, str) else json.dumps(answer)
+                output.append(
+                    {"type": "message", "role": "assistant",
+                     "content": [{"type": "output_text", "text": f"The answer is \\boxed{{{text}}}."}]}
+                )
+            prompt = 900 + 40 * task_index + 150 * call_no
+            model_calls.append(
+                {
+                    "model_call_id": model_call_id,
+                    "request": {
+                        "model": MODEL,
+                        "input": [
+                            {"role": "system", "content": "Solve the problem. Put the final answer in \\boxed{}."},
+                            {"role": "user", "content": question if isinstance(question, str) else json.dumps(question)},
+                        ],
+                        "tools": [{"type": "function", "name": "python"}, {"type": "function", "name": "lookup"}] if use_tools else [],
+                    },
+                    "response": {"id": f"resp-{model_call_id}", "output": output},
+                    "token_stats": {
+                        "prompt_tokens": prompt,
+                        "completion_tokens": 200 + rng.randint(0, 3000),
+                        "cached_tokens": 512 if call_no else 0,
+                        "reasoning_tokens": 150 + rng.randint(0, 900),
+                    },
+                    "response_metadata": {"model": MODEL},
+                }
+            )
+        turns.append(
+            {"invocation_id": invocation_id, "turn_no": turn_no,
+             "timestamp": f"2026-11-01T10:{turn_no:02d}:30Z", "question": question,
+             "answer": {"value": answer, "format": "boxed"} if task_index % 7 == 6 else answer,
+             "reasoning_content": reasoning if turn_no == 1 else None,
+             "model_calls": call_ids}
+        )
+    return {
+        "schema_version": "1.0",
+        "task_id": f"aime24/{task_index}",
+        "rollout_id": f"aime24/{task_index}/{rollout_index}",
+        "invocations": [
+            {"invocation_id": invocation_id, "started_at": "2026-11-01T10:00:00Z",
+             "ended_at": "2026-11-01T10:05:00Z"}
+        ],
+        "turns": turns,
+        "model_calls": model_calls,
+        "tool_calls": tool_calls,
+        "gaps": [],
+    }
+
+
+def make_rollout(
+    rng: random.Random, task_index: int, rollout_index: int, agent: str, *, trajectory: bool = True
+) -> dict[str, Any]:
+    use_tools = "tool" in agent
+    question, answer, _ = _turn_texts(rng, task_index)
+    reward = 1.0 if rng.random() < 0.45 else 0.0
+    record: dict[str, Any] = {
+        "_ng_task_index": task_index,
+        "_ng_rollout_index": rollout_index,
+        "agent_ref": {"name": agent},
+        "reward": reward,
+        "expected_answer": answer if reward else str(rng.randint(0, 999)),
+        "responses_create_params": {
+            "input": [{"role": "user", "content": question if isinstance(question, str) else json.dumps(question)}],
+            "max_output_tokens": 16384,
+            "temperature": 0.6,
+        },
+        "response": {
+            "id": f"resp-{task_index}-{rollout_index}",
+            "model": MODEL,
+            "output": [{"type": "message", "role": "assistant",
+                        "content": [{"type": "output_text", "text": f"\\boxed{{{answer}}}"}]}],
+            "usage": {"input_tokens": 1200, "output_tokens": rng.randint(200, 6000)},
+        },
+        "symbolic_correct": bool(reward),
+    }
+    if trajectory:
+        record["ng_trajectory"] = make_trajectory(rng, task_index, rollout_index, use_tools=use_tools)
+    return record
+
+
+def aggregate_metrics(
+    agents: Sequence[str], tasks: int, repeats: int, rng: random.Random
+) -> list[dict[str, Any]]:
+    """Aggregate metrics with the real key names, including a name that prefixes another."""
+    entries = []
+    for agent in agents:
+        accuracy = round(rng.uniform(30, 60), 2)
+        entries.append(
+            {
+                "agent_ref": {"name": agent},
+                "agent_metrics": {
+                    "mean/reward": round(accuracy / 100, 4),
+                    "std/reward": round(rng.uniform(0.3, 0.5), 4),
+                    "mean/output_tokens": round(rng.uniform(3000, 7000), 1),
+                    f"pass@1[avg-of-{repeats}]/symbolic_accuracy": accuracy,
+                    f"pass@1[avg-of-{repeats}]/symbolic_accuracy/std_dev_across_runs": round(
+                        rng.uniform(1, 4), 2
+                    ),
+                    f"pass@1[avg-of-{repeats}]/no_answer": round(rng.uniform(0, 5), 2),
+                    f"pass@1[avg-of-{repeats}]/no_answer/std_dev_across_runs": round(
+                        rng.uniform(0, 1), 2
+                    ),
+                    f"pass@{repeats}/symbolic_accuracy": round(min(100.0, accuracy * 1.6), 2),
+                    f"majority@{repeats}/symbolic_accuracy": round(accuracy * 1.2, 2),
+                    "judge_model": "none (symbolic grading)",
+                    "used_tools": "tool" in agent,
+                    "per_sample_aggregate": {
+                        "symbolic_accuracy": [round(rng.random(), 2) for _ in range(tasks)]
+                    },
+                },
+                "key_metrics": {
+                    f"pass@1[avg-of-{repeats}]/symbolic_accuracy": accuracy,
+                    f"pass@{repeats}/symbolic_accuracy": round(min(100.0, accuracy * 1.6), 2),
+                },
+                "group_level_metrics": [
+                    {"_ng_task_index": task, "mean/reward": round(rng.random(), 2), "sample": {}}
+                    for task in range(tasks)
+                ],
+            }
+        )
+    return entries
+
+
+@final
+@dataclass(frozen=True)
+class SampleRun:
+    run: RunArtifacts
+    canaries: CanarySecrets
+    rollout_count: int
+
+    @property
+    def rollouts(self) -> Path:
+        return self.run.rollouts
+
+
+def make_run(
+    directory: str | os.PathLike[str],
+    *,
+    benchmark: str = "aime24",
+    agents: Sequence[str] = DEFAULT_AGENTS,
+    tasks: int = 6,
+    repeats: int = 4,
+    seed: int = 0,
+    canaries: CanarySecrets | None = None,
+    aggregate: bool = True,
+    saved_config: bool = True,
+    mask_saved_config: bool = True,
+    trajectory: bool = True,
+    rows_without_trajectory: Iterable[int] = (),
+    rows_with_gaps: Iterable[int] = (),
+    malformed_lines: Iterable[int] = (),
+    blank_lines: Iterable[int] = (),
+    other_run_rollouts: str | None = None,
+    sidecars: bool = False,
+) -> SampleRun:
+    """Write a finished run into ``directory`` (created if needed) and describe it.
+
+    Rows are 0-based rollout positions; ``malformed_lines`` and ``blank_lines`` are 1-based
+    line numbers of the written file. ``other_run_rollouts`` adds a second run's rollouts file
+    of that name beside this one; ``mask_saved_config=False`` saves the config with live
+    secrets, as a run saved by hand might.
+    """
+    run_dir = Path(directory)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    canaries = canaries or CanarySecrets()
+    rollouts_path = run_dir / f"{benchmark}_rollouts.jsonl"
+    without = set(rows_without_trajectory)
+    with_gaps = set(rows_with_gaps)
+    malformed = set(malformed_lines)
+    blanks = set(blank_lines)
+    lines: list[str] = []
+    row = 0
+    for task_index in range(tasks):
+        for agent in agents:
+            for rollout_index in range(repeats):
+                record = make_rollout(
+                    rng, task_index, rollout_index, agent, trajectory=trajectory and row not in without
+                )
+                if row in with_gaps and "ng_trajectory" in record:
+                    record["ng_trajectory"]["gaps"] = [
+                        {"code": "turns_unavailable", "invocation_id": None,
+                         "detail": "agent does not publish semantic turns"}
+                    ]
+                while len(lines) + 1 in blanks:
+                    lines.append("")
+                if len(lines) + 1 in malformed:
+                    lines.append('{"_ng_task_index": 0, "reward": 1.0,')
+                lines.append(json.dumps(record, ensure_ascii=False))
+                row += 1
+    rollouts_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run = RunArtifacts.from_rollouts_path(rollouts_path)
+    if aggregate:
+        run.aggregate_metrics.write_text(
+            json.dumps(aggregate_metrics(agents, tasks, repeats, rng), indent=2), encoding="utf-8"
+        )
+    if saved_config:
+        config = run_config(benchmark, canaries)
+        if mask_saved_config:
+            save_run_config(config, rollouts_path)
+        else:
+            import yaml
+
+            run.saved_config.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    if sidecars:
+        datasets = run.sidecar_dir / "preprocessed_datasets"
+        datasets.mkdir(parents=True, exist_ok=True)
+        (datasets / f"{benchmark}.jsonl").write_text(
+            "".join(json.dumps({"question": q}, ensure_ascii=False) + "\n" for q in _QUESTIONS),
+            encoding="utf-8",
+        )
+        run.materialized_inputs.write_text(
+            "".join(json.dumps({"_ng_task_index": t, "input": _QUESTIONS[t % len(_QUESTIONS)]},
+                               ensure_ascii=False) + "\n" for t in range(tasks)),
+            encoding="utf-8",
+        )
+    if other_run_rollouts:
+        (run_dir / other_run_rollouts).write_text(
+            json.dumps(make_rollout(rng, 0, 0, agents[0])) + "\n", encoding="utf-8"
+        )
+    return SampleRun(run, canaries, row)

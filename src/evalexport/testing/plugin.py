@@ -1,0 +1,166 @@
+"""The evalexport pytest plugin: SDK switches, isolation and run-directory fixtures.
+
+Published through the ``pytest11`` entry point, so a project that exports with evalexport gets
+the same switches and fixtures by installing it:
+
+``--with_downloads``
+    run tests that build an environment from the package index.
+``--with_evalrdl_sdk``
+    run the EvalRDL contract tests against the real SDK instead of the fake.
+``--with_mlflow_sdk`` / ``--with_wandb_sdk``
+    add the other SDK versions of the matrix (they need the index too).
+
+A test marked ``downloads``, ``evalrdl_sdk``, ``mlflow_sdk`` or ``wandb_sdk`` is skipped unless
+its switch is on, and the skip reason names the switch.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalexport.masking import is_secret_key
+from evalexport.testing.factory import CanarySecrets, SampleRun, make_run
+
+SWITCHES: dict[str, tuple[str, str]] = {
+    "downloads": ("--with_downloads", "builds an environment from the package index"),
+    "evalrdl_sdk": ("--with_evalrdl_sdk", "runs against the real evalrdl SDK"),
+    "mlflow_sdk": ("--with_mlflow_sdk", "runs another MLflow version of the matrix"),
+    "wandb_sdk": ("--with_wandb_sdk", "runs another wandb version of the matrix"),
+}
+"""Marker name -> (command-line switch, what the marked tests need)."""
+
+TOKEN_VARIABLES = (
+    "EVALRDL_TOKEN",
+    "GITLAB_TOKEN",
+    "GITLAB_PRIVATE_TOKEN",
+    "MLFLOW_TRACKING_TOKEN",
+    "MLFLOW_TRACKING_USERNAME",
+    "MLFLOW_TRACKING_PASSWORD",
+    "WANDB_API_KEY",
+    "HF_TOKEN",
+    "OPENAI_API_KEY",
+)
+"""Token variables always removed, on top of every variable whose name is secret."""
+
+_STORE_VARIABLES = (
+    "MLFLOW_TRACKING_URI",
+    "MLFLOW_REGISTRY_URI",
+    "MLFLOW_EXPERIMENT_NAME",
+    "MLFLOW_EXPERIMENT_ID",
+    "MLFLOW_RUN_ID",
+    "WANDB_ENTITY",
+    "WANDB_PROJECT",
+    "WANDB_BASE_URL",
+    "WANDB_RUN_ID",
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("evalexport", "evalexport contract tests")
+    for switch, needs in SWITCHES.values():
+        group.addoption(
+            switch,
+            action="store_true",
+            default=False,
+            help=f"run the tests that {needs}",
+        )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker, (switch, needs) in SWITCHES.items():
+        config.addinivalue_line(
+            "markers", f"{marker}: the test {needs}; skipped unless {switch} is given"
+        )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for marker, (switch, needs) in SWITCHES.items():
+        if config.getoption(switch):
+            continue
+        skip = pytest.mark.skip(reason=f"{needs}; run with {switch} to include it")
+        for item in items:
+            if marker in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def evalexport_download_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One package-download cache for the whole test session, never the developer's own."""
+    return tmp_path_factory.mktemp("download-cache")
+
+
+@pytest.fixture
+def evalexport_isolation(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    evalexport_download_cache: Path,
+) -> Iterator[Path]:
+    """A temporary HOME, caches, tracking stores and working directory; no token variables.
+
+    Yields the temporary root. Package downloads share one cache per test session (see
+    ``evalexport_download_cache``) so environments are not downloaded anew for every test.
+    """
+    root = tmp_path_factory.mktemp("isolated")
+    home = root / "home"
+    layout = {
+        "HOME": home,
+        "XDG_CACHE_HOME": home / ".cache",
+        "XDG_CONFIG_HOME": home / ".config",
+        "XDG_DATA_HOME": home / ".local" / "share",
+        "XDG_STATE_HOME": home / ".local" / "state",
+        "EVALEXPORT_CACHE_DIR": root / "evalexport-cache",
+        "WANDB_DIR": root / "wandb",
+        "WANDB_CACHE_DIR": root / "wandb-cache",
+        "WANDB_CONFIG_DIR": root / "wandb-config",
+        "WANDB_DATA_DIR": root / "wandb-data",
+        "EVALRDL_FAKE_STORE": root / "evalrdl-store",
+        "MLFLOW_ARTIFACT_ROOT": root / "mlartifacts",
+        "PIP_CACHE_DIR": evalexport_download_cache / "pip",
+        "UV_CACHE_DIR": evalexport_download_cache / "uv",
+    }
+    for variable, path in layout.items():
+        path.mkdir(parents=True, exist_ok=True)
+        monkeypatch.setenv(variable, str(path))
+    for variable in list(os.environ):
+        if variable in TOKEN_VARIABLES or variable in _STORE_VARIABLES or is_secret_key(variable):
+            monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    workdir = root / "work"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    yield root
+
+
+@pytest.fixture
+def canaries() -> CanarySecrets:
+    """Fresh canary secrets for one test."""
+    return CanarySecrets()
+
+
+@pytest.fixture
+def make_sample_run(
+    tmp_path: Path, canaries: CanarySecrets
+) -> Callable[..., SampleRun]:
+    """A factory of finished runs: ``make_sample_run(name="run", **knobs)``.
+
+    Each call writes a run into ``tmp_path / name`` with this test's canary secrets planted
+    in its config; knobs are those of :func:`evalexport.testing.factory.make_run`.
+    """
+
+    def factory(name: str = "run", **knobs: Any) -> SampleRun:
+        knobs.setdefault("canaries", canaries)
+        return make_run(tmp_path / name, **knobs)
+
+    return factory
+
+
+@pytest.fixture
+def sample_run(make_sample_run: Callable[..., SampleRun]) -> SampleRun:
+    """A complete, well-formed finished run with canary secrets in its saved config."""
+    return make_sample_run()
