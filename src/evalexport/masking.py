@@ -55,7 +55,7 @@ _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:)[^@
 _QUERY_PARAM = re.compile(r"(?P<head>[?&;](?P<name>[^=&#\s]+)=)(?P<value>[^&#\s]*)")
 _ASSIGNMENT = re.compile(
     r"(?<![\w.-])(?P<head>(?P<name>-{0,2}[A-Za-z_][\w.-]*)=)"
-    r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s\"'&]+)"
+    r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s\"'&#]+)"
 )
 _BEARER = re.compile(r"\b(?P<head>(?:Bearer|Basic)\s+)(?P<value>[^\s\"',]+)", re.IGNORECASE)
 _KNOWN_CREDENTIAL = re.compile(
@@ -77,8 +77,11 @@ def is_secret_key(key: object) -> bool:
     words = _key_words(str(key))
     if not words:
         return False
-    if _SECRET_WORDS.intersection(words) or words[-1] in _SECRET_LAST_WORDS:
+    if _SECRET_WORDS.intersection(words):
         return True
+    if words[-1] in _SECRET_LAST_WORDS:
+        # "input_cost_per_token" is a price, not a token.
+        return not (len(words) > 1 and words[-2] == "per")
     if words[-1] == "key":
         return len(words) == 1 or words[-2] in _KEY_QUALIFIERS
     return False

@@ -148,21 +148,20 @@ class RunArtifacts:
         Raises :class:`RunFileError` naming the 1-based line number of a malformed line.
         """
         try:
-            handle = self.rollouts.open(encoding="utf-8")
+            handle = self.rollouts.open("rb")
         except OSError as error:
             raise RunFileError(f"Cannot read rollouts file {self.rollouts}: {error}") from None
         with handle:
-            line_number = 0
-            try:
-                for line_number, line in enumerate(handle, start=1):  # noqa: B007
-                    if not line.strip():
-                        continue
+            for line_number, raw in enumerate(handle, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise RunFileError(
+                        f"Malformed rollouts file {self.rollouts}: line {line_number} "
+                        f"is not UTF-8 ({error.reason} at byte {error.start})"
+                    ) from None
+                if line.strip():
                     yield Rollout(line_number, self._parse_rollout(line, line_number))
-            except UnicodeDecodeError as error:
-                raise RunFileError(
-                    f"Malformed rollouts file {self.rollouts}: line {line_number + 1} "
-                    f"is not UTF-8 ({error.reason})"
-                ) from None
 
     def _parse_rollout(self, line: str, line_number: int) -> dict[str, Any]:
         try:

@@ -1,0 +1,173 @@
+"""The evalexport command (SPEC §3.2): usage errors exit 2 naming the culprit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.usefixtures("plugin_site")
+
+
+def test_help_lists_commands_and_exporters_and_exits_0(cli) -> None:
+    run = cli("--help")
+    assert run.exit_code == 0
+    assert "inspect" in run.stdout
+    assert "recording" in run.stdout
+
+
+def test_no_arguments_is_a_usage_error(cli) -> None:
+    assert cli().exit_code == 2
+
+
+def test_list_shows_each_exporter_with_its_summary(cli) -> None:
+    run = cli("list")
+    assert run.exit_code == 0
+    lines = {line.split()[0]: " ".join(line.split()[1:]) for line in run.stdout.splitlines()}
+    assert lines["recording"] == "Record the run's metrics in a local directory (test plugin). [plugin recording-exporter]"
+    assert lines["not-an-exporter"].startswith("(cannot be loaded: Exporter 'not-an-exporter'")
+
+
+def test_an_unknown_exporter_exits_2_naming_it(cli) -> None:
+    run = cli("nope", "+rollouts_jsonl_fpath=x")
+    assert run.exit_code == 2
+    assert "unknown exporter 'nope'" in run.stderr
+
+
+def test_an_unknown_option_exits_2_naming_it_and_the_valid_ones(cli, sample_run, tmp_path) -> None:
+    run = cli("recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={tmp_path}", "+colour=red")
+    assert run.exit_code == 2
+    assert "unknown option +colour for exporter 'recording'" in run.stderr
+    assert "Valid options: +rollouts_jsonl_fpath, +dry_run, +store_dir, +delay_seconds, +fail_with" in run.stderr
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_a_bad_value_exits_2_naming_the_option_and_value(cli, sample_run, tmp_path) -> None:
+    run = cli("recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={tmp_path}", "+delay_seconds=soon")
+    assert run.exit_code == 2
+    assert "invalid value for +delay_seconds" in run.stderr
+    assert "'soon'" in run.stderr
+
+
+def test_a_missing_required_option_exits_2(cli) -> None:
+    run = cli("recording", "+store_dir=/tmp/x")
+    assert run.exit_code == 2
+    assert "missing required option +rollouts_jsonl_fpath" in run.stderr
+
+
+def test_an_unknown_flag_exits_2_naming_it(cli) -> None:
+    run = cli("recording", "--colour")
+    assert run.exit_code == 2
+    assert "unknown flag --colour" in run.stderr
+
+
+def test_a_usage_error_with_json_prints_a_result_with_exit_code_2(cli) -> None:
+    run = cli("recording", "+store_dir=/tmp/x", "--json")
+    assert run.exit_code == 2
+    result = json.loads(run.stdout)
+    assert result["exit_code"] == 2
+    assert result["status"] == "failed"
+
+
+def test_exporter_help_lists_options_with_types_defaults_and_descriptions(cli) -> None:
+    run = cli("recording", "--help")
+    assert run.exit_code == 0
+    assert "+rollouts_jsonl_fpath (Path, required)" in run.stdout
+    assert "+delay_seconds (float, default: 0.0)" in run.stdout
+    assert "+fail_with (str | None, default: None)" in run.stdout
+    assert "Directory the exported runs are recorded in." in run.stdout
+
+
+def test_an_export_prints_one_human_line(cli, sample_run, tmp_path) -> None:
+    args = ("recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={tmp_path / 's'}")
+    first = cli(*args)
+    assert first.exit_code == 0
+    assert first.stdout.startswith("succeeded: recorded run ")
+    second = cli(*args)
+    assert second.exit_code == 0
+    assert second.stdout.startswith("skipped (already exported): aime24_rollouts.jsonl was exported to")
+
+
+def test_json_prints_the_export_result(cli, sample_run, tmp_path) -> None:
+    run = cli("recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={tmp_path}", "--json")
+    result = json.loads(run.stdout)
+    assert result["exporter"] == "recording"
+    assert result["status"] == "succeeded"
+    assert result["run_dir"] == str(sample_run.run.run_dir)
+    assert result["details"]["marker"].endswith("aime24_rollouts_recording_export_done")
+
+
+def test_format_still_works_with_a_deprecation_warning(cli, sample_run, tmp_path) -> None:
+    run = cli("--format", "recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={tmp_path}")
+    assert run.exit_code == 0
+    assert "--format is deprecated" in run.stderr
+    assert run.stdout.startswith("succeeded:")
+
+
+@pytest.mark.parametrize(("missing", "message"), [("aggregate", "Aggregate metrics not found: "), ("saved_config", "Saved run config not found: ")])
+def test_a_missing_run_file_fails_with_exit_1_and_writes_nothing(cli, make_sample_run, tmp_path, missing: str, message: str) -> None:
+    sample = make_sample_run(**{missing: False})
+    before = sorted(p.name for p in sample.run.run_dir.iterdir())
+    run = cli("recording", f"+rollouts_jsonl_fpath={sample.rollouts}", f"+store_dir={tmp_path / 'store'}")
+    assert run.exit_code == 1
+    assert run.stdout.startswith(f"failed: {message}{sample.run.run_dir}")
+    assert sorted(p.name for p in sample.run.run_dir.iterdir()) == before
+    assert not (tmp_path / "store").exists()
+
+
+def test_an_exporter_that_raises_fails_with_a_result_not_a_traceback(cli, sample_run) -> None:
+    run = cli("broken", f"+rollouts_jsonl_fpath={sample_run.rollouts}")
+    assert run.exit_code == 1
+    assert run.stdout == (
+        "failed: unexpected error in the broken exporter: RuntimeError: "
+        "backend exploded while holding Bearer ****\n"
+    )
+    assert "Traceback" not in run.output
+
+
+def test_dry_run_plans_without_writing_anything(cli, sample_run, tmp_path) -> None:
+    before = sorted(p.name for p in sample_run.run.run_dir.iterdir())
+    run = cli("recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={tmp_path / 'store'}", "--dry-run")
+    assert run.exit_code == 0
+    assert run.stdout.startswith("succeeded: dry run: aime24_rollouts.jsonl would be exported to")
+    assert "aime24_math_simple_agent/pass@1[avg-of-4]/no_answer/std_dev_across_runs" in run.stdout
+    assert str(sample_run.rollouts) in run.stdout
+    assert sorted(p.name for p in sample_run.run.run_dir.iterdir()) == before
+    assert not (tmp_path / "store").exists()
+
+
+def test_dry_run_as_an_override_reports_the_plan_as_json(cli, sample_run, tmp_path) -> None:
+    run = cli("recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={tmp_path}", "+dry_run=true", "--json")
+    result = json.loads(run.stdout)
+    assert result["details"]["dry_run"] is True
+    plan = result["details"]["plan"]
+    assert plan["target"] == str(tmp_path)
+    assert [f["path"] for f in plan["files"]] == [
+        str(sample_run.rollouts), str(sample_run.run.aggregate_metrics), str(sample_run.run.saved_config)
+    ]
+    assert "key_metrics/aime24_math_tool_agent/pass@4/symbolic_accuracy" in plan["metric_names"]
+
+
+def test_dry_run_of_a_run_that_would_fail_exits_1_with_the_reason(cli, make_sample_run, tmp_path) -> None:
+    sample = make_sample_run(aggregate=False)
+    run = cli("recording", f"+rollouts_jsonl_fpath={sample.rollouts}", f"+store_dir={tmp_path}", "--dry-run")
+    assert run.exit_code == 1
+    assert "Aggregate metrics not found" in run.stdout
+
+
+def test_no_canary_secret_appears_in_any_output(cli, sample_run, tmp_path) -> None:
+    store = tmp_path / "store"
+    outputs = [
+        cli("recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={store}", "--json").output,
+        cli("recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={store}", "--dry-run").output,
+        cli("inspect", str(sample_run.rollouts), "--json").output,
+    ]
+    assert sample_run.canaries.found_in("\n".join(outputs)) == []
+    assert sample_run.canaries.found_in_tree(store) == []
+    assert sample_run.canaries.found_in_tree(sample_run.run.run_dir) == []
+
+
+def test_the_console_script_runs_as_a_real_subprocess(cli_process, sample_run) -> None:
+    run = cli_process("inspect", sample_run.rollouts)
+    assert run.exit_code == 0, run.stderr
+    assert "rollouts: 48 (48 with ng_trajectory)" in run.stdout

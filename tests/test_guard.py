@@ -1,0 +1,102 @@
+"""The already-exported guard (SPEC §3.3), exercised through a plugin tracking exporter."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalexport import guard
+from evalexport.exporters import load_exporter
+from evalexport.results import ExportStatus
+
+pytestmark = pytest.mark.usefixtures("plugin_site")
+
+
+def _export(sample, store: Path, **options):
+    exporter_class = load_exporter("recording")
+    config = exporter_class.parse_config(
+        {"rollouts_jsonl_fpath": str(sample.rollouts), "store_dir": str(store), **options}
+    )
+    return exporter_class().export(sample.run, config)
+
+
+def _recorded(store: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(store.glob("*.json"))] if store.exists() else []
+
+
+def test_a_success_writes_a_marker_with_the_fingerprint_and_tags_the_remote_run(sample_run, tmp_path) -> None:
+    result = _export(sample_run, tmp_path / "store")
+    assert result.status is ExportStatus.SUCCEEDED
+    marker = guard.ExportMarker.model_validate_json(sample_run.run.export_marker("recording").read_text())
+    fingerprint = guard.run_fingerprint(sample_run.run)
+    assert marker.fingerprint == fingerprint
+    assert marker.remote_run_id == result.details["run_id"]
+    assert marker.target == str(tmp_path / "store")
+    (recorded,) = _recorded(tmp_path / "store")
+    assert recorded["tags"]["evalexport.fingerprint"] == fingerprint
+
+
+def test_a_second_export_is_skipped_and_creates_nothing(sample_run, tmp_path) -> None:
+    first = _export(sample_run, tmp_path / "store")
+    second = _export(sample_run, tmp_path / "store")
+    assert second.status is ExportStatus.SKIPPED
+    assert second.exit_code == 0
+    assert second.details["skip_reason"] == "already exported"
+    assert second.details["run_id"] == first.details["run_id"]
+    assert len(_recorded(tmp_path / "store")) == 1
+
+
+def test_a_run_changed_since_its_export_fails_naming_the_marker(sample_run, tmp_path) -> None:
+    _export(sample_run, tmp_path / "store")
+    with sample_run.rollouts.open("a") as handle:
+        handle.write("\n")
+    result = _export(sample_run, tmp_path / "store")
+    assert result.status is ExportStatus.FAILED
+    assert result.exit_code == 1
+    assert "changed since it was exported" in result.message
+    assert str(sample_run.run.export_marker("recording")) in result.message
+    assert len(_recorded(tmp_path / "store")) == 1
+
+
+def test_deleting_the_marker_allows_a_new_export(sample_run, tmp_path) -> None:
+    _export(sample_run, tmp_path / "store")
+    sample_run.run.export_marker("recording").unlink()
+    assert _export(sample_run, tmp_path / "store").status is ExportStatus.SUCCEEDED
+    assert len(_recorded(tmp_path / "store")) == 2
+
+
+def test_a_failed_export_writes_no_marker_and_a_later_one_succeeds(sample_run, tmp_path) -> None:
+    failed = _export(sample_run, tmp_path / "store", fail_with="tracking server went away")
+    assert failed.status is ExportStatus.FAILED
+    assert not sample_run.run.export_marker("recording").exists()
+    assert _export(sample_run, tmp_path / "store").status is ExportStatus.SUCCEEDED
+
+
+def test_an_unreadable_marker_fails_and_says_to_delete_it(sample_run, tmp_path) -> None:
+    sample_run.run.export_marker("recording").write_text("{not json")
+    result = _export(sample_run, tmp_path / "store")
+    assert result.status is ExportStatus.FAILED
+    assert "Delete it to export the run again" in result.message
+    assert _recorded(tmp_path / "store") == []
+
+
+def test_the_run_directory_gains_only_the_marker(sample_run, tmp_path) -> None:
+    before = {p.name: p.read_bytes() for p in sample_run.run.run_dir.iterdir()}
+    _export(sample_run, tmp_path / "store")
+    after = {p.name: p.read_bytes() for p in sample_run.run.run_dir.iterdir()}
+    assert set(after) - set(before) == {"aime24_rollouts_recording_export_done"}
+    assert all(after[name] == content for name, content in before.items())
+
+
+def test_two_concurrent_exports_of_one_run_create_one_remote_run(sample_run, tmp_path) -> None:
+    store = tmp_path / "store"
+    command = [sys.executable, "-m", "evalexport", "recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+               f"+store_dir={store}", "+delay_seconds=1", "--json"]
+    processes = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [json.loads(process.communicate(timeout=120)[0]) for process in processes]
+    assert sorted(result["status"] for result in results) == ["skipped", "succeeded"]
+    assert len(_recorded(store)) == 1

@@ -1,0 +1,58 @@
+"""evalexport inspect: what a run holds, problems reported rather than raised."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_inspect_reports_files_rollouts_agents_metrics_and_masking(cli, sample_run) -> None:
+    run = cli("inspect", sample_run.rollouts)
+    assert run.exit_code == 0
+    assert f"run directory: {sample_run.run.run_dir}" in run.stdout
+    assert "aime24_rollouts_aggregate_metrics.json  (aggregate metrics)" in run.stdout
+    assert "rollouts: 48 (48 with ng_trajectory)" in run.stdout
+    assert "aime24_math_simple_agent: 24 rollouts, mean reward" in run.stdout
+    assert "metrics (24 after flattening):" in run.stdout
+    assert "saved config: masked" in run.stdout
+    assert "problems:" not in run.stdout
+
+
+def test_inspect_json_has_the_same_facts(cli, sample_run) -> None:
+    report = json.loads(cli("inspect", sample_run.rollouts, "--json").stdout)
+    assert report["rollout_count"] == 48
+    assert [agent["name"] for agent in report["agents"]] == ["aime24_math_simple_agent", "aime24_math_tool_agent"]
+    assert report["config_status"] == "masked"
+    assert report["metrics"]["aime24_math_tool_agent/used_tools"] == 1.0
+
+
+def test_inspect_warns_about_live_secrets_naming_their_paths(cli, make_sample_run) -> None:
+    sample = make_sample_run(mask_saved_config=False)
+    run = cli("inspect", sample.rollouts)
+    assert run.exit_code == 0
+    assert "saved config: unmasked" in run.stdout
+    assert "warning: the saved config holds values that look like live secrets at policy_api_key, hf_token" in run.stderr
+    assert "judge.endpoint" in run.stderr
+    assert sample.canaries.found_in(run.output) == []
+
+
+def test_inspect_lists_every_problem_at_once(cli, make_sample_run) -> None:
+    sample = make_sample_run(aggregate=False, saved_config=False, other_run_rollouts="rollouts.jsonl")
+    run = cli("inspect", sample.rollouts)
+    assert run.exit_code == 0
+    assert "Aggregate metrics not found" in run.stdout
+    assert "Saved run config not found" in run.stdout
+    assert "Keep each run in a directory of its own" in run.stdout
+
+
+def test_inspect_of_malformed_rollouts_exits_1_with_the_line_number(cli, make_sample_run) -> None:
+    sample = make_sample_run(malformed_lines=[5])
+    run = cli("inspect", sample.rollouts)
+    assert run.exit_code == 1
+    assert "line 5 is not valid JSON" in run.stdout
+    assert "rollouts: 4 " in run.stdout
+
+
+def test_inspect_of_a_missing_run_exits_1(cli, tmp_path) -> None:
+    run = cli("inspect", tmp_path / "nowhere" / "x_rollouts.jsonl")
+    assert run.exit_code == 1
+    assert "Run directory not found" in run.stdout

@@ -1,0 +1,142 @@
+"""Masking rules of SPEC §2, pinned on the key names real evaluation configs use."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from evalexport.masking import (
+    MASK,
+    find_unmasked_secrets,
+    is_secret_key,
+    mask_config,
+    mask_text,
+    save_run_config,
+    scrub_text,
+)
+
+REAL_SECRET_KEYS = [
+    "policy_api_key", "hf_token", "wandb_api_key", "mlflow_tracking_token", "openai_api_key",
+    "judge_api_key", "anthropic_api_key", "nvidia_api_key", "bearer_token", "gateway_token",
+    "apiKey", "HF_TOKEN", "POLICY_API_KEY", "Authorization", "accessToken", "basic_auth",
+    "x-api-key", "AWS_SECRET_ACCESS_KEY", "key", "apikey", "client_secret", "db.password",
+    "session cookie", "passwd", "pwd", "ssh_key", "private_key", "signing-key", "credentials",
+    "gcp_credential", "passphrase", "HFToken",
+]
+REAL_NON_SECRET_KEYS = [
+    "max_tokens", "max_output_tokens", "return_token_id_information", "tokenizer_path",
+    "skip_special_tokens", "input_cost_per_token", "num_speculative_tokens", "key_metrics",
+    "key_prefix", "api_key_name", "answer_key", "hf_hub_cache", "tokens", "keyboard",
+    "monkey", "author", "authority", "token_count", "primary_key_column",
+]
+
+
+@pytest.mark.parametrize("key", REAL_SECRET_KEYS)
+def test_real_credential_keys_are_secret(key: str) -> None:
+    assert is_secret_key(key)
+
+
+@pytest.mark.parametrize("key", REAL_NON_SECRET_KEYS)
+def test_real_non_secret_keys_are_not_secret(key: str) -> None:
+    assert not is_secret_key(key)
+
+
+def test_every_string_under_a_secret_key_is_masked_keeping_the_shape() -> None:
+    config = {"api_key": [["a", "b"], "c"], "credentials": {"user": "bob", "port": 5}}
+    assert mask_config(config) == {
+        "api_key": [[MASK, MASK], MASK],
+        "credentials": {"user": MASK, "port": 5},
+    }
+
+
+def test_numbers_booleans_and_none_under_secret_keys_are_kept() -> None:
+    config = {"hf_token": None, "api_key": 0, "client_secret": True, "bearer_token": 1.5}
+    assert mask_config(config) == config
+
+
+@pytest.mark.parametrize("value", ["${oc.env:HF_TOKEN}", "${policy.api_key}", "${oc.env:X,default}"])
+def test_a_bare_interpolation_under_a_secret_key_is_kept(value: str) -> None:
+    assert mask_config({"hf_token": value}) == {"hf_token": value}
+
+
+def test_an_interpolation_with_text_around_it_is_masked() -> None:
+    assert mask_config({"hf_token": "abc${oc.env:X}"}) == {"hf_token": MASK}
+
+
+def test_header_maps_are_masked_by_their_own_keys() -> None:
+    config = {"default_headers": {"Authorization": "Bearer abc", "X-Request-Source": "gym"}}
+    assert mask_config(config) == {
+        "default_headers": {"Authorization": MASK, "X-Request-Source": "gym"}
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("https://u:pw@host/p", "https://u:****@host/p"),
+        ("postgresql://admin:s3cr3t@db:5432/evals", "postgresql://admin:****@db:5432/evals"),
+        ("https://host/p?token=abc&page=2", "https://host/p?token=****&page=2"),
+        ("https://host/p?api_key=abc#top", "https://host/p?api_key=****#top"),
+        ("https://host/p?key_prefix=eval", "https://host/p?key_prefix=eval"),
+        ("HF_TOKEN=abc", "HF_TOKEN=****"),
+        ("env HF_TOKEN=abc OTHER=1 python run.py", "env HF_TOKEN=**** OTHER=1 python run.py"),
+        ("--hf-token=abc --max_tokens=5", "--hf-token=**** --max_tokens=5"),
+        ("POLICY_API_KEY='a b'", "POLICY_API_KEY=****"),
+        ("HF_TOKEN=${oc.env:HF_TOKEN}", "HF_TOKEN=${oc.env:HF_TOKEN}"),
+        ("Authorization: Bearer eyJhbGciOi.x.y", "Authorization: Bearer ****"),
+        ("bearer abc", "bearer ****"),
+        ("key sk-proj-abcdefghijklmnop1234", "key sk-****"),
+        ("hf_abcdefghijklmnopqrstuvwxyz", "hf_****"),
+        ("ghp_abcdefghijklmnopqrstuvwxyz0123", "ghp_****"),
+        ("github_pat_11ABCDEFG0123456789_abcdef", "github_pat_****"),
+        ("glpat-abcdefghij0123456789", "glpat-****"),
+        ("xoxb-1234-5678-abcdefghijkl", "xoxb-****"),
+        ("AKIAIOSFODNN7EXAMPLE", "AKIA****"),
+        ("hf_hub_cache", "hf_hub_cache"),
+        ("/data/hf_hub_cache/models", "/data/hf_hub_cache/models"),
+        ("task-abcdefghijklmnopqrstuvwx", "task-abcdefghijklmnopqrstuvwx"),
+        ("sk-short", "sk-short"),
+        ("https://integrate.api.nvidia.com/v1", "https://integrate.api.nvidia.com/v1"),
+    ],
+)
+def test_secrets_are_masked_by_their_shape_whatever_the_key(text: str, masked: str) -> None:
+    assert mask_text(text) == masked
+    assert mask_config({"notes": text}) == {"notes": masked}
+
+
+def test_mask_config_does_not_mutate_its_input() -> None:
+    config = {"hf_token": "abc", "nested": {"api_key": ["x"]}, "url": "https://u:p@h/"}
+    original = copy.deepcopy(config)
+    mask_config(config)
+    assert config == original
+
+
+def test_find_unmasked_secrets_names_each_live_secret_by_path() -> None:
+    config = {"hf_token": "abc", "judge": {"urls": ["https://u:p@h/"]}, "max_tokens": 5}
+    assert find_unmasked_secrets(config) == ["hf_token", "judge.urls[0]"]
+    assert find_unmasked_secrets(mask_config(config)) == []
+
+
+def test_save_run_config_writes_masked_unresolved_yaml_beside_the_rollouts(tmp_path) -> None:
+    rollouts = tmp_path / "aime24_rollouts.jsonl"
+    config = {"hf_token": "live-secret-value", "HF_TOKEN": "${oc.env:HF_TOKEN}", "max_tokens": 8}
+    path = save_run_config(config, rollouts)
+    assert path == tmp_path / "aime24_rollouts_resolved_config.yaml"
+    text = path.read_text()
+    assert "live-secret-value" not in text
+    assert yaml.safe_load(text) == {"hf_token": MASK, "HF_TOKEN": "${oc.env:HF_TOKEN}", "max_tokens": 8}
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def test_save_run_config_refuses_a_value_yaml_cannot_carry_naming_its_path(tmp_path) -> None:
+    with pytest.raises(TypeError, match=r"judge\.scorer is a builtin_function_or_method"):
+        save_run_config({"judge": {"scorer": len}}, tmp_path / "r.jsonl")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_scrub_text_removes_values_of_secret_named_environment_variables(monkeypatch) -> None:
+    monkeypatch.setenv("EVALRDL_TOKEN", "plain-looking-value-123")
+    monkeypatch.setenv("SHORT_TOKEN", "abc")
+    assert scrub_text("failed with plain-looking-value-123 and abc") == "failed with **** and abc"

@@ -1,0 +1,39 @@
+"""Hydra-style +key=value overrides (SPEC §3.2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalexport.overrides import OverrideError, parse_overrides
+
+
+def test_values_parse_as_yaml_scalars_and_flow_lists() -> None:
+    assert parse_overrides(
+        ["+label=smoke", "+tags=[a,b]", "+wait=false", "+timeout=600", "ratio=0.5",
+         "+url=https://host/x?y=1", "+empty=", "+none=null", "+day=2026-11-30"]
+    ) == {
+        "label": "smoke", "tags": ["a", "b"], "wait": False, "timeout": 600, "ratio": 0.5,
+        "url": "https://host/x?y=1", "empty": "", "none": None, "day": "2026-11-30",
+    }
+
+
+def test_dotted_keys_build_nested_mappings() -> None:
+    assert parse_overrides(["+meta.source=manual", "+meta.owner=eval-team"]) == {
+        "meta": {"source": "manual", "owner": "eval-team"}
+    }
+
+
+@pytest.mark.parametrize(
+    ("tokens", "message"),
+    [
+        (["+label"], "has no '='"),
+        (["+=x"], "invalid key ''"),
+        (["+a..b=1"], "invalid key 'a..b'"),
+        (["+label=a", "label=b"], r"option \+label is given more than once"),
+        (["+meta=1", "+meta.source=x"], r"conflicts with \+meta, which is a value"),
+        (["+tags=[a,b"], r"override '\+tags=\[a,b': cannot parse value"),
+    ],
+)
+def test_malformed_overrides_are_refused_by_name(tokens: list[str], message: str) -> None:
+    with pytest.raises(OverrideError, match=message):
+        parse_overrides(tokens)

@@ -1,0 +1,44 @@
+"""The exporter registry: built-ins plus the evalexport.exporters entry-point group."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalexport.exporters import (
+    ExporterLoadError,
+    UnknownExporterError,
+    exporter_entries,
+    load_exporter,
+)
+
+
+def test_plugins_are_found_through_the_entry_point_group(plugin_site) -> None:
+    entries = exporter_entries()
+    assert entries["recording"].target == "recording_exporter:RecordingExporter"
+    assert entries["recording"].source == "plugin recording-exporter"
+    assert load_exporter("recording").name == "recording"
+
+
+def test_listing_exporters_imports_none_of_them(plugin_site) -> None:
+    import sys
+
+    sys.modules.pop("recording_exporter", None)
+    exporter_entries()
+    assert "recording_exporter" not in sys.modules
+
+
+def test_an_unknown_exporter_names_itself_and_the_available_ones(plugin_site) -> None:
+    with pytest.raises(UnknownExporterError, match=r"unknown exporter 'nope'; available exporters: .*recording"):
+        load_exporter("nope")
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("not-an-exporter", "not an evalexport Exporter subclass"),
+        ("missing-module", "cannot be loaded from recording_exporter_missing:Exporter"),
+    ],
+)
+def test_a_broken_plugin_is_reported_by_name(plugin_site, name: str, message: str) -> None:
+    with pytest.raises(ExporterLoadError, match=message):
+        load_exporter(name)
