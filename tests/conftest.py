@@ -13,6 +13,8 @@ import pytest
 
 from evalexport.cli import main
 
+pytest_plugins = ["pytester"]
+
 PLUGIN_SITE = Path(__file__).parent / "support" / "plugin_site"
 
 
@@ -31,7 +33,10 @@ class CliRun:
 def plugin_site(monkeypatch: pytest.MonkeyPatch) -> Path:
     """Install the test plugin exporters (``recording``, ``broken``, ...) by entry point."""
     monkeypatch.syspath_prepend(str(PLUGIN_SITE))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(PLUGIN_SITE), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv(
+        "PYTHONPATH",
+        os.pathsep.join(filter(None, [str(PLUGIN_SITE), os.environ.get("PYTHONPATH")])),
+    )
     return PLUGIN_SITE
 
 

@@ -24,7 +24,10 @@ def test_list_shows_each_exporter_with_its_summary(cli) -> None:
     run = cli("list")
     assert run.exit_code == 0
     lines = {line.split()[0]: " ".join(line.split()[1:]) for line in run.stdout.splitlines()}
-    assert lines["recording"] == "Record the run's metrics in a local directory (test plugin). [plugin recording-exporter]"
+    assert (
+        lines["recording"]
+        == "Record the run's metrics in a local directory (test plugin). [plugin recording-exporter]"
+    )
     assert lines["not-an-exporter"].startswith("(cannot be loaded: Exporter 'not-an-exporter'")
 
 
@@ -35,15 +38,28 @@ def test_an_unknown_exporter_exits_2_naming_it(cli) -> None:
 
 
 def test_an_unknown_option_exits_2_naming_it_and_the_valid_ones(cli, sample_run, tmp_path) -> None:
-    run = cli("recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={tmp_path}", "+colour=red")
+    run = cli(
+        "recording",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+store_dir={tmp_path}",
+        "+colour=red",
+    )
     assert run.exit_code == 2
     assert "unknown option +colour for exporter 'recording'" in run.stderr
-    assert "Valid options: +rollouts_jsonl_fpath, +dry_run, +store_dir, +delay_seconds, +fail_with" in run.stderr
+    assert (
+        "Valid options: +rollouts_jsonl_fpath, +dry_run, +store_dir, +delay_seconds, +fail_with"
+        in run.stderr
+    )
     assert not list(tmp_path.glob("*.json"))
 
 
 def test_a_bad_value_exits_2_naming_the_option_and_value(cli, sample_run, tmp_path) -> None:
-    run = cli("recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={tmp_path}", "+delay_seconds=soon")
+    run = cli(
+        "recording",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+store_dir={tmp_path}",
+        "+delay_seconds=soon",
+    )
     assert run.exit_code == 2
     assert "invalid value for +delay_seconds" in run.stderr
     assert "'soon'" in run.stderr
@@ -79,17 +95,28 @@ def test_exporter_help_lists_options_with_types_defaults_and_descriptions(cli) -
 
 
 def test_an_export_prints_one_human_line(cli, sample_run, tmp_path) -> None:
-    args = ("recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={tmp_path / 's'}")
+    args = (
+        "recording",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+store_dir={tmp_path / 's'}",
+    )
     first = cli(*args)
     assert first.exit_code == 0
     assert first.stdout.startswith("succeeded: recorded run ")
     second = cli(*args)
     assert second.exit_code == 0
-    assert second.stdout.startswith("skipped (already exported): aime24_rollouts.jsonl was exported to")
+    assert second.stdout.startswith(
+        "skipped (already exported): aime24_rollouts.jsonl was exported to"
+    )
 
 
 def test_json_prints_the_export_result(cli, sample_run, tmp_path) -> None:
-    run = cli("recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={tmp_path}", "--json")
+    run = cli(
+        "recording",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+store_dir={tmp_path}",
+        "--json",
+    )
     result = json.loads(run.stdout)
     assert result["exporter"] == "recording"
     assert result["status"] == "succeeded"
@@ -98,17 +125,32 @@ def test_json_prints_the_export_result(cli, sample_run, tmp_path) -> None:
 
 
 def test_format_still_works_with_a_deprecation_warning(cli, sample_run, tmp_path) -> None:
-    run = cli("--format", "recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={tmp_path}")
+    run = cli(
+        "--format",
+        "recording",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+store_dir={tmp_path}",
+    )
     assert run.exit_code == 0
     assert "--format is deprecated" in run.stderr
     assert run.stdout.startswith("succeeded:")
 
 
-@pytest.mark.parametrize(("missing", "message"), [("aggregate", "Aggregate metrics not found: "), ("saved_config", "Saved run config not found: ")])
-def test_a_missing_run_file_fails_with_exit_1_and_writes_nothing(cli, make_sample_run, tmp_path, missing: str, message: str) -> None:
+@pytest.mark.parametrize(
+    ("missing", "message"),
+    [
+        ("aggregate", "Aggregate metrics not found: "),
+        ("saved_config", "Saved run config not found: "),
+    ],
+)
+def test_a_missing_run_file_fails_with_exit_1_and_writes_nothing(
+    cli, make_sample_run, tmp_path, missing: str, message: str
+) -> None:
     sample = make_sample_run(**{missing: False})
     before = sorted(p.name for p in sample.run.run_dir.iterdir())
-    run = cli("recording", f"+rollouts_jsonl_fpath={sample.rollouts}", f"+store_dir={tmp_path / 'store'}")
+    run = cli(
+        "recording", f"+rollouts_jsonl_fpath={sample.rollouts}", f"+store_dir={tmp_path / 'store'}"
+    )
     assert run.exit_code == 1
     assert run.stdout.startswith(f"failed: {message}{sample.run.run_dir}")
     assert sorted(p.name for p in sample.run.run_dir.iterdir()) == before
@@ -127,7 +169,12 @@ def test_an_exporter_that_raises_fails_with_a_result_not_a_traceback(cli, sample
 
 def test_dry_run_plans_without_writing_anything(cli, sample_run, tmp_path) -> None:
     before = sorted(p.name for p in sample_run.run.run_dir.iterdir())
-    run = cli("recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={tmp_path / 'store'}", "--dry-run")
+    run = cli(
+        "recording",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+store_dir={tmp_path / 'store'}",
+        "--dry-run",
+    )
     assert run.exit_code == 0
     assert run.stdout.startswith("succeeded: dry run: aime24_rollouts.jsonl would be exported to")
     assert "aime24_math_simple_agent/pass@1[avg-of-4]/no_answer/std_dev_across_runs" in run.stdout
@@ -137,20 +184,35 @@ def test_dry_run_plans_without_writing_anything(cli, sample_run, tmp_path) -> No
 
 
 def test_dry_run_as_an_override_reports_the_plan_as_json(cli, sample_run, tmp_path) -> None:
-    run = cli("recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={tmp_path}", "+dry_run=true", "--json")
+    run = cli(
+        "recording",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+store_dir={tmp_path}",
+        "+dry_run=true",
+        "--json",
+    )
     result = json.loads(run.stdout)
     assert result["details"]["dry_run"] is True
     plan = result["details"]["plan"]
     assert plan["target"] == str(tmp_path)
     assert [f["path"] for f in plan["files"]] == [
-        str(sample_run.rollouts), str(sample_run.run.aggregate_metrics), str(sample_run.run.saved_config)
+        str(sample_run.rollouts),
+        str(sample_run.run.aggregate_metrics),
+        str(sample_run.run.saved_config),
     ]
     assert "key_metrics/aime24_math_tool_agent/pass@4/symbolic_accuracy" in plan["metric_names"]
 
 
-def test_dry_run_of_a_run_that_would_fail_exits_1_with_the_reason(cli, make_sample_run, tmp_path) -> None:
+def test_dry_run_of_a_run_that_would_fail_exits_1_with_the_reason(
+    cli, make_sample_run, tmp_path
+) -> None:
     sample = make_sample_run(aggregate=False)
-    run = cli("recording", f"+rollouts_jsonl_fpath={sample.rollouts}", f"+store_dir={tmp_path}", "--dry-run")
+    run = cli(
+        "recording",
+        f"+rollouts_jsonl_fpath={sample.rollouts}",
+        f"+store_dir={tmp_path}",
+        "--dry-run",
+    )
     assert run.exit_code == 1
     assert "Aggregate metrics not found" in run.stdout
 
@@ -158,8 +220,18 @@ def test_dry_run_of_a_run_that_would_fail_exits_1_with_the_reason(cli, make_samp
 def test_no_canary_secret_appears_in_any_output(cli, sample_run, tmp_path) -> None:
     store = tmp_path / "store"
     outputs = [
-        cli("recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={store}", "--json").output,
-        cli("recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={store}", "--dry-run").output,
+        cli(
+            "recording",
+            f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+            f"+store_dir={store}",
+            "--json",
+        ).output,
+        cli(
+            "recording",
+            f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+            f"+store_dir={store}",
+            "--dry-run",
+        ).output,
         cli("inspect", str(sample_run.rollouts), "--json").output,
     ]
     assert sample_run.canaries.found_in("\n".join(outputs)) == []

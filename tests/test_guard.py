@@ -25,13 +25,19 @@ def _export(sample, store: Path, **options):
 
 
 def _recorded(store: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(store.glob("*.json"))] if store.exists() else []
+    return (
+        [json.loads(p.read_text()) for p in sorted(store.glob("*.json"))] if store.exists() else []
+    )
 
 
-def test_a_success_writes_a_marker_with_the_fingerprint_and_tags_the_remote_run(sample_run, tmp_path) -> None:
+def test_a_success_writes_a_marker_with_the_fingerprint_and_tags_the_remote_run(
+    sample_run, tmp_path
+) -> None:
     result = _export(sample_run, tmp_path / "store")
     assert result.status is ExportStatus.SUCCEEDED
-    marker = guard.ExportMarker.model_validate_json(sample_run.run.export_marker("recording").read_text())
+    marker = guard.ExportMarker.model_validate_json(
+        sample_run.run.export_marker("recording").read_text()
+    )
     fingerprint = guard.run_fingerprint(sample_run.run)
     assert marker.fingerprint == fingerprint
     assert marker.remote_run_id == result.details["run_id"]
@@ -94,8 +100,16 @@ def test_the_run_directory_gains_only_the_marker(sample_run, tmp_path) -> None:
 
 def test_two_concurrent_exports_of_one_run_create_one_remote_run(sample_run, tmp_path) -> None:
     store = tmp_path / "store"
-    command = [sys.executable, "-m", "evalexport", "recording", f"+rollouts_jsonl_fpath={sample_run.rollouts}",
-               f"+store_dir={store}", "+delay_seconds=1", "--json"]
+    command = [
+        sys.executable,
+        "-m",
+        "evalexport",
+        "recording",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+store_dir={store}",
+        "+delay_seconds=1",
+        "--json",
+    ]
     processes = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True) for _ in range(2)]
     results = [json.loads(process.communicate(timeout=120)[0]) for process in processes]
     assert sorted(result["status"] for result in results) == ["skipped", "succeeded"]

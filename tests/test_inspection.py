@@ -20,7 +20,10 @@ def test_inspect_reports_files_rollouts_agents_metrics_and_masking(cli, sample_r
 def test_inspect_json_has_the_same_facts(cli, sample_run) -> None:
     report = json.loads(cli("inspect", sample_run.rollouts, "--json").stdout)
     assert report["rollout_count"] == 48
-    assert [agent["name"] for agent in report["agents"]] == ["aime24_math_simple_agent", "aime24_math_tool_agent"]
+    assert [agent["name"] for agent in report["agents"]] == [
+        "aime24_math_simple_agent",
+        "aime24_math_tool_agent",
+    ]
     assert report["config_status"] == "masked"
     assert report["metrics"]["aime24_math_tool_agent/used_tools"] == 1.0
 
@@ -30,13 +33,18 @@ def test_inspect_warns_about_live_secrets_naming_their_paths(cli, make_sample_ru
     run = cli("inspect", sample.rollouts)
     assert run.exit_code == 0
     assert "saved config: unmasked" in run.stdout
-    assert "warning: the saved config holds values that look like live secrets at policy_api_key, hf_token" in run.stderr
+    assert (
+        "warning: the saved config holds values that look like live secrets at policy_api_key, hf_token"
+        in run.stderr
+    )
     assert "judge.endpoint" in run.stderr
     assert sample.canaries.found_in(run.output) == []
 
 
 def test_inspect_lists_every_problem_at_once(cli, make_sample_run) -> None:
-    sample = make_sample_run(aggregate=False, saved_config=False, other_run_rollouts="rollouts.jsonl")
+    sample = make_sample_run(
+        aggregate=False, saved_config=False, other_run_rollouts="rollouts.jsonl"
+    )
     run = cli("inspect", sample.rollouts)
     assert run.exit_code == 0
     assert "Aggregate metrics not found" in run.stdout

@@ -18,18 +18,59 @@ from evalexport.masking import (
 )
 
 REAL_SECRET_KEYS = [
-    "policy_api_key", "hf_token", "wandb_api_key", "mlflow_tracking_token", "openai_api_key",
-    "judge_api_key", "anthropic_api_key", "nvidia_api_key", "bearer_token", "gateway_token",
-    "apiKey", "HF_TOKEN", "POLICY_API_KEY", "Authorization", "accessToken", "basic_auth",
-    "x-api-key", "AWS_SECRET_ACCESS_KEY", "key", "apikey", "client_secret", "db.password",
-    "session cookie", "passwd", "pwd", "ssh_key", "private_key", "signing-key", "credentials",
-    "gcp_credential", "passphrase", "HFToken",
+    "policy_api_key",
+    "hf_token",
+    "wandb_api_key",
+    "mlflow_tracking_token",
+    "openai_api_key",
+    "judge_api_key",
+    "anthropic_api_key",
+    "nvidia_api_key",
+    "bearer_token",
+    "gateway_token",
+    "apiKey",
+    "HF_TOKEN",
+    "POLICY_API_KEY",
+    "Authorization",
+    "accessToken",
+    "basic_auth",
+    "x-api-key",
+    "AWS_SECRET_ACCESS_KEY",
+    "key",
+    "apikey",
+    "client_secret",
+    "db.password",
+    "session cookie",
+    "passwd",
+    "pwd",
+    "ssh_key",
+    "private_key",
+    "signing-key",
+    "credentials",
+    "gcp_credential",
+    "passphrase",
+    "HFToken",
 ]
 REAL_NON_SECRET_KEYS = [
-    "max_tokens", "max_output_tokens", "return_token_id_information", "tokenizer_path",
-    "skip_special_tokens", "input_cost_per_token", "num_speculative_tokens", "key_metrics",
-    "key_prefix", "api_key_name", "answer_key", "hf_hub_cache", "tokens", "keyboard",
-    "monkey", "author", "authority", "token_count", "primary_key_column",
+    "max_tokens",
+    "max_output_tokens",
+    "return_token_id_information",
+    "tokenizer_path",
+    "skip_special_tokens",
+    "input_cost_per_token",
+    "num_speculative_tokens",
+    "key_metrics",
+    "key_prefix",
+    "api_key_name",
+    "answer_key",
+    "hf_hub_cache",
+    "tokens",
+    "keyboard",
+    "monkey",
+    "author",
+    "authority",
+    "token_count",
+    "primary_key_column",
 ]
 
 
@@ -56,7 +97,9 @@ def test_numbers_booleans_and_none_under_secret_keys_are_kept() -> None:
     assert mask_config(config) == config
 
 
-@pytest.mark.parametrize("value", ["${oc.env:HF_TOKEN}", "${policy.api_key}", "${oc.env:X,default}"])
+@pytest.mark.parametrize(
+    "value", ["${oc.env:HF_TOKEN}", "${policy.api_key}", "${oc.env:X,default}"]
+)
 def test_a_bare_interpolation_under_a_secret_key_is_kept(value: str) -> None:
     assert mask_config({"hf_token": value}) == {"hf_token": value}
 
@@ -126,7 +169,11 @@ def test_save_run_config_writes_masked_unresolved_yaml_beside_the_rollouts(tmp_p
     assert path == tmp_path / "aime24_rollouts_resolved_config.yaml"
     text = path.read_text()
     assert "live-secret-value" not in text
-    assert yaml.safe_load(text) == {"hf_token": MASK, "HF_TOKEN": "${oc.env:HF_TOKEN}", "max_tokens": 8}
+    assert yaml.safe_load(text) == {
+        "hf_token": MASK,
+        "HF_TOKEN": "${oc.env:HF_TOKEN}",
+        "max_tokens": 8,
+    }
     assert [p.name for p in tmp_path.iterdir()] == [path.name]
 
 

@@ -9,11 +9,27 @@ from evalexport.overrides import OverrideError, parse_overrides
 
 def test_values_parse_as_yaml_scalars_and_flow_lists() -> None:
     assert parse_overrides(
-        ["+label=smoke", "+tags=[a,b]", "+wait=false", "+timeout=600", "ratio=0.5",
-         "+url=https://host/x?y=1", "+empty=", "+none=null", "+day=2026-11-30"]
+        [
+            "+label=smoke",
+            "+tags=[a,b]",
+            "+wait=false",
+            "+timeout=600",
+            "ratio=0.5",
+            "+url=https://host/x?y=1",
+            "+empty=",
+            "+none=null",
+            "+day=2026-11-30",
+        ]
     ) == {
-        "label": "smoke", "tags": ["a", "b"], "wait": False, "timeout": 600, "ratio": 0.5,
-        "url": "https://host/x?y=1", "empty": "", "none": None, "day": "2026-11-30",
+        "label": "smoke",
+        "tags": ["a", "b"],
+        "wait": False,
+        "timeout": 600,
+        "ratio": 0.5,
+        "url": "https://host/x?y=1",
+        "empty": "",
+        "none": None,
+        "day": "2026-11-30",
     }
 
 

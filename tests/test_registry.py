@@ -28,7 +28,9 @@ def test_listing_exporters_imports_none_of_them(plugin_site) -> None:
 
 
 def test_an_unknown_exporter_names_itself_and_the_available_ones(plugin_site) -> None:
-    with pytest.raises(UnknownExporterError, match=r"unknown exporter 'nope'; available exporters: .*recording"):
+    with pytest.raises(
+        UnknownExporterError, match=r"unknown exporter 'nope'; available exporters: .*recording"
+    ):
         load_exporter("nope")
 
 

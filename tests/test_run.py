@@ -23,7 +23,9 @@ def test_every_file_is_derived_from_the_rollouts_path(tmp_path: Path) -> None:
     assert run.export_marker("mlflow") == tmp_path / "aime24_rollouts_mlflow_export_done"
 
 
-def test_a_relative_rollouts_path_is_made_absolute_against_the_working_directory(tmp_path: Path, monkeypatch) -> None:
+def test_a_relative_rollouts_path_is_made_absolute_against_the_working_directory(
+    tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert RunArtifacts.from_rollouts_path("r.jsonl").run_dir == tmp_path
 
@@ -65,7 +67,9 @@ def test_a_missing_rollouts_file_is_named(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("other", ["rollouts.jsonl", "gpqa_rollouts.jsonl"])
-def test_a_directory_holding_another_runs_rollouts_is_refused_for_directory_exports(make_sample_run, other: str) -> None:
+def test_a_directory_holding_another_runs_rollouts_is_refused_for_directory_exports(
+    make_sample_run, other: str
+) -> None:
     run = make_sample_run(other_run_rollouts=other).run
     reason = run.shared_directory_reason()
     assert reason is not None
@@ -119,8 +123,13 @@ def test_rollouts_are_read_lazily(make_sample_run) -> None:
 
 
 def test_other_keys_of_a_rollout_are_kept_as_they_are(tmp_path: Path) -> None:
-    record = {"_ng_task_index": 1, "_ng_rollout_index": 0, "agent_ref": {"name": "a"},
-              "reward": 0.5, "custom": {"nested": [1, "ü"]}}
+    record = {
+        "_ng_task_index": 1,
+        "_ng_rollout_index": 0,
+        "agent_ref": {"name": "a"},
+        "reward": 0.5,
+        "custom": {"nested": [1, "ü"]},
+    }
     rollouts = tmp_path / "r.jsonl"
     rollouts.write_text(json.dumps(record) + "\n")
     (only,) = RunArtifacts.from_rollouts_path(rollouts).iter_rollouts()
@@ -135,7 +144,9 @@ def test_other_keys_of_a_rollout_are_kept_as_they_are(tmp_path: Path) -> None:
         ('[{"agent_metrics": {}}]', "entry 0 has no agent_ref.name"),
     ],
 )
-def test_malformed_aggregate_metrics_are_refused_with_the_reason(make_sample_run, content: str, message: str) -> None:
+def test_malformed_aggregate_metrics_are_refused_with_the_reason(
+    make_sample_run, content: str, message: str
+) -> None:
     run = make_sample_run().run
     run.aggregate_metrics.write_text(content)
     with pytest.raises(RunFileError, match=message):

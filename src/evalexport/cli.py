@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from evalexport import __version__
-from evalexport.results import ExitCode, ExportResult, ExportStatus
 
 if TYPE_CHECKING:
     from evalexport.exporters.base import Exporter
     from evalexport.inspection import RunInspection
+    from evalexport.results import ExportResult
 
 __all__ = ["main"]
 
@@ -30,6 +30,10 @@ _COMMANDS = {
     "list": "list the installed exporters",
     "inspect": "show what a run directory holds (files, rollouts, agents, metrics, masking)",
 }
+
+
+_OK, _FAILED, _USAGE = 0, 1, 2
+"""Exit codes the CLI returns itself; they are ``ExitCode``'s, without importing pydantic."""
 
 
 class UsageError(Exception):
@@ -84,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _usage_error(str(error))
     if arguments.version:
         print(f"evalexport {__version__}")
-        return ExitCode.OK
+        return _OK
     if arguments.format is not None:
         print(
             "evalexport: warning: --format is deprecated; name the exporter first: "
@@ -94,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments.positionals.insert(0, arguments.format)
     if not arguments.positionals:
         _print_overview(sys.stdout if arguments.help else sys.stderr)
-        return ExitCode.OK if arguments.help else ExitCode.USAGE
+        return _OK if arguments.help else _USAGE
     command, *rest = arguments.positionals
     if command == "list":
         return _list(arguments, rest)
@@ -106,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _usage_error(message: str) -> int:
     print(f"evalexport: error: {message}", file=sys.stderr)
     print("Run 'evalexport --help' for usage.", file=sys.stderr)
-    return ExitCode.USAGE
+    return _USAGE
 
 
 def _print_overview(stream: TextIO) -> None:
@@ -157,7 +161,7 @@ def _list(arguments: _Arguments, rest: list[str]) -> int:
         width = max(len(row["name"]) for row in rows)
         for row in rows:
             print(f"{row['name']:<{width}}  {row['summary']} [{row['source']}]")
-    return ExitCode.OK
+    return _OK
 
 
 # -- inspect -----------------------------------------------------------------------------------
@@ -169,7 +173,7 @@ def _inspect(arguments: _Arguments, rest: list[str]) -> int:
 
     if arguments.help:
         print("usage: evalexport inspect PATH [--json]\n\n" + _COMMANDS["inspect"])
-        return ExitCode.OK
+        return _OK
     if len(rest) != 1:
         return _usage_error("'inspect' takes one argument: the run's rollouts file")
     path = rest[0][1:] if rest[0].startswith("+") else rest[0]
@@ -186,7 +190,7 @@ def _inspect(arguments: _Arguments, rest: list[str]) -> int:
             + "; save it with evalexport.save_run_config so exporters never see them",
             file=sys.stderr,
         )
-    return ExitCode.OK if report.readable else ExitCode.FAILED
+    return _OK if report.readable else _FAILED
 
 
 def _print_inspection(report: RunInspection) -> None:
@@ -196,8 +200,7 @@ def _print_inspection(report: RunInspection) -> None:
     for item in report.files:
         print(f"  {_human_size(item.size_bytes):>9}  {item.path.name}  ({item.role})")
     print(
-        f"rollouts: {report.rollout_count} "
-        f"({report.rollouts_with_trajectory} with ng_trajectory)"
+        f"rollouts: {report.rollout_count} ({report.rollouts_with_trajectory} with ng_trajectory)"
     )
     for agent in report.agents:
         reward = "n/a" if agent.mean_reward is None else f"{agent.mean_reward:.4g}"
@@ -234,6 +237,7 @@ def _export(name: str, arguments: _Arguments, rest: list[str]) -> int:
         load_exporter,
     )
     from evalexport.overrides import OverrideError, parse_overrides
+    from evalexport.results import ExitCode, ExportResult
     from evalexport.run import RunArtifacts
 
     try:
@@ -244,7 +248,7 @@ def _export(name: str, arguments: _Arguments, rest: list[str]) -> int:
         return _report(arguments, ExportResult.failed(name, "", str(error)))
     if arguments.help:
         print(_exporter_help(exporter_class))
-        return ExitCode.OK
+        return _OK
     try:
         options = parse_overrides(rest)
         if arguments.dry_run:
@@ -260,6 +264,8 @@ def _export(name: str, arguments: _Arguments, rest: list[str]) -> int:
 
 
 def _report(arguments: _Arguments, result: ExportResult) -> int:
+    from evalexport.results import ExportStatus
+
     line = result.summary_line()
     skip_reason = result.details.get("skip_reason")
     if result.status is ExportStatus.SKIPPED and skip_reason:
@@ -280,7 +286,11 @@ def _print_plan(plan: dict[str, Any]) -> None:
     print("files:")
     for item in plan["files"]:
         print(f"  {_human_size(item['size_bytes']):>9}  {item['path']}")
-    for label, key in (("metrics", "metric_names"), ("params", "param_names"), ("tags", "tag_names")):
+    for label, key in (
+        ("metrics", "metric_names"),
+        ("params", "param_names"),
+        ("tags", "tag_names"),
+    ):
         names = plan[key]
         print(f"{label} ({len(names)}):" + ("" if names else " none"))
         for name in names:
@@ -299,7 +309,11 @@ def _exporter_help(exporter_class: type[Exporter[Any]]) -> str:
     ]
     for option, info in exporter_class.Config.model_fields.items():
         kind = _type_name(info.annotation)
-        default = "required" if info.is_required() else f"default: {info.get_default(call_default_factory=True)!r}"
+        default = (
+            "required"
+            if info.is_required()
+            else f"default: {info.get_default(call_default_factory=True)!r}"
+        )
         lines.append(f"  +{option} ({kind}, {default})")
         if info.description:
             lines.append(f"      {info.description}")

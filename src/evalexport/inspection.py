@@ -6,7 +6,7 @@ first, so one look tells a user what an export would make of the run.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, final
 
@@ -74,7 +74,7 @@ def _read_rollouts(run: RunArtifacts, report: RunInspection) -> None:
         report.problems.append(reason)
         return
     counts: Counter[str] = Counter()
-    reward_sums: Counter[str] = Counter()
+    reward_sums: defaultdict[str, float] = defaultdict(float)
     rewarded: Counter[str] = Counter()
     try:
         for rollout in run.iter_rollouts():

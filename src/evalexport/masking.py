@@ -202,7 +202,10 @@ def saved_config_path(rollouts_jsonl_fpath: str | os.PathLike[str]) -> Path:
 
 def _to_yaml_data(value: Any, path: str) -> Any:
     if isinstance(value, Mapping):
-        return {key: _to_yaml_data(item, f"{path}.{key}" if path else str(key)) for key, item in value.items()}
+        return {
+            key: _to_yaml_data(item, f"{path}.{key}" if path else str(key))
+            for key, item in value.items()
+        }
     if _is_sequence(value):
         return [_to_yaml_data(item, f"{path}[{index}]") for index, item in enumerate(value)]
     if isinstance(value, PurePath):
@@ -215,7 +218,9 @@ def _to_yaml_data(value: Any, path: str) -> Any:
     )
 
 
-def save_run_config(config: Mapping[str, Any], rollouts_jsonl_fpath: str | os.PathLike[str]) -> Path:
+def save_run_config(
+    config: Mapping[str, Any], rollouts_jsonl_fpath: str | os.PathLike[str]
+) -> Path:
     """Write the run's config, unresolved and masked, beside its rollouts file.
 
     Interpolations such as ``${oc.env:HF_TOKEN}`` are kept as written: pass the config before

@@ -47,9 +47,7 @@ def _flatten_into(
         name = f"{prefix}/{key}"
         if isinstance(value, Mapping):
             _flatten_into(value, name, metrics, texts)
-        elif isinstance(value, bool):
-            metrics[name] = float(value)
-        elif isinstance(value, int | float):
+        elif isinstance(value, bool | int | float):
             metrics[name] = float(value)
         elif isinstance(value, str):
             texts[name] = value

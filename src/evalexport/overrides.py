@@ -36,7 +36,7 @@ def parse_value(text: str) -> Any:
     if text == "":
         return ""
     try:
-        return yaml.load(text, Loader=_OverrideLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_OverrideLoader)
     except yaml.YAMLError as error:
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise OverrideError(f"cannot parse value {text!r}: {problem}") from None

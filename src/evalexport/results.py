@@ -62,9 +62,7 @@ class ExportResult(BaseModel):
         return scrubbed
 
     @classmethod
-    def succeeded(
-        cls, exporter: str, run_dir: str, message: str, **details: Any
-    ) -> ExportResult:
+    def succeeded(cls, exporter: str, run_dir: str, message: str, **details: Any) -> ExportResult:
         return cls(
             exporter=exporter,
             status=ExportStatus.SUCCEEDED,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
-__all__ = ["RunArtifacts", "RunFile", "RunFileError", "Rollout"]
+__all__ = ["Rollout", "RunArtifacts", "RunFile", "RunFileError"]
 
 
 class RunFileError(Exception):
@@ -243,8 +243,10 @@ class RunArtifacts:
         for entry in sorted(os.scandir(self.run_dir), key=lambda item: item.name):
             path = Path(entry.path)
             role = roles.get(entry.name)
-            if role is None and entry.name.startswith(f"{self.stem}_") and entry.name.endswith(
-                "_export_done"
+            if (
+                role is None
+                and entry.name.startswith(f"{self.stem}_")
+                and entry.name.endswith("_export_done")
             ):
                 role = "export marker"
             if role is None:

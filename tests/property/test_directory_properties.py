@@ -12,8 +12,15 @@ from evalexport.run import RunArtifacts
 
 STEMS = st.from_regex(r"[a-z][a-z0-9]{0,8}(_[a-z0-9]{1,6})?_rollouts", fullmatch=True)
 OTHER_NAMES = st.from_regex(r"[a-z][a-z0-9_.-]{0,20}", fullmatch=True) | st.sampled_from(
-    ["rollouts.jsonl", "gpqa_rollouts.jsonl", "x_rollouts.jsonl.bak", "rollouts.json",
-     "notes_rollouts.jsonl.tmp", "_rollouts.jsonl", "rollouts.jsonl.gz"]
+    [
+        "rollouts.jsonl",
+        "gpqa_rollouts.jsonl",
+        "x_rollouts.jsonl.bak",
+        "rollouts.json",
+        "notes_rollouts.jsonl.tmp",
+        "_rollouts.jsonl",
+        "rollouts.jsonl.gz",
+    ]
 )
 
 
@@ -55,8 +62,11 @@ def test_the_first_missing_required_file_is_named(
 ) -> None:
     with tempfile.TemporaryDirectory() as directory:
         run = RunArtifacts.from_rollouts_path(Path(directory) / f"{stem}.jsonl")
-        for present, path in ((has_rollouts, run.rollouts), (has_metrics, run.aggregate_metrics),
-                              (has_config, run.saved_config)):
+        for present, path in (
+            (has_rollouts, run.rollouts),
+            (has_metrics, run.aggregate_metrics),
+            (has_config, run.saved_config),
+        ):
             if present:
                 path.write_text("[]")
         reason = run.missing_file_reason(needs_metrics_and_config=True)
@@ -68,6 +78,11 @@ def test_the_first_missing_required_file_is_named(
             assert reason == f"Saved run config not found: {run.saved_config}"
         else:
             assert reason is None
-        for path in (run.aggregate_metrics, run.saved_config, run.sidecar_dir, run.export_marker("x")):
+        for path in (
+            run.aggregate_metrics,
+            run.saved_config,
+            run.sidecar_dir,
+            run.export_marker("x"),
+        ):
             assert path.parent == run.run_dir
             assert path.name.startswith(stem)

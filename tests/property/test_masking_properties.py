@@ -14,15 +14,46 @@ from hypothesis import strategies as st
 from evalexport.masking import is_secret_key, mask_config, mask_text, save_run_config
 
 SECRET_KEYS = st.sampled_from(
-    ["policy_api_key", "hf_token", "HF_TOKEN", "wandb_api_key", "mlflow_tracking_token",
-     "judge_api_key", "apiKey", "bearer_token", "Authorization", "client_secret", "password",
-     "x-api-key", "AWS_SECRET_ACCESS_KEY", "basic_auth", "accessToken", "credentials"]
+    [
+        "policy_api_key",
+        "hf_token",
+        "HF_TOKEN",
+        "wandb_api_key",
+        "mlflow_tracking_token",
+        "judge_api_key",
+        "apiKey",
+        "bearer_token",
+        "Authorization",
+        "client_secret",
+        "password",
+        "x-api-key",
+        "AWS_SECRET_ACCESS_KEY",
+        "basic_auth",
+        "accessToken",
+        "credentials",
+    ]
 )
 NON_SECRET_KEYS = st.sampled_from(
-    ["max_tokens", "max_output_tokens", "return_token_id_information", "tokenizer_path",
-     "skip_special_tokens", "input_cost_per_token", "num_speculative_tokens", "key_metrics",
-     "key_prefix", "api_key_name", "answer_key", "hf_hub_cache", "model", "env", "args",
-     "url", "headers", "judge"]
+    [
+        "max_tokens",
+        "max_output_tokens",
+        "return_token_id_information",
+        "tokenizer_path",
+        "skip_special_tokens",
+        "input_cost_per_token",
+        "num_speculative_tokens",
+        "key_metrics",
+        "key_prefix",
+        "api_key_name",
+        "answer_key",
+        "hf_hub_cache",
+        "model",
+        "env",
+        "args",
+        "url",
+        "headers",
+        "judge",
+    ]
 ) | st.from_regex(r"[a-z]{1,8}(_[a-z]{1,8}){0,2}", fullmatch=True).filter(
     lambda key: not is_secret_key(key)
 )
@@ -59,7 +90,11 @@ def planted_configs(draw: st.DrawFn) -> tuple[dict[str, Any], list[str]]:
         return secret
 
     def under_secret_key(depth: int) -> Any:
-        kind = draw(st.sampled_from(["string", "list", "mapping", "scalar"] if depth < 2 else ["string", "scalar"]))
+        kind = draw(
+            st.sampled_from(
+                ["string", "list", "mapping", "scalar"] if depth < 2 else ["string", "scalar"]
+            )
+        )
         if kind == "string":
             return secret_string()
         if kind == "list":
@@ -115,7 +150,9 @@ def _safe_leaves(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any
             for leaf in _safe_leaves(item, (*path, key))
         ]
     if isinstance(value, list):
-        return [leaf for index, item in enumerate(value) for leaf in _safe_leaves(item, (*path, index))]
+        return [
+            leaf for index, item in enumerate(value) for leaf in _safe_leaves(item, (*path, index))
+        ]
     if isinstance(value, str) and mask_text(value) != value:
         return []
     return [(path, value)]
@@ -128,7 +165,9 @@ def _get(value: Any, path: tuple[Any, ...]) -> Any:
 
 
 @given(planted_configs())
-def test_no_planted_secret_survives_in_the_saved_yaml(case: tuple[dict[str, Any], list[str]]) -> None:
+def test_no_planted_secret_survives_in_the_saved_yaml(
+    case: tuple[dict[str, Any], list[str]],
+) -> None:
     config, planted = case
     with tempfile.TemporaryDirectory() as directory:
         saved = save_run_config(config, Path(directory) / "run_rollouts.jsonl")
@@ -155,8 +194,12 @@ def test_keys_and_list_lengths_are_unchanged(case: tuple[dict[str, Any], list[st
 
 ANY_CONFIG = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(NON_SECRET_KEYS | SECRET_KEYS | st.text(max_size=12), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            NON_SECRET_KEYS | SECRET_KEYS | st.text(max_size=12), children, max_size=4
+        )
+    ),
     max_leaves=30,
 )
 

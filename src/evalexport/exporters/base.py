@@ -99,7 +99,9 @@ class Exporter(abc.ABC, Generic[ConfigT]):
             elif item["type"] == "missing":
                 problems.append(f"missing required option {option}")
             else:
-                problems.append(f"invalid value for {option}: {item['msg']} (got {item['input']!r})")
+                problems.append(
+                    f"invalid value for {option}: {item['msg']} (got {item['input']!r})"
+                )
         return "; ".join(problems) + f". Valid options: {valid}"
 
     # -- the export ----------------------------------------------------------------------------
@@ -139,7 +141,8 @@ class Exporter(abc.ABC, Generic[ConfigT]):
             return self.failed(run, str(error))
         except Exception as error:  # an exporter bug must still end in a result
             return self.failed(
-                run, f"unexpected error in the {self.name} exporter: {type(error).__name__}: {error}"
+                run,
+                f"unexpected error in the {self.name} exporter: {type(error).__name__}: {error}",
             )
 
     def _guarded_export(self, run: RunArtifacts, config: ConfigT) -> ExportResult:
@@ -161,7 +164,9 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         result = self._export(run, config)
         if result.status == "succeeded":
             run_id = str(result.details.get("run_id", ""))
-            marker = guard.ExportMarker.now(self.name, self.target(config), run_id, state.fingerprint)
+            marker = guard.ExportMarker.now(
+                self.name, self.target(config), run_id, state.fingerprint
+            )
             path = guard.write_marker(run, marker)
             details = {**result.details, "marker": str(path), "fingerprint": state.fingerprint}
             result = result.model_copy(update={"details": details})

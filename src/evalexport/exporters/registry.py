@@ -67,9 +67,7 @@ class ExporterEntry:
 
 def exporter_entries() -> dict[str, ExporterEntry]:
     """Every known exporter by name, sorted; a plugin cannot replace a built-in."""
-    entries = {
-        name: ExporterEntry(name, target, "built-in") for name, target in _BUILTINS.items()
-    }
+    entries = {name: ExporterEntry(name, target, "built-in") for name, target in _BUILTINS.items()}
     for point in entry_points(group=ENTRY_POINT_GROUP):
         if point.name in entries:
             continue

@@ -22,7 +22,7 @@ from typing import Any, final
 from evalexport.masking import save_run_config
 from evalexport.run import RunArtifacts
 
-__all__ = ["CanarySecrets", "SampleRun", "make_run", "make_rollout"]
+__all__ = ["CanarySecrets", "SampleRun", "make_rollout", "make_run"]
 
 DEFAULT_AGENTS = ("aime24_math_simple_agent", "aime24_math_tool_agent")
 MODEL = "nvidia/nemotron-nano-9b-v2"
@@ -118,7 +118,11 @@ def run_config(benchmark: str, canaries: CanarySecrets) -> dict[str, Any]:
             "default_headers": {"Authorization": f"Bearer {value['authorization_header']}"},
             "notes": f"rotated key {value['openai_style_key']} on 2026-11-01",
         },
-        "env": [f"HF_TOKEN={value['env_assignment']}", "HF_HOME=/data/hf", "CUDA_VISIBLE_DEVICES=0"],
+        "env": [
+            f"HF_TOKEN={value['env_assignment']}",
+            "HF_HOME=/data/hf",
+            "CUDA_VISIBLE_DEVICES=0",
+        ],
         "responses_create_params": {
             "max_output_tokens": 16384,
             "temperature": 0.6,
@@ -169,27 +173,42 @@ def make_trajectory(
             if call_no < n_model_calls - 1:
                 # Several tool calls in one model call: code execution and a lookup.
                 for tool_no, (tool, arguments) in enumerate(
-                    (("python", {"code": f"print(pow(7, 2024, 1000))  # t{task_index}"}),
-                     ("lookup", {"query": "Legendre's formula", "top_k": 2}))
+                    (
+                        ("python", {"code": f"print(pow(7, 2024, 1000))  # t{task_index}"}),
+                        ("lookup", {"query": "Legendre's formula", "top_k": 2}),
+                    )
                 ):
                     tool_call_id = f"call-{task_index}-{rollout_index}-{turn_no}-{tool_no}"
                     output.append(
-                        {"type": "function_call", "call_id": tool_call_id, "name": tool,
-                         "arguments": json.dumps(arguments)}
+                        {
+                            "type": "function_call",
+                            "call_id": tool_call_id,
+                            "name": tool,
+                            "arguments": json.dumps(arguments),
+                        }
                     )
                     tool_calls.append(
-                        {"tool_call_id": tool_call_id, "invocation_id": invocation_id,
-                         "model_call_id": model_call_id, "tool_name": tool,
-                         "output": "801" if tool == "python" else "ν_p(n!) = Σ ⌊n/p^k⌋",
-                         "status": "ok",
-                         "started_at": f"2026-11-01T10:{turn_no:02d}:{tool_no:02d}Z",
-                         "ended_at": f"2026-11-01T10:{turn_no:02d}:{tool_no + 1:02d}Z"}
+                        {
+                            "tool_call_id": tool_call_id,
+                            "invocation_id": invocation_id,
+                            "model_call_id": model_call_id,
+                            "tool_name": tool,
+                            "output": "801" if tool == "python" else "v_p(n!) = Σ ⌊n/p^k⌋",
+                            "status": "ok",
+                            "started_at": f"2026-11-01T10:{turn_no:02d}:{tool_no:02d}Z",
+                            "ended_at": f"2026-11-01T10:{turn_no:02d}:{tool_no + 1:02d}Z",
+                        }
                     )
             else:
                 text = answer if isinstance(answer, str) else json.dumps(answer)
                 output.append(
-                    {"type": "message", "role": "assistant",
-                     "content": [{"type": "output_text", "text": f"The answer is \\boxed{{{text}}}."}]}
+                    {
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [
+                            {"type": "output_text", "text": f"The answer is \\boxed{{{text}}}."}
+                        ],
+                    }
                 )
             prompt = 900 + 40 * task_index + 150 * call_no
             model_calls.append(
@@ -198,10 +217,23 @@ def make_trajectory(
                     "request": {
                         "model": MODEL,
                         "input": [
-                            {"role": "system", "content": "Solve the problem. Put the final answer in \\boxed{}."},
-                            {"role": "user", "content": question if isinstance(question, str) else json.dumps(question)},
+                            {
+                                "role": "system",
+                                "content": "Solve the problem. Put the final answer in \\boxed{}.",
+                            },
+                            {
+                                "role": "user",
+                                "content": question
+                                if isinstance(question, str)
+                                else json.dumps(question),
+                            },
                         ],
-                        "tools": [{"type": "function", "name": "python"}, {"type": "function", "name": "lookup"}] if use_tools else [],
+                        "tools": [
+                            {"type": "function", "name": "python"},
+                            {"type": "function", "name": "lookup"},
+                        ]
+                        if use_tools
+                        else [],
                     },
                     "response": {"id": f"resp-{model_call_id}", "output": output},
                     "token_stats": {
@@ -214,19 +246,26 @@ def make_trajectory(
                 }
             )
         turns.append(
-            {"invocation_id": invocation_id, "turn_no": turn_no,
-             "timestamp": f"2026-11-01T10:{turn_no:02d}:30Z", "question": question,
-             "answer": {"value": answer, "format": "boxed"} if task_index % 7 == 6 else answer,
-             "reasoning_content": reasoning if turn_no == 1 else None,
-             "model_calls": call_ids}
+            {
+                "invocation_id": invocation_id,
+                "turn_no": turn_no,
+                "timestamp": f"2026-11-01T10:{turn_no:02d}:30Z",
+                "question": question,
+                "answer": {"value": answer, "format": "boxed"} if task_index % 7 == 6 else answer,
+                "reasoning_content": reasoning if turn_no == 1 else None,
+                "model_calls": call_ids,
+            }
         )
     return {
         "schema_version": "1.0",
         "task_id": f"aime24/{task_index}",
         "rollout_id": f"aime24/{task_index}/{rollout_index}",
         "invocations": [
-            {"invocation_id": invocation_id, "started_at": "2026-11-01T10:00:00Z",
-             "ended_at": "2026-11-01T10:05:00Z"}
+            {
+                "invocation_id": invocation_id,
+                "started_at": "2026-11-01T10:00:00Z",
+                "ended_at": "2026-11-01T10:05:00Z",
+            }
         ],
         "turns": turns,
         "model_calls": model_calls,
@@ -248,21 +287,33 @@ def make_rollout(
         "reward": reward,
         "expected_answer": answer if reward else str(rng.randint(0, 999)),
         "responses_create_params": {
-            "input": [{"role": "user", "content": question if isinstance(question, str) else json.dumps(question)}],
+            "input": [
+                {
+                    "role": "user",
+                    "content": question if isinstance(question, str) else json.dumps(question),
+                }
+            ],
             "max_output_tokens": 16384,
             "temperature": 0.6,
         },
         "response": {
             "id": f"resp-{task_index}-{rollout_index}",
             "model": MODEL,
-            "output": [{"type": "message", "role": "assistant",
-                        "content": [{"type": "output_text", "text": f"\\boxed{{{answer}}}"}]}],
+            "output": [
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": f"\\boxed{{{answer}}}"}],
+                }
+            ],
             "usage": {"input_tokens": 1200, "output_tokens": rng.randint(200, 6000)},
         },
         "symbolic_correct": bool(reward),
     }
     if trajectory:
-        record["ng_trajectory"] = make_trajectory(rng, task_index, rollout_index, use_tools=use_tools)
+        record["ng_trajectory"] = make_trajectory(
+            rng, task_index, rollout_index, use_tools=use_tools
+        )
     return record
 
 
@@ -363,12 +414,19 @@ def make_run(
         for agent in agents:
             for rollout_index in range(repeats):
                 record = make_rollout(
-                    rng, task_index, rollout_index, agent, trajectory=trajectory and row not in without
+                    rng,
+                    task_index,
+                    rollout_index,
+                    agent,
+                    trajectory=trajectory and row not in without,
                 )
                 if row in with_gaps and "ng_trajectory" in record:
                     record["ng_trajectory"]["gaps"] = [
-                        {"code": "turns_unavailable", "invocation_id": None,
-                         "detail": "agent does not publish semantic turns"}
+                        {
+                            "code": "turns_unavailable",
+                            "invocation_id": None,
+                            "detail": "agent does not publish semantic turns",
+                        }
                     ]
                 while len(lines) + 1 in blanks:
                     lines.append("")
@@ -398,8 +456,14 @@ def make_run(
             encoding="utf-8",
         )
         run.materialized_inputs.write_text(
-            "".join(json.dumps({"_ng_task_index": t, "input": _QUESTIONS[t % len(_QUESTIONS)]},
-                               ensure_ascii=False) + "\n" for t in range(tasks)),
+            "".join(
+                json.dumps(
+                    {"_ng_task_index": t, "input": _QUESTIONS[t % len(_QUESTIONS)]},
+                    ensure_ascii=False,
+                )
+                + "\n"
+                for t in range(tasks)
+            ),
             encoding="utf-8",
         )
     if other_run_rollouts:

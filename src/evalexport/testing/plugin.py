@@ -17,7 +17,7 @@ its switch is on, and the skip reason names the switch.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +99,7 @@ def evalexport_isolation(
     tmp_path_factory: pytest.TempPathFactory,
     monkeypatch: pytest.MonkeyPatch,
     evalexport_download_cache: Path,
-) -> Iterator[Path]:
+) -> Path:
     """A temporary HOME, caches, tracking stores and working directory; no token variables.
 
     Yields the temporary root. Package downloads share one cache per test session (see
@@ -134,7 +134,7 @@ def evalexport_isolation(
     workdir = root / "work"
     workdir.mkdir()
     monkeypatch.chdir(workdir)
-    yield root
+    return root
 
 
 @pytest.fixture
@@ -144,9 +144,7 @@ def canaries() -> CanarySecrets:
 
 
 @pytest.fixture
-def make_sample_run(
-    tmp_path: Path, canaries: CanarySecrets
-) -> Callable[..., SampleRun]:
+def make_sample_run(tmp_path: Path, canaries: CanarySecrets) -> Callable[..., SampleRun]:
     """A factory of finished runs: ``make_sample_run(name="run", **knobs)``.
 
     Each call writes a run into ``tmp_path / name`` with this test's canary secrets planted

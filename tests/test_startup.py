@@ -1,0 +1,55 @@
+"""Startup stays lean: importing evalexport or running the CLI imports no backend SDK."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SDKS = ("mlflow", "wandb", "evalrdl", "atif", "harbor")
+
+
+@pytest.fixture
+def tripwire_sdks(tmp_path: Path) -> Path:
+    """Importable packages named like every SDK, each recording that it was imported."""
+    site = tmp_path / "sdks"
+    record = tmp_path / "imported.txt"
+    for name in SDKS:
+        (site / name).mkdir(parents=True)
+        (site / name / "__init__.py").write_text(
+            f"open({str(record)!r}, 'a').write({name!r} + '\\n')\n"
+        )
+    return site
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import evalexport",
+        "import evalexport.cli, evalexport.exporters, evalexport.testing.factory",
+        "import sys; from evalexport.cli import main; main(['--help'])",
+        "import sys; from evalexport.cli import main; main(['list'])",
+    ],
+)
+def test_no_sdk_is_imported(tripwire_sdks: Path, code: str) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PYTHONPATH": str(tripwire_sdks), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    record = tripwire_sdks.parent / "imported.txt"
+    assert not record.exists(), f"imported: {record.read_text()}"
+
+
+def test_the_tripwire_catches_an_sdk_import(tripwire_sdks: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-c", "import evalexport, mlflow"],
+        env={"PYTHONPATH": str(tripwire_sdks)},
+        check=True,
+    )
+    assert (tripwire_sdks.parent / "imported.txt").read_text() == "mlflow\n"
