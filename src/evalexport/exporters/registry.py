@@ -25,7 +25,9 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "evalexport.exporters"
 
-_BUILTINS: dict[str, str] = {}
+_BUILTINS: dict[str, str] = {
+    "atif": "evalexport.exporters.atif:AtifExporter",
+}
 """Built-in exporters: name -> ``module:Class``."""
 
 
