@@ -12,8 +12,13 @@ def test_exit_codes_are_those_of_the_spec() -> None:
 
 
 def test_a_failed_result_cannot_exit_zero() -> None:
-    with pytest.raises(ValueError, match="cannot exit 0"):
+    with pytest.raises(ValueError, match="a failed result cannot exit 0"):
         ExportResult.failed("x", "/run", "boom", exit_code=ExitCode.OK)
+
+
+def test_a_succeeded_result_cannot_exit_non_zero() -> None:
+    with pytest.raises(ValueError, match="a succeeded result cannot exit 3"):
+        ExportResult(exporter="x", status="succeeded", exit_code=3, message="", run_dir="/run")
 
 
 def test_secrets_in_messages_and_details_are_scrubbed(monkeypatch) -> None:

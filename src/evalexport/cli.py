@@ -29,6 +29,7 @@ __all__ = ["main"]
 _COMMANDS = {
     "list": "list the installed exporters",
     "inspect": "show what a run directory holds (files, rollouts, agents, metrics, masking)",
+    "envs": "list the cached SDK environments; 'envs remove NAME' or 'envs remove --all'",
 }
 
 
@@ -47,6 +48,7 @@ class _Arguments:
     dry_run: bool = False
     help: bool = False
     version: bool = False
+    all: bool = False
     format: str | None = None
 
 
@@ -63,6 +65,8 @@ def _parse(argv: Sequence[str]) -> _Arguments:
             arguments.help = True
         elif token == "--version":
             arguments.version = True
+        elif token == "--all":
+            arguments.all = True
         elif token == "--format" or token.startswith("--format="):
             if token == "--format":
                 if not tokens:
@@ -71,7 +75,7 @@ def _parse(argv: Sequence[str]) -> _Arguments:
             arguments.format = token.partition("=")[2]
         elif token.startswith("-") and not token.startswith("+"):
             raise UsageError(
-                f"unknown flag {token}; flags are --json, --dry-run, --help, --version "
+                f"unknown flag {token}; flags are --json, --dry-run, --help, --version, --all "
                 "(exporter options are written +key=value)"
             )
         else:
@@ -104,6 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _list(arguments, rest)
     if command == "inspect":
         return _inspect(arguments, rest)
+    if command == "envs":
+        return _envs(arguments, rest)
     return _export(command, arguments, rest)
 
 
@@ -226,6 +232,70 @@ def _human_size(size: int) -> str:
     raise AssertionError("unreachable")
 
 
+# -- envs --------------------------------------------------------------------------------------
+
+
+def _envs(arguments: _Arguments, rest: list[str]) -> int:
+    from evalexport.isolation.environments import (
+        environments_root,
+        list_environments,
+        remove_environment,
+    )
+
+    environments = list_environments()
+    if arguments.help:
+        print(
+            "usage: evalexport envs [--json]\n       evalexport envs remove NAME | --all\n\n"
+            "NAME is an environment's directory name, or an exporter name for all of its "
+            f"environments. Environments live in {environments_root()}."
+        )
+        return _OK
+    if rest[:1] == ["remove"]:
+        names = rest[1:]
+        if arguments.all == bool(names):
+            return _usage_error("'envs remove' takes one NAME or --all")
+        chosen = (
+            environments
+            if arguments.all
+            else [env for env in environments if names[0] in (env.path.name, env.exporter)]
+        )
+        if not chosen:
+            known = ", ".join(env.path.name for env in environments) or "none"
+            return _usage_error(f"no environment named {names[0]!r}; environments: {known}")
+        for environment in chosen:
+            remove_environment(environment)
+            print(f"removed {environment.path}")
+        return _OK
+    if rest:
+        return _usage_error(f"unknown 'envs' argument {rest[0]!r}; use 'envs' or 'envs remove'")
+    rows: list[dict[str, Any]] = [
+        {
+            "name": env.path.name,
+            "exporter": env.exporter,
+            "requirements": env.requirements,
+            "python": env.record.get("python_version"),
+            "size_bytes": env.size_bytes(),
+            "last_used": (
+                used.isoformat(timespec="seconds") if (used := env.last_used()) else None
+            ),
+            "path": str(env.path),
+        }
+        for env in environments
+    ]
+    if arguments.json:
+        print(json.dumps(rows, indent=2))
+    elif not rows:
+        print(f"No SDK environments in {environments_root()}.")
+    else:
+        for row in rows:
+            print(
+                f"{row['name']}  {row['exporter']}  {' '.join(row['requirements'])}  "
+                f"python {row['python']}  {_human_size(row['size_bytes'])}  "
+                f"last used {row['last_used'] or 'never'}\n    {row['path']}"
+            )
+    return _OK
+
+
 # -- export ------------------------------------------------------------------------------------
 
 
@@ -259,6 +329,10 @@ def _export(name: str, arguments: _Arguments, rest: list[str]) -> int:
             result = ExportResult.failed(name, "", str(error), exit_code=ExitCode.USAGE)
             print(result.model_dump_json(indent=2))
         return _usage_error(f"{name}: {error}")
+    import logging
+
+    # Exporters and workers log (e.g. a stored run that needs binding); users read it on stderr.
+    logging.basicConfig(level=logging.INFO, format="evalexport: %(message)s", stream=sys.stderr)
     run = RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath)
     return _report(arguments, exporter_class().export(run, config))
 

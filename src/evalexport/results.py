@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from evalexport.masking import scrub_text, scrub_value
 
@@ -61,6 +61,15 @@ class ExportResult(BaseModel):
         assert isinstance(scrubbed, dict)
         return scrubbed
 
+    @model_validator(mode="after")
+    def _exit_code_matches_status(self) -> ExportResult:
+        if (self.status is ExportStatus.FAILED) == (self.exit_code is ExitCode.OK):
+            raise ValueError(
+                f"a {self.status.value} result cannot exit {int(self.exit_code)}: failed results "
+                "exit non-zero, succeeded and skipped ones exit 0"
+            )
+        return self
+
     @classmethod
     def succeeded(cls, exporter: str, run_dir: str, message: str, **details: Any) -> ExportResult:
         return cls(
@@ -92,8 +101,6 @@ class ExportResult(BaseModel):
         exit_code: ExitCode = ExitCode.FAILED,
         **details: Any,
     ) -> ExportResult:
-        if exit_code is ExitCode.OK:
-            raise ValueError("a failed export cannot exit 0")
         return cls(
             exporter=exporter,
             status=ExportStatus.FAILED,

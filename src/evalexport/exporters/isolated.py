@@ -1,0 +1,132 @@
+"""Exporters whose SDK runs in a virtual environment of its own (SPEC §3.4).
+
+An :class:`IsolatedExporter` names its worker body (a stdlib-plus-SDK file under
+``evalexport/workers/``), its requirements (from ``+requirement=``), and the JSON payload the
+worker needs. The parent builds or reuses the environment, runs the worker with a time limit and
+turns whatever happened — a result, a crash, a hang, a failed build — into an
+:class:`~evalexport.results.ExportResult`.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import os
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import Field
+
+from evalexport.exporters.base import Exporter, ExporterConfig
+from evalexport.results import ExitCode, ExportResult, ExportStatus
+from evalexport.run import RunArtifacts
+
+__all__ = ["TIME_LIMIT_VARIABLE", "IsolatedConfig", "IsolatedExporter"]
+
+TIME_LIMIT_VARIABLE = "EVALEXPORT_WORKER_TIME_LIMIT"
+"""Seconds; overrides every worker's time limit (for tests and impatient CI jobs)."""
+
+DEFAULT_TIME_LIMIT = 3600.0
+
+logger = logging.getLogger("evalexport.worker")
+
+
+class IsolatedConfig(ExporterConfig):
+    requirement: str | list[str] = Field(
+        description="The SDK requirement(s) of the exporter's environment, e.g. PKG==VER; "
+        "a new pin builds a new environment."
+    )
+
+
+IsolatedConfigT = TypeVar("IsolatedConfigT", bound=IsolatedConfig)
+
+
+class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
+    """An exporter that drives its SDK through a worker subprocess in its own environment."""
+
+    worker_body: ClassVar[Path]
+    """The worker body file: defines ``run(payload) -> dict`` (see ``workers/runner.py``)."""
+
+    def requirements(self, config: IsolatedConfigT) -> list[str]:
+        requirement = config.requirement
+        return [requirement] if isinstance(requirement, str) else list(requirement)
+
+    def time_limit(self, config: IsolatedConfigT) -> float:
+        """Seconds before the worker is killed; ``$EVALEXPORT_WORKER_TIME_LIMIT`` overrides."""
+        return DEFAULT_TIME_LIMIT
+
+    @abc.abstractmethod
+    def worker_payload(self, run: RunArtifacts, config: IsolatedConfigT) -> dict[str, Any]:
+        """The JSON the worker receives. Never put a token here: the worker inherits them
+        through its environment variables."""
+
+    def _effective_time_limit(self, config: IsolatedConfigT) -> float:
+        override = os.environ.get(TIME_LIMIT_VARIABLE)
+        if override:
+            try:
+                return float(override)
+            except ValueError:
+                logger.warning(
+                    "ignoring %s=%r: not a number of seconds", TIME_LIMIT_VARIABLE, override
+                )
+        return self.time_limit(config)
+
+    def _export(self, run: RunArtifacts, config: IsolatedConfigT) -> ExportResult:
+        from evalexport.isolation import (
+            EnvironmentBuildError,
+            EnvironmentSpec,
+            ensure_environment,
+            run_worker,
+        )
+
+        spec = EnvironmentSpec(self.name, tuple(self.requirements(config)))
+        try:
+            environment = ensure_environment(spec)
+        except EnvironmentBuildError as error:
+            return self.failed(run, f"Cannot build the {self.name} environment: {error}")
+        limit = self._effective_time_limit(config)
+        outcome = run_worker(environment, self.worker_body, self.worker_payload(run, config), limit)
+        for line in outcome.log_tail().splitlines() if outcome.result is None else []:
+            logger.debug("%s worker: %s", self.name, line)
+        if outcome.timed_out:
+            return self.failed(
+                run,
+                f"The {self.name} worker exceeded its time limit of {limit:g} s and was killed. "
+                f"Raise +timeout if the service is slow, or set {TIME_LIMIT_VARIABLE}.",
+                environment=str(environment.path),
+            )
+        if outcome.result is None:
+            return self.failed(
+                run,
+                f"The {self.name} worker {outcome.describe_exit()} without writing a result. "
+                f"Its output ends with:\n{outcome.log_tail() or '(nothing)'}",
+                worker_exit_code=outcome.exit_code,
+                environment=str(environment.path),
+            )
+        return self.interpret(run, config, outcome.result, environment.path)
+
+    def interpret(
+        self,
+        run: RunArtifacts,
+        config: IsolatedConfigT,
+        result: dict[str, Any],
+        environment: Path,
+    ) -> ExportResult:
+        """Turn the worker's result into an :class:`ExportResult`; exporters may refine it."""
+        details = result.get("details")
+        try:
+            return ExportResult(
+                exporter=self.name,
+                status=ExportStatus(result["status"]),
+                exit_code=ExitCode(int(result["exit_code"])),
+                message=str(result.get("message", "")),
+                run_dir=str(run.run_dir),
+                details={
+                    **(details if isinstance(details, dict) else {}),
+                    "environment": str(environment),
+                },
+            )
+        except (KeyError, TypeError, ValueError) as error:  # pydantic's ValidationError too
+            return self.failed(
+                run, f"The {self.name} worker wrote an invalid result ({error}): {result!r}"
+            )

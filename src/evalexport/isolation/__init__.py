@@ -1,0 +1,28 @@
+"""Running an SDK in a virtual environment of its own, through a worker subprocess (SPEC §3.4)."""
+
+from __future__ import annotations
+
+from evalexport.isolation.environments import (
+    Environment,
+    EnvironmentBuildError,
+    EnvironmentSpec,
+    Installer,
+    ensure_environment,
+    find_installer,
+    list_environments,
+    remove_environment,
+)
+from evalexport.isolation.launcher import WorkerOutcome, run_worker
+
+__all__ = [
+    "Environment",
+    "EnvironmentBuildError",
+    "EnvironmentSpec",
+    "Installer",
+    "WorkerOutcome",
+    "ensure_environment",
+    "find_installer",
+    "list_environments",
+    "remove_environment",
+    "run_worker",
+]

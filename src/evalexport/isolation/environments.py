@@ -1,0 +1,292 @@
+"""SDK environments: one virtual environment per (exporter, requirements, Python) (SPEC §3.4).
+
+An environment is built once, in the cache directory, and reused; the SDK is never upgraded
+behind the user's back (a new pin is a new environment). A build writes its completion record
+``evalexport-env.json`` last, under a lock: concurrent first uses build once, and a build that
+was interrupted half-way (no record) is removed and rebuilt, never used.
+
+Environments are made with the ``virtualenv`` package; packages are installed with ``uv`` when
+it is available (on PATH or as the ``uv`` package) and pip otherwise. No index is configured
+here: the installer's own settings apply (``UV_INDEX_URL``, ``UV_EXTRA_INDEX_URL``,
+``PIP_INDEX_URL``, ``PIP_EXTRA_INDEX_URL``, config files).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, final
+
+from evalexport.paths import cache_dir
+
+__all__ = [
+    "Environment",
+    "EnvironmentBuildError",
+    "EnvironmentSpec",
+    "Installer",
+    "ensure_environment",
+    "find_installer",
+    "list_environments",
+    "remove_environment",
+]
+
+RECORD_NAME = "evalexport-env.json"
+LAST_USED_NAME = "evalexport-last-used"
+_TAIL_LINES = 25
+_INDEX_HINT = (
+    "Check the requirement and your installer's index settings "
+    "(UV_INDEX_URL / UV_EXTRA_INDEX_URL for uv, PIP_INDEX_URL / PIP_EXTRA_INDEX_URL for pip)."
+)
+
+
+class EnvironmentBuildError(RuntimeError):
+    """An environment could not be built; the message carries the installer's error tail."""
+
+
+@final
+@dataclass(frozen=True)
+class EnvironmentSpec:
+    """What an environment holds: its key."""
+
+    exporter: str
+    requirements: tuple[str, ...]
+    python: str = sys.executable
+
+    @property
+    def python_version(self) -> str:
+        if self.python == sys.executable:
+            return f"{sys.version_info.major}.{sys.version_info.minor}"
+        completed = subprocess.run(
+            [self.python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return completed.stdout.strip()
+
+    def key(self) -> str:
+        identity = json.dumps(
+            [self.exporter, sorted(self.requirements), self.python_version], separators=(",", ":")
+        )
+        return hashlib.sha256(identity.encode()).hexdigest()[:16]
+
+    def directory_name(self) -> str:
+        return f"{self.exporter}-py{self.python_version}-{self.key()}"
+
+
+@final
+@dataclass(frozen=True)
+class Environment:
+    path: Path
+    record: dict[str, Any]
+    built: bool = False
+    """Whether this call built it (rather than reusing it)."""
+
+    @property
+    def python(self) -> Path:
+        return self.path / "bin" / "python"
+
+    @property
+    def exporter(self) -> str:
+        return str(self.record.get("exporter", "?"))
+
+    @property
+    def requirements(self) -> list[str]:
+        return list(self.record.get("requirements", []))
+
+    def last_used(self) -> datetime.datetime | None:
+        marker = self.path / LAST_USED_NAME
+        try:
+            stamp = marker.stat().st_mtime
+        except FileNotFoundError:
+            return None
+        return datetime.datetime.fromtimestamp(stamp, datetime.UTC)
+
+    def size_bytes(self) -> int:
+        total = 0
+        for root, _, files in os.walk(self.path):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    total += (Path(root) / name).lstat().st_size
+        return total
+
+
+@final
+@dataclass(frozen=True)
+class Installer:
+    """How packages get into an environment: ``uv pip install`` or ``pip install``."""
+
+    name: str
+    """``uv`` or ``pip``."""
+    executable: str | None
+    """The uv binary; ``None`` for pip, which runs as the environment's ``python -m pip``."""
+
+    def virtualenv_arguments(self) -> list[str]:
+        # uv installs into an environment without pip; pip needs to be seeded into it.
+        return ["--no-seed"] if self.name == "uv" else ["--no-setuptools", "--no-wheel"]
+
+    def install_command(self, python: Path, requirements: Sequence[str]) -> list[str]:
+        if self.name == "uv":
+            assert self.executable is not None
+            return [self.executable, "pip", "install", "--python", str(python), *requirements]
+        return [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-input",
+            *requirements,
+        ]
+
+
+def find_installer(prefer: str | None = None) -> Installer:
+    """uv when available (on PATH, then the ``uv`` package), pip otherwise.
+
+    ``prefer`` (or ``$EVALEXPORT_INSTALLER``) set to ``pip`` forces pip.
+    """
+    choice = prefer or os.environ.get("EVALEXPORT_INSTALLER", "")
+    if choice != "pip":
+        found = shutil.which("uv")
+        if found is None:
+            with contextlib.suppress(ImportError, FileNotFoundError):
+                from uv import find_uv_bin
+
+                found = find_uv_bin()
+        if found:
+            return Installer("uv", found)
+        if choice == "uv":
+            raise EnvironmentBuildError(
+                "EVALEXPORT_INSTALLER=uv, but uv is neither on PATH nor installed as a package"
+            )
+    return Installer("pip", None)
+
+
+def environments_root() -> Path:
+    return cache_dir() / "envs"
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _read_record(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((path / RECORD_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _tail(text: str) -> str:
+    from evalexport.masking import scrub_text
+
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return scrub_text("\n".join(lines[-_TAIL_LINES:]))
+
+
+def _run_step(command: list[str], what: str, path: Path) -> None:
+    try:
+        completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    except OSError as error:
+        raise EnvironmentBuildError(f"{what} failed to start ({command[0]}): {error}") from None
+    if completed.returncode != 0:
+        raise EnvironmentBuildError(
+            f"{what} failed (exit code {completed.returncode}) while building {path}:\n"
+            f"{_tail(completed.stderr or completed.stdout)}\n{_INDEX_HINT}"
+        )
+
+
+def ensure_environment(spec: EnvironmentSpec, installer: Installer | None = None) -> Environment:
+    """The environment for ``spec``, built now if it does not exist yet.
+
+    Raises :class:`EnvironmentBuildError` naming the failed step and the installer's error.
+    """
+    root = environments_root()
+    path = root / spec.directory_name()
+    with _locked(root / f"{spec.directory_name()}.lock"):
+        record = _read_record(path)
+        built = record is None
+        if record is None:
+            if path.exists():  # an interrupted build: never use it
+                shutil.rmtree(path)
+            record = _build(spec, path, installer or find_installer())
+    (path / LAST_USED_NAME).touch()
+    return Environment(path, record, built)
+
+
+def _build(spec: EnvironmentSpec, path: Path, installer: Installer) -> dict[str, Any]:
+    try:
+        _run_step(
+            [
+                sys.executable,
+                "-m",
+                "virtualenv",
+                "--quiet",
+                "--python",
+                spec.python,
+                "--app-data",
+                str(cache_dir() / "virtualenv-app-data"),
+                "--no-periodic-update",
+                *installer.virtualenv_arguments(),
+                str(path),
+            ],
+            "Creating the virtual environment",
+            path,
+        )
+        python = path / "bin" / "python"
+        _run_step(
+            installer.install_command(python, spec.requirements),
+            f"Installing {' '.join(spec.requirements)} with {installer.name}",
+            path,
+        )
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+    record = {
+        "exporter": spec.exporter,
+        "requirements": list(spec.requirements),
+        "python_version": spec.python_version,
+        "installer": installer.name,
+        "created_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+    from evalexport._files import write_text_atomically
+
+    write_text_atomically(path / RECORD_NAME, json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def list_environments() -> list[Environment]:
+    """Every complete environment in the cache directory, by directory name."""
+    root = environments_root()
+    if not root.is_dir():
+        return []
+    found = []
+    for path in sorted(root.iterdir()):
+        record = _read_record(path) if path.is_dir() else None
+        if record is not None:
+            found.append(Environment(path, record))
+    return found
+
+
+def remove_environment(environment: Environment) -> None:
+    """Delete an environment, under its build lock so a concurrent build is not cut short."""
+    with _locked(environment.path.parent / f"{environment.path.name}.lock"):
+        shutil.rmtree(environment.path, ignore_errors=True)

@@ -1,0 +1,6 @@
+"""Code that runs inside an SDK's environment, with the standard library and the SDK only.
+
+Nothing here imports evalexport: the launcher copies ``runner.py`` and one worker body into an
+empty directory and runs ``<env>/bin/python -I runner.py``, so no module of ours can shadow
+the SDK and no module of the SDK's environment needs evalexport.
+"""

@@ -1,0 +1,146 @@
+"""Real environments, built with a tiny local package: reuse, keys, locking, interrupted builds."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evalexport.isolation.environments import (
+    RECORD_NAME,
+    EnvironmentBuildError,
+    EnvironmentSpec,
+    ensure_environment,
+    environments_root,
+    find_installer,
+    list_environments,
+)
+
+INSTALLERS = ["uv", "pip"]
+
+
+@pytest.mark.parametrize("installer", INSTALLERS)
+def test_an_environment_is_built_once_and_reused(installer: str, tinysdk_1: str) -> None:
+    spec = EnvironmentSpec("echo", (tinysdk_1,))
+    first = ensure_environment(spec, find_installer(installer))
+    record_before = (first.path / RECORD_NAME).read_text()
+    second = ensure_environment(spec, find_installer(installer))
+    assert (first.built, second.built) == (True, False)
+    assert second.path == first.path
+    assert (second.path / RECORD_NAME).read_text() == record_before
+    version = subprocess.run(
+        [second.python, "-I", "-c", "import tinysdk; print(tinysdk.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert version.stdout.strip() == "1.0"
+    assert first.record["installer"] == installer
+
+
+def test_a_changed_requirement_builds_a_new_environment(wheelhouse: Path) -> None:
+    one = ensure_environment(
+        EnvironmentSpec("echo", (str(wheelhouse / "tinysdk-1.0-py3-none-any.whl"),))
+    )
+    two = ensure_environment(
+        EnvironmentSpec("echo", (str(wheelhouse / "tinysdk-2.0-py3-none-any.whl"),))
+    )
+    assert one.path != two.path
+    assert two.built
+    assert sorted(env.path for env in list_environments()) == sorted([one.path, two.path])
+
+
+def test_the_installers_own_index_settings_apply(wheelhouse: Path, monkeypatch) -> None:
+    monkeypatch.setenv("UV_NO_INDEX", "1")
+    monkeypatch.setenv("UV_FIND_LINKS", str(wheelhouse))
+    environment = ensure_environment(EnvironmentSpec("echo", ("tinysdk==2.0",)))
+    version = subprocess.run(
+        [environment.python, "-I", "-c", "import tinysdk; print(tinysdk.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert version.stdout.strip() == "2.0"
+
+
+@pytest.mark.parametrize("installer", INSTALLERS)
+def test_a_requirement_that_cannot_be_installed_fails_with_the_installers_error(
+    installer: str, wheelhouse: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("UV_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    spec = EnvironmentSpec("echo", ("tinysdk==9.9",))
+    with pytest.raises(EnvironmentBuildError) as error:
+        ensure_environment(spec, find_installer(installer))
+    assert f"Installing tinysdk==9.9 with {installer} failed" in str(error.value)
+    assert "tinysdk" in str(error.value).split("failed", 1)[1]
+    assert not (environments_root() / spec.directory_name()).exists()
+
+
+BUILD_ONE = """
+import json, sys
+from evalexport.isolation.environments import EnvironmentSpec, ensure_environment
+environment = ensure_environment(EnvironmentSpec("echo", (sys.argv[1],)))
+print(json.dumps({"path": str(environment.path), "built": environment.built}))
+"""
+
+
+def test_two_concurrent_first_uses_build_once(tinysdk_1: str) -> None:
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", BUILD_ONE, tinysdk_1], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    reports = [json.loads(process.communicate(timeout=300)[0]) for process in processes]
+    assert reports[0]["path"] == reports[1]["path"]
+    assert sorted(report["built"] for report in reports) == [False, True]
+
+
+def test_a_killed_build_is_rebuilt_never_used(wheelhouse: Path, monkeypatch) -> None:
+    # An index that accepts connections and never answers keeps the installer busy.
+    silent_index = socket.socket()
+    silent_index.bind(("127.0.0.1", 0))
+    silent_index.listen(16)
+    port = silent_index.getsockname()[1]
+    spec = EnvironmentSpec("echo", ("tinysdk==1.0",))
+    path = environments_root() / spec.directory_name()
+    hanging = {
+        **os.environ,
+        "EVALEXPORT_INSTALLER": "pip",
+        "PIP_INDEX_URL": f"http://127.0.0.1:{port}/simple",
+        "PIP_TIMEOUT": "60",
+        "PIP_RETRIES": "0",
+    }
+    build = subprocess.Popen(
+        [sys.executable, "-c", BUILD_ONE, "tinysdk==1.0"], env=hanging, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (path / "bin" / "python").exists():
+            assert time.monotonic() < deadline, "the build never created its environment"
+            assert build.poll() is None, "the build ended before it could be interrupted"
+            time.sleep(0.1)
+        time.sleep(1.0)
+    finally:
+        os.killpg(build.pid, signal.SIGKILL)
+        build.wait()
+        silent_index.close()
+    assert path.exists()
+    assert not (path / RECORD_NAME).exists()
+    assert list_environments() == []
+
+    monkeypatch.setenv("EVALEXPORT_INSTALLER", "pip")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheelhouse))
+    rebuilt = ensure_environment(spec)
+    assert rebuilt.built
+    assert rebuilt.path == path
+    assert (path / RECORD_NAME).exists()

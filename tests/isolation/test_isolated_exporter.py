@@ -1,0 +1,132 @@
+"""The worker protocol end to end: a real environment, a real worker subprocess."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evalexport.results import ExportStatus
+from tests.support.echo_exporter import EchoExporter
+
+
+def test_the_worker_runs_in_its_environment_and_reports_a_result(
+    echo_export, sample_run, monkeypatch
+) -> None:
+    monkeypatch.setenv("TINYSDK_TOKEN", "canary-tinysdk-token-0123456789")
+    result = echo_export()
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    details = result.details
+    assert details["sdk_origin"] == "installed tinysdk"
+    assert details["payload"]["rollouts"] == str(sample_run.rollouts)
+    assert details["token_seen"] is True  # tokens reach the worker through its environment
+    assert Path(details["environment"]).is_dir()
+    assert "canary-tinysdk-token" not in result.model_dump_json()
+
+
+def test_a_module_named_like_the_sdk_beside_the_worker_cannot_shadow_it(
+    sample_run, tinysdk_1: str, tmp_path, monkeypatch
+) -> None:
+    exporter_dir = tmp_path / "exporter_package"
+    exporter_dir.mkdir()
+    body = exporter_dir / "echo.py"
+    shutil.copyfile(EchoExporter.worker_body, body)
+    shadow = "ORIGIN = 'shadowing module'\n__version__ = 'shadow'\n"
+    (exporter_dir / "tinysdk.py").write_text(shadow)
+    (Path.cwd() / "tinysdk.py").write_text(shadow)
+    monkeypatch.setenv("PYTHONPATH", str(exporter_dir))
+
+    class ShadowedEcho(EchoExporter):
+        worker_body = body
+
+    exporter = ShadowedEcho()
+    config = exporter.parse_config(
+        {"rollouts_jsonl_fpath": str(sample_run.rollouts), "requirement": tinysdk_1}
+    )
+    result = exporter.export(sample_run.run, config)
+    assert result.details["sdk_origin"] == "installed tinysdk"
+    assert "site-packages" in result.details["sdk_file"]
+    assert str(exporter_dir) not in result.details["sys_path"]
+
+
+def test_a_worker_past_its_time_limit_is_killed_and_reported(echo_export, monkeypatch) -> None:
+    monkeypatch.setenv("EVALEXPORT_WORKER_TIME_LIMIT", "2")
+    result = echo_export(behaviour="sleep")
+    assert result.status is ExportStatus.FAILED
+    assert result.exit_code == 1
+    assert result.message.startswith(
+        "The echo worker exceeded its time limit of 2 s and was killed."
+    )
+
+
+def test_a_worker_that_segfaults_is_reported_with_its_signal_and_output(echo_export) -> None:
+    result = echo_export(behaviour="segfault")
+    assert result.status is ExportStatus.FAILED
+    assert "The echo worker was killed by SIGSEGV without writing a result." in result.message
+    assert "about to crash" in result.message
+    assert result.details["worker_exit_code"] == -11
+
+
+def test_a_worker_that_exits_without_a_result_is_reported_with_its_output(echo_export) -> None:
+    result = echo_export(behaviour="no_result")
+    assert result.status is ExportStatus.FAILED
+    assert "exited with code 0 without writing a result" in result.message
+    assert "partial output before leaving" in result.message
+
+
+def test_an_exception_in_the_worker_is_a_failed_result(echo_export) -> None:
+    result = echo_export(behaviour="raise")
+    assert result.status is ExportStatus.FAILED
+    assert result.message == "worker error: ValueError: the SDK said no"
+
+
+@pytest.mark.parametrize("code", [1, 3, 4])
+def test_the_workers_own_exit_code_is_passed_through(echo_export, code: int) -> None:
+    result = echo_export(behaviour="exit_code", exit_code=code)
+    assert result.exit_code == code
+    assert result.message == "worker verdict"
+
+
+def test_a_failed_build_is_a_failed_result_naming_the_installer_error(
+    echo_export, monkeypatch
+) -> None:
+    monkeypatch.setenv("UV_NO_INDEX", "1")
+    result = echo_export(requirement="tinysdk==9.9")
+    assert result.status is ExportStatus.FAILED
+    assert result.message.startswith(
+        "Cannot build the echo environment: Installing tinysdk==9.9 with uv failed"
+    )
+    assert "UV_EXTRA_INDEX_URL" in result.message
+
+
+def test_a_dry_run_builds_no_environment(echo_export) -> None:
+    from evalexport.isolation import list_environments
+
+    result = echo_export(dry_run=True)
+    assert result.details["dry_run"] is True
+    assert list_environments() == []
+
+
+def test_envs_lists_and_removes_environments(echo_export, cli) -> None:
+    echo_export()
+    listed = cli("envs", "--json")
+    import json
+
+    (row,) = json.loads(listed.stdout)
+    assert row["exporter"] == "echo"
+    assert row["size_bytes"] > 0
+    assert row["last_used"] is not None
+    assert Path(row["path"]).is_dir()
+    assert row["name"] in cli("envs").stdout
+    removed = cli("envs", "remove", "echo")
+    assert removed.stdout == f"removed {row['path']}\n"
+    assert not Path(row["path"]).exists()
+    assert cli("envs").stdout.startswith("No SDK environments in ")
+
+
+def test_envs_remove_needs_a_name_or_all(cli) -> None:
+    assert cli("envs", "remove").exit_code == 2
+    missing = cli("envs", "remove", "nope")
+    assert missing.exit_code == 2
+    assert "no environment named 'nope'" in missing.stderr

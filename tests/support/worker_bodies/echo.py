@@ -1,0 +1,47 @@
+"""Test worker body: reports the SDK it imported and echoes its payload. Stdlib + tinysdk."""
+
+import os
+import sys
+
+
+def run(payload):
+    import tinysdk
+
+    behaviour = payload.get("behaviour", "echo")
+    if behaviour == "sleep":
+        import time
+
+        time.sleep(600)
+    if behaviour == "segfault":
+        import signal
+
+        sys.stdout.write("about to crash\n")
+        sys.stdout.flush()
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if behaviour == "no_result":
+        sys.stderr.write("partial output before leaving\n")
+        sys.stderr.flush()
+        os._exit(0)
+    if behaviour == "raise":
+        raise ValueError("the SDK said no")
+    if behaviour == "exit_code":
+        return {
+            "status": "failed",
+            "exit_code": payload["exit_code"],
+            "message": "worker verdict",
+            "details": {},
+        }
+    return {
+        "status": "succeeded",
+        "exit_code": 0,
+        "message": "echo",
+        "details": {
+            "run_id": "echo-1",
+            "payload": payload,
+            "sdk_origin": tinysdk.ORIGIN,
+            "sdk_file": tinysdk.__file__,
+            "sdk_version": tinysdk.__version__,
+            "sys_path": sys.path,
+            "token_seen": bool(os.environ.get("TINYSDK_TOKEN")),
+        },
+    }
