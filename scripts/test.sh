@@ -4,7 +4,7 @@
 set -euo pipefail
 EVALEXPORT_EXTRAS=dev source "$(dirname "$0")/_venv.sh"
 
-ruff check src tests benchmarks examples conftest.py
-ruff format --check src tests benchmarks examples conftest.py
+ruff check src tests benchmarks examples fakes conftest.py
+ruff format --check src tests benchmarks examples fakes conftest.py
 mypy
 python -m pytest "$@"

@@ -395,9 +395,23 @@ def _exporter_help(exporter_class: type[Exporter[Any]]) -> str:
 
 
 def _type_name(annotation: Any) -> str:
-    if isinstance(annotation, type):
-        return annotation.__name__
-    return str(annotation).replace("typing.", "").replace("pathlib.", "")
+    """``list[str]``, ``str | None``: how a user would write the option's type."""
+    import types
+    import typing
+
+    origin, arguments = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _type_name(arguments[0])
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_type_name(argument) for argument in arguments)
+    if origin is typing.Literal:
+        return " | ".join(repr(argument) for argument in arguments)
+    if origin is not None:
+        inner = ", ".join(_type_name(argument) for argument in arguments)
+        return f"{getattr(origin, '__name__', str(origin))}[{inner}]"
+    if annotation is type(None):
+        return "None"
+    return getattr(annotation, "__name__", str(annotation))
 
 
 if __name__ == "__main__":

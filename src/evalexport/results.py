@@ -14,7 +14,11 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from evalexport.masking import scrub_text, scrub_value
 
-__all__ = ["ExitCode", "ExportResult", "ExportStatus"]
+__all__ = ["RECEIPT_KEYS", "ExitCode", "ExportResult", "ExportStatus"]
+
+RECEIPT_KEYS = frozenset({"upload_token"})
+"""Detail keys named like secrets that hold receipts: an EvalRDL upload token identifies one
+upload so its state can be looked up; it grants nothing and is shown to the user."""
 
 
 class ExitCode(enum.IntEnum):
@@ -57,9 +61,10 @@ class ExportResult(BaseModel):
     @field_validator("details")
     @classmethod
     def _scrub_details(cls, details: dict[str, Any]) -> dict[str, Any]:
-        scrubbed = scrub_value(details)
+        receipts = {key: scrub_text(str(details[key])) for key in RECEIPT_KEYS if key in details}
+        scrubbed = scrub_value({k: v for k, v in details.items() if k not in receipts})
         assert isinstance(scrubbed, dict)
-        return scrubbed
+        return {**scrubbed, **receipts}
 
     @model_validator(mode="after")
     def _exit_code_matches_status(self) -> ExportResult:

@@ -114,6 +114,9 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
     ) -> ExportResult:
         """Turn the worker's result into an :class:`ExportResult`; exporters may refine it."""
         details = result.get("details")
+        if isinstance(details, dict):
+            for notice in details.get("notices", []):
+                logger.warning("%s", notice)
         try:
             return ExportResult(
                 exporter=self.name,

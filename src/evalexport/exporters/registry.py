@@ -27,6 +27,7 @@ ENTRY_POINT_GROUP = "evalexport.exporters"
 
 _BUILTINS: dict[str, str] = {
     "atif": "evalexport.exporters.atif:AtifExporter",
+    "evalrdl": "evalexport.exporters.evalrdl:EvalRDLExporter",
 }
 """Built-in exporters: name -> ``module:Class``."""
 

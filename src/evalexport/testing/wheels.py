@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import zipfile
 from pathlib import Path
 
@@ -41,3 +42,23 @@ def tinysdk_wheel(directory: Path, version: str = "1.0") -> Path:
         version,
         {"tinysdk/__init__.py": f"__version__ = {version!r}\nORIGIN = 'installed tinysdk'\n"},
     )
+
+
+def wheel_from_tree(
+    directory: Path, source_root: Path, package: str, name: str | None = None
+) -> Path:
+    """A wheel of the package ``source_root/package`` (every ``.py`` file), no build backend.
+
+    The version is read from the package's ``__version__ = "..."`` line. This is how the
+    tests install the fake SDKs under ``fakes/`` without a package index.
+    """
+    package_dir = source_root / package
+    init = (package_dir / "__init__.py").read_text(encoding="utf-8")
+    found = re.search(r"^__version__\s*=\s*[\"']([^\"']+)[\"']", init, re.MULTILINE)
+    if found is None:
+        raise ValueError(f"{package_dir / '__init__.py'} has no __version__ line")
+    modules = {
+        path.relative_to(source_root).as_posix(): path.read_text(encoding="utf-8")
+        for path in sorted(package_dir.rglob("*.py"))
+    }
+    return build_wheel(directory, name or package, found.group(1), modules)

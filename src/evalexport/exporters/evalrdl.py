@@ -1,0 +1,94 @@
+"""The ``evalrdl`` exporter: upload the run directory as it is to EvalRDL (SPEC §3.5).
+
+A directory exporter: everything in the run directory is part of the run, nothing is copied or
+picked out, so a directory holding another run's rollouts is refused. The SDK runs in its own
+environment through ``workers/evalrdl_worker.py``; the service's own deduplication makes a
+second upload of the same content a ``skipped`` result, so no local marker is kept.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, field_validator
+
+from evalexport.exporters.base import DryRunPlan, PlannedFile
+from evalexport.exporters.isolated import IsolatedConfig, IsolatedExporter
+from evalexport.run import RunArtifacts
+
+__all__ = ["EvalRDLConfig", "EvalRDLExporter"]
+
+WORKERS = Path(__file__).resolve().parent.parent / "workers"
+NAMED_URLS = ("prod", "stg")
+
+
+def _scalar_to_text(value: Any) -> Any:
+    """``+tags=[2024,b]`` and ``+meta.n=5`` parse as numbers; the service takes text."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value) if isinstance(value, int | float) else value
+
+
+Text = Annotated[str, BeforeValidator(_scalar_to_text)]
+
+
+class EvalRDLConfig(IsolatedConfig):
+    label: str | None = Field(default=None, description="Label of the stored run.")
+    tags: list[Text] = Field(default=[], description="Tags of the stored run, e.g. [a,b].")
+    meta: dict[str, Text] = Field(
+        default={}, description="Metadata of the stored run: +meta.KEY=VALUE."
+    )
+    parallel: int = Field(default=4, ge=1, description="Files uploaded in parallel.")
+    wait: bool = Field(default=True, description="Wait for the service's verdict.")
+    timeout: int = Field(default=600, gt=0, description="Seconds to wait for the verdict.")
+    url: str = Field(default="prod", description="prod, stg, or the service's URL.")
+    requirement: str | list[str] = Field(
+        default="evalrdl>=0.0.241",
+        description="The evalrdl SDK requirement; a new pin builds a new environment.",
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _known_url(cls, url: str) -> str:
+        if url in NAMED_URLS or url.startswith(("https://", "http://")):
+            return url
+        raise ValueError(f"expected prod, stg or an http(s) URL, got {url!r}")
+
+
+class EvalRDLExporter(IsolatedExporter[EvalRDLConfig]):
+    name = "evalrdl"
+    summary = "Upload the run directory as it is to the EvalRDL service."
+    Config = EvalRDLConfig
+    uploads_directory = True
+    worker_body = WORKERS / "evalrdl_worker.py"
+
+    def target(self, config: EvalRDLConfig) -> str:
+        return f"EvalRDL {config.url}"
+
+    def time_limit(self, config: EvalRDLConfig) -> float:
+        """The upload itself gets an hour, plus the verdict's timeout when waiting for it."""
+        return config.timeout + 3600.0 if config.wait else 3600.0
+
+    def worker_payload(self, run: RunArtifacts, config: EvalRDLConfig) -> dict[str, Any]:
+        return {
+            "run_dir": str(run.run_dir),
+            "label": config.label,
+            "tags": list(config.tags),
+            "meta": dict(config.meta),
+            "parallel": config.parallel,
+            "wait": config.wait,
+            "timeout": config.timeout,
+            "url": config.url,
+        }
+
+    def dry_run_plan(self, run: RunArtifacts, config: EvalRDLConfig) -> DryRunPlan:
+        """Every file of the run directory: it is uploaded as it is."""
+        files = [
+            PlannedFile(path=str(Path(root) / name), size_bytes=(Path(root) / name).stat().st_size)
+            for root, _, names in sorted(os.walk(run.run_dir, followlinks=True))
+            for name in sorted(names)
+        ]
+        plan = super().dry_run_plan(run, config)
+        return plan.model_copy(update={"files": files})

@@ -1,0 +1,125 @@
+"""EvalRDL worker body: uploads one run directory with the evalrdl SDK (SPEC §3.5).
+
+Runs inside the evalrdl environment, standard library plus the SDK only. The token never
+passes through here: the SDK reads it from EVALRDL_TOKEN, GITLAB_TOKEN, GITLAB_PRIVATE_TOKEN
+or glab, and no message below includes it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+TOKEN_HELP = (
+    "No EvalRDL token found: set EVALRDL_TOKEN, GITLAB_TOKEN or GITLAB_PRIVATE_TOKEN "
+    "(or log in with the glab CLI) where the export runs."
+)
+
+
+def _result(status: str, exit_code: int, message: str, **details: Any) -> dict[str, Any]:
+    return {"status": status, "exit_code": exit_code, "message": message, "details": details}
+
+
+def _plan_problem(plans: list[dict[str, Any]], run_dir: str) -> str | None:
+    if len(plans) == 1 and Path(plans[0]["dir"]) == Path(run_dir):
+        return None
+    planned = ", ".join(str(plan.get("dir")) for plan in plans) or "nothing"
+    return (
+        f"The evalrdl SDK would upload {planned} instead of the run directory {run_dir} as one "
+        "upload, so the run's own files would be left out. Nothing was uploaded. Keep only "
+        "the run's files in its directory, or report this layout to the EvalRDL team."
+    )
+
+
+def run(payload: dict[str, Any]) -> dict[str, Any]:
+    import evalrdl
+    from evalrdl.sdk.api import upload_plan
+
+    run_dir = payload["run_dir"]
+    try:
+        problem = _plan_problem(upload_plan(run_dir), run_dir)
+        if problem:
+            return _result("failed", 1, problem)
+        client = evalrdl.Client(url=payload["url"])
+        uploads = client.uploads.upload(
+            run_dir,
+            label=payload["label"],
+            tags=payload["tags"],
+            meta=payload["meta"],
+            parallel=payload["parallel"],
+            wait=payload["wait"],
+            timeout=payload["timeout"],
+        )
+    except evalrdl.IntakeRefused as error:
+        return _result(
+            "failed",
+            4,
+            f"EvalRDL refused the upload at stage {error.stage!r}: {error.reason}",
+            stage=error.stage,
+            reason=error.reason,
+        )
+    except evalrdl.ClientTooOld as error:
+        return _result(
+            "failed",
+            1,
+            f"{error}. Delete the environment {sys.prefix} (evalexport envs remove evalrdl) to "
+            "install the newest SDK, or pin one: +requirement=evalrdl==VERSION",
+            environment=sys.prefix,
+        )
+    except evalrdl.TokenNotFound:
+        return _result("failed", 1, TOKEN_HELP)
+    except evalrdl.EvalRDLError as error:
+        return _result("failed", 1, f"EvalRDL upload failed: {type(error).__name__}: {error}")
+    return _outcome(uploads, payload)
+
+
+def _outcome(uploads: list[Any], payload: dict[str, Any]) -> dict[str, Any]:
+    if len(uploads) != 1:
+        return _result(
+            "failed",
+            1,
+            f"The evalrdl SDK reported {len(uploads)} uploads for {payload['run_dir']}; "
+            "expected exactly one. Check the uploads on the service before exporting again.",
+            upload_count=len(uploads),
+        )
+    upload = uploads[0]
+    details: dict[str, Any] = {
+        "run_id": upload.run_id,
+        "upload_token": upload.upload_token,
+        "state": upload.state,
+        "url": payload["url"],
+    }
+    if getattr(upload, "needs_binding", False):
+        details["notices"] = [
+            f"EvalRDL stored run {upload.run_id} but it needs binding to a model before it is "
+            "scored; bind it on the service."
+        ]
+    if upload.state == "committed":
+        return _result("succeeded", 0, f"uploaded as EvalRDL run {upload.run_id}", **details)
+    if upload.state == "deduped":
+        return _result(
+            "skipped",
+            0,
+            f"EvalRDL already holds this run's content as run {upload.run_id}; nothing new stored",
+            skip_reason="deduped",
+            **details,
+        )
+    if upload.state == "accepted" and not payload["wait"]:
+        return _result(
+            "succeeded",
+            0,
+            f"stored by EvalRDL without waiting for a verdict (upload token {upload.upload_token})",
+            **details,
+        )
+    if upload.state == "accepted":
+        return _result(
+            "failed",
+            3,
+            f"stored by EvalRDL without a verdict before the timeout of {payload['timeout']} s "
+            f"(upload token {upload.upload_token}); check its state on the service",
+            **details,
+        )
+    return _result(
+        "failed", 1, f"EvalRDL reported an unknown upload state {upload.state!r}", **details
+    )

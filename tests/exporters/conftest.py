@@ -1,0 +1,116 @@
+"""The evalrdl SDK the contract tests run against: the fake by default, the real one with
+--with_evalrdl_sdk."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalexport.testing.wheels import wheel_from_tree
+
+FAKES = Path(__file__).resolve().parents[2] / "fakes"
+
+
+@pytest.fixture(scope="session")
+def fake_evalrdl_wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel of fakes/evalrdl, built from the tree: no index needed to install it."""
+    directory = tmp_path_factory.mktemp("fake-evalrdl")
+    wheel_from_tree(directory, FAKES / "evalrdl" / "src", "evalrdl")
+    return directory
+
+
+@dataclass
+class EvalRDLSdk:
+    """The SDK under test, its call log, its store and the token planted for it."""
+
+    real: bool
+    call_log: Path
+    store: Path
+    token: str
+    monkeypatch: pytest.MonkeyPatch
+
+    def calls(self, name: str | None = None) -> list[dict[str, Any]]:
+        if not self.call_log.exists():
+            return []
+        calls = [json.loads(line) for line in self.call_log.read_text().splitlines()]
+        return [call for call in calls if name is None or call["name"] == name]
+
+    def behave(self, behaviour: str, **settings: str) -> None:
+        """Tell the fake how to behave; tests that need this cannot run on the real SDK."""
+        if self.real:
+            pytest.skip("tells the fake SDK how to behave; the real SDK cannot be told to")
+        self.monkeypatch.setenv("EVALRDL_FAKE_BEHAVIOUR", behaviour)
+        for key, value in settings.items():
+            self.monkeypatch.setenv(f"EVALRDL_FAKE_{key.upper()}", value)
+
+    def skip_if_unreachable(self, output: str) -> None:
+        """With --with_evalrdl_sdk and no index serving evalrdl, the test cannot run here."""
+        if self.real and "Cannot build the evalrdl environment" in output:
+            pytest.skip(
+                f"the real evalrdl SDK is not reachable through your index settings: {output[-300:]}"
+            )
+
+    def stored_runs(self) -> list[dict[str, Any]]:
+        runs = self.store / "runs"
+        return (
+            [json.loads(p.read_text()) for p in sorted(runs.glob("*.json"))]
+            if runs.exists()
+            else []
+        )
+
+    def leaks(self, *texts: str) -> list[str]:
+        """Where the token appears: in the given texts, the call log or the store."""
+        found = [f"output {i}" for i, text in enumerate(texts) if self.token in text]
+        for path in [self.call_log, *sorted(self.store.rglob("*"))]:
+            if path.is_file() and self.token.encode() in path.read_bytes():
+                found.append(str(path))
+        return found
+
+
+@pytest.fixture
+def evalrdl_sdk(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_evalrdl_wheelhouse: Path,
+    tmp_path: Path,
+) -> EvalRDLSdk:
+    real = bool(request.config.getoption("--with_evalrdl_sdk"))
+    if not real:
+        # Exactly as in production, only the installed package differs: the default
+        # requirement evalrdl>=0.0.241 resolves to the fake through the installer's settings.
+        for variable, value in (
+            ("UV_NO_INDEX", "1"),
+            ("UV_FIND_LINKS", str(fake_evalrdl_wheelhouse)),
+            ("PIP_NO_INDEX", "1"),
+            ("PIP_FIND_LINKS", str(fake_evalrdl_wheelhouse)),
+        ):
+            monkeypatch.setenv(variable, value)
+    call_log = tmp_path / "evalrdl-calls.jsonl"
+    monkeypatch.setenv("EVALRDL_FAKE_CALL_LOG", str(call_log))
+    monkeypatch.delenv("EVALRDL_FAKE_BEHAVIOUR", raising=False)
+    token = f"canary-evalrdl-token-{secrets.token_hex(8)}"
+    monkeypatch.setenv("EVALRDL_TOKEN", token)
+    import os
+
+    return EvalRDLSdk(real, call_log, Path(os.environ["EVALRDL_FAKE_STORE"]), token, monkeypatch)
+
+
+@pytest.fixture
+def export_evalrdl(evalrdl_sdk: EvalRDLSdk) -> Callable[..., Any]:
+    """``export_evalrdl(sample, **options)``: the evalrdl exporter, in process."""
+    from evalexport.exporters.evalrdl import EvalRDLExporter
+
+    def export(sample: Any, **options: Any) -> Any:
+        exporter = EvalRDLExporter()
+        config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample.rollouts), **options})
+        result = exporter.export(sample.run, config)
+        evalrdl_sdk.skip_if_unreachable(result.message)
+        return result
+
+    return export

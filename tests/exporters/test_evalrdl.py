@@ -1,0 +1,307 @@
+"""The evalrdl exporter (SPEC §3.5): the real worker, in a real environment, against the SDK.
+
+One test per row of the outcome table and per prerequisite; each checks status, exit code and
+message, and that the planted token appears nowhere.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import stat
+
+import pytest
+
+from evalexport.isolation import list_environments
+from evalexport.results import ExportStatus
+from evalexport.run import RunArtifacts
+from evalexport.testing import SampleRun
+
+UPLOAD = "evalrdl.Client().uploads.upload"
+
+
+def _clean(evalrdl_sdk, result) -> None:
+    assert evalrdl_sdk.leaks(result.model_dump_json()) == []
+
+
+def test_a_committed_upload_succeeds_with_run_id_and_upload_token(
+    export_evalrdl, evalrdl_sdk, sample_run
+) -> None:
+    result = export_evalrdl(
+        sample_run, label="nightly", tags=["math", "aime"], meta={"source": "ci"}
+    )
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    assert result.exit_code == 0
+    assert result.message == f"uploaded as EvalRDL run {result.details['run_id']}"
+    assert result.details["upload_token"].startswith("upl-")
+    assert result.details["state"] == "committed"
+    (upload,) = evalrdl_sdk.calls(UPLOAD)
+    assert upload["args"] == [str(sample_run.run.run_dir)]
+    assert upload["kwargs"] == {
+        "label": "nightly",
+        "tags": ["math", "aime"],
+        "meta": {"source": "ci"},
+        "parallel": 4,
+        "wait": True,
+        "timeout": 600,
+    }
+    _clean(evalrdl_sdk, result)
+
+
+def test_the_run_directory_is_uploaded_as_it_is(
+    export_evalrdl, evalrdl_sdk, make_sample_run
+) -> None:
+    sample = make_sample_run(sidecars=True)
+    result = export_evalrdl(sample)
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    (plan_call, *_) = evalrdl_sdk.calls("evalrdl.sdk.api.upload_plan")
+    assert plan_call["args"] == [str(sample.run.run_dir)]
+    (stored,) = evalrdl_sdk.stored_runs()
+    assert stored["files"] == sorted(
+        p.relative_to(sample.run.run_dir).as_posix()
+        for p in sample.run.run_dir.rglob("*")
+        if p.is_file()
+    )
+    assert "aime24_rollouts/preprocessed_datasets/aime24.jsonl" in stored["files"]
+
+
+def test_uploading_the_same_content_again_is_skipped_as_deduped(
+    export_evalrdl, evalrdl_sdk, sample_run
+) -> None:
+    first = export_evalrdl(sample_run)
+    second = export_evalrdl(sample_run)
+    assert second.status is ExportStatus.SKIPPED
+    assert second.exit_code == 0
+    assert second.details["skip_reason"] == "deduped"
+    assert second.details["run_id"] == first.details["run_id"]
+    assert "nothing new stored" in second.message
+    assert len(evalrdl_sdk.stored_runs()) == 1
+
+
+def test_accepted_without_a_verdict_before_the_timeout_fails_with_exit_3(
+    export_evalrdl, evalrdl_sdk, sample_run
+) -> None:
+    evalrdl_sdk.behave("no_verdict")
+    result = export_evalrdl(sample_run, timeout=30)
+    assert result.status is ExportStatus.FAILED
+    assert result.exit_code == 3
+    token = result.details["upload_token"]
+    assert result.message == (
+        f"stored by EvalRDL without a verdict before the timeout of 30 s (upload token {token}); "
+        "check its state on the service"
+    )
+    _clean(evalrdl_sdk, result)
+
+
+def test_not_waiting_succeeds_with_the_upload_token(
+    export_evalrdl, evalrdl_sdk, sample_run
+) -> None:
+    result = export_evalrdl(sample_run, wait=False)
+    assert result.status is ExportStatus.SUCCEEDED
+    assert result.details["state"] == "accepted"
+    assert result.details["upload_token"] in result.message
+    assert evalrdl_sdk.calls(UPLOAD)[0]["kwargs"]["wait"] is False
+
+
+def test_a_refused_upload_fails_with_exit_4_naming_stage_and_reason(
+    export_evalrdl, evalrdl_sdk, sample_run
+) -> None:
+    evalrdl_sdk.behave(
+        "refuse", refuse_stage="schema", refuse_reason="rollouts file has no reward column"
+    )
+    result = export_evalrdl(sample_run)
+    assert result.exit_code == 4
+    assert (
+        result.message
+        == "EvalRDL refused the upload at stage 'schema': rollouts file has no reward column"
+    )
+    _clean(evalrdl_sdk, result)
+
+
+def test_a_client_too_old_names_the_environment_and_the_pin(
+    export_evalrdl, evalrdl_sdk, sample_run
+) -> None:
+    evalrdl_sdk.behave("too_old")
+    result = export_evalrdl(sample_run)
+    assert result.exit_code == 1
+    (environment,) = list_environments()
+    assert f"Delete the environment {environment.path}" in result.message
+    assert "+requirement=evalrdl==VERSION" in result.message
+    assert "the service needs >= 0.0.250" in result.message
+
+
+def test_no_token_fails_naming_the_three_variables(
+    export_evalrdl, evalrdl_sdk, sample_run, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.delenv("EVALRDL_TOKEN")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    glab = bin_dir / "glab"
+    glab.write_text("#!/bin/sh\necho 'not logged in' >&2\nexit 1\n")
+    glab.chmod(glab.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    result = export_evalrdl(sample_run)
+    assert result.exit_code == 1
+    for variable in ("EVALRDL_TOKEN", "GITLAB_TOKEN", "GITLAB_PRIVATE_TOKEN"):
+        assert variable in result.message
+    assert evalrdl_sdk.stored_runs() == []
+
+
+def test_another_sdk_error_fails_with_exit_1(export_evalrdl, evalrdl_sdk, sample_run) -> None:
+    evalrdl_sdk.behave("raise")
+    result = export_evalrdl(sample_run)
+    assert result.exit_code == 1
+    assert (
+        result.message
+        == "EvalRDL upload failed: EvalRDLError: service error: HTTP 502 from the intake gateway"
+    )
+
+
+def test_more_than_one_upload_fails_with_exit_1(export_evalrdl, evalrdl_sdk, sample_run) -> None:
+    evalrdl_sdk.behave("extra_upload")
+    result = export_evalrdl(sample_run)
+    assert result.exit_code == 1
+    assert "reported 2 uploads" in result.message
+    assert "expected exactly one" in result.message
+
+
+def test_a_stored_run_that_needs_binding_logs_one_line(
+    export_evalrdl, evalrdl_sdk, sample_run, caplog
+) -> None:
+    evalrdl_sdk.behave("needs_binding")
+    with caplog.at_level(logging.INFO, logger="evalexport.worker"):
+        result = export_evalrdl(sample_run)
+    assert result.status is ExportStatus.SUCCEEDED
+    (line,) = [r.getMessage() for r in caplog.records if "binding" in r.getMessage()]
+    assert line.startswith(f"EvalRDL stored run {result.details['run_id']} but it needs binding")
+
+
+def test_a_split_upload_plan_is_refused_before_upload_is_called(
+    export_evalrdl, evalrdl_sdk, make_sample_run
+) -> None:
+    evalrdl_sdk.behave("split_plan")
+    sample = make_sample_run(sidecars=True)
+    result = export_evalrdl(sample)
+    assert result.exit_code == 1
+    assert (
+        f"would upload {sample.run.sidecar_dir} instead of the run directory {sample.run.run_dir}"
+        in result.message
+    )
+    assert [call["name"] for call in evalrdl_sdk.calls()] == ["evalrdl.sdk.api.upload_plan"]
+    assert evalrdl_sdk.stored_runs() == []
+
+
+@pytest.mark.parametrize(
+    ("knobs", "message"),
+    [
+        ({"aggregate": False}, "Aggregate metrics not found: "),
+        ({"saved_config": False}, "Saved run config not found: "),
+        ({"other_run_rollouts": "gpqa_rollouts.jsonl"}, "Keep each run in a directory of its own."),
+    ],
+)
+def test_a_prerequisite_failure_builds_no_environment_and_calls_nothing(
+    export_evalrdl, evalrdl_sdk, make_sample_run, knobs, message
+) -> None:
+    sample = make_sample_run(**knobs)
+    result = export_evalrdl(sample)
+    assert result.exit_code == 1
+    assert message in result.message
+    assert list_environments() == []
+    assert evalrdl_sdk.calls() == []
+
+
+def test_a_symlinked_rollouts_file_uploads_the_links_directory(
+    export_evalrdl, evalrdl_sdk, make_sample_run, tmp_path
+) -> None:
+    target = make_sample_run("target", other_run_rollouts="gpqa_rollouts.jsonl")
+    link_dir = tmp_path / "linked"
+    link_dir.mkdir()
+    (link_dir / target.rollouts.name).symlink_to(target.rollouts)
+    for path in (target.run.aggregate_metrics, target.run.saved_config):
+        shutil.copy2(path, link_dir / path.name)
+    linked = SampleRun(
+        RunArtifacts.from_rollouts_path(link_dir / target.rollouts.name),
+        target.canaries,
+        target.rollout_count,
+    )
+    result = export_evalrdl(linked)
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    assert result.run_dir == str(link_dir)
+    assert evalrdl_sdk.calls(UPLOAD)[0]["args"] == [str(link_dir)]
+    (stored,) = evalrdl_sdk.stored_runs()
+    assert stored["files"] == sorted(p.name for p in link_dir.iterdir())
+
+
+def test_a_directory_holding_another_runs_rollouts_builds_no_environment(
+    export_evalrdl, evalrdl_sdk, make_sample_run
+) -> None:
+    sample = make_sample_run(other_run_rollouts="rollouts.jsonl")
+    result = export_evalrdl(sample)
+    assert result.exit_code == 1
+    assert result.message.startswith(
+        f"Run directory {sample.run.run_dir} also holds another run's rollouts (rollouts.jsonl)"
+    )
+    assert list_environments() == []
+
+
+def test_dry_run_lists_every_file_of_the_directory_and_builds_nothing(
+    export_evalrdl, evalrdl_sdk, make_sample_run
+) -> None:
+    sample = make_sample_run(sidecars=True)
+    result = export_evalrdl(sample, dry_run=True)
+    files = [item["path"] for item in result.details["plan"]["files"]]
+    assert str(sample.run.sidecar_dir / "preprocessed_datasets" / "aime24.jsonl") in files
+    assert str(sample.run.materialized_inputs) in files
+    assert list_environments() == []
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("+url=nowhere", "expected prod, stg or an http(s) URL"),
+        ("+parallel=0", "greater than or equal to 1"),
+        ("+wait=maybe", "valid boolean"),
+    ],
+)
+def test_bad_options_exit_2_naming_them(cli, sample_run, option: str, message: str) -> None:
+    run = cli("evalrdl", f"+rollouts_jsonl_fpath={sample_run.rollouts}", option)
+    assert run.exit_code == 2
+    assert message in run.stderr
+    assert option.split("=")[0] in run.stderr
+
+
+def test_the_cli_reaches_the_sdk_with_every_setting_and_a_rerun_is_deduped(
+    cli_process, evalrdl_sdk, sample_run
+) -> None:
+    args = (
+        "evalrdl",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        "+label=smoke",
+        "+tags=[a,b]",
+        "+meta.source=manual",
+        "+url=stg",
+    )
+    first = cli_process(*args)
+    evalrdl_sdk.skip_if_unreachable(first.output)
+    assert first.exit_code == 0, first.output
+    assert first.stdout.startswith("succeeded: uploaded as EvalRDL run run-")
+    assert evalrdl_sdk.calls("evalrdl.Client") == [
+        {"name": "evalrdl.Client", "args": [], "kwargs": {"url": "stg"}}
+    ]
+    (upload,) = evalrdl_sdk.calls(UPLOAD)
+    assert upload["kwargs"] == {
+        "label": "smoke",
+        "tags": ["a", "b"],
+        "meta": {"source": "manual"},
+        "parallel": 4,
+        "wait": True,
+        "timeout": 600,
+    }
+    second = cli_process(*args, "--json")
+    assert second.exit_code == 0
+    result = json.loads(second.stdout)
+    assert result["status"] == "skipped"
+    assert "skipped (deduped): EvalRDL already holds this run's content" in second.stderr
+    assert evalrdl_sdk.leaks(first.output, second.output) == []
