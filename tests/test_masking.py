@@ -183,6 +183,11 @@ def test_save_run_config_refuses_a_value_yaml_cannot_carry_naming_its_path(tmp_p
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_working_directory_variable_is_not_a_secret(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("PWD", str(tmp_path))
+    assert scrub_text(f"wrote {tmp_path}/mlruns.db") == f"wrote {tmp_path}/mlruns.db"
+
+
 def test_scrub_text_removes_values_of_secret_named_environment_variables(monkeypatch) -> None:
     monkeypatch.setenv("EVALRDL_TOKEN", "plain-looking-value-123")
     monkeypatch.setenv("SHORT_TOKEN", "abc")

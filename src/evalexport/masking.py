@@ -21,6 +21,7 @@ __all__ = [
     "MASK",
     "find_unmasked_secrets",
     "is_secret_key",
+    "is_secret_variable",
     "mask_config",
     "mask_text",
     "save_run_config",
@@ -160,11 +161,20 @@ def _differences(original: Any, masked: Any, path: str) -> Iterator[str]:
         yield path
 
 
+_NOT_SECRET_VARIABLES = frozenset({"PWD", "OLDPWD"})
+"""Shell variables whose names read as secrets ("pwd") but hold directories."""
+
+
+def is_secret_variable(name: str) -> bool:
+    """Whether an environment variable's name says it holds a secret (``HF_TOKEN``)."""
+    return name not in _NOT_SECRET_VARIABLES and is_secret_key(name)
+
+
 def _environment_secrets() -> list[str]:
     values = {
         value
         for name, value in os.environ.items()
-        if is_secret_key(name) and len(value) >= _MIN_ENV_SECRET_LENGTH and value != MASK
+        if is_secret_variable(name) and len(value) >= _MIN_ENV_SECRET_LENGTH and value != MASK
     }
     return sorted(values, key=len, reverse=True)
 

@@ -102,6 +102,19 @@ class RunArtifacts:
     def export_marker(self, exporter: str) -> Path:
         return self._sibling(f"_{exporter}_export_done")
 
+    def live_run_record(self, exporter: str) -> Path:
+        """``<stem>_<exporter>_live_run.json``: written by an evaluation that logged live."""
+        return self._sibling(f"_{exporter}_live_run.json")
+
+    def live_run_id(self, exporter: str) -> str | None:
+        """The id of a run the evaluation logged live to ``exporter``, if it recorded one."""
+        try:
+            data = json.loads(self.live_run_record(exporter).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        run_id = data.get("run_id") if isinstance(data, dict) else None
+        return str(run_id) if run_id else None
+
     # -- prerequisites -----------------------------------------------------------------------
 
     def missing_file_reason(self, *, needs_metrics_and_config: bool) -> str | None:

@@ -71,7 +71,9 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig]):
         """The upload itself gets an hour, plus the verdict's timeout when waiting for it."""
         return config.timeout + 3600.0 if config.wait else 3600.0
 
-    def worker_payload(self, run: RunArtifacts, config: EvalRDLConfig) -> dict[str, Any]:
+    def worker_payload(
+        self, run: RunArtifacts, config: EvalRDLConfig, scratch: Path
+    ) -> dict[str, Any]:
         return {
             "run_dir": str(run.run_dir),
             "label": config.label,

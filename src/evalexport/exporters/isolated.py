@@ -12,6 +12,7 @@ from __future__ import annotations
 import abc
 import logging
 import os
+import tempfile
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -56,9 +57,18 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
         return DEFAULT_TIME_LIMIT
 
     @abc.abstractmethod
-    def worker_payload(self, run: RunArtifacts, config: IsolatedConfigT) -> dict[str, Any]:
-        """The JSON the worker receives. Never put a token here: the worker inherits them
-        through its environment variables."""
+    def worker_payload(
+        self, run: RunArtifacts, config: IsolatedConfigT, scratch: Path
+    ) -> dict[str, Any]:
+        """The JSON the worker receives. Never put a token here: see :meth:`worker_secrets`.
+
+        ``scratch`` is a temporary directory, removed after the worker ends, for files the
+        worker should upload (never the run directory, which an export does not change).
+        """
+
+    def worker_secrets(self, config: IsolatedConfigT) -> dict[str, str]:
+        """Environment variables to add for the worker only: tokens given as options."""
+        return {}
 
     def _effective_time_limit(self, config: IsolatedConfigT) -> float:
         override = os.environ.get(TIME_LIMIT_VARIABLE)
@@ -85,7 +95,11 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
         except EnvironmentBuildError as error:
             return self.failed(run, f"Cannot build the {self.name} environment: {error}")
         limit = self._effective_time_limit(config)
-        outcome = run_worker(environment, self.worker_body, self.worker_payload(run, config), limit)
+        with tempfile.TemporaryDirectory(prefix=f"evalexport-{self.name}-") as scratch:
+            payload = self.worker_payload(run, config, Path(scratch))
+            outcome = run_worker(
+                environment, self.worker_body, payload, limit, self.worker_secrets(config)
+            )
         for line in outcome.log_tail().splitlines() if outcome.result is None else []:
             logger.debug("%s worker: %s", self.name, line)
         if outcome.timed_out:

@@ -28,6 +28,7 @@ ENTRY_POINT_GROUP = "evalexport.exporters"
 _BUILTINS: dict[str, str] = {
     "atif": "evalexport.exporters.atif:AtifExporter",
     "evalrdl": "evalexport.exporters.evalrdl:EvalRDLExporter",
+    "mlflow": "evalexport.exporters.mlflow:MLflowExporter",
 }
 """Built-in exporters: name -> ``module:Class``."""
 

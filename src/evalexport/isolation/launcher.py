@@ -58,9 +58,16 @@ class WorkerOutcome:
 
 
 def run_worker(
-    environment: Environment, body: Path, payload: dict[str, Any], time_limit: float
+    environment: Environment,
+    body: Path,
+    payload: dict[str, Any],
+    time_limit: float,
+    secrets: dict[str, str] | None = None,
 ) -> WorkerOutcome:
-    """Run ``body``'s ``run(payload)`` in ``environment``; kill it after ``time_limit`` s."""
+    """Run ``body``'s ``run(payload)`` in ``environment``; kill it after ``time_limit`` s.
+
+    ``secrets`` are added to the worker's environment variables only, never written to disk.
+    """
     with tempfile.TemporaryDirectory(prefix="evalexport-worker-") as scratch:
         workdir = Path(scratch)
         runner = workdir / "evalexport_worker_runner.py"
@@ -81,6 +88,7 @@ def run_worker(
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                env={**os.environ, **(secrets or {})},
             )
             timed_out = False
             try:

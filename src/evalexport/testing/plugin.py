@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from evalexport.masking import is_secret_key
+from evalexport.masking import is_secret_variable
 from evalexport.testing.factory import CanarySecrets, SampleRun, make_run
 
 SWITCHES: dict[str, tuple[str, str]] = {
@@ -127,7 +127,7 @@ def evalexport_isolation(
         path.mkdir(parents=True, exist_ok=True)
         monkeypatch.setenv(variable, str(path))
     for variable in list(os.environ):
-        if variable in TOKEN_VARIABLES or variable in _STORE_VARIABLES or is_secret_key(variable):
+        if variable in TOKEN_VARIABLES or variable in _STORE_VARIABLES or is_secret_variable(variable):
             monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")

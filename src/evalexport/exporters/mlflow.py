@@ -1,0 +1,225 @@
+"""The ``mlflow`` exporter: a finished run as one MLflow run (SPEC §3.6).
+
+Metrics are the shared flattening with names sanitized for MLflow; params are the saved
+(masked) config as dotted keys; artifacts are ``global_config.json``, ``rollouts.json`` (a table,
+one row per rollout) and the aggregate-metrics file. The default store is an embedded SQLite
+database, ``sqlite:///mlruns.db`` in the current directory, which (unlike MLflow's file store)
+holds metric names that prefix one another.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr
+
+from evalexport import __version__
+from evalexport.exporters.base import DryRunPlan, PlannedFile
+from evalexport.exporters.isolated import IsolatedConfig, IsolatedExporter
+from evalexport.exporters.mlflow_names import (
+    MAX_TAG_VALUE_LENGTH,
+    Batch,
+    cut_value,
+    flatten_params,
+    plan_batches,
+    sanitize_names,
+)
+from evalexport.guard import run_fingerprint
+from evalexport.metrics import flatten_metrics
+from evalexport.run import RunArtifacts
+
+__all__ = ["FINGERPRINT_TAG", "MLflowConfig", "MLflowExporter", "resolve_tracking_uri"]
+
+WORKERS = Path(__file__).resolve().parent.parent / "workers"
+FINGERPRINT_TAG = "evalexport.fingerprint"
+_RELATIVE_SQLITE = re.compile(r"^sqlite:///(?!/)(?P<path>.+)$")
+
+logger = logging.getLogger("evalexport.mlflow")
+
+
+def resolve_tracking_uri(uri: str) -> str:
+    """Make a relative SQLite path absolute against the current directory.
+
+    The worker runs in a scratch directory, so ``sqlite:///mlruns.db`` must be pinned to the
+    user's directory before it leaves the parent. A bare path is a file store, as in MLflow.
+    """
+    if match := _RELATIVE_SQLITE.match(uri):
+        return f"sqlite:///{Path(match['path']).absolute()}"
+    if "://" not in uri and not uri.startswith("databricks"):
+        return Path(uri).absolute().as_uri()
+    return uri
+
+
+def _local_artifact_location(uri: str) -> str | None:
+    """Where artifacts go for a local store: ``mlartifacts/`` beside the database."""
+    if uri.startswith("sqlite:///"):
+        return (Path(uri.removeprefix("sqlite:///")).parent / "mlartifacts").as_uri()
+    return None
+
+
+class MLflowConfig(IsolatedConfig):
+    mlflow_tracking_uri: str = Field(
+        default="sqlite:///mlruns.db",
+        description="Tracking URI: a server (http://...), or a database; default: an "
+        "embedded SQLite store in the current directory.",
+    )
+    mlflow_experiment_name: str | None = Field(
+        default=None, description="Experiment; default: the benchmark (the stem without _rollouts)."
+    )
+    mlflow_run_name: str | None = Field(
+        default=None, description="Run name; default: <benchmark>-<run directory name>."
+    )
+    mlflow_tracking_token: SecretStr | None = Field(
+        default=None, description="Token for the tracking server; default: $MLFLOW_TRACKING_TOKEN."
+    )
+    upload_rollouts: bool = Field(default=True, description="Upload rollouts.json as an artifact.")
+    requirement: str | list[str] = Field(
+        default="mlflow>=2.10,<4",
+        description="The MLflow requirement; a new pin builds a new environment.",
+    )
+
+
+@dataclass
+class _Plan:
+    """Everything the export would send, computed once for the dry run and the worker."""
+
+    metrics: dict[str, float]
+    params: dict[str, str]
+    tags: dict[str, str]
+    batches: list[Batch]
+    warnings: list[str] = field(default_factory=list)
+
+
+class MLflowExporter(IsolatedExporter[MLflowConfig]):
+    name = "mlflow"
+    summary = "Log the run to MLflow: metrics, the saved config as params, artifacts."
+    Config = MLflowConfig
+    guards_exports = True
+    worker_body = WORKERS / "mlflow_worker.py"
+
+    def target(self, config: MLflowConfig) -> str:
+        from evalexport.masking import mask_text
+
+        return mask_text(resolve_tracking_uri(config.mlflow_tracking_uri))
+
+    def _names(self, run: RunArtifacts, config: MLflowConfig) -> tuple[str, str]:
+        benchmark = run.stem.removesuffix("_rollouts") or run.stem
+        return (
+            config.mlflow_experiment_name or benchmark,
+            config.mlflow_run_name or f"{benchmark}-{run.run_dir.name}",
+        )
+
+    def _plan(self, run: RunArtifacts, config: MLflowConfig) -> _Plan:
+        flat = flatten_metrics(run.read_aggregate_metrics())
+        raw_params = flatten_params(run.read_saved_config())
+        metric_names = sanitize_names(flat.metrics, "metric")
+        param_names = sanitize_names(raw_params, "param")
+        tag_names = sanitize_names(flat.texts, "tag")
+        metrics = {
+            metric_names.names[k]: v for k, v in flat.metrics.items() if k in metric_names.names
+        }
+        params = {param_names.names[k]: v for k, v in raw_params.items() if k in param_names.names}
+        tags = {
+            tag_names.names[k]: cut_value(v, MAX_TAG_VALUE_LENGTH)
+            for k, v in flat.texts.items()
+            if k in tag_names.names
+        }
+        warnings = metric_names.warnings + param_names.warnings + tag_names.warnings
+        return _Plan(metrics, params, tags, plan_batches(metrics, params, tags), warnings)
+
+    def dry_run_plan(self, run: RunArtifacts, config: MLflowConfig) -> DryRunPlan:
+        plan = self._plan(run, config)
+        sources = [run.saved_config, run.aggregate_metrics]
+        if config.upload_rollouts:
+            sources.append(run.rollouts)
+        return DryRunPlan(
+            exporter=self.name,
+            target=self.target(config),
+            files=[PlannedFile(path=str(p), size_bytes=p.stat().st_size) for p in sources],
+            metric_names=sorted(plan.metrics),
+            param_names=sorted(plan.params),
+            tag_names=sorted(plan.tags),
+            batches=len(plan.batches),
+        )
+
+    def worker_secrets(self, config: MLflowConfig) -> dict[str, str]:
+        token = config.mlflow_tracking_token
+        return {"MLFLOW_TRACKING_TOKEN": token.get_secret_value()} if token else {}
+
+    def worker_payload(
+        self, run: RunArtifacts, config: MLflowConfig, scratch: Path
+    ) -> dict[str, Any]:
+        plan = self._plan(run, config)
+        for warning in plan.warnings:
+            logger.warning("%s", warning)
+        experiment, run_name = self._names(run, config)
+        uri = resolve_tracking_uri(config.mlflow_tracking_uri)
+        run_tags = {
+            FINGERPRINT_TAG: run_fingerprint(run),
+            "evalexport.version": __version__,
+            "evalexport.rollouts": str(run.rollouts),
+        }
+        if live_run_id := run.live_run_id(self.name):
+            logger.warning(
+                "%s was also logged live as MLflow run %s; exporting it as a second run",
+                run.rollouts.name,
+                live_run_id,
+            )
+            run_tags["evalexport.live_run_id"] = live_run_id
+        artifacts = [self._global_config(run, scratch), scratch / run.aggregate_metrics.name]
+        shutil.copyfile(run.aggregate_metrics, artifacts[1])
+        if config.upload_rollouts:
+            artifacts.append(_write_rollouts_table(run, scratch / "rollouts.json"))
+            run_tags["mlflow.loggedArtifacts"] = json.dumps(
+                [{"path": "rollouts.json", "type": "table"}]
+            )
+        return {
+            "tracking_uri": uri,
+            "artifact_location": _local_artifact_location(uri),
+            "experiment_name": experiment,
+            "run_name": run_name,
+            "run_tags": run_tags,
+            "batches": [batch.__dict__ for batch in plan.batches],
+            "artifacts": [str(path) for path in artifacts],
+        }
+
+    def interpret(
+        self, run: RunArtifacts, config: MLflowConfig, result: dict[str, Any], environment: Path
+    ) -> Any:
+        exported = super().interpret(run, config, result, environment)
+        if live_run_id := run.live_run_id(self.name):
+            details = {**exported.details, "live_run_id": live_run_id}
+            exported = exported.model_copy(update={"details": details})
+        return exported
+
+    @staticmethod
+    def _global_config(run: RunArtifacts, scratch: Path) -> Path:
+        path = scratch / "global_config.json"
+        path.write_text(
+            json.dumps(run.read_saved_config(), indent=2, ensure_ascii=False, default=str)
+        )
+        return path
+
+
+def _write_rollouts_table(run: RunArtifacts, path: Path) -> Path:
+    """``rollouts.json`` in MLflow's table format, one row per rollout, written as a stream."""
+    columns = ["task_index", "rollout_index", "agent", "reward", "rollout"]
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write(json.dumps({"columns": columns})[:-1] + ', "data": [')
+        for position, rollout in enumerate(run.iter_rollouts()):
+            row = [
+                rollout.task_index,
+                rollout.rollout_index,
+                rollout.agent_name,
+                rollout.reward,
+                json.dumps(rollout.record, ensure_ascii=False),
+            ]
+            handle.write(("," if position else "") + "\n" + json.dumps(row, ensure_ascii=False))
+        handle.write("\n]}\n")
+    return path
