@@ -25,7 +25,9 @@ class EchoExporter(IsolatedExporter[EchoConfig]):
     needs_metrics_and_config = False
     worker_body = BODIES / "echo.py"
 
-    def worker_payload(self, run: RunArtifacts, config: EchoConfig, scratch: Path) -> dict[str, Any]:
+    def worker_payload(
+        self, run: RunArtifacts, config: EchoConfig, scratch: Path
+    ) -> dict[str, Any]:
         return {
             "behaviour": config.behaviour,
             "exit_code": config.exit_code,

@@ -127,7 +127,11 @@ def evalexport_isolation(
         path.mkdir(parents=True, exist_ok=True)
         monkeypatch.setenv(variable, str(path))
     for variable in list(os.environ):
-        if variable in TOKEN_VARIABLES or variable in _STORE_VARIABLES or is_secret_variable(variable):
+        if (
+            variable in TOKEN_VARIABLES
+            or variable in _STORE_VARIABLES
+            or is_secret_variable(variable)
+        ):
             monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")

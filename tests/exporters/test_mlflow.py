@@ -1,0 +1,323 @@
+"""The mlflow exporter against the real MLflow SDK: a real ``mlflow server`` on 127.0.0.1 and
+the embedded SQLite default (SPEC §3.6). Building the MLflow environment needs the index."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalexport.exporters.mlflow import FINGERPRINT_TAG, MLflowConfig, MLflowExporter
+from evalexport.exporters.mlflow_names import flatten_params, sanitize_names
+from evalexport.guard import run_fingerprint
+from evalexport.isolation import EnvironmentSpec, ensure_environment
+from evalexport.metrics import flatten_metrics
+from evalexport.results import ExportStatus
+from tests.exporters.mlflow_support import MLflowServer, read_runs
+from tests.support.proxy import FailingProxy
+
+pytestmark = pytest.mark.downloads
+
+DEFAULT_REQUIREMENT = MLflowConfig.model_fields["requirement"].default
+
+
+@pytest.fixture(scope="session")
+def mlflow_env_cache(
+    tmp_path_factory: pytest.TempPathFactory, evalexport_download_cache: Path
+) -> Path:
+    """One cache of SDK environments for every MLflow test of the session."""
+    cache = tmp_path_factory.mktemp("mlflow-envs")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EVALEXPORT_CACHE_DIR", str(cache))
+        patch.setenv("UV_CACHE_DIR", str(evalexport_download_cache / "uv"))
+        patch.setenv("PIP_CACHE_DIR", str(evalexport_download_cache / "pip"))
+        ensure_environment(EnvironmentSpec("mlflow", (DEFAULT_REQUIREMENT,)))
+    return cache
+
+
+@pytest.fixture(scope="session")
+def mlflow_env_python(mlflow_env_cache: Path) -> Path:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EVALEXPORT_CACHE_DIR", str(mlflow_env_cache))
+        return ensure_environment(EnvironmentSpec("mlflow", (DEFAULT_REQUIREMENT,))).python
+
+
+@pytest.fixture
+def mlflow_python(
+    mlflow_env_cache: Path, mlflow_env_python: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """The mlflow exporter's environment (built once per session); exports in this test reuse it."""
+    monkeypatch.setenv("EVALEXPORT_CACHE_DIR", str(mlflow_env_cache))
+    return mlflow_env_python
+
+
+@pytest.fixture(scope="session")
+def shared_mlflow_server(mlflow_env_python: Path, tmp_path_factory: pytest.TempPathFactory):
+    """One server for the session; each test uses an experiment of its own."""
+    server = MLflowServer(mlflow_env_python, tmp_path_factory.mktemp("mlflow-server"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def mlflow_server(shared_mlflow_server: MLflowServer, mlflow_python: Path) -> MLflowServer:
+    return shared_mlflow_server
+
+
+@pytest.fixture
+def own_mlflow_server(mlflow_python: Path, tmp_path: Path):
+    """A server this test may stop and restart."""
+    server = MLflowServer(mlflow_python, tmp_path / "mlflow-server")
+    server.start()
+    yield server
+    server.stop()
+
+
+def _export(sample, **options):
+    exporter = MLflowExporter()
+    config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample.rollouts), **options})
+    return exporter.export(sample.run, config)
+
+
+def test_metrics_params_tags_and_artifacts_read_back_as_the_run_holds_them(
+    mlflow_server, mlflow_python, sample_run, tmp_path
+) -> None:
+    result = _export(
+        sample_run, mlflow_tracking_uri=mlflow_server.url, mlflow_experiment_name="aime24-e2e"
+    )
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    (run,) = read_runs(
+        mlflow_python, mlflow_server.url, "aime24-e2e", ("global_config.json", tmp_path / "dl")
+    )
+    assert run["run_id"] == result.details["run_id"]
+    assert run["status"] == "FINISHED"
+
+    flat = flatten_metrics(sample_run.run.read_aggregate_metrics())
+    names = sanitize_names(flat.metrics, "metric").names
+    assert run["metrics"] == {names[name]: value for name, value in flat.metrics.items()}
+    assert "aime24_math_tool_agent/pass_at_1_avg-of-4/no_answer" in run["metrics"]
+    assert (
+        "aime24_math_tool_agent/pass_at_1_avg-of-4/no_answer/std_dev_across_runs" in run["metrics"]
+    )
+    assert (
+        run["metrics"]["key_metrics/aime24_math_simple_agent/pass_at_1_avg-of-4/symbolic_accuracy"]
+        == flat.metrics["key_metrics/aime24_math_simple_agent/pass@1[avg-of-4]/symbolic_accuracy"]
+    )
+    assert run["params"] == flatten_params(sample_run.run.read_saved_config())
+    assert run["params"]["policy_api_key"] == "****"
+    assert run["tags"][FINGERPRINT_TAG] == run_fingerprint(sample_run.run)
+    assert run["tags"]["aime24_math_simple_agent/judge_model"] == "none (symbolic grading)"
+    assert run["artifacts"] == [
+        "aime24_rollouts_aggregate_metrics.json",
+        "global_config.json",
+        "rollouts.json",
+    ]
+    assert json.loads(Path(run["downloaded"]).read_text()) == sample_run.run.read_saved_config()
+    assert sample_run.canaries.found_in_tree(mlflow_server.root) == []
+
+
+def test_rollouts_json_is_a_table_with_one_row_per_rollout(
+    mlflow_server, mlflow_python, sample_run, tmp_path
+) -> None:
+    _export(sample_run, mlflow_tracking_uri=mlflow_server.url, mlflow_experiment_name="table")
+    (run,) = read_runs(
+        mlflow_python, mlflow_server.url, "table", ("rollouts.json", tmp_path / "dl")
+    )
+    table = json.loads(Path(run["downloaded"]).read_text())
+    assert table["columns"] == ["task_index", "rollout_index", "agent", "reward", "rollout"]
+    assert len(table["data"]) == sample_run.rollout_count
+    first = json.loads(sample_run.rollouts.read_text().splitlines()[0])
+    assert json.loads(table["data"][0][4]) == first
+
+
+def test_upload_rollouts_false_leaves_the_table_out(
+    mlflow_server, mlflow_python, sample_run
+) -> None:
+    _export(
+        sample_run,
+        mlflow_tracking_uri=mlflow_server.url,
+        mlflow_experiment_name="no-table",
+        upload_rollouts=False,
+    )
+    (run,) = read_runs(mlflow_python, mlflow_server.url, "no-table")
+    assert "rollouts.json" not in run["artifacts"]
+
+
+def test_a_second_export_is_skipped_and_creates_no_run(
+    mlflow_server, mlflow_python, sample_run, cli
+) -> None:
+    args = (
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+mlflow_tracking_uri={mlflow_server.url}",
+        "+mlflow_experiment_name=twice",
+    )
+    assert cli(*args).exit_code == 0
+    second = cli(*args)
+    assert second.exit_code == 0
+    assert second.stdout.startswith(
+        "skipped (already exported): aime24_rollouts.jsonl was exported to http://127.0.0.1:"
+    )
+    assert len(read_runs(mlflow_python, mlflow_server.url, "twice")) == 1
+
+
+def test_a_run_changed_after_export_fails_naming_the_marker(
+    mlflow_server, mlflow_python, sample_run
+) -> None:
+    _export(sample_run, mlflow_tracking_uri=mlflow_server.url, mlflow_experiment_name="changed")
+    with sample_run.rollouts.open("a") as handle:
+        handle.write(sample_run.rollouts.read_text().splitlines()[0] + "\n")
+    result = _export(
+        sample_run, mlflow_tracking_uri=mlflow_server.url, mlflow_experiment_name="changed"
+    )
+    assert result.exit_code == 1
+    assert "The run changed since it was exported to mlflow" in result.message
+    assert str(sample_run.run.export_marker("mlflow")) in result.message
+    assert len(read_runs(mlflow_python, mlflow_server.url, "changed")) == 1
+
+
+def test_a_server_that_fails_mid_export_gives_failed_and_no_marker_and_a_rerun_succeeds(
+    own_mlflow_server, mlflow_python, sample_run, monkeypatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
+    proxy = FailingProxy(
+        own_mlflow_server.port, trigger=b"/runs/log-batch", on_trigger=own_mlflow_server.kill
+    )
+    try:
+        result = _export(sample_run, mlflow_tracking_uri=proxy.url, mlflow_experiment_name="flaky")
+    finally:
+        proxy.close()
+    assert proxy.tripped.is_set()
+    assert result.status is ExportStatus.FAILED
+    assert result.message.startswith(f"MLflow export to {proxy.url} failed")
+    assert not sample_run.run.export_marker("mlflow").exists()
+
+    own_mlflow_server.start()
+    retried = _export(
+        sample_run, mlflow_tracking_uri=own_mlflow_server.url, mlflow_experiment_name="flaky"
+    )
+    assert retried.status is ExportStatus.SUCCEEDED, retried.message
+    assert sample_run.run.export_marker("mlflow").exists()
+    finished = [
+        run
+        for run in read_runs(mlflow_python, own_mlflow_server.url, "flaky")
+        if run["status"] == "FINISHED"
+    ]
+    assert [run["run_id"] for run in finished] == [retried.details["run_id"]]
+
+
+def test_two_concurrent_exports_create_one_run(mlflow_server, mlflow_python, sample_run) -> None:
+    command = [
+        sys.executable,
+        "-m",
+        "evalexport",
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+mlflow_tracking_uri={mlflow_server.url}",
+        "+mlflow_experiment_name=concurrent",
+        "--json",
+    ]
+    processes = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [json.loads(process.communicate(timeout=600)[0]) for process in processes]
+    assert sorted(result["status"] for result in results) == ["skipped", "succeeded"]
+    assert len(read_runs(mlflow_python, mlflow_server.url, "concurrent")) == 1
+
+
+def test_the_token_reaches_the_server_and_nothing_else(mlflow_server, sample_run, cli) -> None:
+    token = "canary-mlflow-token-5f3a9c1e77d2"
+    proxy = FailingProxy(mlflow_server.port)
+    try:
+        run = cli(
+            "mlflow",
+            f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+            f"+mlflow_tracking_uri={proxy.url}",
+            f"+mlflow_tracking_token={token}",
+            "+mlflow_experiment_name=token",
+            "--json",
+        )
+    finally:
+        proxy.close()
+    assert run.exit_code == 0, run.output
+    assert f"Bearer {token}".encode() in bytes(proxy.seen)
+    assert token not in run.output
+    assert token not in sample_run.run.export_marker("mlflow").read_text()
+
+
+def test_a_run_also_logged_live_is_exported_as_a_second_run_with_a_warning(
+    mlflow_server, mlflow_python, sample_run, caplog
+) -> None:
+    sample_run.run.live_run_record("mlflow").write_text(json.dumps({"run_id": "live0123456789"}))
+    with caplog.at_level("WARNING"):
+        result = _export(
+            sample_run, mlflow_tracking_uri=mlflow_server.url, mlflow_experiment_name="live"
+        )
+    assert result.status is ExportStatus.SUCCEEDED
+    assert result.details["live_run_id"] == "live0123456789"
+    assert any(
+        "also logged live as MLflow run live0123456789" in r.getMessage() for r in caplog.records
+    )
+    (run,) = read_runs(mlflow_python, mlflow_server.url, "live")
+    assert run["tags"]["evalexport.live_run_id"] == "live0123456789"
+
+
+def test_the_embedded_default_writes_an_sqlite_store_in_the_current_directory(
+    mlflow_python, sample_run, cli
+) -> None:
+    run = cli("mlflow", f"+rollouts_jsonl_fpath={sample_run.rollouts}")
+    assert run.exit_code == 0, run.output
+    database = Path.cwd() / "mlruns.db"
+    assert database.is_file()
+    (stored,) = read_runs(mlflow_python, f"sqlite:///{database}", "aime24")
+    assert stored["run_name"] == f"aime24-{sample_run.run.run_dir.name}"
+    assert (
+        "aime24_math_simple_agent/pass_at_1_avg-of-4/no_answer/std_dev_across_runs"
+        in stored["metrics"]
+    )
+    assert stored["artifacts"] == [
+        "aime24_rollouts_aggregate_metrics.json",
+        "global_config.json",
+        "rollouts.json",
+    ]
+    assert (Path.cwd() / "mlartifacts").is_dir()
+
+
+def test_no_canary_secret_reaches_mlflow_or_the_output(mlflow_server, sample_run, cli) -> None:
+    run = cli(
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+mlflow_tracking_uri={mlflow_server.url}",
+        "--json",
+    )
+    assert run.exit_code == 0
+    assert sample_run.canaries.found_in(run.output) == []
+    assert sample_run.canaries.found_in_tree(mlflow_server.root) == []
+
+
+@pytest.mark.mlflow_sdk
+def test_an_mlflow_2_pin_exports_the_same_run(sample_run, cli, tmp_path) -> None:
+    database = tmp_path / "mlflow2.db"
+    run = cli(
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        "+requirement=[mlflow==2.22.1,sqlalchemy<2.1]",
+        f"+mlflow_tracking_uri=sqlite:///{database}",
+        "--json",
+    )
+    assert run.exit_code == 0, run.output
+    result = json.loads(run.stdout)
+    assert "mlflow-py" in result["details"]["environment"]
+    python = Path(result["details"]["environment"]) / "bin" / "python"
+    version = subprocess.run(
+        [python, "-c", "import mlflow; print(mlflow.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert version.stdout.startswith("2.")
+    (stored,) = read_runs(python, f"sqlite:///{database}", "aime24")
+    assert len(stored["metrics"]) == 24

@@ -1,0 +1,156 @@
+"""Names, values and batches for MLflow (SPEC §3.6), and the mlflow dry run: no SDK needed."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from evalexport.exporters.mlflow import resolve_tracking_uri
+from evalexport.exporters.mlflow_names import (
+    MAX_ENTITIES_PER_BATCH,
+    MAX_KEY_LENGTH,
+    MAX_METRICS_PER_BATCH,
+    MAX_PARAM_VALUE_LENGTH,
+    MAX_PARAMS_TAGS_PER_BATCH,
+    flatten_params,
+    plan_batches,
+    sanitize_name,
+    sanitize_names,
+)
+
+# MLflow's own rules (mlflow/utils/validation.py), restated to check our output against.
+VALID = re.compile(r"^[/\w.\- ]*$")
+
+
+def _mlflow_accepts(name: str) -> bool:
+    import posixpath
+
+    normalized = posixpath.normpath(name)
+    return (
+        bool(name)
+        and bool(VALID.match(name))
+        and len(name) <= MAX_KEY_LENGTH
+        and normalized == name
+        and not normalized.startswith(("..", "/"))
+        and normalized != "."
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "sanitized"),
+    [
+        (
+            "agent/pass@1[avg-of-32]/symbolic_accuracy",
+            "agent/pass_at_1_avg-of-32/symbolic_accuracy",
+        ),
+        ("agent/majority@32/symbolic_accuracy", "agent/majority_at_32/symbolic_accuracy"),
+        ("agent//mean/reward", "agent/mean/reward"),
+        ("/agent/mean/reward/", "agent/mean/reward"),
+        ("agent/../secret", "agent/_/secret"),
+        ("agent/./x", "agent/x"),
+        ("agent/score (%)", "agent/score ___"),
+        ("agent/a:b", "agent/a_b"),
+        ("agent/mean/reward", "agent/mean/reward"),
+        ("ünïcode/ok", "ünïcode/ok"),
+        ("//", ""),
+    ],
+)
+def test_names_are_sanitized_to_what_mlflow_accepts(name: str, sanitized: str) -> None:
+    assert sanitize_name(name) == sanitized
+    assert sanitized == "" or _mlflow_accepts(sanitized)
+
+
+def test_long_names_are_cut_in_the_middle_and_stay_distinct() -> None:
+    long_a = "agent/" + "a" * 300 + "/x"
+    long_b = "agent/" + "a" * 300 + "/y"
+    cut_a, cut_b = sanitize_name(long_a), sanitize_name(long_b)
+    assert len(cut_a) == MAX_KEY_LENGTH
+    assert cut_a.startswith("agent/aaa")
+    assert cut_a.endswith("/x")
+    assert cut_a != cut_b
+    assert _mlflow_accepts(cut_a)
+
+
+def test_a_name_that_sanitizes_to_nothing_is_dropped_with_a_warning() -> None:
+    result = sanitize_names(["ok/name", "///"], "metric")
+    assert result.names == {"ok/name": "ok/name"}
+    assert result.warnings == ["metric '///' has no characters MLflow accepts; it is not logged"]
+
+
+def test_names_that_collide_after_sanitizing_are_kept_apart_with_a_warning() -> None:
+    result = sanitize_names(["a/pass@1", "a/pass_at_1"], "metric")
+    assert result.names["a/pass@1"] == "a/pass_at_1"
+    assert result.names["a/pass_at_1"].startswith("a/pass_at_1_")
+    assert "sanitizes to 'a/pass_at_1'" in result.warnings[0]
+
+
+def test_params_are_the_saved_config_as_dotted_keys_cut_to_mlflows_limit() -> None:
+    params = flatten_params(
+        {
+            "judge": {"model": "m", "temperature": 0.0},
+            "env": ["A=1", "B=2"],
+            "empty": {},
+            "none": None,
+            "long": "x" * 7000,
+        }
+    )
+    assert params["judge.model"] == "m"
+    assert params["judge.temperature"] == "0.0"
+    assert json.loads(params["env"]) == ["A=1", "B=2"]
+    assert params["empty"] == "{}"
+    assert params["none"] == ""
+    assert len(params["long"]) == MAX_PARAM_VALUE_LENGTH
+    assert params["long"].endswith("...[cut: 7000 characters]")
+
+
+def test_batches_stay_within_mlflows_limits_and_lose_nothing() -> None:
+    metrics = {f"m/{i}": float(i) for i in range(10_000)}
+    params = {f"p.{i}": str(i) for i in range(2_000)}
+    tags = {f"t/{i}": "x" for i in range(50)}
+    batches = plan_batches(metrics, params, tags)
+    for batch in batches:
+        assert len(batch.metrics) <= MAX_METRICS_PER_BATCH
+        assert len(batch.params) + len(batch.tags) <= MAX_PARAMS_TAGS_PER_BATCH
+        assert batch.entity_count() <= MAX_ENTITIES_PER_BATCH
+    assert {k: v for b in batches for k, v in b.metrics.items()} == metrics
+    assert {k: v for b in batches for k, v in b.params.items()} == params
+    assert {k: v for b in batches for k, v in b.tags.items()} == tags
+    assert len(batches) == 21  # 2,050 params and tags, 100 a batch; metrics fill the rest
+
+
+def test_a_relative_sqlite_uri_is_pinned_to_the_current_directory(monkeypatch, tmp_path) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert resolve_tracking_uri("sqlite:///mlruns.db") == f"sqlite:///{tmp_path}/mlruns.db"
+    assert resolve_tracking_uri("sqlite:////abs/x.db") == "sqlite:////abs/x.db"
+    assert resolve_tracking_uri("http://127.0.0.1:5000") == "http://127.0.0.1:5000"
+    assert resolve_tracking_uri("mlruns") == (tmp_path / "mlruns").as_uri()
+
+
+def test_the_dry_run_shows_sanitized_names_and_batches_and_builds_nothing(cli, sample_run) -> None:
+    from evalexport.isolation import list_environments
+
+    run = cli(
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        "+mlflow_tracking_uri=http://127.0.0.1:9",
+        "--dry-run",
+        "--json",
+    )
+    assert run.exit_code == 0, run.output
+    plan = json.loads(run.stdout)["details"]["plan"]
+    assert (
+        "aime24_math_tool_agent/pass_at_1_avg-of-4/no_answer/std_dev_across_runs"
+        in plan["metric_names"]
+    )
+    assert "judge.judge_api_key" in plan["param_names"]
+    assert plan["tag_names"] == [
+        "aime24_math_simple_agent/judge_model",
+        "aime24_math_tool_agent/judge_model",
+    ]
+    assert plan["batches"] == 1
+    assert plan["target"] == "http://127.0.0.1:9"
+    assert list_environments() == []
+    assert not Path("mlruns.db").exists()

@@ -1,0 +1,72 @@
+"""A loopback TCP proxy that can cut the line: a tracking server failing mid-export, for real."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Callable
+
+
+class FailingProxy:
+    """Forwards 127.0.0.1:<port> to a server; when ``trigger`` bytes pass from the client,
+    calls ``on_trigger`` (e.g. to stop the server) and refuses everything after.
+
+    ``seen`` collects what clients sent, so a test can check headers (a token) went out.
+    """
+
+    def __init__(
+        self,
+        target_port: int,
+        trigger: bytes | None = None,
+        on_trigger: Callable[[], None] | None = None,
+    ) -> None:
+        self.target_port = target_port
+        self.trigger = trigger
+        self.on_trigger = on_trigger
+        self.tripped = threading.Event()
+        self.seen = bytearray()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._stopped = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        while not self._stopped:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            if self.tripped.is_set():
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port), timeout=30)
+            except OSError:
+                client.close()
+                continue
+            threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, False), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, destination: socket.socket, from_client: bool) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := source.recv(65536):
+                if from_client:
+                    self.seen.extend(chunk)
+                    if self.trigger and self.trigger in chunk and not self.tripped.is_set():
+                        self.tripped.set()
+                        if self.on_trigger:
+                            self.on_trigger()
+                        break
+                destination.sendall(chunk)
+        for end in (source, destination):
+            with contextlib.suppress(OSError):
+                end.close()
+
+    def close(self) -> None:
+        self._stopped = True
+        self._listener.close()
