@@ -13,9 +13,9 @@ import pytest
 from evalexport.exporters.mlflow import FINGERPRINT_TAG, MLflowConfig, MLflowExporter
 from evalexport.exporters.mlflow_names import flatten_params, sanitize_names
 from evalexport.guard import run_fingerprint
-from evalexport.isolation import EnvironmentSpec, ensure_environment
 from evalexport.metrics import flatten_metrics
 from evalexport.results import ExportStatus
+from tests.exporters.conftest import session_environment
 from tests.exporters.mlflow_support import MLflowServer, read_runs
 from tests.support.proxy import FailingProxy
 
@@ -25,32 +25,15 @@ DEFAULT_REQUIREMENT = MLflowConfig.model_fields["requirement"].default
 
 
 @pytest.fixture(scope="session")
-def mlflow_env_cache(
-    tmp_path_factory: pytest.TempPathFactory, evalexport_download_cache: Path
-) -> Path:
-    """One cache of SDK environments for every MLflow test of the session."""
-    cache = tmp_path_factory.mktemp("mlflow-envs")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("EVALEXPORT_CACHE_DIR", str(cache))
-        patch.setenv("UV_CACHE_DIR", str(evalexport_download_cache / "uv"))
-        patch.setenv("PIP_CACHE_DIR", str(evalexport_download_cache / "pip"))
-        ensure_environment(EnvironmentSpec("mlflow", (DEFAULT_REQUIREMENT,)))
-    return cache
-
-
-@pytest.fixture(scope="session")
-def mlflow_env_python(mlflow_env_cache: Path) -> Path:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("EVALEXPORT_CACHE_DIR", str(mlflow_env_cache))
-        return ensure_environment(EnvironmentSpec("mlflow", (DEFAULT_REQUIREMENT,))).python
+def mlflow_env_python(sdk_env_cache: Path, evalexport_download_cache: Path) -> Path:
+    return session_environment(
+        sdk_env_cache, evalexport_download_cache, "mlflow", DEFAULT_REQUIREMENT
+    )
 
 
 @pytest.fixture
-def mlflow_python(
-    mlflow_env_cache: Path, mlflow_env_python: Path, monkeypatch: pytest.MonkeyPatch
-) -> Path:
+def mlflow_python(use_sdk_env_cache: Path, mlflow_env_python: Path) -> Path:
     """The mlflow exporter's environment (built once per session); exports in this test reuse it."""
-    monkeypatch.setenv("EVALEXPORT_CACHE_DIR", str(mlflow_env_cache))
     return mlflow_env_python
 
 

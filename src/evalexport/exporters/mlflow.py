@@ -30,6 +30,7 @@ from evalexport.exporters.mlflow_names import (
     plan_batches,
     sanitize_names,
 )
+from evalexport.exporters.tables import write_rollouts_table
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
 from evalexport.run import RunArtifacts
@@ -175,7 +176,7 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
         artifacts = [self._global_config(run, scratch), scratch / run.aggregate_metrics.name]
         shutil.copyfile(run.aggregate_metrics, artifacts[1])
         if config.upload_rollouts:
-            artifacts.append(_write_rollouts_table(run, scratch / "rollouts.json"))
+            artifacts.append(write_rollouts_table(run, scratch / "rollouts.json"))
             run_tags["mlflow.loggedArtifacts"] = json.dumps(
                 [{"path": "rollouts.json", "type": "table"}]
             )
@@ -205,21 +206,3 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
             json.dumps(run.read_saved_config(), indent=2, ensure_ascii=False, default=str)
         )
         return path
-
-
-def _write_rollouts_table(run: RunArtifacts, path: Path) -> Path:
-    """``rollouts.json`` in MLflow's table format, one row per rollout, written as a stream."""
-    columns = ["task_index", "rollout_index", "agent", "reward", "rollout"]
-    with path.open("w", encoding="utf-8") as handle:
-        handle.write(json.dumps({"columns": columns})[:-1] + ', "data": [')
-        for position, rollout in enumerate(run.iter_rollouts()):
-            row = [
-                rollout.task_index,
-                rollout.rollout_index,
-                rollout.agent_name,
-                rollout.reward,
-                json.dumps(rollout.record, ensure_ascii=False),
-            ]
-            handle.write(("," if position else "") + "\n" + json.dumps(row, ensure_ascii=False))
-        handle.write("\n]}\n")
-    return path

@@ -29,6 +29,7 @@ _BUILTINS: dict[str, str] = {
     "atif": "evalexport.exporters.atif:AtifExporter",
     "evalrdl": "evalexport.exporters.evalrdl:EvalRDLExporter",
     "mlflow": "evalexport.exporters.mlflow:MLflowExporter",
+    "wandb": "evalexport.exporters.wandb:WandbExporter",
 }
 """Built-in exporters: name -> ``module:Class``."""
 

@@ -1,0 +1,107 @@
+"""The ``wandb`` exporter: a finished run as one Weights & Biases run (SPEC §3.7).
+
+Config is the saved (masked) config; the summary is the shared metric flattening (W&B takes the
+names as they are); the rollouts go in a table unless ``upload_rollouts=false``. Offline runs
+are written under ``$WANDB_DIR`` (else the current directory) for ``wandb sync``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr
+
+from evalexport.exporters.base import DryRunPlan, PlannedFile
+from evalexport.exporters.isolated import IsolatedConfig, IsolatedExporter
+from evalexport.exporters.tables import write_rollouts_table
+from evalexport.guard import run_fingerprint
+from evalexport.metrics import flatten_metrics
+from evalexport.run import RunArtifacts
+
+__all__ = ["FINGERPRINT_KEY", "WandbConfig", "WandbExporter"]
+
+WORKERS = Path(__file__).resolve().parent.parent / "workers"
+FINGERPRINT_KEY = "evalexport/fingerprint"
+
+
+class WandbConfig(IsolatedConfig):
+    wandb_project: str | None = Field(
+        default=None, description="Project; default: the benchmark (the stem without _rollouts)."
+    )
+    wandb_name: str | None = Field(
+        default=None, description="Run name; default: <benchmark>-<run directory name>."
+    )
+    wandb_entity: str | None = Field(default=None, description="Entity (user or team).")
+    wandb_mode: Literal["online", "offline"] = Field(
+        default="online", description="online logs to the W&B server; offline writes a local run."
+    )
+    wandb_api_key: SecretStr | None = Field(
+        default=None, description="API key for online mode; default: $WANDB_API_KEY."
+    )
+    upload_rollouts: bool = Field(default=True, description="Log the rollouts as a table.")
+    requirement: str | list[str] = Field(
+        default="wandb>=0.16,<1",
+        description="The wandb requirement; a new pin builds a new environment.",
+    )
+
+
+class WandbExporter(IsolatedExporter[WandbConfig]):
+    name = "wandb"
+    summary = "Log the run to Weights & Biases: config, summary metrics, a rollouts table."
+    Config = WandbConfig
+    guards_exports = True
+    worker_body = WORKERS / "wandb_worker.py"
+
+    def _names(self, run: RunArtifacts, config: WandbConfig) -> tuple[str, str]:
+        benchmark = run.stem.removesuffix("_rollouts") or run.stem
+        return (
+            config.wandb_project or benchmark,
+            config.wandb_name or f"{benchmark}-{run.run_dir.name}",
+        )
+
+    def _offline_dir(self) -> Path:
+        return Path(os.environ.get("WANDB_DIR") or Path.cwd()).absolute()
+
+    def target(self, config: WandbConfig) -> str:
+        project = "/".join(
+            filter(None, [config.wandb_entity, config.wandb_project or "<benchmark>"])
+        )
+        if config.wandb_mode == "offline":
+            return f"W&B offline run of {project} under {self._offline_dir() / 'wandb'}"
+        return f"W&B project {project}"
+
+    def dry_run_plan(self, run: RunArtifacts, config: WandbConfig) -> DryRunPlan:
+        plan = super().dry_run_plan(run, config)
+        files = [PlannedFile(path=str(p), size_bytes=p.stat().st_size) for p in (run.saved_config,)]
+        if config.upload_rollouts:
+            files.append(
+                PlannedFile(path=str(run.rollouts), size_bytes=run.rollouts.stat().st_size)
+            )
+        return plan.model_copy(update={"files": files})
+
+    def worker_secrets(self, config: WandbConfig) -> dict[str, str]:
+        key = config.wandb_api_key
+        return {"WANDB_API_KEY": key.get_secret_value()} if key else {}
+
+    def worker_payload(
+        self, run: RunArtifacts, config: WandbConfig, scratch: Path
+    ) -> dict[str, Any]:
+        flat = flatten_metrics(run.read_aggregate_metrics())
+        fingerprint = run_fingerprint(run)
+        project, name = self._names(run, config)
+        table = (
+            write_rollouts_table(run, scratch / "rollouts.json") if config.upload_rollouts else None
+        )
+        return {
+            "project": project,
+            "entity": config.wandb_entity,
+            "name": name,
+            "mode": config.wandb_mode,
+            "dir": str(self._offline_dir()),
+            "config": run.read_saved_config(),
+            "summary": {**flat.metrics, **flat.texts, FINGERPRINT_KEY: fingerprint},
+            "tags": ["evalexport", f"evalexport-{fingerprint.removeprefix('sha256:')[:16]}"],
+            "rollouts_table": str(table) if table else None,
+        }

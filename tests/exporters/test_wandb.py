@@ -1,0 +1,123 @@
+"""The wandb exporter against the real wandb SDK in offline mode (SPEC §3.7): the written
+offline run is read back and checked. Building the wandb environment needs the index."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from evalexport.exporters.wandb import FINGERPRINT_KEY, WandbConfig, WandbExporter
+from evalexport.guard import run_fingerprint
+from evalexport.metrics import flatten_metrics
+from evalexport.results import ExportStatus
+from tests.exporters.conftest import session_environment
+from tests.exporters.wandb_support import read_offline_run
+
+pytestmark = pytest.mark.downloads
+
+DEFAULT_REQUIREMENT = WandbConfig.model_fields["requirement"].default
+
+
+@pytest.fixture(scope="session")
+def wandb_env_python(sdk_env_cache: Path, evalexport_download_cache: Path) -> Path:
+    return session_environment(
+        sdk_env_cache, evalexport_download_cache, "wandb", DEFAULT_REQUIREMENT
+    )
+
+
+@pytest.fixture
+def wandb_python(use_sdk_env_cache: Path, wandb_env_python: Path) -> Path:
+    return wandb_env_python
+
+
+def _export(sample, **options):
+    exporter = WandbExporter()
+    config = exporter.parse_config(
+        {"rollouts_jsonl_fpath": str(sample.rollouts), "wandb_mode": "offline", **options}
+    )
+    return exporter.export(sample.run, config)
+
+
+def test_the_offline_run_holds_config_summary_and_the_rollouts_table(
+    wandb_python, sample_run
+) -> None:
+    result = _export(sample_run, wandb_project="aime24-e2e", wandb_name="nightly")
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    run_dir = Path(result.details["run_dir"])
+    assert run_dir.parent == Path(os.environ["WANDB_DIR"]) / "wandb"
+    stored = read_offline_run(wandb_python, run_dir)
+    assert stored["run"] == {
+        "id": result.details["run_id"],
+        "project": "aime24-e2e",
+        "name": "nightly",
+    }
+    config = {k: v for k, v in stored["config"].items() if k != "_wandb"}
+    assert config == sample_run.run.read_saved_config()
+    flat = flatten_metrics(sample_run.run.read_aggregate_metrics())
+    for name, value in {**flat.metrics, **flat.texts}.items():
+        assert stored["summary"][name] == value, name
+    assert (
+        "aime24_math_tool_agent/pass@1[avg-of-4]/no_answer/std_dev_across_runs" in stored["summary"]
+    )
+    assert stored["summary"][FINGERPRINT_KEY] == run_fingerprint(sample_run.run)
+    assert "evalexport" in stored["tags"]
+    (table,) = stored["tables"].values()
+    assert table["columns"] == ["task_index", "rollout_index", "agent", "reward", "rollout"]
+    assert len(table["data"]) == sample_run.rollout_count
+    assert json.loads(table["data"][5][4]) == json.loads(
+        sample_run.rollouts.read_text().splitlines()[5]
+    )
+
+
+def test_upload_rollouts_false_logs_no_table(wandb_python, sample_run) -> None:
+    result = _export(sample_run, upload_rollouts=False)
+    assert read_offline_run(wandb_python, Path(result.details["run_dir"]))["tables"] == {}
+
+
+def test_a_second_export_is_skipped_and_writes_no_run(wandb_python, sample_run, cli) -> None:
+    args = ("wandb", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "+wandb_mode=offline")
+    assert cli(*args).exit_code == 0
+    second = cli(*args)
+    assert second.exit_code == 0
+    assert second.stdout.startswith("skipped (already exported):")
+    runs = list((Path(os.environ["WANDB_DIR"]) / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1
+
+
+def test_the_api_key_and_canaries_leak_nowhere(wandb_python, sample_run, cli) -> None:
+    key = "canary0wandb0key0" + "9" * 23
+    run = cli(
+        "wandb",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        "+wandb_mode=offline",
+        f"+wandb_api_key={key}",
+        "--json",
+    )
+    assert run.exit_code == 0, run.output
+    wandb_dir = Path(os.environ["WANDB_DIR"])
+    for path in wandb_dir.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path
+    assert key not in run.output
+    assert sample_run.canaries.found_in(run.output) == []
+    assert sample_run.canaries.found_in_tree(wandb_dir) == []
+
+
+@pytest.mark.wandb_sdk
+def test_an_old_wandb_pin_writes_the_same_offline_run(sample_run, cli) -> None:
+    run = cli(
+        "wandb",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        "+wandb_mode=offline",
+        "+requirement=wandb==0.17.9",
+        "--json",
+    )
+    assert run.exit_code == 0, run.output
+    result = json.loads(run.stdout)
+    python = Path(result["details"]["environment"]) / "bin" / "python"
+    stored = read_offline_run(python, Path(result["details"]["run_dir"]))
+    assert stored["summary"][FINGERPRINT_KEY] == run_fingerprint(sample_run.run)
+    assert len(next(iter(stored["tables"].values()))["data"]) == sample_run.rollout_count

@@ -1,0 +1,79 @@
+"""Reading an offline W&B run back, with the wandb environment's own protobuf definitions.
+
+wandb writes an offline run as ``run-<id>.wandb``: a LevelDB-style log (a 7-byte ``:W&B``
+header, 32 KiB blocks, records split into FULL/FIRST/MIDDLE/LAST chunks) of protobuf
+``Record`` messages. The reader below runs inside the wandb environment, so the test process
+never imports wandb, and prints what a user would check: config, summary, tags, and the tables
+logged, read from the run's ``files/media`` directory.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+READ_OFFLINE_RUN = r"""
+import glob, json, struct, sys
+from pathlib import Path
+from wandb.proto import wandb_internal_pb2 as pb
+
+BLOCK, HEADER = 32768, 7
+run_dir = Path(sys.argv[1])
+data = next(run_dir.glob("run-*.wandb")).read_bytes()
+ident, magic, version = struct.unpack("<4sHB", data[:HEADER])
+assert ident == b":W&B", ident
+records, pending, position = [], b"", HEADER
+while position + HEADER <= len(data):
+    space = BLOCK - position % BLOCK
+    if space < HEADER:
+        position += space
+        continue
+    checksum, length, kind = struct.unpack("<IHB", data[position:position + HEADER])
+    position += HEADER
+    chunk = data[position:position + length]
+    position += length
+    if kind == 0 and length == 0:
+        position += space - HEADER
+        continue
+    if kind == 1:
+        records.append(chunk)
+    elif kind == 2:
+        pending = chunk
+    elif kind == 3:
+        pending += chunk
+    elif kind == 4:
+        records.append(pending + chunk)
+config, summary, tags, run_info = {}, {}, [], {}
+for raw in records:
+    record = pb.Record()
+    record.ParseFromString(raw)
+    kind = record.WhichOneof("record_type")
+    if kind == "run":
+        run_info = {"id": record.run.run_id, "project": record.run.project, "name": record.run.display_name}
+        tags = list(record.run.tags)
+        for item in record.run.config.update:
+            config[item.key] = json.loads(item.value_json)
+    elif kind == "config":
+        for item in record.config.update:
+            config[item.key] = json.loads(item.value_json)
+    elif kind == "summary":
+        for item in record.summary.update:
+            key = item.key or "/".join(item.nested_key)
+            summary[key] = json.loads(item.value_json)
+tables = {Path(p).name: json.loads(Path(p).read_text()) for p in glob.glob(str(run_dir / "files" / "media" / "table" / "*.table.json"))}
+print(json.dumps({"run": run_info, "config": config, "summary": summary, "tags": tags, "tables": tables}))
+"""
+
+
+def read_offline_run(python: Path, run_dir: Path) -> dict[str, Any]:
+    completed = subprocess.run(
+        [str(python), "-c", READ_OFFLINE_RUN, str(run_dir)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout.strip().splitlines()[-1])
