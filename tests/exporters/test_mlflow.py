@@ -15,9 +15,9 @@ from evalexport.exporters.mlflow_names import flatten_params, sanitize_names
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
 from evalexport.results import ExportStatus
+from evalexport.testing.mlflow_server import MLflowServer, read_runs
+from evalexport.testing.proxy import FailingProxy
 from tests.exporters.conftest import session_environment
-from tests.exporters.mlflow_support import MLflowServer, read_runs
-from tests.support.proxy import FailingProxy
 
 pytestmark = pytest.mark.downloads
 

@@ -7,6 +7,8 @@ import socket
 import threading
 from collections.abc import Callable
 
+_REQUEST_VERBS = (b"GET /", b"POST /", b"PUT /", b"PATCH /", b"DELETE /")
+
 
 class FailingProxy:
     """Forwards 127.0.0.1:<port> to a server; when ``trigger`` bytes pass from the client,
@@ -26,6 +28,8 @@ class FailingProxy:
         self.on_trigger = on_trigger
         self.tripped = threading.Event()
         self.seen = bytearray()
+        self.requests = 0
+        """HTTP requests seen from clients (request lines), for counting round trips."""
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self._stopped = False
@@ -57,6 +61,7 @@ class FailingProxy:
             while chunk := source.recv(65536):
                 if from_client:
                     self.seen.extend(chunk)
+                    self.requests += sum(chunk.count(verb) for verb in _REQUEST_VERBS)
                     if self.trigger and self.trigger in chunk and not self.tripped.is_set():
                         self.tripped.set()
                         if self.on_trigger:

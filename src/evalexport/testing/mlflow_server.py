@@ -1,8 +1,8 @@
-"""A real MLflow tracking server and a reader, both from the exporter's own environment.
+"""A real MLflow tracking server and a run reader, both run from an MLflow environment.
 
-The test process never imports mlflow: servers and read-backs run in the environment the
-mlflow exporter builds, so the tests also prove that environment carries what the server and
-the SQL store need.
+The test process never imports mlflow: the server and the read-backs run in the environment
+the mlflow exporter builds, which so also proves it carries what the server and the SQL store
+need. Used by evalexport's tests and benchmarks, and by anyone testing an MLflow export.
 """
 
 from __future__ import annotations
@@ -50,6 +50,13 @@ class MLflowServer:
     root: Path
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> MLflowServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     @property
     def url(self) -> str:
@@ -119,5 +126,7 @@ def read_runs(
         check=False,
         timeout=300,
     )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    if completed.returncode != 0:
+        raise RuntimeError(f"reading MLflow runs failed: {completed.stderr[-3000:]}")
+    runs: list[dict[str, Any]] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return runs
