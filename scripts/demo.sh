@@ -1,16 +1,29 @@
 #!/usr/bin/env bash
-# The README's demo: install evalexport into .venv and export the bundled sample run.
-# Re-runnable: outputs go to a new scratch directory under ${TMPDIR:-/tmp} each time, and
-# nothing is written into the checkout but the (git-ignored) .venv.
+# The README's demo: install evalexport into .venv, then inspect the bundled sample run and
+# export it to ATIF and to an embedded MLflow store.
+# Re-runnable: the sample run is copied to a new scratch directory under ${TMPDIR:-/tmp} each
+# time (an export writes its marker beside the run), and nothing is written into the checkout
+# but the (git-ignored) .venv. The first MLflow export builds MLflow's own environment in
+# ~/.cache/evalexport (about a minute); later runs reuse it.
 set -euo pipefail
 EVALEXPORT_EXTRAS="" source "$(dirname "$0")/_venv.sh"
 
-sample=examples/aime24/aime24_rollouts.jsonl
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/evalexport-demo.XXXXXX")
+cp -R examples/aime24 "$scratch/run"
+sample="$scratch/run/aime24_rollouts.jsonl"
+cd "$scratch"
 set -x
 evalexport list
 evalexport inspect "$sample"
 evalexport atif +rollouts_jsonl_fpath="$sample" +output_dirpath="$scratch/atif" +agent_version=0.1.0
-head -n 2 "$scratch/atif/manifest.jsonl"
+evalexport mlflow +rollouts_jsonl_fpath="$sample" --dry-run
+evalexport mlflow +rollouts_jsonl_fpath="$sample"
+evalexport mlflow +rollouts_jsonl_fpath="$sample"
 { set +x; } 2>/dev/null
-echo "The ATIF trajectories are in $scratch/atif (one JSON file per rollout, and manifest.jsonl)."
+cat <<EOT
+
+ATIF trajectories: $scratch/atif (one JSON file per rollout, and manifest.jsonl)
+MLflow store:      $scratch/mlruns.db (the second export was skipped: already exported)
+Look at the MLflow run with:
+    $(ls -d "${EVALEXPORT_CACHE_DIR:-$HOME/.cache/evalexport}"/envs/mlflow-*/bin | head -n 1)/mlflow ui --backend-store-uri sqlite:///$scratch/mlruns.db
+EOT
