@@ -30,11 +30,15 @@ _COMMANDS = {
     "list": "list the installed exporters",
     "inspect": "show what a run directory holds (files, rollouts, agents, metrics, masking)",
     "envs": "list the cached SDK environments; 'envs remove NAME' or 'envs remove --all'",
+    "contract": "SDK contracts: 'contract manifest|check|verify SDK' (see contract --help)",
 }
 
 
 _OK, _FAILED, _USAGE = 0, 1, 2
 """Exit codes the CLI returns itself; they are ``ExitCode``'s, without importing pydantic."""
+
+
+_VALUE_FLAGS = ("--requirement", "--fake", "--contracts")
 
 
 class UsageError(Exception):
@@ -50,6 +54,8 @@ class _Arguments:
     version: bool = False
     all: bool = False
     format: str | None = None
+    values: dict[str, str] = field(default_factory=dict)
+    """Value flags of the contract commands: --requirement, --fake, --contracts."""
 
 
 def _parse(argv: Sequence[str]) -> _Arguments:
@@ -67,6 +73,13 @@ def _parse(argv: Sequence[str]) -> _Arguments:
             arguments.version = True
         elif token == "--all":
             arguments.all = True
+        elif token.split("=", 1)[0] in _VALUE_FLAGS:
+            flag, _, value = token.partition("=")
+            if not value:
+                if not tokens:
+                    raise UsageError(f"{flag} needs a value")
+                value = tokens.pop(0)
+            arguments.values[flag] = value
         elif token == "--format" or token.startswith("--format="):
             if token == "--format":
                 if not tokens:
@@ -110,6 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _inspect(arguments, rest)
     if command == "envs":
         return _envs(arguments, rest)
+    if command == "contract":
+        return _contract(arguments, rest)
     return _export(command, arguments, rest)
 
 
@@ -294,6 +309,59 @@ def _envs(arguments: _Arguments, rest: list[str]) -> int:
                 f"last used {row['last_used'] or 'never'}\n    {row['path']}"
             )
     return _OK
+
+
+# -- contract ----------------------------------------------------------------------------------
+
+_CONTRACT_HELP = """usage: evalexport contract manifest SDK [--fake PATH | --requirement REQ]
+       evalexport contract check SDK [--fake PATH] [--contracts DIR]
+       evalexport contract verify SDK [--contracts DIR]
+
+manifest  print the surface manifest (signatures, exception bases, version) of SDK as it is
+          installed here, in a fake's source tree (--fake fakes/evalrdl/src), or in a new
+          environment built from a requirement (--requirement mlflow==2.22.1)
+check     compare the fake's manifest with every committed manifest in DIR/SDK/ (default
+          DIR: ./contracts); one finding per line; exit 1 on any finding
+verify    check that the SDK installed here has every name the worker uses, and that it matches
+          the committed manifest of its version"""
+
+
+def _contract(arguments: _Arguments, rest: list[str]) -> int:
+    from pathlib import Path
+
+    from evalexport.contracts.commands import (
+        ContractError,
+        check_fake,
+        extract_manifest,
+        verify_installed,
+    )
+
+    if arguments.help or len(rest) != 2 or rest[0] not in ("manifest", "check", "verify"):
+        if arguments.help:
+            print(_CONTRACT_HELP)
+            return _OK
+        return _usage_error(
+            "usage: evalexport contract manifest|check|verify SDK (see contract --help)"
+        )
+    action, sdk = rest
+    fake = Path(arguments.values["--fake"]) if "--fake" in arguments.values else None
+    contracts = Path(arguments.values.get("--contracts", "contracts"))
+    try:
+        if action == "manifest":
+            manifest = extract_manifest(
+                sdk, fake=fake, requirement=arguments.values.get("--requirement")
+            )
+            print(json.dumps(manifest, indent=2, sort_keys=True))
+            return _OK
+        report = (
+            check_fake(sdk, contracts, fake)
+            if action == "check"
+            else verify_installed(sdk, contracts)
+        )
+    except ContractError as error:
+        return _usage_error(str(error))
+    print("\n".join(report.lines))
+    return report.exit_code
 
 
 # -- export ------------------------------------------------------------------------------------

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from evalexport.testing.wheels import wheel_from_tree
 
 FAKES = Path(__file__).resolve().parents[2] / "fakes"
+CONTRACTS = Path(__file__).resolve().parents[2] / "contracts"
 
 
 @pytest.fixture(scope="session")
@@ -97,13 +99,31 @@ class EvalRDLSdk:
         return found
 
 
+def _assert_calls_bind_to_the_real_sdk(sdk: EvalRDLSdk) -> None:
+    from evalexport.contracts.check import check_recorded_calls, load_manifests
+    from evalexport.exporters.evalrdl import EvalRDLExporter
+
+    problems = check_recorded_calls(
+        sdk.calls(),
+        load_manifests(CONTRACTS / "evalrdl"),
+        {"evalexport_worker_body.py": str(EvalRDLExporter.worker_body)},
+    )
+    if problems:
+        pytest.fail(
+            "calls that would fail against the real evalrdl SDK:\n" + "\n".join(problems),
+            pytrace=False,
+        )
+
+
 @pytest.fixture
 def evalrdl_sdk(
     request: pytest.FixtureRequest,
     monkeypatch: pytest.MonkeyPatch,
     fake_evalrdl_wheelhouse: Path,
     tmp_path: Path,
-) -> EvalRDLSdk:
+) -> Iterator[EvalRDLSdk]:
+    """The SDK under test. At teardown, every call the fake recorded must bind to the
+    committed real signatures (contracts/evalrdl/), or the test fails naming the call site."""
     real = bool(request.config.getoption("--with_evalrdl_sdk"))
     if not real:
         # Exactly as in production, only the installed package differs: the default
@@ -120,9 +140,9 @@ def evalrdl_sdk(
     monkeypatch.delenv("EVALRDL_FAKE_BEHAVIOUR", raising=False)
     token = f"canary-evalrdl-token-{secrets.token_hex(8)}"
     monkeypatch.setenv("EVALRDL_TOKEN", token)
-    import os
-
-    return EvalRDLSdk(real, call_log, Path(os.environ["EVALRDL_FAKE_STORE"]), token, monkeypatch)
+    sdk = EvalRDLSdk(real, call_log, Path(os.environ["EVALRDL_FAKE_STORE"]), token, monkeypatch)
+    yield sdk
+    _assert_calls_bind_to_the_real_sdk(sdk)
 
 
 @pytest.fixture

@@ -287,9 +287,9 @@ def test_the_cli_reaches_the_sdk_with_every_setting_and_a_rerun_is_deduped(
     evalrdl_sdk.skip_if_unreachable(first.output)
     assert first.exit_code == 0, first.output
     assert first.stdout.startswith("succeeded: uploaded as EvalRDL run run-")
-    assert evalrdl_sdk.calls("evalrdl.Client") == [
-        {"name": "evalrdl.Client", "args": [], "kwargs": {"url": "stg"}}
-    ]
+    (client,) = evalrdl_sdk.calls("evalrdl.Client")
+    assert (client["args"], client["kwargs"]) == ([], {"url": "stg"})
+    assert client["site"].endswith(".py:" + client["site"].rsplit(":", 1)[1])
     (upload,) = evalrdl_sdk.calls(UPLOAD)
     assert upload["kwargs"] == {
         "label": "smoke",

@@ -4,6 +4,7 @@ Not part of the SDK's surface: the contract checks ignore private modules.
 """
 
 import functools
+import inspect
 import json
 import os
 from collections.abc import Callable
@@ -51,8 +52,19 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+_PACKAGE = str(Path(__file__).resolve().parent)
+
+
+def _call_site() -> str:
+    """``file:line`` of the first caller outside the evalrdl package: the code under test."""
+    for frame in inspect.stack()[2:]:
+        if not str(Path(frame.filename).resolve()).startswith(_PACKAGE):
+            return f"{frame.filename}:{frame.lineno}"
+    return "<unknown>"
+
+
 def recorded(name: str, *, skip_self: bool = True) -> Callable[[F], F]:
-    """Append each call as ``{"name", "args", "kwargs"}`` to ``$EVALRDL_FAKE_CALL_LOG``."""
+    """Append each call as ``{"name", "args", "kwargs", "site"}`` to ``$EVALRDL_FAKE_CALL_LOG``."""
 
     def decorate(function: F) -> F:
         @functools.wraps(function)
@@ -60,7 +72,12 @@ def recorded(name: str, *, skip_self: bool = True) -> Callable[[F], F]:
             log = os.environ.get("EVALRDL_FAKE_CALL_LOG")
             if log:
                 positional = args[1:] if skip_self else args
-                line = {"name": name, "args": _jsonable(positional), "kwargs": _jsonable(kwargs)}
+                line = {
+                    "name": name,
+                    "args": _jsonable(positional),
+                    "kwargs": _jsonable(kwargs),
+                    "site": _call_site(),
+                }
                 with Path(log).open("a", encoding="utf-8") as handle:
                     handle.write(json.dumps(line) + "\n")
             return function(*args, **kwargs)

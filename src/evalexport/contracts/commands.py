@@ -1,0 +1,186 @@
+"""``evalexport contract manifest|check|verify``: extract manifests and check for drift."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, final
+
+from evalexport.contracts.check import (
+    Finding,
+    apply_allowlist,
+    compare_manifests,
+    load_allowlist,
+    load_manifests,
+)
+from evalexport.contracts.surfaces import SURFACES, Surface
+
+__all__ = ["ContractError", "Report", "check_fake", "extract_manifest", "verify_installed"]
+
+EXTRACTOR = Path(__file__).resolve().parent / "surface_extractor.py"
+
+_FROM_TREE = """
+import json, runpy, sys
+sys.path.insert(0, sys.argv[1])
+extractor = runpy.run_path(sys.argv[2])
+print(json.dumps(extractor["extract"](sys.argv[3], json.loads(sys.argv[4]))))
+"""
+
+
+class ContractError(Exception):
+    """The command cannot run as asked (unknown SDK, nothing to extract from)."""
+
+
+@final
+@dataclass
+class Report:
+    lines: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.findings else 0
+
+
+def surface_of(sdk: str) -> Surface:
+    try:
+        return SURFACES[sdk]
+    except KeyError:
+        raise ContractError(f"unknown SDK {sdk!r}; known: {', '.join(SURFACES)}") from None
+
+
+def extract_manifest(
+    sdk: str, *, fake: Path | None = None, requirement: str | None = None
+) -> dict[str, Any]:
+    """The manifest of ``sdk`` from a source tree, a new environment, or this interpreter."""
+    surface = surface_of(sdk)
+    if fake is not None:
+        if not (fake / sdk).is_dir():
+            raise ContractError(
+                f"{fake} holds no package {sdk!r}; pass the fake's source root (e.g. fakes/{sdk}/src)"
+            )
+        completed = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                _FROM_TREE,
+                str(fake),
+                str(EXTRACTOR),
+                sdk,
+                json.dumps(list(surface.paths)),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, **surface.environment},
+        )
+        if completed.returncode != 0:
+            raise ContractError(f"extracting {sdk} from {fake} failed:\n{completed.stderr[-2000:]}")
+        manifest: dict[str, Any] = json.loads(completed.stdout)
+        return manifest
+    if requirement is not None:
+        return _extract_in_environment(surface, requirement)
+    import runpy
+
+    for key, value in surface.environment.items():
+        os.environ.setdefault(key, value)
+    try:
+        extracted: dict[str, Any] = runpy.run_path(str(EXTRACTOR))["extract"](
+            sdk, list(surface.paths)
+        )
+    except ImportError as error:
+        raise ContractError(
+            f"{sdk} is not installed here ({error}); run this inside an environment that has it, "
+            "or pass --fake PATH or --requirement REQ"
+        ) from None
+    return extracted
+
+
+def _extract_in_environment(surface: Surface, requirement: str) -> dict[str, Any]:
+    from evalexport.isolation import (
+        EnvironmentBuildError,
+        EnvironmentSpec,
+        ensure_environment,
+        run_worker,
+    )
+
+    try:
+        environment = ensure_environment(EnvironmentSpec(f"contract-{surface.sdk}", (requirement,)))
+    except EnvironmentBuildError as error:
+        raise ContractError(str(error)) from None
+    payload = {
+        "sdk": surface.sdk,
+        "surface": list(surface.paths),
+        "environment": surface.environment,
+    }
+    outcome = run_worker(environment, EXTRACTOR, payload, time_limit=600)
+    if outcome.result is None or outcome.result.get("status") != "succeeded":
+        raise ContractError(
+            f"extracting {surface.sdk} in {environment.path} failed: {outcome.log_tail()}"
+        )
+    manifest: dict[str, Any] = outcome.result["details"]["manifest"]
+    return manifest
+
+
+def check_fake(sdk: str, contracts: Path, fake: Path | None = None) -> Report:
+    """The fake's manifest against every committed manifest of the real SDK."""
+    surface = surface_of(sdk)
+    if surface.fake is None:
+        raise ContractError(f"{sdk} has no fake to check; use 'evalexport contract verify {sdk}'")
+    directory = contracts / sdk
+    manifests = load_manifests(directory)
+    if not manifests:
+        raise ContractError(f"no committed manifests in {directory}")
+    fake_manifest = extract_manifest(sdk, fake=fake)
+    findings = [finding for real in manifests for finding in compare_manifests(real, fake_manifest)]
+    findings = apply_allowlist(findings, load_allowlist(directory), sdk)
+    versions = ", ".join(str(m["version"]) for m in manifests)
+    report = Report(findings=findings)
+    report.lines = [finding.line() for finding in findings]
+    report.lines.append(
+        f"{'Found ' + str(len(findings)) + ' errors' if findings else 'Success: no drift'} "
+        f"(fake {sdk} {fake_manifest['version']} against real {versions})"
+    )
+    return report
+
+
+def verify_installed(sdk: str, contracts: Path) -> Report:
+    """The installed real SDK has every name the worker uses (and matches its committed manifest)."""
+    manifest = extract_manifest(sdk)
+    findings = [
+        Finding(
+            path,
+            "missing-at-runtime",
+            f"the worker uses it but {sdk} {manifest['version']} lacks it ({entry.get('error')})",
+        )
+        for path, entry in manifest["entries"].items()
+        if entry["kind"] == "missing"
+    ]
+    committed = contracts / sdk / f"{manifest['version']}.json"
+    if committed.exists():
+        recorded = json.loads(committed.read_text(encoding="utf-8"))
+        findings += [
+            Finding(
+                f.path,
+                f"changed-since-commit-{f.code}",
+                f.message.replace("the fake", "this install"),
+                f.parameter,
+            )
+            for f in compare_manifests(recorded, manifest)
+        ]
+    report = Report(findings=findings)
+    report.lines = [finding.line() for finding in findings]
+    state = (
+        "matches its committed manifest"
+        if committed.exists()
+        else f"has no committed manifest ({committed})"
+    )
+    report.lines.append(
+        f"{'Found ' + str(len(findings)) + ' errors' if findings else 'Success'}: "
+        f"{sdk} {manifest['version']} has the worker's surface; it {state}"
+    )
+    return report
