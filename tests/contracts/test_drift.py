@@ -167,7 +167,7 @@ def test_a_recorded_call_with_a_keyword_the_real_signature_lacks_names_its_call_
     problems = check_recorded_calls(
         calls,
         load_manifests(CONTRACTS / "evalrdl"),
-        {"/tmp/w/evalexport_worker_body.py": "src/evalexport/workers/evalrdl_worker.py"},
+        {"evalexport_worker_body.py": "src/evalexport/workers/evalrdl_worker.py"},
     )
     assert problems == [
         "src/evalexport/workers/evalrdl_worker.py:57: evalrdl.Client().uploads.upload(...) would fail against real 0.0.241: "

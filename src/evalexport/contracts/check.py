@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -231,15 +232,15 @@ def check_recorded_calls(
 ) -> list[str]:
     """``site: reason`` for every recorded call that would fail against a committed manifest.
 
-    ``site_names`` maps file names as the fake saw them (the worker's copy) to the source file
-    a reader should open.
+    ``site_names`` maps file names as the fake saw them (the worker's copy, in a scratch
+    directory) to the source file a reader should open.
     """
     problems: list[str] = []
     manifests = list(manifests)
     for call in calls:
         site = str(call.get("site", "<unknown site>"))
         for copied, source in (site_names or {}).items():
-            site = site.replace(copied, source)
+            site = re.sub(r"[^\s:]*" + re.escape(copied), source, site)
         for manifest in manifests:
             if reason := bind_call(manifest, call):
                 problems.append(f"{site}: {reason}")
