@@ -31,6 +31,7 @@ _COMMANDS = {
     "inspect": "show what a run directory holds (files, rollouts, agents, metrics, masking)",
     "envs": "list the cached SDK environments; 'envs remove NAME' or 'envs remove --all'",
     "contract": "SDK contracts: 'contract manifest|check|verify SDK' (see contract --help)",
+    "plan": "export plans: 'plan check|render|run PLAN.yaml' (see plan --help)",
 }
 
 
@@ -38,7 +39,19 @@ _OK, _FAILED, _USAGE = 0, 1, 2
 """Exit codes the CLI returns itself; they are ``ExitCode``'s, without importing pydantic."""
 
 
-_VALUE_FLAGS = ("--requirement", "--fake", "--contracts")
+_VALUE_FLAGS = (
+    "--requirement",
+    "--fake",
+    "--contracts",  # contract
+    "--workers",
+    "--report",
+    "--work-dir",
+    "--timeout",
+    "--index",
+    "--result-dir",
+    "--command",  # plan
+)
+_PLAN_FLAGS = ("--slurm", "--wait")
 
 
 class UsageError(Exception):
@@ -55,6 +68,7 @@ class _Arguments:
     all: bool = False
     format: str | None = None
     values: dict[str, str] = field(default_factory=dict)
+    switches: set[str] = field(default_factory=set)
     """Value flags of the contract commands: --requirement, --fake, --contracts."""
 
 
@@ -73,6 +87,8 @@ def _parse(argv: Sequence[str]) -> _Arguments:
             arguments.version = True
         elif token == "--all":
             arguments.all = True
+        elif token in _PLAN_FLAGS:
+            arguments.switches.add(token)
         elif token.split("=", 1)[0] in _VALUE_FLAGS:
             flag, _, value = token.partition("=")
             if not value:
@@ -125,6 +141,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _envs(arguments, rest)
     if command == "contract":
         return _contract(arguments, rest)
+    if command == "plan":
+        from evalexport.plans.commands import plan_command
+
+        return plan_command(
+            arguments.positionals[1:],
+            arguments.values,
+            arguments.switches,
+            arguments.help,
+            arguments.json,
+            _usage_error,
+        )
     return _export(command, arguments, rest)
 
 
@@ -414,7 +441,7 @@ def _report(arguments: _Arguments, result: ExportResult) -> int:
         line = f"skipped ({skip_reason}): {result.message}"
     plan = result.details.get("plan")
     if arguments.json:
-        print(result.model_dump_json(indent=2))
+        print(result.model_dump_json())  # one line: results append to JSON-lines logs as they are
         print(line, file=sys.stderr)
     else:
         print(line)

@@ -1,0 +1,244 @@
+"""Export plans: what to export after each benchmark of a job (SPEC §6).
+
+A plan is YAML::
+
+    job:
+      benchmarks: [aime24, gpqa]          # what the job runs
+      runs_root: /results/job-42          # a run per benchmark: <runs_root>/<b>/<b>_rollouts.jsonl
+      fail_job_on_export_failure: false
+    exports:                              # job-level defaults, per exporter
+      mlflow: {mlflow_tracking_uri: "http://127.0.0.1:5000"}
+      atif: {agent_version: "1.4.0"}
+    benchmarks:                           # per-benchmark overrides
+      gpqa:
+        mlflow: {mlflow_experiment_name: gpqa-nightly}
+        atif: false                       # not for this benchmark
+        rollouts: /elsewhere/gpqa_rollouts.jsonl   # only where job.runs_root is not set
+
+Validation refuses, naming every offending field at once: values with no wire form (a date,
+a callable, an arbitrary object), options the exporter does not take, overrides for benchmarks
+the job does not run, and a run location given both or neither way. Nothing is dropped: a plan
+either reproduces exactly what the user wrote, or is refused.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, final
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = ["ExportTask", "PlanError", "load_plan", "resolve_tasks", "validate_plan"]
+
+
+class PlanError(ValueError):
+    """A plan that cannot be used; ``problems`` holds one line per offending field."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__(
+            f"{source} has {len(problems)} problem{'s' if len(problems) != 1 else ''}:\n"
+            + "\n".join(f"  - {problem}" for problem in problems)
+        )
+
+
+class JobSection(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    benchmarks: list[str] = Field(min_length=1)
+    runs_root: Path | None = None
+    fail_job_on_export_failure: bool = False
+
+
+class ExportPlan(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    job: JobSection
+    exports: dict[str, dict[str, Any]] = {}
+    benchmarks: dict[str, dict[str, Any]] = {}
+
+
+@final
+@dataclass(frozen=True)
+class ExportTask:
+    """One export of one benchmark's run, with its options fully resolved."""
+
+    benchmark: str
+    exporter: str
+    rollouts: Path
+    options: dict[str, Any]
+
+    def overrides(self) -> list[str]:
+        """The options as ``+key=value`` tokens the CLI parses back into the same values."""
+        import json
+
+        tokens = [f"+rollouts_jsonl_fpath={self.rollouts}"]
+        for key, value in sorted(_dotted(self.options).items()):
+            text = value if isinstance(value, str) and _plain(value) else json.dumps(value)
+            tokens.append(f"+{key}={text}")
+        return tokens
+
+
+def _plain(text: str) -> bool:
+    """A string the CLI's YAML parsing reads back unchanged."""
+    from evalexport.overrides import parse_value
+
+    try:
+        return bool(parse_value(text) == text)
+    except ValueError:
+        return False
+
+
+def _dotted(options: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in options.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(_dotted(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _wire_problems(value: Any, path: str) -> list[str]:
+    """Values JSON cannot carry, by path: they would be lost on the way to the job."""
+    if isinstance(value, Mapping):
+        problems = []
+        for key, item in value.items():
+            if not isinstance(key, str):
+                problems.append(
+                    f"{path}: key {key!r} is a {type(key).__name__}; keys must be strings"
+                )
+            problems.extend(_wire_problems(item, f"{path}.{key}" if path else str(key)))
+        return problems
+    if isinstance(value, list | tuple):
+        return [
+            p for index, item in enumerate(value) for p in _wire_problems(item, f"{path}[{index}]")
+        ]
+    if value is None or isinstance(value, str | bool | int | float):
+        return []
+    if isinstance(value, datetime.date | datetime.time):
+        return [
+            f"{path}: {value!r} is a {type(value).__name__}, which has no wire form; quote it as a string"
+        ]
+    what = "a callable" if callable(value) else f"a {type(value).__name__} object"
+    return [f"{path}: {what} has no wire form; use a string, number, boolean, list or mapping"]
+
+
+def _option_problems(exporter: str, options: Any, path: str) -> list[str]:
+    from evalexport.exporters.registry import ExporterLoadError, UnknownExporterError, load_exporter
+
+    try:
+        exporter_class = load_exporter(exporter)
+    except (UnknownExporterError, ExporterLoadError) as error:
+        return [f"{path}: {error}"]
+    if options is False:
+        return []
+    if not isinstance(options, Mapping):
+        return [f"{path}: expected a mapping of options, or false to skip this exporter"]
+    fields = exporter_class.Config.model_fields
+    problems = [
+        f"{path}.{key}: {exporter} takes no option {key!r} (valid: {', '.join(k for k in fields if k != 'rollouts_jsonl_fpath')})"
+        for key in options
+        if key not in fields or key == "rollouts_jsonl_fpath"
+    ]
+    return problems
+
+
+def validate_plan(data: Any, source: str = "the plan") -> ExportPlan:
+    """Every problem of a plan in one :class:`PlanError`, or the plan."""
+    problems = _wire_problems(data, "")
+    if not isinstance(data, Mapping):
+        raise PlanError(
+            source,
+            [f"expected a mapping with job, exports and benchmarks, found {type(data).__name__}"],
+        )
+    try:
+        plan = ExportPlan.model_validate(data)
+    except ValidationError as error:
+        problems += [
+            f"{'.'.join(str(p) for p in item['loc'])}: {item['msg']}"
+            for item in error.errors()
+            if not any(p.startswith(".".join(str(x) for x in item["loc"])) for p in problems)
+        ]
+        raise PlanError(source, problems) from None
+    for exporter, options in plan.exports.items():
+        problems += _option_problems(exporter, options, f"exports.{exporter}")
+    for benchmark, overrides in plan.benchmarks.items():
+        where = f"benchmarks.{benchmark}"
+        if benchmark not in plan.job.benchmarks:
+            problems.append(
+                f"{where}: the job does not run {benchmark!r} (it runs {', '.join(plan.job.benchmarks)})"
+            )
+        for exporter, options in overrides.items():
+            if exporter != "rollouts":
+                problems += _option_problems(exporter, options, f"{where}.{exporter}")
+    for benchmark in plan.job.benchmarks:
+        explicit = "rollouts" in plan.benchmarks.get(benchmark, {})
+        if explicit and plan.job.runs_root is not None:
+            problems.append(
+                f"benchmarks.{benchmark}.rollouts: given as well as job.runs_root; give one of the two"
+            )
+        if not explicit and plan.job.runs_root is None:
+            problems.append(
+                f"benchmarks.{benchmark}: no run location; set job.runs_root or benchmarks.{benchmark}.rollouts"
+            )
+    if not plan.exports and not any(set(o) - {"rollouts"} for o in plan.benchmarks.values()):
+        problems.append("exports: no exporter is configured; nothing would be exported")
+    if problems:
+        raise PlanError(source, problems)
+    for task in resolve_tasks(plan):
+        problems += _value_problems(task)
+    if problems:
+        raise PlanError(source, problems)
+    return plan
+
+
+def _value_problems(task: ExportTask) -> list[str]:
+    from evalexport.exporters.base import OptionError
+    from evalexport.exporters.registry import load_exporter
+
+    try:
+        load_exporter(task.exporter).parse_config(
+            {"rollouts_jsonl_fpath": str(task.rollouts), **task.options}
+        )
+    except OptionError as error:
+        return [f"{task.benchmark}/{task.exporter}: {error}"]
+    return []
+
+
+def resolve_tasks(plan: ExportPlan) -> list[ExportTask]:
+    """Every (benchmark, exporter) export with defaults and overrides merged, in plan order."""
+    tasks = []
+    for benchmark in plan.job.benchmarks:
+        overrides = plan.benchmarks.get(benchmark, {})
+        if plan.job.runs_root is not None:
+            rollouts = plan.job.runs_root / benchmark / f"{benchmark}_rollouts.jsonl"
+        else:
+            rollouts = Path(os.path.expandvars(str(overrides["rollouts"])))
+        exporters = list(plan.exports) + [
+            e for e in overrides if e not in plan.exports and e != "rollouts"
+        ]
+        for exporter in exporters:
+            override = overrides.get(exporter, {})
+            if override is False:
+                continue
+            options = {**plan.exports.get(exporter, {}), **(override or {})}
+            tasks.append(ExportTask(benchmark, exporter, rollouts.absolute(), options))
+    return tasks
+
+
+def load_plan(path: Path) -> ExportPlan:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise PlanError(str(path), [f"cannot read it: {error.strerror}"]) from None
+    except yaml.YAMLError as error:
+        raise PlanError(str(path), [f"not valid YAML: {error}"]) from None
+    return validate_plan(data, str(path))

@@ -1,0 +1,77 @@
+"""``evalexport plan render``: the shell tail a job script runs after each benchmark's driver.
+
+The tail captures the driver's exit code before anything else, runs each export with its
+resolved options, appends each ``ExportResult`` as one JSON line to the benchmark's
+``logs/exports.jsonl``, and exits with the driver's code — an export failure does not fail the
+job unless the plan says ``fail_job_on_export_failure: true``.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from evalexport.plans.model import ExportPlan, ExportTask, resolve_tasks
+
+__all__ = ["environments_needed", "render_tail", "render_tails"]
+
+
+def render_tail(
+    benchmark: str, tasks: list[ExportTask], fail_job: bool, command: str = "evalexport"
+) -> str:
+    if not tasks:
+        return f"# evalexport: no exports for {benchmark}\n"
+    run_dir = tasks[0].rollouts.parent
+    log = shlex.quote(str(run_dir / "logs" / "exports.jsonl"))
+    lines = [
+        f"# --- evalexport: exports after benchmark {benchmark} ---",
+        "evalexport_driver_status=$?",
+        "evalexport_export_failed=0",
+        f"mkdir -p {shlex.quote(str(run_dir / 'logs'))}",
+    ]
+    for task in tasks:
+        arguments = " ".join(
+            shlex.quote(token) for token in [task.exporter, *task.overrides(), "--json"]
+        )
+        lines.append(f"{command} {arguments} >> {log} || evalexport_export_failed=1")
+    if fail_job:
+        lines.append(
+            'if [ "$evalexport_driver_status" -eq 0 ] && [ "$evalexport_export_failed" -ne 0 ]; then exit 1; fi'
+        )
+    lines.append('exit "$evalexport_driver_status"')
+    return "\n".join(lines) + "\n"
+
+
+def render_tails(plan: ExportPlan, command: str = "evalexport") -> dict[str, str]:
+    """The tail of each benchmark, by benchmark."""
+    tasks = resolve_tasks(plan)
+    return {
+        benchmark: render_tail(
+            benchmark,
+            [task for task in tasks if task.benchmark == benchmark],
+            plan.job.fail_job_on_export_failure,
+            command,
+        )
+        for benchmark in plan.job.benchmarks
+    }
+
+
+def environments_needed(plan: ExportPlan) -> dict[str, str]:
+    """What each exporter needs installed: its SDK environment, or nothing beyond evalexport."""
+    from evalexport.exporters.isolated import IsolatedExporter
+    from evalexport.exporters.registry import load_exporter
+
+    needs: dict[str, str] = {}
+    for task in resolve_tasks(plan):
+        exporter_class = load_exporter(task.exporter)
+        if issubclass(exporter_class, IsolatedExporter):
+            config = exporter_class.parse_config(
+                {"rollouts_jsonl_fpath": str(task.rollouts), **task.options}
+            )
+            requirements = exporter_class().requirements(config)
+            needs[task.exporter] = (
+                f"its own environment with {' '.join(requirements)}, built on first use in "
+                "$EVALEXPORT_CACHE_DIR (build it ahead of the job where nodes lack the index)"
+            )
+        else:
+            needs[task.exporter] = "nothing beyond evalexport itself (pip install evalexport)"
+    return needs

@@ -1,0 +1,133 @@
+"""``evalexport plan run --slurm``: the same exports as a Slurm job array, one task per export.
+
+The tasks are written to ``<work dir>/tasks.json`` (the work directory must be visible from the
+compute nodes); each array task runs ``python -m evalexport plan task`` for its index and writes
+its ``ExportResult`` to ``<work dir>/results/<index>.json``. The job inherits the submitting
+environment (``sbatch --export=ALL``), so tokens and EVALEXPORT_CACHE_DIR reach the tasks
+without being written anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from evalexport.plans.batch import TaskOutcome, run_task
+from evalexport.plans.model import ExportTask
+
+__all__ = ["SlurmError", "gather", "run_array_task", "submit", "wait_for"]
+
+
+class SlurmError(RuntimeError):
+    """Slurm is not reachable, or refused the job; the message says what to check."""
+
+
+def _write_tasks(work_dir: Path, tasks: list[ExportTask]) -> Path:
+    work_dir.mkdir(parents=True, exist_ok=True)
+    (work_dir / "results").mkdir(exist_ok=True)
+    (work_dir / "logs").mkdir(exist_ok=True)
+    path = work_dir / "tasks.json"
+    path.write_text(
+        json.dumps([{**asdict(task), "rollouts": str(task.rollouts)} for task in tasks], indent=2)
+    )
+    return path
+
+
+def submit(
+    tasks: list[ExportTask],
+    work_dir: Path,
+    max_parallel: int,
+    sbatch_arguments: list[str] | None = None,
+) -> str:
+    """Submit the job array; returns the Slurm job id."""
+    sbatch = shutil.which("sbatch")
+    if sbatch is None:
+        raise SlurmError(
+            "sbatch is not on PATH: run this where Slurm's client commands are installed"
+        )
+    tasks_file = _write_tasks(work_dir.absolute(), tasks)
+    script = work_dir.absolute() / "evalexport-array.sh"
+    results = work_dir.absolute() / "results"
+    script.write_text(
+        "#!/bin/bash\n"
+        "#SBATCH --job-name=evalexport\n"
+        f"#SBATCH --array=0-{len(tasks) - 1}%{max(1, max_parallel)}\n"
+        f"#SBATCH --output={work_dir.absolute()}/logs/%A_%a.out\n"
+        "#SBATCH --export=ALL\n"
+        f"exec {shlex.quote(sys.executable)} -m evalexport plan task {shlex.quote(str(tasks_file))} "
+        f'--index "$SLURM_ARRAY_TASK_ID" --result-dir {shlex.quote(str(results))}\n'
+    )
+    completed = subprocess.run(
+        [sbatch, "--parsable", *(sbatch_arguments or []), str(script)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise SlurmError(
+            f"sbatch refused the job array: {completed.stderr.strip() or completed.stdout.strip()}"
+        )
+    return completed.stdout.strip().split(";")[0]
+
+
+def wait_for(job_id: str, timeout: float, poll: float = 2.0) -> None:
+    """Block until no task of ``job_id`` is pending or running."""
+    squeue = shutil.which("squeue")
+    if squeue is None:
+        raise SlurmError("squeue is not on PATH")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        listed = subprocess.run(
+            [squeue, "-h", "-j", job_id, "-o", "%i"], capture_output=True, text=True, check=False
+        )
+        if listed.returncode == 0 and not listed.stdout.strip():
+            return
+        time.sleep(poll)
+    raise SlurmError(
+        f"job {job_id} still has tasks after {timeout:.0f} s; its results are gathered as they land"
+    )
+
+
+def run_array_task(tasks_file: Path, index: int, result_dir: Path) -> TaskOutcome:
+    """Inside the array: run task ``index`` and write its outcome to ``<result_dir>/<index>.json``."""
+    from evalexport._files import write_text_atomically
+
+    data: dict[str, Any] = json.loads(tasks_file.read_text())[index]
+    task = ExportTask(data["benchmark"], data["exporter"], Path(data["rollouts"]), data["options"])
+    outcome = run_task(task)
+    write_text_atomically(result_dir / f"{index}.json", json.dumps(outcome.as_json_data()))
+    return outcome
+
+
+def gather(tasks: list[ExportTask], work_dir: Path) -> list[TaskOutcome]:
+    """Every task's outcome; a task that left no result is a failed one pointing at its log."""
+    outcomes = []
+    for index, task in enumerate(tasks):
+        path = work_dir / "results" / f"{index}.json"
+        if path.is_file():
+            outcomes.append(TaskOutcome(**json.loads(path.read_text())))
+            continue
+        outcomes.append(
+            TaskOutcome(
+                task.benchmark,
+                task.exporter,
+                str(task.rollouts),
+                0.0,
+                {
+                    "exporter": task.exporter,
+                    "status": "failed",
+                    "exit_code": 1,
+                    "message": f"array task {index} left no result; see {work_dir / 'logs'}",
+                    "run_dir": str(task.rollouts.parent),
+                    "details": {},
+                },
+            )
+        )
+    return outcomes
