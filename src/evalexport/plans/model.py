@@ -8,7 +8,7 @@ A plan is YAML::
       fail_job_on_export_failure: false
     exports:                              # job-level defaults, per exporter
       mlflow: {mlflow_tracking_uri: "http://127.0.0.1:5000"}
-      atif: {agent_version: "1.4.0"}
+      atif: {agent_version: "1.4.0", output_dirpath: "{run_dir}/atif"}   # {benchmark}, {run_dir}, {stem}
     benchmarks:                           # per-benchmark overrides
       gpqa:
         mlflow: {mlflow_experiment_name: gpqa-nightly}
@@ -228,8 +228,27 @@ def resolve_tasks(plan: ExportPlan) -> list[ExportTask]:
             if override is False:
                 continue
             options = {**plan.exports.get(exporter, {}), **(override or {})}
-            tasks.append(ExportTask(benchmark, exporter, rollouts.absolute(), options))
+            rollouts = rollouts.absolute()
+            placeholders = {
+                "{benchmark}": benchmark,
+                "{run_dir}": str(rollouts.parent),
+                "{stem}": rollouts.stem,
+            }
+            tasks.append(ExportTask(benchmark, exporter, rollouts, _fill(options, placeholders)))
     return tasks
+
+
+def _fill(value: Any, placeholders: Mapping[str, str]) -> Any:
+    """Job-level options that differ per benchmark: ``{benchmark}``, ``{run_dir}``, ``{stem}``."""
+    if isinstance(value, str):
+        for placeholder, replacement in placeholders.items():
+            value = value.replace(placeholder, replacement)
+        return value
+    if isinstance(value, Mapping):
+        return {key: _fill(item, placeholders) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_fill(item, placeholders) for item in value]
+    return value
 
 
 def load_plan(path: Path) -> ExportPlan:

@@ -1,0 +1,88 @@
+"""Rendered job-script tails, run by bash after a driver step that succeeds and one that fails."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.usefixtures("plugin_site")
+
+
+def _tails(cli, plan) -> dict[str, str]:
+    run = cli("plan", "render", plan, "--command", f"{sys.executable} -m evalexport")
+    assert run.exit_code == 0, run.output
+    tails, current = {}, None
+    for line in run.stdout.splitlines():
+        if line.startswith("### ") and ":" in line and "needs" not in line:
+            current = line[4:].split(":")[0]
+            tails[current] = ""
+        elif line.startswith("### "):
+            current = None
+        elif current:
+            tails[current] += line + "\n"
+    return tails
+
+
+@pytest.mark.parametrize("driver_code", [0, 3])
+def test_the_tail_runs_the_exports_logs_each_result_and_exits_with_the_drivers_code(
+    cli, write_plan, job_runs, driver_code
+) -> None:
+    tails = _tails(cli, write_plan())
+    script = f"(exit {driver_code})\n" + tails["aime24"]
+    completed = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300)
+    assert completed.returncode == driver_code, completed.stderr
+    lines = (job_runs / "aime24" / "logs" / "exports.jsonl").read_text().splitlines()
+    results = [json.loads(line) for line in lines]
+    assert [(r["exporter"], r["status"]) for r in results] == [
+        ("atif", "succeeded"),
+        ("recording", "succeeded"),
+    ]
+    assert (job_runs / "aime24" / "atif" / "manifest.jsonl").is_file()
+
+
+def test_an_export_failure_does_not_fail_the_job_by_default(cli, write_plan, job_runs) -> None:
+    tails = _tails(cli, write_plan())
+    completed = subprocess.run(
+        ["bash", "-c", "true\n" + tails["gpqa"]], capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 0
+    results = [
+        json.loads(line)
+        for line in (job_runs / "gpqa" / "logs" / "exports.jsonl").read_text().splitlines()
+    ]
+    assert [(r["exporter"], r["status"]) for r in results] == [
+        ("atif", "succeeded"),
+        ("recording", "failed"),
+    ]
+    assert results[1]["message"].startswith("Saved run config not found:")
+
+
+def test_the_plan_can_make_an_export_failure_fail_the_job(cli, write_plan) -> None:
+    tails = _tails(cli, write_plan(fail_job=True))
+    completed = subprocess.run(
+        ["bash", "-c", "true\n" + tails["gpqa"]], capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 1
+    failing_driver = subprocess.run(
+        ["bash", "-c", "(exit 7)\n" + tails["gpqa"]], capture_output=True, text=True, timeout=300
+    )
+    assert failing_driver.returncode == 7
+
+
+def test_render_lists_what_each_exporter_needs(cli, write_plan) -> None:
+    run = cli("plan", "render", write_plan(evalrdl={"label": "nightly"}))
+    assert "# evalrdl: its own environment with evalrdl>=0.0.241, built on first use" in run.stdout
+    assert "# atif: nothing beyond evalexport itself" in run.stdout
+
+
+def test_an_invalid_plan_exits_2_listing_every_problem(cli, tmp_path) -> None:
+    plan = tmp_path / "bad.yaml"
+    plan.write_text(
+        "job: {benchmarks: [a]}\nexports: {mlflow: {colour: red}}\nbenchmarks: {b: {}}\n"
+    )
+    run = cli("plan", "check", plan)
+    assert run.exit_code == 2
+    assert f"{plan} has 3 problems:" in run.stderr

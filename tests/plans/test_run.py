@@ -1,0 +1,53 @@
+"""``evalexport plan run``: many finished runs at once, locally; re-running skips what is done."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.usefixtures("plugin_site")
+
+
+def test_a_local_batch_exports_every_run_and_reports_each(
+    cli, write_plan, tmp_path, job_runs
+) -> None:
+    report = tmp_path / "report.json"
+    run = cli("plan", "run", write_plan(), "--workers", "3", "--report", report)
+    assert run.exit_code == 1  # gpqa's tracking export fails: the batch says so
+    outcomes = json.loads(report.read_text())
+    statuses = {(o["benchmark"], o["exporter"]): o["result"]["status"] for o in outcomes}
+    assert statuses == {
+        ("aime24", "atif"): "succeeded",
+        ("aime24", "recording"): "succeeded",
+        ("gpqa", "atif"): "succeeded",
+        ("gpqa", "recording"): "failed",
+        ("math500", "atif"): "succeeded",
+        ("math500", "recording"): "succeeded",
+    }
+    assert run.stdout.splitlines()[-1] == "1 failed, 5 succeeded"
+    assert "[6/6]" in run.stderr
+
+
+def test_re_running_a_plan_skips_what_is_already_exported(cli, write_plan, job_runs) -> None:
+    plan = write_plan()
+    cli("plan", "run", plan)
+    again = cli("plan", "run", plan, "--json")
+    outcomes = json.loads(again.stdout)
+    assert [
+        (o["benchmark"], o["exporter"], o["result"]["status"])
+        for o in outcomes
+        if o["result"]["status"] != "failed"
+    ] == [
+        ("aime24", "atif", "skipped"),
+        ("aime24", "recording", "skipped"),
+        ("gpqa", "atif", "skipped"),
+        ("math500", "atif", "skipped"),
+        ("math500", "recording", "skipped"),
+    ]
+
+
+def test_no_canary_reaches_the_report(cli, write_plan, tmp_path, canaries) -> None:
+    report = tmp_path / "report.json"
+    run = cli("plan", "run", write_plan(), "--report", report)
+    assert canaries.found_in(run.output + report.read_text()) == []

@@ -1,0 +1,102 @@
+"""Plans as Slurm job arrays, on a real single-node cluster this suite starts (SPEC §6)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evalexport.testing.slurm import SlurmCluster, unavailable_reason
+
+pytestmark = pytest.mark.usefixtures("plugin_site")
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory):
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(f"needs a Slurm cluster: {reason}")
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def slurm(slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> SlurmCluster:
+    for key, value in slurm_cluster.environment.items():
+        monkeypatch.setenv(key, value)
+    return slurm_cluster
+
+
+def _summary(report: Path) -> list[tuple[str, str, str, int]]:
+    return [
+        (o["benchmark"], o["exporter"], o["result"]["status"], o["result"]["exit_code"])
+        for o in json.loads(report.read_text())
+    ]
+
+
+def test_a_job_array_exports_the_runs_as_a_local_batch_does(
+    cli, slurm, write_plan, job_runs, tmp_path
+) -> None:
+    local_runs = tmp_path / "local-copy"
+    shutil.copytree(job_runs, local_runs)
+
+    slurm_report = tmp_path / "slurm-report.json"
+    run = cli(
+        "plan",
+        "run",
+        write_plan(store=tmp_path / "slurm-store"),
+        "--slurm",
+        "--wait",
+        "--workers",
+        "2",
+        "--work-dir",
+        tmp_path / "array",
+        "--report",
+        slurm_report,
+        "--timeout",
+        "600",
+    )
+    assert "submitted Slurm job" in run.stderr, run.output + slurm.log_tail()
+
+    plan = write_plan(store=tmp_path / "local-store")
+    plan.write_text(plan.read_text().replace(str(job_runs), str(local_runs)))
+    local_report = tmp_path / "local-report.json"
+    cli("plan", "run", plan, "--report", local_report)
+
+    assert _summary(slurm_report) == _summary(local_report)
+    assert len(_summary(slurm_report)) == 6
+    for benchmark in ("aime24", "gpqa", "math500"):
+        assert (job_runs / benchmark / "atif" / "manifest.jsonl").read_text() == (
+            local_runs / benchmark / "atif" / "manifest.jsonl"
+        ).read_text()
+    assert len(list((tmp_path / "array" / "results").glob("*.json"))) == 6
+    assert len(list((tmp_path / "slurm-store").glob("*.json"))) == 2
+
+
+def test_gather_reads_a_finished_array_again(cli, slurm, write_plan, tmp_path) -> None:
+    cli(
+        "plan",
+        "run",
+        write_plan(),
+        "--slurm",
+        "--wait",
+        "--work-dir",
+        tmp_path / "array",
+        "--timeout",
+        "600",
+    )
+    gathered = cli("plan", "gather", tmp_path / "array", "--json")
+    assert len(json.loads(gathered.stdout)) == 6
+
+
+def test_without_slurm_on_path_the_error_says_so(cli, write_plan, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    run = cli("plan", "run", write_plan(), "--slurm", "--work-dir", tmp_path / "array")
+    assert run.exit_code == 1
+    assert "sbatch is not on PATH" in run.stderr
+    assert os.environ["PATH"] == str(tmp_path / "empty-bin")
