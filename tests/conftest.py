@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from evalexport.cli import main
+from evalexport.testing.mlflow_server import MLflowServer
 
 pytest_plugins = ["pytester"]
 
@@ -68,3 +69,67 @@ def cli_process() -> Callable[..., CliRun]:
         return CliRun(completed.returncode, completed.stdout, completed.stderr)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def sdk_env_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache of real-SDK environments (mlflow, wandb) shared by the whole session."""
+    return tmp_path_factory.mktemp("sdk-envs")
+
+
+@pytest.fixture
+def use_sdk_env_cache(sdk_env_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Exports in this test reuse the session's SDK environments instead of building anew."""
+    monkeypatch.setenv("EVALEXPORT_CACHE_DIR", str(sdk_env_cache))
+    return sdk_env_cache
+
+
+def session_environment(cache: Path, download_cache: Path, exporter: str, requirement: str) -> Path:
+    """Build (once) the environment an exporter's default requirement gives; its python."""
+    from evalexport.isolation import EnvironmentSpec, ensure_environment
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EVALEXPORT_CACHE_DIR", str(cache))
+        patch.setenv("UV_CACHE_DIR", str(download_cache / "uv"))
+        patch.setenv("PIP_CACHE_DIR", str(download_cache / "pip"))
+        return ensure_environment(EnvironmentSpec(exporter, (requirement,))).python
+
+
+MLFLOW_REQUIREMENT = "mlflow>=2.10,<4"
+"""The mlflow exporter's default requirement (checked against the exporter by a test)."""
+
+
+@pytest.fixture(scope="session")
+def mlflow_env_python(sdk_env_cache: Path, evalexport_download_cache: Path) -> Path:
+    return session_environment(
+        sdk_env_cache, evalexport_download_cache, "mlflow", MLFLOW_REQUIREMENT
+    )
+
+
+@pytest.fixture
+def mlflow_python(use_sdk_env_cache: Path, mlflow_env_python: Path) -> Path:
+    """The mlflow exporter's environment (built once per session); exports in this test reuse it."""
+    return mlflow_env_python
+
+
+@pytest.fixture(scope="session")
+def shared_mlflow_server(mlflow_env_python: Path, tmp_path_factory: pytest.TempPathFactory):
+    """One server for the session; each test uses an experiment of its own."""
+    server = MLflowServer(mlflow_env_python, tmp_path_factory.mktemp("mlflow-server"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def mlflow_server(shared_mlflow_server: MLflowServer, mlflow_python: Path) -> MLflowServer:
+    return shared_mlflow_server
+
+
+@pytest.fixture
+def own_mlflow_server(mlflow_python: Path, tmp_path: Path):
+    """A server this test may stop and restart."""
+    server = MLflowServer(mlflow_python, tmp_path / "mlflow-server")
+    server.start()
+    yield server
+    server.stop()

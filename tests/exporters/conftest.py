@@ -27,30 +27,6 @@ def fake_evalrdl_wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-@pytest.fixture(scope="session")
-def sdk_env_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache of real-SDK environments (mlflow, wandb) shared by the whole session."""
-    return tmp_path_factory.mktemp("sdk-envs")
-
-
-@pytest.fixture
-def use_sdk_env_cache(sdk_env_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Exports in this test reuse the session's SDK environments instead of building anew."""
-    monkeypatch.setenv("EVALEXPORT_CACHE_DIR", str(sdk_env_cache))
-    return sdk_env_cache
-
-
-def session_environment(cache: Path, download_cache: Path, exporter: str, requirement: str) -> Path:
-    """Build (once) the environment an exporter's default requirement gives; its python."""
-    from evalexport.isolation import EnvironmentSpec, ensure_environment
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("EVALEXPORT_CACHE_DIR", str(cache))
-        patch.setenv("UV_CACHE_DIR", str(download_cache / "uv"))
-        patch.setenv("PIP_CACHE_DIR", str(download_cache / "pip"))
-        return ensure_environment(EnvironmentSpec(exporter, (requirement,))).python
-
-
 @dataclass
 class EvalRDLSdk:
     """The SDK under test, its call log, its store and the token planted for it."""

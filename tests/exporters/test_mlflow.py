@@ -15,49 +15,16 @@ from evalexport.exporters.mlflow_names import flatten_params, sanitize_names
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
 from evalexport.results import ExportStatus
-from evalexport.testing.mlflow_server import MLflowServer, read_runs
+from evalexport.testing.mlflow_server import read_runs
 from evalexport.testing.proxy import FailingProxy
-from tests.exporters.conftest import session_environment
 
 pytestmark = pytest.mark.downloads
 
-DEFAULT_REQUIREMENT = MLflowConfig.model_fields["requirement"].default
 
+def test_the_session_environment_is_the_one_the_exporter_builds() -> None:
+    from tests.conftest import MLFLOW_REQUIREMENT
 
-@pytest.fixture(scope="session")
-def mlflow_env_python(sdk_env_cache: Path, evalexport_download_cache: Path) -> Path:
-    return session_environment(
-        sdk_env_cache, evalexport_download_cache, "mlflow", DEFAULT_REQUIREMENT
-    )
-
-
-@pytest.fixture
-def mlflow_python(use_sdk_env_cache: Path, mlflow_env_python: Path) -> Path:
-    """The mlflow exporter's environment (built once per session); exports in this test reuse it."""
-    return mlflow_env_python
-
-
-@pytest.fixture(scope="session")
-def shared_mlflow_server(mlflow_env_python: Path, tmp_path_factory: pytest.TempPathFactory):
-    """One server for the session; each test uses an experiment of its own."""
-    server = MLflowServer(mlflow_env_python, tmp_path_factory.mktemp("mlflow-server"))
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def mlflow_server(shared_mlflow_server: MLflowServer, mlflow_python: Path) -> MLflowServer:
-    return shared_mlflow_server
-
-
-@pytest.fixture
-def own_mlflow_server(mlflow_python: Path, tmp_path: Path):
-    """A server this test may stop and restart."""
-    server = MLflowServer(mlflow_python, tmp_path / "mlflow-server")
-    server.start()
-    yield server
-    server.stop()
+    assert MLflowConfig.model_fields["requirement"].default == MLFLOW_REQUIREMENT
 
 
 def _export(sample, **options):

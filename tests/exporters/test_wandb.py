@@ -13,7 +13,7 @@ from evalexport.exporters.wandb import FINGERPRINT_KEY, WandbConfig, WandbExport
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
 from evalexport.results import ExportStatus
-from tests.exporters.conftest import session_environment
+from tests.conftest import session_environment
 from tests.exporters.wandb_support import read_offline_run
 
 pytestmark = pytest.mark.downloads

@@ -100,3 +100,55 @@ def test_without_slurm_on_path_the_error_says_so(cli, write_plan, tmp_path, monk
     assert run.exit_code == 1
     assert "sbatch is not on PATH" in run.stderr
     assert os.environ["PATH"] == str(tmp_path / "empty-bin")
+
+
+@pytest.mark.downloads
+def test_a_job_array_exports_to_atif_and_a_real_mlflow_server(
+    cli, slurm, mlflow_server, mlflow_python, job_runs, tmp_path
+) -> None:
+    from evalexport.testing.mlflow_server import read_runs
+
+    local_runs = tmp_path / "local-copy"
+    shutil.copytree(job_runs, local_runs)
+
+    def plan_for(root: Path, experiment: str) -> Path:
+        path = tmp_path / f"{experiment}.yaml"
+        path.write_text(
+            json.dumps(
+                {
+                    "job": {"benchmarks": ["aime24", "gpqa", "math500"], "runs_root": str(root)},
+                    "exports": {
+                        "atif": {"agent_version": "1.0", "output_dirpath": "{run_dir}/atif"},
+                        "mlflow": {
+                            "mlflow_tracking_uri": mlflow_server.url,
+                            "mlflow_experiment_name": experiment,
+                        },
+                    },
+                }
+            )
+        )
+        return path
+
+    slurm_report, local_report = tmp_path / "slurm.json", tmp_path / "local.json"
+    cli(
+        "plan",
+        "run",
+        plan_for(job_runs, "via-slurm"),
+        "--slurm",
+        "--wait",
+        "--work-dir",
+        tmp_path / "array",
+        "--report",
+        slurm_report,
+        "--timeout",
+        "900",
+    )
+    cli("plan", "run", plan_for(local_runs, "via-local"), "--report", local_report)
+    assert _summary(slurm_report) == _summary(local_report)
+    assert ("aime24", "mlflow", "succeeded", 0) in _summary(slurm_report)
+    slurm_runs = read_runs(mlflow_python, mlflow_server.url, "via-slurm")
+    local_runs_read = read_runs(mlflow_python, mlflow_server.url, "via-local")
+    assert sorted(r["run_name"] for r in slurm_runs) == ["aime24-aime24", "math500-math500"]
+    assert sorted(sorted(r["metrics"]) for r in slurm_runs) == sorted(
+        sorted(r["metrics"]) for r in local_runs_read
+    )
