@@ -80,6 +80,16 @@ class RunArtifacts:
         return self.run_dir / f"{self.stem}{suffix}"
 
     @property
+    def benchmark(self) -> str:
+        """The stem without ``_rollouts``: ``aime24`` for ``aime24_rollouts.jsonl``."""
+        return self.stem.removesuffix("_rollouts") or self.stem
+
+    @property
+    def default_run_name(self) -> str:
+        """``<benchmark>-<run directory name>``: how tracking exporters name the run."""
+        return f"{self.benchmark}-{self.run_dir.name}"
+
+    @property
     def aggregate_metrics(self) -> Path:
         return self._sibling("_aggregate_metrics.json")
 

@@ -15,12 +15,11 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, field_validator
 
 from evalexport.exporters.base import DryRunPlan, PlannedFile
-from evalexport.exporters.isolated import IsolatedConfig, IsolatedExporter
+from evalexport.exporters.isolated import WORKER_BODIES, IsolatedConfig, IsolatedExporter
 from evalexport.run import RunArtifacts
 
 __all__ = ["EvalRDLConfig", "EvalRDLExporter"]
 
-WORKERS = Path(__file__).resolve().parent.parent / "workers"
 NAMED_URLS = ("prod", "stg")
 
 
@@ -62,7 +61,7 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig]):
     summary = "Upload the run directory as it is to the EvalRDL service."
     Config = EvalRDLConfig
     uploads_directory = True
-    worker_body = WORKERS / "evalrdl_worker.py"
+    worker_body = WORKER_BODIES / "evalrdl_worker.py"
 
     def target(self, config: EvalRDLConfig) -> str:
         return f"EvalRDL {config.url}"

@@ -22,7 +22,10 @@ from evalexport.exporters.base import Exporter, ExporterConfig
 from evalexport.results import ExitCode, ExportResult, ExportStatus
 from evalexport.run import RunArtifacts
 
-__all__ = ["TIME_LIMIT_VARIABLE", "IsolatedConfig", "IsolatedExporter"]
+__all__ = ["TIME_LIMIT_VARIABLE", "WORKER_BODIES", "IsolatedConfig", "IsolatedExporter"]
+
+WORKER_BODIES = Path(__file__).resolve().parent.parent / "workers"
+"""Where the built-in exporters' worker bodies live (``evalexport/workers/``)."""
 
 TIME_LIMIT_VARIABLE = "EVALEXPORT_WORKER_TIME_LIMIT"
 """Seconds; overrides every worker's time limit (for tests and impatient CI jobs)."""

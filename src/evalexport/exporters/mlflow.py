@@ -21,7 +21,7 @@ from pydantic import Field, SecretStr
 
 from evalexport import __version__
 from evalexport.exporters.base import DryRunPlan, PlannedFile
-from evalexport.exporters.isolated import IsolatedConfig, IsolatedExporter
+from evalexport.exporters.isolated import WORKER_BODIES, IsolatedConfig, IsolatedExporter
 from evalexport.exporters.mlflow_names import (
     MAX_TAG_VALUE_LENGTH,
     Batch,
@@ -37,7 +37,6 @@ from evalexport.run import RunArtifacts
 
 __all__ = ["FINGERPRINT_TAG", "MLflowConfig", "MLflowExporter", "resolve_tracking_uri"]
 
-WORKERS = Path(__file__).resolve().parent.parent / "workers"
 FINGERPRINT_TAG = "evalexport.fingerprint"
 _RELATIVE_SQLITE = re.compile(r"^sqlite:///(?!/)(?P<path>.+)$")
 
@@ -102,19 +101,12 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
     summary = "Log the run to MLflow: metrics, the saved config as params, artifacts."
     Config = MLflowConfig
     guards_exports = True
-    worker_body = WORKERS / "mlflow_worker.py"
+    worker_body = WORKER_BODIES / "mlflow_worker.py"
 
     def target(self, config: MLflowConfig) -> str:
         from evalexport.masking import mask_text
 
         return mask_text(resolve_tracking_uri(config.mlflow_tracking_uri))
-
-    def _names(self, run: RunArtifacts, config: MLflowConfig) -> tuple[str, str]:
-        benchmark = run.stem.removesuffix("_rollouts") or run.stem
-        return (
-            config.mlflow_experiment_name or benchmark,
-            config.mlflow_run_name or f"{benchmark}-{run.run_dir.name}",
-        )
 
     def _plan(self, run: RunArtifacts, config: MLflowConfig) -> _Plan:
         flat = flatten_metrics(run.read_aggregate_metrics())
@@ -159,7 +151,8 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
         plan = self._plan(run, config)
         for warning in plan.warnings:
             logger.warning("%s", warning)
-        experiment, run_name = self._names(run, config)
+        experiment = config.mlflow_experiment_name or run.benchmark
+        run_name = config.mlflow_run_name or run.default_run_name
         uri = resolve_tracking_uri(config.mlflow_tracking_uri)
         run_tags = {
             FINGERPRINT_TAG: run_fingerprint(run),

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr
 
 from evalexport.exporters.base import DryRunPlan, PlannedFile
-from evalexport.exporters.isolated import IsolatedConfig, IsolatedExporter
+from evalexport.exporters.isolated import WORKER_BODIES, IsolatedConfig, IsolatedExporter
 from evalexport.exporters.tables import write_rollouts_table
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
@@ -22,7 +22,6 @@ from evalexport.run import RunArtifacts
 
 __all__ = ["FINGERPRINT_KEY", "WandbConfig", "WandbExporter"]
 
-WORKERS = Path(__file__).resolve().parent.parent / "workers"
 FINGERPRINT_KEY = "evalexport/fingerprint"
 
 
@@ -52,14 +51,7 @@ class WandbExporter(IsolatedExporter[WandbConfig]):
     summary = "Log the run to Weights & Biases: config, summary metrics, a rollouts table."
     Config = WandbConfig
     guards_exports = True
-    worker_body = WORKERS / "wandb_worker.py"
-
-    def _names(self, run: RunArtifacts, config: WandbConfig) -> tuple[str, str]:
-        benchmark = run.stem.removesuffix("_rollouts") or run.stem
-        return (
-            config.wandb_project or benchmark,
-            config.wandb_name or f"{benchmark}-{run.run_dir.name}",
-        )
+    worker_body = WORKER_BODIES / "wandb_worker.py"
 
     def _offline_dir(self) -> Path:
         return Path(os.environ.get("WANDB_DIR") or Path.cwd()).absolute()
@@ -90,7 +82,8 @@ class WandbExporter(IsolatedExporter[WandbConfig]):
     ) -> dict[str, Any]:
         flat = flatten_metrics(run.read_aggregate_metrics())
         fingerprint = run_fingerprint(run)
-        project, name = self._names(run, config)
+        project = config.wandb_project or run.benchmark
+        name = config.wandb_name or run.default_run_name
         table = (
             write_rollouts_table(run, scratch / "rollouts.json") if config.upload_rollouts else None
         )
