@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from evalexport import __version__
+from evalexport._format import human_size
 
 if TYPE_CHECKING:
     from evalexport.exporters.base import Exporter
@@ -138,9 +139,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "inspect":
         return _inspect(arguments, rest)
     if command == "envs":
-        return _envs(arguments, rest)
+        from evalexport.isolation.commands import envs_command
+
+        return envs_command(rest, arguments.all, arguments.help, arguments.json, _usage_error)
     if command == "contract":
-        return _contract(arguments, rest)
+        from evalexport.contracts.commands import contract_command
+
+        return contract_command(rest, arguments.values, arguments.help, _usage_error)
     if command == "plan":
         from evalexport.plans.commands import plan_command
 
@@ -246,7 +251,7 @@ def _print_inspection(report: RunInspection) -> None:
     print(f"rollouts:      {report.rollouts}")
     print("files:")
     for item in report.files:
-        print(f"  {_human_size(item.size_bytes):>9}  {item.path.name}  ({item.role})")
+        print(f"  {human_size(item.size_bytes):>9}  {item.path.name}  ({item.role})")
     print(
         f"rollouts: {report.rollout_count} ({report.rollouts_with_trajectory} with ng_trajectory)"
     )
@@ -263,132 +268,6 @@ def _print_inspection(report: RunInspection) -> None:
         print("problems:")
         for problem in report.problems:
             print(f"  - {problem}")
-
-
-def _human_size(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
-
-
-# -- envs --------------------------------------------------------------------------------------
-
-
-def _envs(arguments: _Arguments, rest: list[str]) -> int:
-    from evalexport.isolation.environments import (
-        environments_root,
-        list_environments,
-        remove_environment,
-    )
-
-    environments = list_environments()
-    if arguments.help:
-        print(
-            "usage: evalexport envs [--json]\n       evalexport envs remove NAME | --all\n\n"
-            "NAME is an environment's directory name, or an exporter name for all of its "
-            f"environments. Environments live in {environments_root()}."
-        )
-        return _OK
-    if rest[:1] == ["remove"]:
-        names = rest[1:]
-        if arguments.all == bool(names):
-            return _usage_error("'envs remove' takes one NAME or --all")
-        chosen = (
-            environments
-            if arguments.all
-            else [env for env in environments if names[0] in (env.path.name, env.exporter)]
-        )
-        if not chosen:
-            known = ", ".join(env.path.name for env in environments) or "none"
-            return _usage_error(f"no environment named {names[0]!r}; environments: {known}")
-        for environment in chosen:
-            remove_environment(environment)
-            print(f"removed {environment.path}")
-        return _OK
-    if rest:
-        return _usage_error(f"unknown 'envs' argument {rest[0]!r}; use 'envs' or 'envs remove'")
-    rows: list[dict[str, Any]] = [
-        {
-            "name": env.path.name,
-            "exporter": env.exporter,
-            "requirements": env.requirements,
-            "python": env.record.get("python_version"),
-            "size_bytes": env.size_bytes(),
-            "last_used": (
-                used.isoformat(timespec="seconds") if (used := env.last_used()) else None
-            ),
-            "path": str(env.path),
-        }
-        for env in environments
-    ]
-    if arguments.json:
-        print(json.dumps(rows, indent=2))
-    elif not rows:
-        print(f"No SDK environments in {environments_root()}.")
-    else:
-        for row in rows:
-            print(
-                f"{row['name']}  {row['exporter']}  {' '.join(row['requirements'])}  "
-                f"python {row['python']}  {_human_size(row['size_bytes'])}  "
-                f"last used {row['last_used'] or 'never'}\n    {row['path']}"
-            )
-    return _OK
-
-
-# -- contract ----------------------------------------------------------------------------------
-
-_CONTRACT_HELP = """usage: evalexport contract manifest SDK [--fake PATH | --requirement REQ]
-       evalexport contract check SDK [--fake PATH] [--contracts DIR]
-       evalexport contract verify SDK [--contracts DIR]
-
-manifest  print the surface manifest (signatures, exception bases, version) of SDK as it is
-          installed here, in a fake's source tree (--fake fakes/evalrdl/src), or in a new
-          environment built from a requirement (--requirement mlflow==2.22.1)
-check     compare the fake's manifest with every committed manifest in DIR/SDK/ (default
-          DIR: ./contracts); one finding per line; exit 1 on any finding
-verify    check that the SDK installed here has every name the worker uses, and that it matches
-          the committed manifest of its version"""
-
-
-def _contract(arguments: _Arguments, rest: list[str]) -> int:
-    from pathlib import Path
-
-    from evalexport.contracts.commands import (
-        ContractError,
-        check_fake,
-        extract_manifest,
-        verify_installed,
-    )
-
-    if arguments.help or len(rest) != 2 or rest[0] not in ("manifest", "check", "verify"):
-        if arguments.help:
-            print(_CONTRACT_HELP)
-            return _OK
-        return _usage_error(
-            "usage: evalexport contract manifest|check|verify SDK (see contract --help)"
-        )
-    action, sdk = rest
-    fake = Path(arguments.values["--fake"]) if "--fake" in arguments.values else None
-    contracts = Path(arguments.values.get("--contracts", "contracts"))
-    try:
-        if action == "manifest":
-            manifest = extract_manifest(
-                sdk, fake=fake, requirement=arguments.values.get("--requirement")
-            )
-            print(json.dumps(manifest, indent=2, sort_keys=True))
-            return _OK
-        report = (
-            check_fake(sdk, contracts, fake)
-            if action == "check"
-            else verify_installed(sdk, contracts)
-        )
-    except ContractError as error:
-        return _usage_error(str(error))
-    print("\n".join(report.lines))
-    return report.exit_code
 
 
 # -- export ------------------------------------------------------------------------------------
@@ -454,7 +333,7 @@ def _print_plan(plan: dict[str, Any]) -> None:
     print(f"target: {plan['target']}")
     print("files:")
     for item in plan["files"]:
-        print(f"  {_human_size(item['size_bytes']):>9}  {item['path']}")
+        print(f"  {human_size(item['size_bytes']):>9}  {item['path']}")
     for label, key in (
         ("metrics", "metric_names"),
         ("params", "param_names"),

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, final
@@ -19,7 +20,14 @@ from evalexport.contracts.check import (
 )
 from evalexport.contracts.surfaces import SURFACES, Surface
 
-__all__ = ["ContractError", "Report", "check_fake", "extract_manifest", "verify_installed"]
+__all__ = [
+    "ContractError",
+    "Report",
+    "check_fake",
+    "contract_command",
+    "extract_manifest",
+    "verify_installed",
+]
 
 EXTRACTOR = Path(__file__).resolve().parent / "surface_extractor.py"
 
@@ -184,3 +192,46 @@ def verify_installed(sdk: str, contracts: Path) -> Report:
         f"{sdk} {manifest['version']} has the worker's surface; it {state}"
     )
     return report
+
+
+_CONTRACT_HELP = """usage: evalexport contract manifest SDK [--fake PATH | --requirement REQ]
+       evalexport contract check SDK [--fake PATH] [--contracts DIR]
+       evalexport contract verify SDK [--contracts DIR]
+
+manifest  print the surface manifest (signatures, exception bases, version) of SDK as it is
+          installed here, in a fake's source tree (--fake fakes/evalrdl/src), or in a new
+          environment built from a requirement (--requirement mlflow==2.22.1)
+check     compare the fake's manifest with every committed manifest in DIR/SDK/ (default
+          DIR: ./contracts); one finding per line; exit 1 on any finding
+verify    check that the SDK installed here has every name the worker uses, and that it matches
+          the committed manifest of its version"""
+
+
+def contract_command(
+    rest: list[str], values: dict[str, str], help_asked: bool, usage_error: Callable[[str], int]
+) -> int:
+    """``evalexport contract manifest|check|verify SDK``: printing and exit codes."""
+    if help_asked or len(rest) != 2 or rest[0] not in ("manifest", "check", "verify"):
+        if help_asked:
+            print(_CONTRACT_HELP)
+            return 0
+        return usage_error(
+            "usage: evalexport contract manifest|check|verify SDK (see contract --help)"
+        )
+    action, sdk = rest
+    fake = Path(values["--fake"]) if "--fake" in values else None
+    contracts = Path(values.get("--contracts", "contracts"))
+    try:
+        if action == "manifest":
+            manifest = extract_manifest(sdk, fake=fake, requirement=values.get("--requirement"))
+            print(json.dumps(manifest, indent=2, sort_keys=True))
+            return 0
+        report = (
+            check_fake(sdk, contracts, fake)
+            if action == "check"
+            else verify_installed(sdk, contracts)
+        )
+    except ContractError as error:
+        return usage_error(str(error))
+    print("\n".join(report.lines))
+    return report.exit_code
