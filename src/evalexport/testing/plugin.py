@@ -119,7 +119,6 @@ def evalexport_isolation(
         "WANDB_CONFIG_DIR": root / "wandb-config",
         "WANDB_DATA_DIR": root / "wandb-data",
         "EVALRDL_FAKE_STORE": root / "evalrdl-store",
-        "MLFLOW_ARTIFACT_ROOT": root / "mlartifacts",
         "PIP_CACHE_DIR": evalexport_download_cache / "pip",
         "UV_CACHE_DIR": evalexport_download_cache / "uv",
     }
