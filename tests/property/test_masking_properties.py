@@ -12,48 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evalexport.masking import is_secret_key, mask_config, mask_text, save_run_config
+from tests.test_masking import REAL_NON_SECRET_KEYS, REAL_SECRET_KEYS
 
-SECRET_KEYS = st.sampled_from(
-    [
-        "policy_api_key",
-        "hf_token",
-        "HF_TOKEN",
-        "wandb_api_key",
-        "mlflow_tracking_token",
-        "judge_api_key",
-        "apiKey",
-        "bearer_token",
-        "Authorization",
-        "client_secret",
-        "password",
-        "x-api-key",
-        "AWS_SECRET_ACCESS_KEY",
-        "basic_auth",
-        "accessToken",
-        "credentials",
-    ]
-)
+SECRET_KEYS = st.sampled_from(REAL_SECRET_KEYS)
 NON_SECRET_KEYS = st.sampled_from(
-    [
-        "max_tokens",
-        "max_output_tokens",
-        "return_token_id_information",
-        "tokenizer_path",
-        "skip_special_tokens",
-        "input_cost_per_token",
-        "num_speculative_tokens",
-        "key_metrics",
-        "key_prefix",
-        "api_key_name",
-        "answer_key",
-        "hf_hub_cache",
-        "model",
-        "env",
-        "args",
-        "url",
-        "headers",
-        "judge",
-    ]
+    [*REAL_NON_SECRET_KEYS, "model", "env", "args", "url", "headers", "judge"]
 ) | st.from_regex(r"[a-z]{1,8}(_[a-z]{1,8}){0,2}", fullmatch=True).filter(
     lambda key: not is_secret_key(key)
 )
