@@ -78,6 +78,16 @@ def test_render_lists_what_each_exporter_needs(cli, write_plan) -> None:
     assert "# atif: nothing beyond evalexport itself" in run.stdout
 
 
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--workers", "two"), ("--workers", "0"), ("--timeout", "soon")]
+)
+def test_a_bad_number_for_a_plan_flag_exits_2_naming_it(cli, write_plan, flag, value) -> None:
+    run = cli("plan", "run", write_plan(), flag, value)
+    assert run.exit_code == 2
+    assert flag in run.stderr
+    assert "Traceback" not in run.output
+
+
 def test_an_invalid_plan_exits_2_listing_every_problem(cli, tmp_path) -> None:
     plan = tmp_path / "bad.yaml"
     plan.write_text(

@@ -44,6 +44,17 @@ def plan_command(
         print(HELP, file=sys.stdout if help_asked else sys.stderr)
         return 0 if help_asked else 2
     action, *paths = rest
+    numbers: dict[str, float] = {}
+    for flag, kind in (("--index", int), ("--workers", int), ("--timeout", float)):
+        if flag in values:
+            try:
+                numbers[flag] = kind(values[flag])
+            except ValueError:
+                return usage_error(f"{flag} takes a number, got {values[flag]!r}")
+            if numbers[flag] < (0 if flag == "--index" else 1):
+                return usage_error(
+                    f"{flag} must be at least {0 if flag == '--index' else 1}, got {values[flag]}"
+                )
     if action == "task":
         from evalexport.plans.slurm import run_array_task
 
@@ -52,7 +63,7 @@ def plan_command(
                 "plan task TASKS.json --index I --result-dir DIR (used by the job array)"
             )
         outcome = run_array_task(
-            Path(paths[0]), int(values["--index"]), Path(values["--result-dir"])
+            Path(paths[0]), int(numbers["--index"]), Path(values["--result-dir"])
         )
         print(json.dumps(outcome.result))
         return 0
@@ -73,9 +84,11 @@ def plan_command(
         return 0
     if action == "render":
         return _render(plan, values.get("--command", "evalexport"))
-    workers = int(values.get("--workers", "2"))
+    workers = int(numbers.get("--workers", 2))
     if "--slurm" in switches:
-        return _run_slurm(plan, values, switches, workers, as_json)
+        return _run_slurm(
+            plan, values, switches, workers, as_json, numbers.get("--timeout", 86400.0)
+        )
     return _run_local(plan, values, workers, as_json)
 
 
@@ -120,7 +133,12 @@ def _run_local(plan: ExportPlan, values: dict[str, str], workers: int, as_json: 
 
 
 def _run_slurm(
-    plan: ExportPlan, values: dict[str, str], switches: set[str], workers: int, as_json: bool
+    plan: ExportPlan,
+    values: dict[str, str],
+    switches: set[str],
+    workers: int,
+    as_json: bool,
+    timeout: float,
 ) -> int:
     from evalexport.plans.slurm import SlurmError, gather, submit, wait_for
 
@@ -135,7 +153,7 @@ def _run_slurm(
         if "--wait" not in switches:
             print(f"gather the results with: evalexport plan gather {work_dir}")
             return 0
-        wait_for(job_id, float(values.get("--timeout", "86400")))
+        wait_for(job_id, timeout)
     except SlurmError as error:
         print(f"evalexport: error: {error}", file=sys.stderr)
         return 1
