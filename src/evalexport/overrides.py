@@ -8,7 +8,7 @@ times stay strings, as Hydra keeps them, so every value has a JSON form.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import yaml
@@ -42,8 +42,12 @@ def parse_value(text: str) -> Any:
         raise OverrideError(f"cannot parse value {text!r}: {problem}") from None
 
 
-def parse_overrides(tokens: Iterable[str]) -> dict[str, Any]:
-    """Turn ``+a.b=1``-style tokens into a nested mapping, refusing duplicates by name."""
+def parse_overrides(tokens: Iterable[str], text_keys: Collection[str] = ()) -> dict[str, Any]:
+    """Turn ``+a.b=1``-style tokens into a nested mapping, refusing duplicates by name.
+
+    Options in ``text_keys`` are text: ``+agent_version=1.10`` stays ``"1.10"`` rather than
+    becoming the number 1.1 (a YAML-quoted value is still unquoted).
+    """
     options: dict[str, Any] = {}
     for token in tokens:
         body = token[1:] if token.startswith("+") else token
@@ -58,7 +62,11 @@ def parse_overrides(tokens: Iterable[str]) -> dict[str, Any]:
         try:
             value = parse_value(raw_value)
         except OverrideError as error:
-            raise OverrideError(f"override {token!r}: {error}") from None
+            if key not in text_keys:
+                raise OverrideError(f"override {token!r}: {error}") from None
+            value = raw_value
+        if key in text_keys and not isinstance(value, str):
+            value = raw_value
         _assign(options, key.split("."), value, token)
     return options
 

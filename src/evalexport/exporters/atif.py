@@ -1,30 +1,37 @@
 """The ``atif`` exporter: one ATIF trajectory file per rollout (SPEC §4).
 
-Strict: a rollout without ``ng_trajectory``, or one recording coverage gaps, fails the whole
-export and nothing is written. Output goes to a temporary sibling of ``output_dirpath`` that is
-renamed into place only when every trajectory was written, so a failure leaves nothing behind.
-Rollouts stream through one at a time: memory stays flat whatever the file's size.
+The files are those NeMo Gym's own strict exporter writes (``gym eval export --format atif``
+in nemo-gym 0.7.0): ``<task>-<rollout>.json`` per rollout and a ``manifest.jsonl`` naming each
+file with its indices and SHA-256. Strict: a row Gym would refuse (coverage gaps, a failed or
+incomplete model or tool call, a field ATIF would drop, a duplicate key, a second agent) fails
+the whole export, every such row is named, and nothing is written. ``+allow_gaps`` opts in to
+rows whose only gaps are the listed codes.
+
+Output goes to a temporary sibling of ``output_dirpath`` that is renamed into place only when
+every trajectory was written. A dry run converts every row in memory: it fails exactly when the
+export would.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import secrets
+import os
 import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from evalexport.exporters.base import DryRunPlan, Exporter, ExporterConfig, PlannedFile
 from evalexport.results import ExportResult
-from evalexport.run import Rollout, RunArtifacts
-from evalexport.trajectory import ATIF_SCHEMA_VERSION, TrajectoryIdentity, convert_rollout
+from evalexport.run import RunArtifacts
+from evalexport.trajectory.convert import ATIF_SCHEMA_VERSION, TrajectoryIdentity
+from evalexport.trajectory.files import FileConversion, WrittenTrajectory, convert_file
 
 __all__ = ["AtifConfig", "AtifExporter"]
 
-_LISTED_PROBLEMS = 20
+_LISTED_ROWS = 20
 
 
 class AtifConfig(ExporterConfig):
@@ -38,23 +45,20 @@ class AtifConfig(ExporterConfig):
     agent_name: str | None = Field(
         default=None, description="ATIF agent name; default: each rollout's agent_ref.name."
     )
-
-
-def _coverage_problem(rollout: Rollout) -> str | None:
-    """Why strict export refuses this rollout, or ``None``."""
-    trajectory = rollout.record.get("ng_trajectory")
-    label = (
-        f"line {rollout.line_number} (task {rollout.task_index}, rollout {rollout.rollout_index})"
+    allow_gaps: list[str] = Field(
+        default=[],
+        description=(
+            "Coverage gap codes to export anyway (e.g. [resolution_unavailable]); each such "
+            "trajectory lists its gaps in extra.nemo_gym.gaps. Default: none (strict)."
+        ),
     )
-    if not isinstance(trajectory, dict):
-        return f"{label}: no ng_trajectory"
-    gaps = trajectory.get("gaps") or []
-    if gaps:
-        codes = sorted(
-            {str(gap.get("code")) if isinstance(gap, dict) else repr(gap) for gap in gaps}
-        )
-        return f"{label}: {', '.join(codes)}"
-    return None
+
+    @field_validator("agent_version", "session_id", "agent_name")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must contain a non-whitespace character")
+        return value
 
 
 class AtifExporter(Exporter[AtifConfig]):
@@ -69,33 +73,84 @@ class AtifExporter(Exporter[AtifConfig]):
     def unexportable_reason(self, run: RunArtifacts, config: AtifConfig) -> str | None:
         reason = super().unexportable_reason(run, config)
         output = config.output_dirpath.absolute()
-        if reason is None and (output.exists() or output.is_symlink()):
+        if reason is None and os.path.lexists(output):
             reason = (
                 f"Output path already exists: {output}. "
                 "Choose a new +output_dirpath or remove the old one."
             )
         return reason
 
-    def dry_run_plan(self, run: RunArtifacts, config: AtifConfig) -> DryRunPlan:
-        return DryRunPlan(
+    def _identity(self, run: RunArtifacts, config: AtifConfig) -> TrajectoryIdentity:
+        return TrajectoryIdentity(
+            session_id=config.session_id or run.stem,
+            agent_version=config.agent_version,
+            agent_name=config.agent_name,
+        )
+
+    def _convert(
+        self,
+        run: RunArtifacts,
+        config: AtifConfig,
+        write: Callable[[WrittenTrajectory], None] | None,
+    ) -> FileConversion | ExportResult:
+        """Convert every row: the conversion, or the failed result when the export must fail."""
+        try:
+            conversion = convert_file(
+                run.rollouts,
+                self._identity(run, config),
+                write=write,
+                allowed_gaps=config.allow_gaps,
+                progress=self.progress,
+            )
+        except OSError as error:
+            return self.failed(
+                run, f"Cannot read rollouts file {run.rollouts}: {error.strerror or error}"
+            )
+        if conversion.rejected:
+            return self.failed(
+                run, _rejection(run, conversion), rejected_rows=conversion.rejected
+            )
+        if problem := conversion.problem(run.rollouts):
+            return self.failed(run, problem)
+        return conversion
+
+    def _dry_run_result(self, run: RunArtifacts, config: AtifConfig) -> ExportResult:
+        outcome = self._convert(run, config, write=None)
+        if isinstance(outcome, ExportResult):
+            return outcome
+        plan = DryRunPlan(
             exporter=self.name,
             target=self.target(config),
             files=[PlannedFile(path=str(run.rollouts), size_bytes=run.rollouts.stat().st_size)],
+        )
+        return ExportResult.succeeded(
+            self.name,
+            str(run.run_dir),
+            f"dry run: {outcome.converted} trajectories of {run.rollouts.name} would be written "
+            f"to {plan.target}",
+            dry_run=True,
+            plan=plan.model_dump(),
+            **_counts(outcome),
         )
 
     def _export(self, run: RunArtifacts, config: AtifConfig) -> ExportResult:
         output = config.output_dirpath.absolute()
         created_parents = _make_parents(output.parent)
-        staging = output.with_name(f".{output.name}.partial-{secrets.token_hex(4)}")
-        staging.mkdir()
+        staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.partial-", dir=output.parent))
         try:
-            outcome = self._write_trajectories(run, config, staging)
-            if isinstance(outcome, str):
-                return self.failed(run, outcome)
-            try:
-                staging.rename(output)
-            except OSError as error:
-                return self.failed(run, f"Output path already exists: {output} ({error.strerror})")
+            with (staging / "manifest.jsonl").open("w", encoding="utf-8") as manifest:
+
+                def write(trajectory: WrittenTrajectory) -> None:
+                    (staging / trajectory.file_name).write_bytes(trajectory.data)
+                    manifest.write(trajectory.manifest_line() + "\n")
+
+                outcome = self._convert(run, config, write)
+            if isinstance(outcome, ExportResult):
+                return outcome
+            if os.path.lexists(output):
+                return self.failed(run, f"Output path was created during export: {output}")
+            staging.chmod(0o755)
+            staging.rename(output)
         finally:
             if staging.exists():
                 shutil.rmtree(staging)
@@ -104,73 +159,31 @@ class AtifExporter(Exporter[AtifConfig]):
         return ExportResult.succeeded(
             self.name,
             str(run.run_dir),
-            f"wrote {outcome} ATIF trajectories to {output}",
-            trajectory_count=outcome,
+            f"wrote {outcome.converted} ATIF trajectories to {output}",
             output_dirpath=str(output),
             manifest=str(output / "manifest.jsonl"),
+            **_counts(outcome),
         )
 
-    def _write_trajectories(
-        self, run: RunArtifacts, config: AtifConfig, staging: Path
-    ) -> int | str:
-        """Write every trajectory and the manifest into ``staging``.
 
-        Returns the number written, or the reason the whole export fails.
-        """
-        from evalexport.run import RunFileError
-        from evalexport.trajectory import TrajectoryError
-
-        identity = TrajectoryIdentity(
-            session_id=config.session_id or run.stem,
-            agent_version=config.agent_version,
-            agent_name=config.agent_name,
-        )
-        problems: list[str] = []
-        count = 0
-        with (staging / "manifest.jsonl").open("w", encoding="utf-8") as manifest:
-            try:
-                for rollout in run.iter_rollouts():
-                    if problem := _coverage_problem(rollout):
-                        problems.append(problem)
-                    if problems:  # keep scanning so every offending row is named at once
-                        continue
-                    trajectory = convert_rollout(
-                        rollout.record, identity, f"line {rollout.line_number}"
-                    )
-                    count += 1
-                    file_name = (
-                        f"{count:06d}_task{rollout.task_index}_rollout{rollout.rollout_index}.json"
-                    )
-                    data = trajectory.to_json_dict()
-                    (staging / file_name).write_text(
-                        json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
-                    )
-                    manifest.write(json.dumps(_manifest_line(file_name, rollout, data)) + "\n")
-            except (RunFileError, TrajectoryError) as error:
-                return str(error)
-        if problems:
-            listed = "; ".join(problems[:_LISTED_PROBLEMS])
-            more = len(problems) - _LISTED_PROBLEMS
-            suffix = f"; and {more} more rows" if more > 0 else ""
-            return (
-                f"source coverage gaps are not supported by strict export: {len(problems)} "
-                f"rollouts of {run.rollouts} cannot be converted: {listed}{suffix}. "
-                "Nothing was written."
-            )
-        if count == 0:
-            return f"The rollouts file {run.rollouts} holds no rollouts: nothing to export."
-        return count
+def _counts(conversion: FileConversion) -> dict[str, object]:
+    counts: dict[str, object] = {"trajectory_count": conversion.converted}
+    if conversion.trajectories_with_gaps:
+        counts["trajectories_with_gaps"] = conversion.trajectories_with_gaps
+        counts["gap_counts"] = dict(sorted(conversion.gap_counts.items()))
+    return counts
 
 
-def _manifest_line(file_name: str, rollout: Rollout, data: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "file": file_name,
-        "task_index": rollout.task_index,
-        "rollout_index": rollout.rollout_index,
-        "agent": data["agent"]["name"],
-        "reward": rollout.reward,
-        "step_count": len(data["steps"]),
-    }
+def _rejection(run: RunArtifacts, conversion: FileConversion) -> str:
+    rejected = conversion.rejected
+    listed = "\n".join(f"- {row}" for row in rejected[:_LISTED_ROWS])
+    more = len(rejected) - _LISTED_ROWS
+    if more > 0:
+        listed += f"\n- ... and {more} more rows"
+    return (
+        f"ATIF export rejected {len(rejected)} of {conversion.rows} rows of {run.rollouts}; "
+        f"nothing was written:\n{listed}"
+    )
 
 
 def _make_parents(directory: Path) -> list[Path]:

@@ -9,6 +9,7 @@ already-exported guard for tracking exporters, and turns every unexpected error 
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -78,6 +79,10 @@ class Exporter(abc.ABC, Generic[ConfigT]):
     guards_exports: ClassVar[bool] = False
     """Tracking exporters write an export marker and skip a run already exported (§3.3)."""
 
+    def __init__(self, progress: Callable[[int, int], None] | None = None) -> None:
+        self.progress = progress
+        """Called as ``progress(done, total)`` during long work; the CLI shows it on a terminal."""
+
     # -- configuration -----------------------------------------------------------------------
 
     @classmethod
@@ -87,6 +92,15 @@ class Exporter(abc.ABC, Generic[ConfigT]):
             return cls.Config.model_validate(options)
         except ValidationError as error:
             raise OptionError(cls._describe_option_errors(error)) from None
+
+    @classmethod
+    def text_options(cls) -> frozenset[str]:
+        """Options typed as text: the CLI passes their values as written (``1.0`` stays text)."""
+        return frozenset(
+            name
+            for name, info in cls.Config.model_fields.items()
+            if info.annotation in (str, str | None)
+        )
 
     @classmethod
     def _describe_option_errors(cls, error: ValidationError) -> str:

@@ -1,0 +1,297 @@
+"""Responses conversation items, read as NeMo Gym's strict ATIF export reads them.
+
+An invocation's ``conversation`` (and each turn's ``question``, ``answer`` and
+``reasoning_content`` copy) is a list of OpenAI Responses items. ATIF can represent four kinds
+without loss: ``message``, ``reasoning``, ``function_call`` and ``function_call_output``. Each
+item is checked here and reduced to its *canonical form*: the JSON NeMo Gym's item models would
+dump for it (defaults filled in, ``null`` fields left out), so a turn's copy can be compared
+with the conversation whatever optional fields either spelled out.
+
+Everything ATIF would silently drop is refused by its path: unknown fields, token IDs and log
+probabilities, a message ``phase``, a function-call ``namespace``, non-text content parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, final
+
+__all__ = ["Item", "ItemError", "read_item", "read_items"]
+
+ItemKind = Literal[
+    "input_message",  # system, user or developer message
+    "assistant_context",  # an assistant message given as input (copied context)
+    "output_message",
+    "reasoning",
+    "function_call",
+    "function_call_output",
+]
+
+_TRAINING_FIELDS = frozenset(
+    {"prompt_token_ids", "generation_token_ids", "generation_log_probs", "routed_experts"}
+)
+_STATUSES = frozenset({"in_progress", "completed", "incomplete"})
+_INPUT_ROLES = frozenset({"user", "system", "developer"})
+_OUTPUT_PART_TYPES = frozenset({"output_text", "refusal"})
+_INPUT_PART_TYPES = frozenset({"input_text", "input_image", "input_file", "input_video"})
+
+_ASSISTANT_FIELDS = frozenset({"id", "content", "role", "status", "type", "phase"})
+_INPUT_MESSAGE_FIELDS = frozenset({"content", "role", "status", "type", "phase"})
+_REASONING_FIELDS = frozenset({"id", "summary", "type", "encrypted_content", "content"})
+_CALL_FIELDS = frozenset({"arguments", "call_id", "name", "type", "id", "status", "namespace"})
+_OUTPUT_FIELDS = frozenset({"call_id", "output", "type", "id", "status"})
+
+
+class ItemError(ValueError):
+    """A conversation item cannot be converted; the message starts with its path."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"{path}: {detail}")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One checked conversation item: its kind, its canonical JSON and the path it came from."""
+
+    kind: ItemKind
+    canonical: dict[str, Any]
+    path: str
+
+    def get(self, key: str) -> Any:
+        return self.canonical.get(key)
+
+
+def _unknown_fields(item: dict[str, Any], allowed: frozenset[str], path: str) -> None:
+    unknown = sorted(repr(key) for key in item if key not in allowed)
+    if unknown:
+        raise ItemError(path, f"unsupported fields would be dropped: {', '.join(unknown)}")
+
+
+def _string(item: dict[str, Any], key: str, path: str, *, optional: bool = False) -> str | None:
+    value = item.get(key)
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise ItemError(f"{path}.{key}", "expected a string")
+    return value
+
+
+def _status(item: dict[str, Any], path: str, *, optional: bool) -> str | None:
+    value = item.get("status")
+    if value is None and optional:
+        return None
+    if value not in _STATUSES:
+        raise ItemError(
+            f"{path}.status", f"expected one of in_progress, completed, incomplete, got {value!r}"
+        )
+    return str(value)
+
+
+def _part_type(part: Any, path: str) -> str | None:
+    if not isinstance(part, dict):
+        return None
+    part_type = part.get("type")
+    if not isinstance(part_type, str) or not part_type.strip():
+        raise ItemError(f"{path}.type", "expected a non-empty supported content-part type")
+    return part_type
+
+
+def _text_part(part: Any, path: str, part_type: str, extra: frozenset[str]) -> dict[str, Any]:
+    """A ``{"type": part_type, "text": ...}`` part, with ``extra`` optional keys allowed."""
+    found = _part_type(part, path)
+    if found is None:
+        raise ItemError(path, "expected a content part object")
+    if found != part_type:
+        raise ItemError(f"{path}.type", f"expected {part_type!r}, got {found!r}")
+    _unknown_fields(part, frozenset({"type", "text"}) | extra, path)
+    if not isinstance(part.get("text"), str):
+        raise ItemError(f"{path}.text", "expected a string")
+    return dict(part)
+
+
+def _input_parts(value: Any, path: str) -> list[dict[str, Any]]:
+    """Input content: ``input_text`` parts only (images, files and video have no ATIF text)."""
+    if not isinstance(value, list):
+        raise ItemError(path, "expected a list of content parts")
+    parts = []
+    for index, part in enumerate(value):
+        part_path = f"{path}[{index}]"
+        part_type = _part_type(part, part_path)
+        if part_type in _INPUT_PART_TYPES and part_type != "input_text":
+            raise ItemError(part_path, f"only text content parts are supported, got {part_type!r}")
+        parts.append(_text_part(part, part_path, "input_text", frozenset()))
+    return parts
+
+
+def _output_parts(value: Any, path: str) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        raise ItemError(path, "expected a list of output_text parts")
+    parts = []
+    for index, part in enumerate(value):
+        part_path = f"{path}[{index}]"
+        if _part_type(part, part_path) == "refusal":
+            raise ItemError(part_path, "only text content parts are supported, got 'refusal'")
+        part = _text_part(part, part_path, "output_text", frozenset({"annotations", "logprobs"}))
+        annotations, logprobs = part.get("annotations"), part.get("logprobs")
+        if not isinstance(annotations, list):
+            raise ItemError(f"{part_path}.annotations", "expected a list")
+        if annotations or logprobs not in (None, []):
+            raise ItemError(part_path, "annotations and log probabilities are not representable")
+        canonical = {"annotations": [], "text": part["text"], "type": "output_text"}
+        if logprobs is not None:
+            canonical["logprobs"] = logprobs
+        parts.append(canonical)
+    return parts
+
+
+def _message(item: dict[str, Any], path: str) -> Item:
+    role = item.get("role")
+    content = item.get("content")
+    if role == "assistant" or role not in _INPUT_ROLES:
+        _unknown_fields(item, _ASSISTANT_FIELDS, path)
+        if item.get("phase") is not None:
+            raise ItemError(f"{path}.phase", "Responses message phase is not representable in ATIF v1.7")
+        first = content[0] if isinstance(content, list) and content else None
+        first_type = first.get("type") if isinstance(first, dict) else None
+        is_output = isinstance(content, list) and (
+            first_type in _OUTPUT_PART_TYPES or (not content and isinstance(item.get("id"), str))
+        )
+        if role != "assistant":
+            raise ItemError(f"{path}.role", f"expected user, system, developer or assistant, got {role!r}")
+        if not is_output:
+            # An assistant message without output parts is context given as input.
+            if not isinstance(content, str):
+                _input_parts(content, f"{path}.content")
+            canonical: dict[str, Any] = {"content": content, "role": "assistant", "type": "message"}
+            return Item("assistant_context", canonical, path)
+        message_id = _string(item, "id", path)
+        canonical = {
+            "id": message_id,
+            "content": _output_parts(content, f"{path}.content"),
+            "role": "assistant",
+            "status": _status(item, path, optional="status" not in item),
+            "type": "message",
+        }
+        if canonical["status"] is None:
+            canonical["status"] = "completed"
+        return Item("output_message", canonical, path)
+
+    _unknown_fields(item, _INPUT_MESSAGE_FIELDS, path)
+    if item.get("phase") is not None:
+        raise ItemError(f"{path}.phase", "Responses message phase is not representable in ATIF v1.7")
+    if "status" in item and not isinstance(content, list):
+        raise ItemError(f"{path}.status", "source-message status is only supported with multipart content")
+    if isinstance(content, list) and item.get("status") in _STATUSES:
+        # A message with an explicit status: Gym's ``NeMoGymMessage``.
+        canonical = {
+            "content": _input_parts(content, f"{path}.content"),
+            "role": role,
+            "status": item["status"],
+            "type": "message",
+        }
+    else:
+        # Gym's ``NeMoGymEasyInputMessage``: any other status is not part of the model.
+        text = content if isinstance(content, str) else _input_parts(content, f"{path}.content")
+        canonical = {"content": text, "role": role, "type": "message"}
+    return Item("input_message", canonical, path)
+
+
+def _reasoning_parts(value: Any, path: str, part_type: str) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        raise ItemError(path, "expected a list")
+    parts = []
+    for index, part in enumerate(value):
+        part_path = f"{path}[{index}]"
+        found = _part_type(part, part_path)
+        if found in ("summary_text", "reasoning_text") and found != part_type:
+            raise ItemError(f"{part_path}.type", f"expected {part_type!r}, got {found!r}")
+        parts.append(_text_part(part, part_path, part_type, frozenset()))
+    return parts
+
+
+def _reasoning(item: dict[str, Any], path: str) -> Item:
+    _unknown_fields(item, _REASONING_FIELDS, path)
+    canonical: dict[str, Any] = {
+        "id": _string(item, "id", path),
+        "summary": _reasoning_parts(item.get("summary"), f"{path}.summary", "summary_text"),
+        "type": "reasoning",
+    }
+    encrypted = _string(item, "encrypted_content", path, optional=True)
+    if encrypted is not None:
+        canonical["encrypted_content"] = encrypted
+    if item.get("content") is not None:
+        canonical["content"] = _reasoning_parts(
+            item["content"], f"{path}.content", "reasoning_text"
+        )
+    return Item("reasoning", canonical, path)
+
+
+def _function_call(item: dict[str, Any], path: str) -> Item:
+    _unknown_fields(item, _CALL_FIELDS, path)
+    if item.get("namespace") is not None:
+        raise ItemError(
+            f"{path}.namespace", "namespaced Responses function calls are not representable in ATIF v1.7"
+        )
+    canonical: dict[str, Any] = {
+        "arguments": _string(item, "arguments", path),
+        "call_id": _string(item, "call_id", path),
+        "name": _string(item, "name", path),
+        "type": "function_call",
+    }
+    if (item_id := _string(item, "id", path, optional=True)) is not None:
+        canonical["id"] = item_id
+    if (status := _status(item, path, optional=True)) is not None:
+        canonical["status"] = status
+    return Item("function_call", canonical, path)
+
+
+def _function_call_output(item: dict[str, Any], path: str) -> Item:
+    _unknown_fields(item, _OUTPUT_FIELDS, path)
+    output = item.get("output")
+    canonical: dict[str, Any] = {
+        "call_id": _string(item, "call_id", path),
+        "output": output if isinstance(output, str) else _input_parts(output, f"{path}.output"),
+        "type": "function_call_output",
+    }
+    if (item_id := _string(item, "id", path, optional=True)) is not None:
+        canonical["id"] = item_id
+    if (status := _status(item, path, optional=True)) is not None:
+        canonical["status"] = status
+    return Item("function_call_output", canonical, path)
+
+
+_READERS: dict[str, Callable[[dict[str, Any], str], Item]] = {
+    "message": _message,
+    "reasoning": _reasoning,
+    "function_call": _function_call,
+    "function_call_output": _function_call_output,
+}
+
+
+def read_item(item: Any, path: str) -> Item:
+    """Check one conversation item and return it in canonical form, or raise :class:`ItemError`."""
+    if not isinstance(item, dict):
+        raise ItemError(path, "expected a Responses item object")
+    item_type = item.get("type")
+    present = sorted(_TRAINING_FIELDS.intersection(item))
+    if present:
+        raise ItemError(
+            path,
+            "training token IDs, log probabilities, and routed-expert metadata are outside "
+            f"the ATIF export profile (found: {', '.join(present)})",
+        )
+    if not isinstance(item_type, str) or not item_type.strip():
+        raise ItemError(f"{path}.type", "expected a non-empty supported conversation item type")
+    reader = _READERS.get(item_type)
+    if reader is None:
+        raise ItemError(f"{path}.type", f"unsupported conversation item type {item_type!r}")
+    return reader(item, path)
+
+
+def read_items(value: Any, path: str) -> list[Item]:
+    """Check a list of conversation items (a conversation or a turn's copy of part of one)."""
+    if not isinstance(value, list):
+        raise ItemError(path, "expected a list of Responses conversation items")
+    return [read_item(item, f"{path}[{index}]") for index, item in enumerate(value)]

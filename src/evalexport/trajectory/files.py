@@ -1,0 +1,242 @@
+"""A whole rollouts file to ATIF trajectories: strict rows, ordered output, both cores.
+
+Every line is checked as NeMo Gym's strict exporter checks it (no blank lines, strict JSON, an
+object with non-negative task and rollout indices, no duplicate ``(task, rollout)`` key), then
+converted. Every rejected row is collected, so one failed export names all of them; the file
+must also hold one agent only, since ``agent_version`` describes the whole batch.
+
+Large files are converted by a pool of processes in chunks of lines; results come back in
+file order and at most a few chunks are in flight, so memory stays flat whatever the file's
+size. The caller receives each trajectory through ``write`` in file order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter, deque
+from collections.abc import Callable, Collection, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, final
+
+from evalexport.trajectory.convert import (
+    ROLLOUT_INDEX,
+    TASK_INDEX,
+    ConvertedTrajectory,
+    TrajectoryIdentity,
+    agent_label,
+    convert_rollout,
+    rollout_index,
+)
+from evalexport.trajectory.steps import TrajectoryError
+from evalexport.trajectory.strict_json import loads_strict
+
+__all__ = ["FileConversion", "WrittenTrajectory", "convert_file"]
+
+POOL_THRESHOLD_BYTES: Final = 4 * 1024 * 1024
+"""Files smaller than this convert in-process: starting a pool costs more than it saves."""
+_CHUNK_BYTES: Final = 1024 * 1024
+_IN_FLIGHT_PER_WORKER: Final = 3
+
+
+@final
+@dataclass(frozen=True)
+class WrittenTrajectory:
+    """One converted row as the writer receives it."""
+
+    line_number: int
+    file_name: str
+    task_index: int
+    rollout_index: int
+    data: bytes
+    sha256: str
+    gap_codes: tuple[str, ...]
+
+    def manifest_line(self) -> str:
+        """The row's ``manifest.jsonl`` line: Gym's four fields, and its gaps when it has any."""
+        entry: dict[str, Any] = {
+            "trajectory_path": self.file_name,
+            TASK_INDEX: self.task_index,
+            ROLLOUT_INDEX: self.rollout_index,
+            "expected_sha256": self.sha256,
+        }
+        if self.gap_codes:
+            entry["gap_codes"] = sorted(set(self.gap_codes))
+        return json.dumps(entry, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass
+class FileConversion:
+    """What converting a file found: trajectories, rejected rows, agents and gaps."""
+
+    converted: int = 0
+    rows: int = 0
+    rejected: list[str] = field(default_factory=list)
+    agents: set[str] = field(default_factory=set)
+    gap_counts: Counter[str] = field(default_factory=Counter)
+    trajectories_with_gaps: int = 0
+
+    def problem(self, path: Path) -> str | None:
+        """Why the file as a whole cannot be exported, or ``None``."""
+        if self.rejected:
+            return None  # the caller lists the rows
+        if self.rows == 0:
+            return f"Rollouts file contains no records: {path}"
+        if len(self.agents) != 1:
+            named = ", ".join(sorted(self.agents)) or "none"
+            return (
+                f"Strict ATIF export requires one agent_ref.name per file, because "
+                f"+agent_version describes the whole batch; {path} holds rows of {len(self.agents)} "
+                f"agents ({named}). Split the rollouts by agent_ref.name and export each file."
+            )
+        return None
+
+
+# One line's outcome, as a worker reports it: (line number, label, key, trajectory or error).
+_Outcome = tuple[int, Any, tuple[int, int] | None, "WrittenTrajectory | str"]
+
+
+def _convert_line(
+    line_number: int, raw: bytes, identity: TrajectoryIdentity, allowed_gaps: Collection[str]
+) -> _Outcome:
+    where = f"line {line_number}"
+    if not raw.strip():
+        return line_number, None, None, f"{where}: blank JSONL records are not supported"
+    try:
+        row = loads_strict(raw.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        return line_number, None, None, f"{where}: invalid JSON (not UTF-8: {error.reason} at byte {error.start})"
+    except json.JSONDecodeError as error:
+        return line_number, None, None, f"{where}: invalid JSON ({error.msg} at column {error.colno})"
+    except ValueError as error:
+        return line_number, None, None, f"{where}: invalid JSON ({error})"
+    if not isinstance(row, dict):
+        return line_number, None, None, f"{where}: expected a JSON object, got a {type(row).__name__}"
+    try:
+        key = (
+            rollout_index(row, TASK_INDEX, f"{where}."),
+            rollout_index(row, ROLLOUT_INDEX, f"{where}."),
+        )
+    except TrajectoryError as error:
+        return line_number, None, None, str(error)
+    label = agent_label(row)
+    try:
+        converted = convert_rollout(row, identity, allowed_gaps=allowed_gaps)
+    except TrajectoryError as error:
+        return line_number, label, key, f"{where}: {error}"
+    return line_number, label, key, _written(line_number, converted)
+
+
+def _written(line_number: int, converted: ConvertedTrajectory) -> WrittenTrajectory:
+    data = converted.encode()
+    return WrittenTrajectory(
+        line_number,
+        converted.file_name,
+        converted.task_index,
+        converted.rollout_index,
+        data,
+        hashlib.sha256(data).hexdigest(),
+        converted.gap_codes,
+    )
+
+
+def _convert_chunk(
+    first_line: int,
+    lines: list[bytes],
+    identity: TrajectoryIdentity,
+    allowed_gaps: frozenset[str],
+) -> list[_Outcome]:
+    return [
+        _convert_line(first_line + offset, raw, identity, allowed_gaps)
+        for offset, raw in enumerate(lines)
+    ]
+
+
+def _chunks(path: Path) -> Iterator[tuple[int, list[bytes], int]]:
+    """``(first line number, lines, bytes read so far)`` in chunks of about a megabyte."""
+    with path.open("rb") as handle:
+        line_number, chunk, size, done = 1, [], 0, 0
+        for raw in handle:
+            chunk.append(raw)
+            size += len(raw)
+            if size >= _CHUNK_BYTES:
+                done += size
+                yield line_number, chunk, done
+                line_number += len(chunk)
+                chunk, size = [], 0
+        if chunk:
+            yield line_number, chunk, done + size
+
+
+def _outcomes(
+    path: Path,
+    identity: TrajectoryIdentity,
+    allowed_gaps: frozenset[str],
+    workers: int,
+) -> Iterator[tuple[list[_Outcome], int]]:
+    if workers <= 1:
+        for first, lines, done in _chunks(path):
+            yield _convert_chunk(first, lines, identity, allowed_gaps), done
+        return
+    pending: deque[tuple[Future[list[_Outcome]], int]] = deque()
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        for first, lines, done in _chunks(path):
+            pending.append((pool.submit(_convert_chunk, first, lines, identity, allowed_gaps), done))
+            if len(pending) >= workers * _IN_FLIGHT_PER_WORKER:
+                future, read = pending.popleft()
+                yield future.result(), read
+        while pending:
+            future, read = pending.popleft()
+            yield future.result(), read
+
+
+def default_workers(path: Path) -> int:
+    """Processes to convert ``path`` with: one for small files, else one per core."""
+    size = path.stat().st_size
+    return 1 if size < POOL_THRESHOLD_BYTES else max(1, min(os.cpu_count() or 1, 8))
+
+
+def convert_file(
+    path: Path,
+    identity: TrajectoryIdentity,
+    *,
+    write: Callable[[WrittenTrajectory], None] | None,
+    allowed_gaps: Collection[str] = (),
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> FileConversion:
+    """Convert every line of ``path``; ``write`` receives each trajectory in file order.
+
+    Once a row is rejected nothing more is written (the export will fail), but every line is
+    still checked so all rejected rows are named. ``write=None`` converts in memory only, as a
+    dry run does. ``progress(bytes_read, total_bytes)`` is called after each chunk.
+    """
+    total = path.stat().st_size
+    result = FileConversion()
+    keys: set[tuple[int, int]] = set()
+    gaps = frozenset(allowed_gaps)
+    for outcomes, read in _outcomes(path, identity, gaps, workers or default_workers(path)):
+        for line_number, label, key, outcome in outcomes:
+            result.rows += 1
+            if key is not None:
+                if key in keys:
+                    result.rejected.append(f"line {line_number}: duplicate rollout key (task {key[0]}, rollout {key[1]})")
+                    continue
+                keys.add(key)
+                if isinstance(label, str):
+                    result.agents.add(label)
+            if isinstance(outcome, str):
+                result.rejected.append(outcome)
+                continue
+            result.converted += 1
+            if outcome.gap_codes:
+                result.trajectories_with_gaps += 1
+                result.gap_counts.update(outcome.gap_codes)
+            if write is not None and not result.rejected:
+                write(outcome)
+        if progress is not None:
+            progress(read, total)
+    return result

@@ -1,0 +1,335 @@
+"""ATIF steps from an invocation's conversation, the way NeMo Gym's strict exporter builds them.
+
+The conversation is read in order. System and user messages before the first agent output each
+become a step of their own. Then every agent output is one ``agent`` step: optional reasoning,
+followed either by an assistant message or by a run of function calls whose results (all of
+them, nothing else) follow at once. The prefix of the conversation before each agent step is
+kept: the turn for that step must hold the same items as its ``question``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalexport.trajectory.conversation import Item, read_items
+from evalexport.trajectory.record import InvocationRecord, ToolCallRecord
+from evalexport.trajectory.strict_json import json_equal, loads_strict
+
+__all__ = [
+    "AgentGroup",
+    "Step",
+    "TrajectoryError",
+    "build_steps",
+    "reasoning_text",
+    "text_content",
+]
+
+
+class TrajectoryError(ValueError):
+    """A rollout cannot be converted to ATIF without loss; the message names the field path."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"{path}: {detail}")
+        self.path = path
+
+
+@dataclass
+class Step:
+    """One ATIF step under construction; :meth:`to_json` emits ATIF's field order."""
+
+    step_id: int
+    source: str
+    message: Any
+    timestamp: str | None = None
+    model_name: str | None = None
+    reasoning_content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    observation: dict[str, Any] | None = None
+    metrics: dict[str, Any] | None = None
+    llm_call_count: int | None = None
+    extra: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "step_id": self.step_id,
+            "source": self.source,
+            "message": self.message,
+        }
+        for name in (
+            "timestamp",
+            "model_name",
+            "reasoning_content",
+            "tool_calls",
+            "observation",
+            "metrics",
+            "llm_call_count",
+            "extra",
+        ):
+            value = getattr(self, name)
+            if value is not None:
+                document[name] = value
+        return document
+
+
+@dataclass
+class AgentGroup:
+    """The items behind one agent step: what the model saw, its reasoning and its answer."""
+
+    question: list[Item]
+    reasoning: list[Item]
+    answer: list[Item]
+    step: Step
+    tool_call_count: int = 0
+    source_items: dict[str, Any] = field(default_factory=dict)
+
+
+def text_content(value: Any, path: str) -> str | list[dict[str, Any]]:
+    """A message's content as ATIF content: the string, or its parts as ATIF text parts."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list) or not value:
+        raise TrajectoryError(path, "expected non-empty scalar or multipart text content")
+    return [{"type": "text", "text": part["text"]} for part in value]
+
+
+def _message_content(item: Item) -> str | list[dict[str, Any]]:
+    status = item.get("status")
+    if status is not None and status != "completed":
+        raise TrajectoryError(f"{item.path}.status", f"expected completed, got {status!r}")
+    if item.kind == "output_message" and not item.get("content"):
+        raise TrajectoryError(f"{item.path}.content", "expected at least one output_text part")
+    return text_content(item.get("content"), f"{item.path}.content")
+
+
+def reasoning_text(items: list[Item], path: str) -> str | None:
+    """The one reasoning text of an agent step; several segments cannot keep their boundaries."""
+    if not items:
+        return None
+    segments: list[str] = []
+    for index, item in enumerate(items):
+        content = item.get("content") or []
+        summary = item.get("summary") or []
+        if item.get("encrypted_content") is not None:
+            raise TrajectoryError(f"{path}[{index}]", "encrypted reasoning is not supported")
+        if content and summary:
+            raise TrajectoryError(
+                f"{path}[{index}]",
+                "reasoning with both content and summary cannot be represented without dropping one",
+            )
+        source = content or summary
+        if not source:
+            raise TrajectoryError(
+                f"{path}[{index}]", "encrypted or empty reasoning cannot be represented as ATIF text"
+            )
+        segments.extend(part["text"] for part in source)
+    if len(segments) != 1:
+        raise TrajectoryError(
+            path, "multiple reasoning segments cannot be represented without changing boundaries"
+        )
+    return segments[0]
+
+
+def _arguments(call: Item, path: str) -> dict[str, Any]:
+    try:
+        arguments = loads_strict(call.get("arguments"))
+    except ValueError:  # json.JSONDecodeError and StrictJsonError are both ValueErrors
+        raise TrajectoryError(f"{path}.arguments", "expected a JSON object string") from None
+    if not isinstance(arguments, dict):
+        raise TrajectoryError(f"{path}.arguments", "expected a JSON object")
+    return arguments
+
+
+def _tool_result_extra(record: ToolCallRecord, source_item_id: str | None) -> dict[str, Any] | None:
+    source = record.model_dump(
+        mode="json",
+        include={"sandbox_id", "started_at", "completed_at", "duration_ms", "timing_source"},
+        exclude_none=True,
+    )
+    if source_item_id is not None:
+        source["source_item_id"] = source_item_id
+    return {"nemo_gym": source} if source else None
+
+
+class _StepBuilder:
+    def __init__(self, invocation: InvocationRecord, tool_records: list[ToolCallRecord]) -> None:
+        self.invocation = invocation
+        self.path = "ng_trajectory.invocations[0].conversation"
+        self.items = read_items(invocation.conversation, self.path)
+        self.tools = {record.tool_call_id: record for record in tool_records}
+        if len(self.tools) != len(tool_records):
+            raise TrajectoryError("ng_trajectory.tool_calls", "tool_call_id values must be unique")
+        self.used_tool_ids: set[str] = set()
+        self.steps: list[Step] = []
+        self.groups: list[AgentGroup] = []
+        self.prefix: list[Item] = []
+        self.position = 0
+
+    def _peek(self, kind: str) -> Item | None:
+        if self.position < len(self.items) and self.items[self.position].kind == kind:
+            return self.items[self.position]
+        return None
+
+    def _take(self, kind: str) -> list[Item]:
+        taken: list[Item] = []
+        while (item := self._peek(kind)) is not None:
+            taken.append(item)
+            self.prefix.append(item)
+            self.position += 1
+        return taken
+
+    def build(self) -> tuple[list[Step], list[AgentGroup]]:
+        while self.position < len(self.items):
+            item = self.items[self.position]
+            if item.kind in ("input_message", "assistant_context"):
+                self._source_message(item)
+            else:
+                self._agent_step(item)
+        unused = set(self.tools) - self.used_tool_ids
+        if unused:
+            raise TrajectoryError(
+                "ng_trajectory.tool_calls", f"unreferenced tool executions: {sorted(unused)}"
+            )
+        if not self.groups:
+            raise TrajectoryError(self.path, "contains no agent output")
+        return self.steps, self.groups
+
+    def _source_message(self, item: Item) -> None:
+        role = item.get("role")
+        if role == "developer":
+            raise TrajectoryError(f"{item.path}.role", "developer messages are not supported")
+        if item.kind == "assistant_context":
+            raise TrajectoryError(f"{item.path}.role", "copied assistant context is not supported")
+        if self.groups:
+            raise TrajectoryError(item.path, "later system or user turns are not supported")
+        self.steps.append(Step(len(self.steps) + 1, role, _message_content(item)))
+        self.prefix.append(item)
+        self.position += 1
+
+    def _agent_step(self, first: Item) -> None:
+        path = first.path
+        question = list(self.prefix)
+        reasoning = self._take("reasoning")
+        if self.position >= len(self.items):
+            raise TrajectoryError(path, "reasoning is not followed by an agent answer")
+        calls = self._take_calls()
+        step_id = len(self.steps) + 1
+        if calls:
+            step = self._tool_step(step_id, calls, path)
+            answer = calls
+        elif (message := self._peek("output_message")) is not None:
+            self.prefix.append(message)
+            self.position += 1
+            step = Step(step_id, "agent", _message_content(message))
+            answer = [message]
+        else:
+            current = self.items[self.position]
+            raise TrajectoryError(path, f"unsupported conversation item {current.kind!r} here")
+        step.reasoning_content = reasoning_text(reasoning, f"{path}.reasoning")
+        self.steps.append(step)
+        group = AgentGroup(question, reasoning, answer, step, tool_call_count=len(calls))
+        if reasoning:
+            group.source_items["reasoning_ids"] = [item.get("id") for item in reasoning]
+        if not calls:
+            group.source_items["message_id"] = answer[0].get("id")
+        self.groups.append(group)
+
+    def _take_calls(self) -> list[Item]:
+        calls: list[Item] = []
+        while (call := self._peek("function_call")) is not None:
+            if not call.get("call_id").strip():
+                raise TrajectoryError(f"{call.path}.call_id", "cannot be empty")
+            if not call.get("name").strip():
+                raise TrajectoryError(f"{call.path}.name", "cannot be empty")
+            status = call.get("status")
+            if status not in (None, "completed"):
+                raise TrajectoryError(f"{call.path}.status", f"expected completed, got {status!r}")
+            if call.get("call_id") in self.used_tool_ids:
+                raise TrajectoryError(call.path, f"duplicate function call ID {call.get('call_id')!r}")
+            self.used_tool_ids.add(call.get("call_id"))
+            calls.append(call)
+            self.prefix.append(call)
+            self.position += 1
+        return calls
+
+    def _tool_step(self, step_id: int, calls: list[Item], path: str) -> Step:
+        outputs: dict[str, Item] = {}
+        for output in self._take("function_call_output"):
+            call_id = output.get("call_id")
+            if call_id in outputs:
+                raise TrajectoryError(path, f"duplicate function result ID {call_id!r}")
+            status = output.get("status")
+            if status not in (None, "completed"):
+                raise TrajectoryError(path, f"function result {call_id!r} is {status!r}")
+            outputs[call_id] = output
+        expected = {call.get("call_id") for call in calls}
+        if set(outputs) != expected:
+            raise TrajectoryError(
+                path,
+                "function results must match this turn's calls exactly; expected "
+                f"{sorted(expected)}, got {sorted(outputs)}",
+            )
+        tool_calls: list[dict[str, Any]] = []
+        records: dict[str, ToolCallRecord] = {}
+        contents: dict[str, Any] = {}
+        for call in calls:
+            call_id = call.get("call_id")
+            record = self._tool_record(call, path)
+            output = outputs[call_id]
+            contents[call_id] = text_content(
+                output.get("output"), f"{path}.tool_results[{call_id!r}].output"
+            )
+            if record.output is not None and not json_equal(record.output, output.get("output")):
+                raise TrajectoryError(
+                    path, f"tool execution {call_id!r} has a different recorded output"
+                )
+            records[call_id] = record
+            tool_call: dict[str, Any] = {
+                "tool_call_id": call_id,
+                "function_name": call.get("name"),
+                "arguments": _arguments(call, call.path),
+            }
+            if call.get("id") is not None:
+                tool_call["extra"] = {"nemo_gym": {"source_item_id": call.get("id")}}
+            tool_calls.append(tool_call)
+        results = []
+        for output in outputs.values():
+            call_id = output.get("call_id")
+            result: dict[str, Any] = {"source_call_id": call_id, "content": contents[call_id]}
+            if (extra := _tool_result_extra(records[call_id], output.get("id"))) is not None:
+                result["extra"] = extra
+            results.append(result)
+        return Step(
+            step_id, "agent", "", tool_calls=tool_calls, observation={"results": results}
+        )
+
+    def _tool_record(self, call: Item, path: str) -> ToolCallRecord:
+        call_id = call.get("call_id")
+        record = self.tools.get(call_id)
+        if record is None:
+            raise TrajectoryError(path, f"missing tool execution record for {call_id!r}")
+        if record.invocation_id != self.invocation.invocation_id:
+            raise TrajectoryError(path, f"tool execution {call_id!r} belongs to another invocation")
+        if record.status != "completed":
+            raise TrajectoryError(
+                path, f"tool execution {call_id!r} is {record.status!r}, not completed"
+            )
+        if record.error_type is not None:
+            raise TrajectoryError(
+                path, f"completed tool execution {call_id!r} records error {record.error_type!r}"
+            )
+        if record.tool_name is not None and record.tool_name != call.get("name"):
+            raise TrajectoryError(
+                path,
+                f"tool execution {call_id!r} records tool {record.tool_name!r}, "
+                f"the call names {call.get('name')!r}",
+            )
+        return record
+
+
+def build_steps(
+    invocation: InvocationRecord, tool_records: list[ToolCallRecord]
+) -> tuple[list[Step], list[AgentGroup]]:
+    """The steps of ``invocation`` and the agent groups the turns are checked against."""
+    return _StepBuilder(invocation, tool_records).build()
+

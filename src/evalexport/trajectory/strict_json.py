@@ -1,0 +1,114 @@
+"""RFC 8259 JSON read the way NeMo Gym's strict ATIF export reads it.
+
+Gym's exporter refuses a rollout line whose JSON would change meaning on the way through Python:
+duplicate object keys (which value won?), numbers that are not finite or that a float cannot hold
+exactly (``1e400``, ``0.10000000000000000001``), ``NaN``/``Infinity``, and strings holding a
+lone surrogate (not encodable as UTF-8). evalexport refuses the same lines, so both exporters
+agree on which rows are convertible. Equality follows JSON too: ``true`` is not ``1``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from decimal import Decimal
+from typing import Any
+
+__all__ = ["StrictJsonError", "json_equal", "loads_strict", "unencodable_path"]
+
+# Below this many significant digits a decimal literal names exactly one double, and that
+# double's shortest repr is the literal itself, so the exact Decimal comparison can be skipped.
+_EXACT_DIGITS = 15
+
+
+class StrictJsonError(ValueError):
+    """A JSON text is not strict RFC 8259 JSON; the message says why."""
+
+
+def _reject_constant(value: str) -> Any:
+    raise StrictJsonError(f"non-JSON numeric constant {value!r}")
+
+
+def _significant_digits(literal: str) -> int:
+    mantissa = literal.lstrip("-").split("e")[0].split("E")[0].replace(".", "")
+    return len(mantissa.strip("0"))
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise StrictJsonError(f"JSON number {literal!r} exceeds the finite float range")
+    if value == 0.0:
+        if _significant_digits(literal):
+            raise StrictJsonError(f"JSON number {literal!r} underflows the finite float range")
+        return value
+    if 1e-300 < abs(value) < 1e300 and _significant_digits(literal) <= _EXACT_DIGITS:
+        return value
+    if Decimal(literal) != Decimal(repr(value)):
+        raise StrictJsonError(f"JSON number {literal!r} cannot be represented without precision loss")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise StrictJsonError(f"duplicate object key {key!r}")
+            seen.add(key)
+    return result
+
+
+def loads_strict(text: str | bytes) -> Any:
+    """Parse ``text``, raising :class:`StrictJsonError` (or ``json.JSONDecodeError``)."""
+    return json.loads(
+        text,
+        parse_constant=_reject_constant,
+        parse_float=_finite_float,
+        object_pairs_hook=_unique_keys,
+    )
+
+
+def unencodable_path(value: Any, path: str) -> str | None:
+    """The path of the first string in ``value`` that UTF-8 cannot encode, or ``None``."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path
+        return None
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            if found := unencodable_path(item, f"{path}[{index}]"):
+                return found
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if found := unencodable_path(key, f"{path}.<key>") or unencodable_path(
+                item, f"{path}.{key}"
+            ):
+                return found
+    return None
+
+
+def json_equal(left: Any, right: Any) -> bool:
+    """JSON equality: ``true`` differs from ``1``, ``1`` equals ``1.0``, key order is ignored."""
+    if left is None or right is None:
+        return left is right
+    left_bool, right_bool = isinstance(left, bool), isinstance(right, bool)
+    if left_bool or right_bool:
+        return left_bool and right_bool and left == right
+    if isinstance(left, int | float) or isinstance(right, int | float):
+        return isinstance(left, int | float) and isinstance(right, int | float) and left == right
+    if isinstance(left, str) or isinstance(right, str):
+        return isinstance(left, str) and isinstance(right, str) and left == right
+    if isinstance(left, list) or isinstance(right, list):
+        return (
+            isinstance(left, list)
+            and isinstance(right, list)
+            and len(left) == len(right)
+            and all(json_equal(a, b) for a, b in zip(left, right, strict=True))
+        )
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(json_equal(left[k], right[k]) for k in left)
+    return False
