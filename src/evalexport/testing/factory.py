@@ -21,6 +21,12 @@ from typing import Any, final
 
 from evalexport.masking import save_run_config
 from evalexport.run import RunArtifacts
+from evalexport.testing.gym_shapes import (
+    AgentRun,
+    ToolUse,
+    input_message,
+    unpublished_trajectory,
+)
 
 __all__ = ["CanarySecrets", "SampleRun", "make_rollout", "make_run"]
 
@@ -142,168 +148,104 @@ def run_config(benchmark: str, canaries: CanarySecrets) -> dict[str, Any]:
     }
 
 
-def _turn_texts(rng: random.Random, task_index: int) -> tuple[Any, str, str]:
-    question: Any = _QUESTIONS[task_index % len(_QUESTIONS)]
-    if task_index % 5 == 4:  # structured questions happen: they travel as JSON text
-        question = {"problem": question, "hints": ["work modulo 8 and 125"], "difficulty": 3}
+def _turn_texts(rng: random.Random, task_index: int) -> tuple[str, str, str]:
+    question = _QUESTIONS[task_index % len(_QUESTIONS)]
     answer = str(rng.randint(0, 999))
     reasoning = f"Let me think step by step — check small cases first (n={rng.randint(2, 9)})."
     return question, answer, reasoning
 
 
 def make_trajectory(
-    rng: random.Random, task_index: int, rollout_index: int, *, use_tools: bool
+    rng: random.Random,
+    task_index: int,
+    rollout_index: int,
+    *,
+    use_tools: bool,
+    publishes_turns: bool = True,
 ) -> dict[str, Any]:
-    """An ``ng_trajectory`` (schema 1.0) of one or two turns, with tool calls when asked."""
-    invocation_id = f"inv-{task_index}-{rollout_index}"
-    turns: list[dict[str, Any]] = []
-    model_calls: list[dict[str, Any]] = []
-    tool_calls: list[dict[str, Any]] = []
-    n_turns = 2 if task_index % 3 == 0 else 1
-    for turn_no in range(1, n_turns + 1):
-        question, answer, reasoning = _turn_texts(rng, task_index + turn_no - 1)
-        call_ids: list[str] = []
-        n_model_calls = 2 if use_tools and turn_no == 1 else 1
-        for call_no in range(n_model_calls):
-            model_call_id = f"mc-{task_index}-{rollout_index}-{turn_no}-{call_no}"
-            call_ids.append(model_call_id)
-            output: list[dict[str, Any]] = [
-                {"type": "reasoning", "summary": [{"type": "summary_text", "text": reasoning}]}
-            ]
-            if call_no < n_model_calls - 1:
-                # Several tool calls in one model call: code execution and a lookup.
-                for tool_no, (tool, arguments) in enumerate(
-                    (
-                        ("python", {"code": f"print(pow(7, 2024, 1000))  # t{task_index}"}),
-                        ("lookup", {"query": "Legendre's formula", "top_k": 2}),
-                    )
-                ):
-                    tool_call_id = f"call-{task_index}-{rollout_index}-{turn_no}-{tool_no}"
-                    output.append(
-                        {
-                            "type": "function_call",
-                            "call_id": tool_call_id,
-                            "name": tool,
-                            "arguments": json.dumps(arguments),
-                        }
-                    )
-                    tool_calls.append(
-                        {
-                            "tool_call_id": tool_call_id,
-                            "invocation_id": invocation_id,
-                            "model_call_id": model_call_id,
-                            "tool_name": tool,
-                            "output": "801" if tool == "python" else "v_p(n!) = Σ ⌊n/p^k⌋",
-                            "status": "ok",
-                            "started_at": f"2026-11-01T10:{turn_no:02d}:{tool_no:02d}Z",
-                            "ended_at": f"2026-11-01T10:{turn_no:02d}:{tool_no + 1:02d}Z",
-                        }
-                    )
-            else:
-                text = answer if isinstance(answer, str) else json.dumps(answer)
-                output.append(
-                    {
-                        "type": "message",
-                        "role": "assistant",
-                        "content": [
-                            {"type": "output_text", "text": f"The answer is \\boxed{{{text}}}."}
-                        ],
-                    }
-                )
-            prompt = 900 + 40 * task_index + 150 * call_no
-            model_calls.append(
-                {
-                    "model_call_id": model_call_id,
-                    "request": {
-                        "model": MODEL,
-                        "input": [
-                            {
-                                "role": "system",
-                                "content": "Solve the problem. Put the final answer in \\boxed{}.",
-                            },
-                            {
-                                "role": "user",
-                                "content": question
-                                if isinstance(question, str)
-                                else json.dumps(question),
-                            },
-                        ],
-                        "tools": [
-                            {"type": "function", "name": "python"},
-                            {"type": "function", "name": "lookup"},
-                        ]
-                        if use_tools
-                        else [],
-                    },
-                    "response": {"id": f"resp-{model_call_id}", "output": output},
-                    "token_stats": {
-                        "prompt_tokens": prompt,
-                        "completion_tokens": 200 + rng.randint(0, 3000),
-                        "cached_tokens": 512 if call_no else 0,
-                        "reasoning_tokens": 150 + rng.randint(0, 900),
-                    },
-                    "response_metadata": {"model": MODEL},
-                }
-            )
-        turns.append(
-            {
-                "invocation_id": invocation_id,
-                "turn_no": turn_no,
-                "timestamp": f"2026-11-01T10:{turn_no:02d}:30Z",
-                "question": question,
-                "answer": {"value": answer, "format": "boxed"} if task_index % 7 == 6 else answer,
-                "reasoning_content": reasoning if turn_no == 1 else None,
-                "model_calls": call_ids,
-            }
+    """An ``ng_trajectory`` as NeMo Gym writes it (see :mod:`evalexport.testing.gym_shapes`).
+
+    An agent that publishes turns answers in one or two model calls, with parallel tool calls
+    first when it uses tools; its reasoning comes as a summary or as content. One that does not
+    leaves only its captured model call and the gaps rollout collection records.
+    """
+    question, answer, reasoning = _turn_texts(rng, task_index)
+    task_id, rollout_id = str(task_index), f"{task_index}-{rollout_index}"
+    if not publishes_turns:
+        return unpublished_trajectory(task_id, rollout_id, question, f"\\boxed{{{answer}}}")
+    prompt_content: str | list[str] = question
+    if task_index % 4 == 3:  # multipart input happens
+        prompt_content = [question, "Put the final answer in \\boxed{}."]
+    run = AgentRun(
+        task_id,
+        rollout_id,
+        [input_message("user", prompt_content)],
+        model=MODEL,
+        started_at=1_787_713_200.0 + 60 * task_index + rollout_index,
+    )
+    as_summary = rollout_index % 2 == 0
+    if use_tools:
+        run.turn(
+            reasoning=reasoning,
+            reasoning_as_summary=as_summary,
+            tools=[
+                ToolUse("python", {"code": f"print(pow(7, 2024, 1000))  # t{task_index}"}, "801"),
+                ToolUse("lookup", {"query": "Legendre's formula", "top_k": 2}, "v_p(n!) = Σ ⌊n/p^k⌋"),
+            ],
+            finish_reason="tool_calls",
+            prompt_tokens=900 + 40 * task_index,
+            completion_tokens=200 + rng.randint(0, 3000),
+            cached_tokens=0,
         )
-    return {
-        "schema_version": "1.0",
-        "task_id": f"aime24/{task_index}",
-        "rollout_id": f"aime24/{task_index}/{rollout_index}",
-        "invocations": [
-            {
-                "invocation_id": invocation_id,
-                "started_at": "2026-11-01T10:00:00Z",
-                "ended_at": "2026-11-01T10:05:00Z",
-            }
-        ],
-        "turns": turns,
-        "model_calls": model_calls,
-        "tool_calls": tool_calls,
-        "gaps": [],
-    }
+    run.turn(
+        reasoning=f"{reasoning} So the answer is {answer}.",
+        reasoning_as_summary=as_summary,
+        answer=[f"The answer is \\boxed{{{answer}}}."],
+        finish_reason="stop",
+        prompt_tokens=1200 + 40 * task_index,
+        completion_tokens=200 + rng.randint(0, 3000),
+        cached_tokens=512,
+    )
+    return run.record(resolved=rng.random() < 0.45)
 
 
 def make_rollout(
-    rng: random.Random, task_index: int, rollout_index: int, agent: str, *, trajectory: bool = True
+    rng: random.Random,
+    task_index: int,
+    rollout_index: int,
+    agent: str,
+    *,
+    trajectory: bool = True,
+    publishes_turns: bool = True,
 ) -> dict[str, Any]:
+    """One rollout line as NeMo Gym's rollout collection writes it."""
     use_tools = "tool" in agent
     question, answer, _ = _turn_texts(rng, task_index)
     reward = 1.0 if rng.random() < 0.45 else 0.0
     record: dict[str, Any] = {
         "_ng_task_index": task_index,
         "_ng_rollout_index": rollout_index,
-        "agent_ref": {"name": agent},
+        "agent_ref": {"type": "responses_api_agents", "name": agent},
         "reward": reward,
         "expected_answer": answer if reward else str(rng.randint(0, 999)),
         "responses_create_params": {
-            "input": [
-                {
-                    "role": "user",
-                    "content": question if isinstance(question, str) else json.dumps(question),
-                }
-            ],
+            "input": [{"content": question, "role": "user", "type": "message"}],
             "max_output_tokens": 16384,
             "temperature": 0.6,
         },
         "response": {
-            "id": f"resp-{task_index}-{rollout_index}",
+            "id": f"resp_{task_index}-{rollout_index}",
+            "object": "response",
             "model": MODEL,
             "output": [
                 {
-                    "type": "message",
+                    "id": f"msg_{task_index}-{rollout_index}",
+                    "content": [
+                        {"annotations": [], "text": f"\\boxed{{{answer}}}", "type": "output_text"}
+                    ],
                     "role": "assistant",
-                    "content": [{"type": "output_text", "text": f"\\boxed{{{answer}}}"}],
+                    "status": "completed",
+                    "type": "message",
                 }
             ],
             "usage": {"input_tokens": 1200, "output_tokens": rng.randint(200, 6000)},
@@ -312,7 +254,7 @@ def make_rollout(
     }
     if trajectory:
         record["ng_trajectory"] = make_trajectory(
-            rng, task_index, rollout_index, use_tools=use_tools
+            rng, task_index, rollout_index, use_tools=use_tools, publishes_turns=publishes_turns
         )
     return record
 
@@ -385,6 +327,7 @@ def make_run(
     saved_config: bool = True,
     mask_saved_config: bool = True,
     trajectory: bool = True,
+    publishes_turns: bool = True,
     rows_without_trajectory: Iterable[int] = (),
     rows_with_gaps: Iterable[int] = (),
     malformed_lines: Iterable[int] = (),
@@ -394,6 +337,10 @@ def make_run(
 ) -> SampleRun:
     """Write a finished run into ``directory`` (created if needed) and describe it.
 
+    Every record is one NeMo Gym's ``TrajectoryRecord`` accepts. ``publishes_turns=False``
+    makes the run of an agent that publishes no turns (gaps ``turns_unavailable`` and
+    ``conversation_unavailable`` on every row); ``rows_with_gaps`` get the
+    ``resolution_unavailable`` gap a verifier without a verdict leaves.
     Rows are 0-based rollout positions; ``malformed_lines`` and ``blank_lines`` are 1-based
     line numbers of the written file. ``other_run_rollouts`` adds a second run's rollouts file
     of that name beside this one; ``mask_saved_config=False`` saves the config with live
@@ -419,14 +366,14 @@ def make_run(
                     rollout_index,
                     agent,
                     trajectory=trajectory and row not in without,
+                    publishes_turns=publishes_turns,
                 )
-                if row in with_gaps and "ng_trajectory" in record:
-                    record["ng_trajectory"]["gaps"] = [
-                        {
-                            "code": "turns_unavailable",
-                            "invocation_id": None,
-                            "detail": "agent does not publish semantic turns",
-                        }
+                recorded = record.get("ng_trajectory")
+                if row in with_gaps and recorded and recorded["turns"]:
+                    # The verifier reported no resolution: what simple agents then record.
+                    recorded["turns"][-1]["resolved"] = None
+                    recorded["gaps"] = [
+                        {"code": "resolution_unavailable", "invocation_id": "root", "detail": None}
                     ]
                 while len(lines) + 1 in blanks:
                     lines.append("")

@@ -9,6 +9,9 @@ the same switches and fixtures by installing it:
     run the EvalRDL contract tests against the real SDK instead of the fake.
 ``--with_mlflow_sdk`` / ``--with_wandb_sdk``
     add the other SDK versions of the matrix (they need the index too).
+``--with_gym``
+    run the tests that hold evalexport to NeMo Gym 0.7.0's own code (its ``TrajectoryRecord``
+    and its ATIF exporter), in an environment built from the index (fixture ``gym_oracle``).
 
 A test marked ``downloads``, ``evalrdl_sdk``, ``mlflow_sdk`` or ``wandb_sdk`` is skipped unless
 its switch is on, and the skip reason names the switch.
@@ -17,20 +20,24 @@ its switch is on, and the skip reason names the switch.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from evalexport.masking import is_secret_variable
 from evalexport.testing.factory import CanarySecrets, SampleRun, make_run
 
+if TYPE_CHECKING:
+    from evalexport.testing.gym import GymOracle
+
 SWITCHES: dict[str, tuple[str, str]] = {
     "downloads": ("--with_downloads", "builds an environment from the package index"),
     "evalrdl_sdk": ("--with_evalrdl_sdk", "runs against the real evalrdl SDK"),
     "mlflow_sdk": ("--with_mlflow_sdk", "runs another MLflow version of the matrix"),
     "wandb_sdk": ("--with_wandb_sdk", "runs another wandb version of the matrix"),
+    "gym": ("--with_gym", "runs NeMo Gym 0.7.0 as the test oracle"),
 }
 """Marker name -> (command-line switch, what the marked tests need)."""
 
@@ -92,6 +99,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def evalexport_download_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One package-download cache for the whole test session, never the developer's own."""
     return tmp_path_factory.mktemp("download-cache")
+
+
+@pytest.fixture(scope="session")
+def gym_oracle(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    evalexport_download_cache: Path,
+) -> Iterator[GymOracle]:
+    """NeMo Gym's own code, answering in a worker (see :mod:`evalexport.testing.gym`).
+
+    The environment is built once per session (about a minute), or kept in
+    ``$EVALEXPORT_GYM_ENV_DIR`` across sessions when that is set. Use it from tests marked
+    ``gym``. When it cannot be built the test fails: the switch asked for it.
+    """
+    from evalexport.testing.gym import GymOracle, ensure_gym_environment
+
+    if not request.config.getoption("--with_gym"):
+        pytest.skip("runs NeMo Gym 0.7.0 as the test oracle; run with --with_gym to include it")
+    configured = os.environ.get("EVALEXPORT_GYM_ENV_DIR")
+    directory = Path(configured) if configured else tmp_path_factory.mktemp("gym") / "env"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("UV_CACHE_DIR", str(evalexport_download_cache / "uv"))
+        python = ensure_gym_environment(directory)
+    oracle = GymOracle(python)
+    yield oracle
+    oracle.close()
 
 
 @pytest.fixture

@@ -1,0 +1,125 @@
+"""The NeMo Gym environment: built once per directory, under a lock, record written last."""
+
+from __future__ import annotations
+
+import fcntl
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Final
+
+__all__ = [
+    "GYM_IMPORT_REQUIREMENTS",
+    "GYM_REQUIREMENT",
+    "GymEnvironmentError",
+    "ensure_gym_environment",
+    "find_python_313",
+]
+
+GYM_REQUIREMENT: Final = "nemo-gym==0.7.0"
+GYM_DECLARED_PYTHON: Final = "3.13.14"
+"""The Python nemo-gym 0.7.0 declares; it runs on any 3.13."""
+GYM_IMPORT_REQUIREMENTS: Final = (
+    "pydantic",
+    "openai==2.44.0",
+    "omegaconf",
+    "hydra-core",
+    "rich",
+    "ray",
+    "orjson",
+    "uvicorn",
+    "aiohttp",
+    "fastapi",
+    "itsdangerous",
+    "httptools",
+    "yappi",
+    "pydot",
+)
+"""What ``import nemo_gym.atif_export`` needs, found by importing it in an empty 3.13 env."""
+_RECORD: Final = "evalexport-gym-env.json"
+
+
+class GymEnvironmentError(RuntimeError):
+    """The Gym environment could not be built; the message says which step and why."""
+
+
+def find_python_313() -> str | None:
+    """A Python 3.13 interpreter: ``$EVALEXPORT_GYM_PYTHON``, on PATH, or under pyenv."""
+    candidates = [os.environ.get("EVALEXPORT_GYM_PYTHON", ""), shutil.which("python3.13") or ""]
+    pyenv_root = os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv"))
+    candidates += sorted(glob.glob(f"{pyenv_root}/versions/3.13*/bin/python3.13"), reverse=True)
+    if Path("/root/.pyenv").is_dir():  # tests move HOME; the machine's pyenv stays put
+        candidates += sorted(glob.glob("/root/.pyenv/versions/3.13*/bin/python3.13"), reverse=True)
+    for candidate in filter(None, candidates):
+        try:
+            completed = subprocess.run(
+                [candidate, "-c", "import sys; print(sys.version_info[:2] == (3, 13))"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if completed.stdout.strip() == "True":
+            return candidate
+    return None
+
+
+def _uv() -> str:
+    found = shutil.which("uv")
+    if found is None:
+        try:
+            from uv import find_uv_bin
+        except ImportError:
+            raise GymEnvironmentError(
+                "uv is needed to install nemo-gym for Python 3.13 (pip install uv)"
+            ) from None
+        found = find_uv_bin()
+    return found
+
+
+def _run(command: list[str], what: str) -> None:
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    if completed.returncode != 0:
+        tail = "\n".join((completed.stderr or completed.stdout).strip().splitlines()[-20:])
+        raise GymEnvironmentError(f"{what} failed (exit code {completed.returncode}):\n{tail}")
+
+
+def ensure_gym_environment(directory: Path) -> Path:
+    """The python of the Gym environment in ``directory``, built now if it is not complete."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with (directory.parent / f"{directory.name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        python = directory / "bin" / "python"
+        if (directory / _RECORD).is_file():
+            return python
+        if directory.exists():  # an interrupted build is never used
+            shutil.rmtree(directory)
+        interpreter = find_python_313()
+        if interpreter is None:
+            raise GymEnvironmentError(
+                "NeMo Gym 0.7.0 needs Python 3.13 and none was found "
+                "(set EVALEXPORT_GYM_PYTHON, or install python3.13)"
+            )
+        try:
+            _run([interpreter, "-m", "venv", "--without-pip", str(directory)], "Creating the venv")
+            uv = _uv()
+            target = ["--python", str(python)]
+            _run(
+                [uv, "pip", "install", *target, "--python-version", GYM_DECLARED_PYTHON,
+                 "--no-deps", GYM_REQUIREMENT],
+                f"Installing {GYM_REQUIREMENT}",
+            )  # fmt: skip
+            _run([uv, "pip", "install", *target, *GYM_IMPORT_REQUIREMENTS], "Installing its imports")
+            _run([str(python), "-c", "import nemo_gym.atif_export"], "Importing nemo_gym")
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+        record = {"requirement": GYM_REQUIREMENT, "python": interpreter, "built_by": sys.executable}
+        (directory / _RECORD).write_text(json.dumps(record) + "\n", encoding="utf-8")
+        return python

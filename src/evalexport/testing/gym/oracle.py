@@ -1,0 +1,83 @@
+"""A long-lived worker in the Gym environment that answers with Gym's own code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, final
+
+__all__ = ["GymExport", "GymOracle"]
+
+_WORKER = Path(__file__).with_name("oracle_worker.py")
+
+
+@final
+@dataclass(frozen=True)
+class GymExport:
+    """What Gym's ``export_rollouts_to_atif`` did: the count, or its error message."""
+
+    trajectory_count: int | None
+    error: str | None
+    error_type: str | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.error is None
+
+
+class GymOracle:
+    """Runs ``oracle_worker.py`` with the Gym environment's python; one request at a time."""
+
+    def __init__(self, python: Path) -> None:
+        self._process = subprocess.Popen(
+            [str(python), "-I", str(_WORKER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
+        about = self._ask({"action": "version"})
+        self.version: str = about["version"]
+        self.site_packages: str = about["site_packages"]
+        """Where Gym is installed: its wheel ships example rollouts."""
+
+    def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(json.dumps(request) + "\n")
+        self._process.stdin.flush()
+        line = self._process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the Gym oracle exited (code {self._process.poll()})")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def record_error(self, record: Any) -> str | None:
+        """``None`` when Gym's ``TrajectoryRecord`` accepts ``record``, else its error."""
+        error: str | None = self._ask({"action": "validate", "record": record})["error"]
+        return error
+
+    def export_atif(
+        self, rollouts: Path, output: Path, *, session_id: str, agent_version: str
+    ) -> GymExport:
+        answer = self._ask(
+            {
+                "action": "atif",
+                "rollouts": str(rollouts),
+                "output": str(output),
+                "session_id": session_id,
+                "agent_version": agent_version,
+            }
+        )
+        return GymExport(answer.get("trajectory_count"), answer.get("error"), answer.get("type"))
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            assert self._process.stdin is not None
+            self._process.stdin.close()
+            try:
+                self._process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()

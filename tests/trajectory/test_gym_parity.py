@@ -1,0 +1,100 @@
+"""evalexport's ATIF export against NeMo Gym's own, on the same files (``--with_gym``).
+
+On every file Gym's strict exporter accepts, evalexport writes the same files byte for byte
+(names, trajectories, manifest with its SHA-256s); on every file Gym refuses, evalexport refuses
+the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from evalexport.testing.factory import make_run
+from evalexport.testing.gym import GymOracle
+from tests.trajectory.parity import compare
+from tests.trajectory.strategies import FAULTS, rollout_files
+
+pytestmark = pytest.mark.gym
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+@pytest.mark.parametrize("publishes_turns", [True, False])
+def test_every_factory_record_is_one_gyms_model_accepts(gym_oracle: GymOracle, tmp_path, publishes_turns) -> None:
+    sample = make_run(tmp_path / "run", publishes_turns=publishes_turns, rows_with_gaps=[1, 5])
+    for row in _rows(sample.rollouts):
+        assert gym_oracle.record_error(row["ng_trajectory"]) is None
+
+
+def test_every_example_record_is_one_gyms_model_accepts(gym_oracle: GymOracle) -> None:
+    files = sorted(EXAMPLES.glob("*/*_rollouts.jsonl"))
+    assert files
+    for path in files:
+        for number, row in enumerate(_rows(path), 1):
+            assert gym_oracle.record_error(row["ng_trajectory"]) is None, f"{path}:{number}"
+
+
+@pytest.mark.parametrize("agent", ["aime24_math_simple_agent", "aime24_math_tool_agent"])
+def test_a_factory_run_gives_the_same_files_as_gyms_exporter(gym_oracle: GymOracle, tmp_path, agent) -> None:
+    sample = make_run(tmp_path / "run", agents=(agent,))
+    comparison = compare(gym_oracle, sample.rollouts, tmp_path)
+    assert comparison.gym.succeeded, comparison.gym.error
+    assert comparison.disagreement() is None
+    assert len(comparison.our_tree) == sample.rollout_count + 1
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()))
+def test_each_example_run_ends_the_same_way_with_both_exporters(gym_oracle: GymOracle, tmp_path, example) -> None:
+    rollouts = next((EXAMPLES / example).glob("*_rollouts.jsonl"))
+    assert compare(gym_oracle, rollouts, tmp_path).disagreement() is None
+
+
+def test_gyms_own_example_rollouts_end_the_same_way(gym_oracle: GymOracle, tmp_path) -> None:
+    """Gym ships example rollouts in its wheel; each file is one both exporters must agree on."""
+    site = Path(gym_oracle.site_packages)
+    files = sorted(site.glob("*/*/data/example_rollouts.jsonl")) + sorted(site.glob("*/*/data/*rollouts*.jsonl"))
+    with_trajectories = [path for path in dict.fromkeys(files) if '"ng_trajectory"' in path.read_text(encoding="utf-8", errors="replace")]
+    assert with_trajectories, f"no example rollouts with ng_trajectory under {site}"
+    for index, path in enumerate(with_trajectories):
+        work = tmp_path / str(index)
+        assert compare(gym_oracle, path, work).disagreement() is None, path
+
+
+def _same_ending(oracle: GymOracle, lines: list[str]) -> None:
+    work = Path(tempfile.mkdtemp(prefix="parity-"))
+    try:
+        rollouts = work / "drawn_rollouts.jsonl"
+        rollouts.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        comparison = compare(oracle, rollouts, work)
+        event("both accept" if comparison.gym.succeeded else "both refuse")
+        disagreement = comparison.disagreement()
+        assert disagreement is None, disagreement
+    finally:
+        shutil.rmtree(work)
+
+
+_HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]
+
+
+@settings(max_examples=200, suppress_health_check=_HEALTH)
+@given(lines=rollout_files())
+def test_drawn_files_are_accepted_or_refused_row_for_row_as_gym_does(gym_oracle: GymOracle, lines: list[str]) -> None:
+    _same_ending(gym_oracle, lines)
+
+
+@pytest.mark.parametrize("fault", ["none", *FAULTS])
+@settings(max_examples=12, suppress_health_check=_HEALTH)
+@given(data=st.data())
+def test_each_kind_of_fault_ends_the_same_way_with_both_exporters(gym_oracle: GymOracle, fault: str, data) -> None:
+    _same_ending(gym_oracle, data.draw(rollout_files(fault=fault)))
