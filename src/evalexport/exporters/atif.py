@@ -180,10 +180,13 @@ def _rejection(run: RunArtifacts, conversion: FileConversion) -> str:
     more = len(rejected) - _LISTED_ROWS
     if more > 0:
         listed += f"\n- ... and {more} more rows"
-    return (
+    message = (
         f"ATIF export rejected {len(rejected)} of {conversion.rows} rows of {run.rollouts}; "
         f"nothing was written:\n{listed}"
     )
+    if agents := conversion.agents_problem(run.rollouts):
+        message += f"\n{agents}"
+    return message
 
 
 def _make_parents(directory: Path) -> list[Path]:

@@ -79,20 +79,24 @@ class FileConversion:
     gap_counts: Counter[str] = field(default_factory=Counter)
     trajectories_with_gaps: int = 0
 
+    def agents_problem(self, path: Path) -> str | None:
+        """Why the file's agents cannot go into one batch of trajectories, or ``None``."""
+        if len(self.agents) == 1 or (self.rows == 0 and not self.agents):
+            return None
+        named = ", ".join(sorted(self.agents)) or "none"
+        return (
+            f"Strict ATIF export requires one agent_ref.name per file, because +agent_version "
+            f"describes the whole batch; {path} holds rows of {len(self.agents)} agents "
+            f"({named}). Split the rollouts by agent_ref.name and export each file."
+        )
+
     def problem(self, path: Path) -> str | None:
         """Why the file as a whole cannot be exported, or ``None``."""
         if self.rejected:
             return None  # the caller lists the rows
         if self.rows == 0:
             return f"Rollouts file contains no records: {path}"
-        if len(self.agents) != 1:
-            named = ", ".join(sorted(self.agents)) or "none"
-            return (
-                f"Strict ATIF export requires one agent_ref.name per file, because "
-                f"+agent_version describes the whole batch; {path} holds rows of {len(self.agents)} "
-                f"agents ({named}). Split the rollouts by agent_ref.name and export each file."
-            )
-        return None
+        return self.agents_problem(path)
 
 
 # One line's outcome, as a worker reports it: (line number, label, key, trajectory or error).
@@ -106,7 +110,8 @@ def _convert_line(
     if not raw.strip():
         return line_number, None, None, f"{where}: blank JSONL records are not supported"
     try:
-        row = loads_strict(raw.decode("utf-8"))
+        # Without its line break, so an error's column is the column on the line.
+        row = loads_strict(raw.decode("utf-8").rstrip("\r\n"))
     except UnicodeDecodeError as error:
         return line_number, None, None, f"{where}: invalid JSON (not UTF-8: {error.reason} at byte {error.start})"
     except json.JSONDecodeError as error:
@@ -216,16 +221,21 @@ def convert_file(
     """
     total = path.stat().st_size
     result = FileConversion()
-    keys: set[tuple[int, int]] = set()
+    keys: dict[tuple[int, int], int] = {}
     gaps = frozenset(allowed_gaps)
     for outcomes, read in _outcomes(path, identity, gaps, workers or default_workers(path)):
         for line_number, label, key, outcome in outcomes:
             result.rows += 1
             if key is not None:
                 if key in keys:
-                    result.rejected.append(f"line {line_number}: duplicate rollout key (task {key[0]}, rollout {key[1]})")
+                    result.rejected.append(
+                        f"line {line_number}: duplicate Gym rollout key (task {key[0]}, "
+                        f"rollout {key[1]}), first on line {keys[key]}"
+                    )
+                    if isinstance(label, str):
+                        result.agents.add(label)
                     continue
-                keys.add(key)
+                keys[key] = line_number
                 if isinstance(label, str):
                     result.agents.add(label)
             if isinstance(outcome, str):
