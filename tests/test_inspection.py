@@ -64,3 +64,33 @@ def test_inspect_of_a_missing_run_exits_1(cli, tmp_path) -> None:
     run = cli("inspect", tmp_path / "nowhere" / "x_rollouts.jsonl")
     assert run.exit_code == 1
     assert "Run directory not found" in run.stdout
+
+
+def test_inspect_reports_gaps_and_whether_strict_atif_export_accepts_the_run(
+    cli, make_sample_run
+) -> None:
+    clean = make_sample_run("clean", agents=("aime24_math_tool_agent",))
+    report = cli("inspect", clean.rollouts).stdout
+    assert "coverage gaps: none" in report
+    assert "strict ATIF export: accepts all 24 rollouts" in report
+    gappy = make_sample_run("gappy", agents=("aime24_math_tool_agent",), rows_with_gaps=[1, 4])
+    report = cli("inspect", gappy.rollouts).stdout
+    assert "coverage gaps: 2 rollouts record gaps (resolution_unavailable x2)" in report
+    assert "strict ATIF export: refuses 2 rollouts" in report
+    assert "  - line 2: ng_trajectory.gaps: source coverage gaps" in report
+    assert "with +allow_gaps=[resolution_unavailable] it would accept every rollout" in report
+
+
+def test_inspect_says_when_allowing_the_gaps_would_not_be_enough(cli, make_sample_run) -> None:
+    sample = make_sample_run(agents=("a",), publishes_turns=False, tasks=2, repeats=1)
+    data = json.loads(cli("inspect", sample.rollouts, "--json").stdout)
+    assert data["gap_counts"] == {"conversation_unavailable": 2, "turns_unavailable": 2}
+    assert data["atif"]["accepted"] is False
+    assert data["atif"]["rejected_rows"] == 2
+    assert data["atif"]["accepted_with_gaps_allowed"] is False
+    assert "allowing the recorded gaps would not be enough" in cli("inspect", sample.rollouts).stdout
+
+
+def test_inspect_names_the_agents_problem_of_a_two_agent_run(cli, sample_run) -> None:
+    data = json.loads(cli("inspect", sample_run.rollouts, "--json").stdout)
+    assert data["atif"]["accepted"] is False

@@ -115,7 +115,17 @@ def _parse(argv: Sequence[str]) -> _Arguments:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (SPEC §3.1)."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:
+        # The reader went away (``evalexport ... | head``): stop quietly, as cat does.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return _FAILED
+
+
+def _main(args: list[str]) -> int:
     try:
         arguments = _parse(args)
     except UsageError as error:
@@ -246,6 +256,23 @@ def _inspect(arguments: _Arguments, rest: list[str]) -> int:
     return _OK if report.readable else _FAILED
 
 
+def _print_atif_verdict(report: RunInspection) -> None:
+    verdict = report.atif
+    assert verdict is not None
+    if verdict.accepted:
+        print(f"strict ATIF export: accepts all {report.rollout_count} rollouts")
+        return
+    refused = f"refuses {verdict.rejected_rows} rollouts" if verdict.rejected_rows else "refuses the run"
+    print(f"strict ATIF export: {refused}")
+    for reason in verdict.reasons:
+        print(f"  - {reason.splitlines()[0]}")
+    if verdict.accepted_with_gaps_allowed:
+        codes = ",".join(report.gap_counts)
+        print(f"  with +allow_gaps=[{codes}] it would accept every rollout")
+    elif verdict.accepted_with_gaps_allowed is False:
+        print("  allowing the recorded gaps would not be enough")
+
+
 def _print_inspection(report: RunInspection) -> None:
     print(f"run directory: {report.run_dir}")
     print(f"rollouts:      {report.rollouts}")
@@ -258,6 +285,13 @@ def _print_inspection(report: RunInspection) -> None:
     for agent in report.agents:
         reward = "n/a" if agent.mean_reward is None else f"{agent.mean_reward:.4g}"
         print(f"  {agent.name}: {agent.rollouts} rollouts, mean reward {reward}")
+    if report.gap_counts:
+        counts = ", ".join(f"{code} x{count}" for code, count in report.gap_counts.items())
+        print(f"coverage gaps: {report.rollouts_with_gaps} rollouts record gaps ({counts})")
+    else:
+        print("coverage gaps: none")
+    if report.atif is not None:
+        _print_atif_verdict(report)
     print(f"metrics ({len(report.metrics)} after flattening):")
     for name, value in report.metrics.items():
         print(f"  {name} = {value:.6g}")

@@ -14,9 +14,10 @@ from evalexport.masking import find_unmasked_secrets
 from evalexport.metrics import flatten_metrics
 from evalexport.run import RunArtifacts, RunFile, RunFileError
 
-__all__ = ["AgentSummary", "RunInspection", "inspect_run"]
+__all__ = ["AgentSummary", "AtifVerdict", "RunInspection", "atif_verdict", "inspect_run"]
 
 ConfigStatus = Literal["masked", "unmasked", "missing", "unreadable"]
+_LISTED_REASONS = 3
 
 
 @final
@@ -28,6 +29,19 @@ class AgentSummary:
 
 
 @final
+@dataclass(frozen=True)
+class AtifVerdict:
+    """Whether strict ATIF export would accept the run, as the ``atif`` exporter decides it."""
+
+    accepted: bool
+    rejected_rows: int
+    reasons: list[str]
+    """The first rejected rows, or the file's problem, in the exporter's words."""
+    accepted_with_gaps_allowed: bool | None = None
+    """With every recorded gap code allowed (``+allow_gaps``); ``None`` when not asked."""
+
+
+@final
 @dataclass
 class RunInspection:
     rollouts: str
@@ -35,6 +49,10 @@ class RunInspection:
     files: list[RunFile] = field(default_factory=list)
     rollout_count: int = 0
     rollouts_with_trajectory: int = 0
+    rollouts_with_gaps: int = 0
+    gap_counts: dict[str, int] = field(default_factory=dict)
+    """Coverage gap code -> number of rollouts recording it."""
+    atif: AtifVerdict | None = None
     agents: list[AgentSummary] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
@@ -61,6 +79,8 @@ def inspect_run(run: RunArtifacts) -> RunInspection:
         return report
     report.files = run.files()
     _read_rollouts(run, report)
+    if report.readable:
+        report.atif = atif_verdict(run, sorted(report.gap_counts))
     _read_metrics(run, report)
     _read_config(run, report)
     if reason := run.shared_directory_reason():
@@ -74,13 +94,18 @@ def _read_rollouts(run: RunArtifacts, report: RunInspection) -> None:
         report.problems.append(reason)
         return
     counts: Counter[str] = Counter()
+    gaps: Counter[str] = Counter()
     reward_sums: defaultdict[str, float] = defaultdict(float)
     rewarded: Counter[str] = Counter()
     try:
         for rollout in run.iter_rollouts():
             report.rollout_count += 1
-            if isinstance(rollout.record.get("ng_trajectory"), dict):
+            trajectory = rollout.record.get("ng_trajectory")
+            if isinstance(trajectory, dict):
                 report.rollouts_with_trajectory += 1
+                codes = _gap_codes(trajectory)
+                report.rollouts_with_gaps += bool(codes)
+                gaps.update(codes)
             agent = rollout.agent_name or "<no agent_ref.name>"
             counts[agent] += 1
             reward = rollout.reward
@@ -90,10 +115,36 @@ def _read_rollouts(run: RunArtifacts, report: RunInspection) -> None:
     except RunFileError as error:
         report.readable = False
         report.problems.append(str(error))
+    report.gap_counts = dict(sorted(gaps.items()))
     report.agents = [
         AgentSummary(name, count, reward_sums[name] / rewarded[name] if rewarded[name] else None)
         for name, count in sorted(counts.items())
     ]
+
+
+def _gap_codes(trajectory: dict[str, Any]) -> set[str]:
+    gaps = trajectory.get("gaps")
+    return {
+        str(gap.get("code"))
+        for gap in (gaps if isinstance(gaps, list) else [])
+        if isinstance(gap, dict)
+    }
+
+
+def atif_verdict(run: RunArtifacts, gap_codes: list[str]) -> AtifVerdict:
+    """Convert the run in memory as strict ATIF export does (and with its gaps allowed)."""
+    from evalexport.trajectory.convert import TrajectoryIdentity
+    from evalexport.trajectory.files import convert_file
+
+    identity = TrajectoryIdentity(session_id=run.stem, agent_version="inspect")
+    strict = convert_file(run.rollouts, identity, write=None)
+    problem = strict.problem(run.rollouts)
+    reasons = strict.rejected[:_LISTED_REASONS] if strict.rejected else [problem] if problem else []
+    allowed: bool | None = None
+    if strict.rejected and gap_codes:
+        relaxed = convert_file(run.rollouts, identity, write=None, allowed_gaps=gap_codes)
+        allowed = not relaxed.rejected and relaxed.problem(run.rollouts) is None
+    return AtifVerdict(not reasons, len(strict.rejected), reasons, allowed)
 
 
 def _read_metrics(run: RunArtifacts, report: RunInspection) -> None:

@@ -118,8 +118,8 @@ def test_coverage_gaps_fail_the_whole_export_naming_rows_and_codes_and_leave_not
     result = json.loads(run.stdout)
     assert result["details"]["rejected_rows"] == [
         f"line {n}: ng_trajectory.gaps: source coverage gaps are not supported by strict export "
-        "(resolution_unavailable); +allow_gaps=[resolution_unavailable] exports them anyway, "
-        "recording the gaps"
+        "(resolution_unavailable); +allow_gaps=[resolution_unavailable] accepts these gaps "
+        "if the rest converts"
         for n in (3, 8)
     ]
     assert result["message"].startswith("ATIF export rejected 2 of 24 rows of ")

@@ -22,6 +22,7 @@ def job_runs(tmp_path: Path, canaries) -> Path:
             tasks=2,
             repeats=2,
             seed=seed,
+            agents=("aime24_math_tool_agent",),
             canaries=canaries,
             saved_config=benchmark != "gpqa",
         )

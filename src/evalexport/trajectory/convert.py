@@ -127,7 +127,7 @@ def convert_rollout(
         raise TrajectoryError(
             "ng_trajectory.gaps",
             f"source coverage gaps are not supported by strict export ({', '.join(refused)}); "
-            f"+allow_gaps=[{','.join(refused)}] exports them anyway, recording the gaps",
+            f"+allow_gaps=[{','.join(refused)}] accepts these gaps if the rest converts",
         )
     agent_name = identity.agent_name or _agent_label(row)
     task = rollout_index(row, TASK_INDEX, "")
