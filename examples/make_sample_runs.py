@@ -32,7 +32,9 @@ def main() -> None:
     }.items():
         directory = EXAMPLES / name
         shutil.rmtree(directory, ignore_errors=True)
-        make_run(directory, canaries=CanarySecrets(suffix="0example0"), seed=2024, sidecars=True, **knobs)
+        make_run(
+            directory, canaries=CanarySecrets(suffix="0example0"), seed=2024, sidecars=True, **knobs
+        )
         print(f"wrote {directory}")
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The README's demo: install evalexport into .venv, then inspect the bundled sample run and
-# export it to ATIF and to an embedded MLflow store.
+# The README's demo: install evalexport into .venv, then inspect the bundled sample runs (one
+# strict ATIF export accepts, one of an agent that records coverage gaps) and export the first
+# to ATIF and to an embedded MLflow store.
 # Re-runnable: the sample run is copied to a new scratch directory under ${TMPDIR:-/tmp} each
 # time (an export writes its marker beside the run), and nothing is written into the checkout
 # but the (git-ignored) .venv. The first MLflow export builds MLflow's own environment in
@@ -10,11 +11,13 @@ EVALEXPORT_EXTRAS="" source "$(dirname "$0")/_venv.sh"
 
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/evalexport-demo.XXXXXX")
 cp -R examples/aime24 "$scratch/run"
+cp -R examples/logic_puzzles "$scratch/gaps"
 sample="$scratch/run/aime24_rollouts.jsonl"
 cd "$scratch"
 set -x
 evalexport list
 evalexport inspect "$sample"
+evalexport inspect "$scratch/gaps/logic_puzzles_rollouts.jsonl" || true   # gaps: strict ATIF refuses it
 evalexport atif +rollouts_jsonl_fpath="$sample" +output_dirpath="$scratch/atif" +agent_version=0.1.0
 evalexport mlflow +rollouts_jsonl_fpath="$sample" --dry-run
 evalexport mlflow +rollouts_jsonl_fpath="$sample"

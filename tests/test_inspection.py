@@ -88,7 +88,9 @@ def test_inspect_says_when_allowing_the_gaps_would_not_be_enough(cli, make_sampl
     assert data["atif"]["accepted"] is False
     assert data["atif"]["rejected_rows"] == 2
     assert data["atif"]["accepted_with_gaps_allowed"] is False
-    assert "allowing the recorded gaps would not be enough" in cli("inspect", sample.rollouts).stdout
+    assert (
+        "allowing the recorded gaps would not be enough" in cli("inspect", sample.rollouts).stdout
+    )
 
 
 def test_inspect_names_the_agents_problem_of_a_two_agent_run(cli, sample_run) -> None:

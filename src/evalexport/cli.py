@@ -262,7 +262,9 @@ def _print_atif_verdict(report: RunInspection) -> None:
     if verdict.accepted:
         print(f"strict ATIF export: accepts all {report.rollout_count} rollouts")
         return
-    refused = f"refuses {verdict.rejected_rows} rollouts" if verdict.rejected_rows else "refuses the run"
+    refused = (
+        f"refuses {verdict.rejected_rows} rollouts" if verdict.rejected_rows else "refuses the run"
+    )
     print(f"strict ATIF export: {refused}")
     for reason in verdict.reasons:
         print(f"  - {reason.splitlines()[0]}")

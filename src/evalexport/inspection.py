@@ -137,12 +137,12 @@ def atif_verdict(run: RunArtifacts, gap_codes: list[str]) -> AtifVerdict:
     from evalexport.trajectory.files import convert_file
 
     identity = TrajectoryIdentity(session_id=run.stem, agent_version="inspect")
-    strict = convert_file(run.rollouts, identity, write=None)
+    strict = convert_file(run.rollouts, identity, output=None)
     problem = strict.problem(run.rollouts)
     reasons = strict.rejected[:_LISTED_REASONS] if strict.rejected else [problem] if problem else []
     allowed: bool | None = None
     if strict.rejected and gap_codes:
-        relaxed = convert_file(run.rollouts, identity, write=None, allowed_gaps=gap_codes)
+        relaxed = convert_file(run.rollouts, identity, output=None, allowed_gaps=gap_codes)
         allowed = not relaxed.rejected and relaxed.problem(run.rollouts) is None
     return AtifVerdict(not reasons, len(strict.rejected), reasons, allowed)
 

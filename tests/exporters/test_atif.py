@@ -12,8 +12,8 @@ import atif
 import pytest
 
 from evalexport.testing.gym import find_python_313
-from evalexport.trajectory.files import convert_file
 from evalexport.trajectory.convert import TrajectoryIdentity
+from evalexport.trajectory.files import convert_file
 
 TOOL_AGENT = "aime24_math_tool_agent"
 
@@ -99,8 +99,10 @@ def test_the_steps_follow_the_conversation_with_tool_calls_reasoning_and_metrics
     ]
     assert tools["message"] == ""
     assert answer["message"][0]["text"].startswith("The answer is")
-    assert answer["reasoning_content"] and tools["reasoning_content"]
-    assert answer["timestamp"].endswith("Z") and answer["llm_call_count"] == 1
+    assert answer["reasoning_content"]
+    assert tools["reasoning_content"]
+    assert answer["timestamp"].endswith("Z")
+    assert answer["llm_call_count"] == 1
     assert answer["metrics"]["cached_tokens"] == 512
     assert data["extra"]["nemo_gym"]["conversion"] == {
         "profile": "ng-trajectory-to-atif-v1",
@@ -307,28 +309,42 @@ def test_no_canary_secret_reaches_the_output(cli, atif_run, tmp_path) -> None:
     assert atif_run.canaries.found_in_tree(tmp_path / "atif") == []
 
 
-def test_a_pool_of_processes_writes_the_same_files_in_the_same_order(make_sample_run) -> None:
+def test_a_pool_of_processes_writes_the_same_files_in_the_same_order(
+    make_sample_run, tmp_path
+) -> None:
     """Large files convert in a process pool; order and bytes must not depend on it."""
     sample = make_sample_run(agents=(TOOL_AGENT,), tasks=60, repeats=8)
     assert sample.rollouts.stat().st_size > 2 * 1024 * 1024  # several chunks
     identity = TrajectoryIdentity("s", "1")
-    written: dict[int, list[tuple[str, str]]] = {1: [], 2: []}
-    for workers, sink in written.items():
+    rows: dict[int, list[tuple[str, str]]] = {1: [], 2: []}
+    for workers, sink in rows.items():
+        output = tmp_path / str(workers)
+        output.mkdir()
         result = convert_file(
             sample.rollouts,
             identity,
-            write=lambda t, sink=sink: sink.append((t.file_name, t.sha256)),
+            output=output,
+            on_row=lambda row, sink=sink: sink.append((row.file_name, row.sha256)),
             workers=workers,
         )
-        assert result.converted == 480 and not result.rejected
-    assert written[1] == written[2]
+        assert result.converted == 480
+        assert not result.rejected
+        assert len(list(output.iterdir())) == 480
+    assert rows[1] == rows[2]
+    assert _tree_digest(tmp_path / "1") == _tree_digest(tmp_path / "2")
 
 
 def test_progress_is_reported_up_to_the_whole_file(atif_run) -> None:
     seen: list[tuple[int, int]] = []
-    convert_file(atif_run.rollouts, TrajectoryIdentity("s", "1"), write=None, progress=lambda d, t: seen.append((d, t)))
+    convert_file(
+        atif_run.rollouts,
+        TrajectoryIdentity("s", "1"),
+        output=None,
+        progress=lambda done, total: seen.append((done, total)),
+    )
     size = atif_run.rollouts.stat().st_size
-    assert seen and seen[-1] == (size, size)
+    assert seen
+    assert seen[-1] == (size, size)
 
 
 @pytest.fixture(scope="session")

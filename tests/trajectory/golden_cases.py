@@ -29,9 +29,26 @@ def _factory_rows(agent: str, tasks: int, repeats: int, seed: int) -> list[dict[
 
 
 def _clean_row(task: int, name: str = AGENT) -> dict[str, Any]:
-    run = AgentRun(str(task), f"{task}-0", [input_message("system", "Be exact."), input_message("user", ["Compute 6*7.", "Answer with a number."])])
-    run.turn(reasoning="Multiply.", tools=[ToolUse("python", {"code": "print(6*7)"}, "42"), ToolUse("lookup", {"q": "6*7"}, "42")], finish_reason="tool_calls", with_model_call_id=True)
-    run.turn(reasoning="Both say 42.", reasoning_as_summary=False, answer=["42"], finish_reason="stop")
+    run = AgentRun(
+        str(task),
+        f"{task}-0",
+        [
+            input_message("system", "Be exact."),
+            input_message("user", ["Compute 6*7.", "Answer with a number."]),
+        ],
+    )
+    run.turn(
+        reasoning="Multiply.",
+        tools=[
+            ToolUse("python", {"code": "print(6*7)"}, "42"),
+            ToolUse("lookup", {"q": "6*7"}, "42"),
+        ],
+        finish_reason="tool_calls",
+        with_model_call_id=True,
+    )
+    run.turn(
+        reasoning="Both say 42.", reasoning_as_summary=False, answer=["42"], finish_reason="stop"
+    )
     return {
         "_ng_task_index": task,
         "_ng_rollout_index": 0,
@@ -52,7 +69,9 @@ def _failed_tool(record: dict[str, Any]) -> None:
 
 
 def _http_500(record: dict[str, Any]) -> None:
-    record["model_calls"][0]["response_metadata"].update(status_code=500, error_category="provider_error")
+    record["model_calls"][0]["response_metadata"].update(
+        status_code=500, error_category="provider_error"
+    )
 
 
 def _length(record: dict[str, Any]) -> None:
@@ -64,7 +83,9 @@ def _incomplete(record: dict[str, Any]) -> None:
 
 
 def _gap(record: dict[str, Any]) -> None:
-    record["gaps"].append({"code": "resolution_unavailable", "invocation_id": "root", "detail": None})
+    record["gaps"].append(
+        {"code": "resolution_unavailable", "invocation_id": "root", "detail": None}
+    )
 
 
 def _unknown_field(record: dict[str, Any]) -> None:
@@ -72,11 +93,17 @@ def _unknown_field(record: dict[str, Any]) -> None:
 
 
 def _encrypted(record: dict[str, Any]) -> None:
-    edit_items(record, lambda item: item.get("type") == "reasoning" and item.get("summary"), encrypted_content="gAAAA")
+    edit_items(
+        record,
+        lambda item: item.get("type") == "reasoning" and item.get("summary"),
+        encrypted_content="gAAAA",
+    )
 
 
 def _arguments(record: dict[str, Any]) -> None:
-    edit_items(record, lambda item: item.get("name") == "lookup" and "arguments" in item, arguments="[1]")
+    edit_items(
+        record, lambda item: item.get("name") == "lookup" and "arguments" in item, arguments="[1]"
+    )
 
 
 def _lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -85,12 +112,27 @@ def _lines(rows: list[dict[str, Any]]) -> list[str]:
 
 def cases() -> dict[str, list[str]]:
     """Case name -> lines of its rollouts file."""
-    faults = [_failed_tool, _http_500, _length, _incomplete, _gap, _unknown_field, _encrypted, _arguments]
-    mixed = [_clean_row(0)] + [_faulted(index + 1, fault) for index, fault in enumerate(faults)] + [_clean_row(20)]
+    faults = [
+        _failed_tool,
+        _http_500,
+        _length,
+        _incomplete,
+        _gap,
+        _unknown_field,
+        _encrypted,
+        _arguments,
+    ]
+    mixed = (
+        [_clean_row(0)]
+        + [_faulted(index + 1, fault) for index, fault in enumerate(faults)]
+        + [_clean_row(20)]
+    )
     duplicate = _clean_row(3)
     return {
         "tool_agent": _lines(_factory_rows(AGENT, tasks=3, repeats=2, seed=7)),
-        "simple_agent": _lines(_factory_rows("aime24_math_simple_agent", tasks=4, repeats=1, seed=8)),
+        "simple_agent": _lines(
+            _factory_rows("aime24_math_simple_agent", tasks=4, repeats=1, seed=8)
+        ),
         "hand_made": _lines([_clean_row(0), _clean_row(1)]),
         "faults": _lines(mixed),
         "duplicate_key_and_blank_line": [*_lines([duplicate]), "", *_lines([duplicate])],

@@ -39,7 +39,9 @@ def write_golden(oracle: GymOracle, root: Path) -> None:
                     "rejected_lines": sorted(rejected_lines(result.error or "")),
                     "gym_error": result.error,
                 }
-                (case / "refusal.json").write_text(json.dumps(refusal, indent=2) + "\n", encoding="utf-8")
+                (case / "refusal.json").write_text(
+                    json.dumps(refusal, indent=2) + "\n", encoding="utf-8"
+                )
 
 
 def main() -> None:

@@ -26,9 +26,14 @@ def rejected_lines(text: str) -> set[int]:
     return {int(number) for number in re.findall(r"^- line (\d+)", text, re.MULTILINE)}
 
 
-def export_with_evalexport(rollouts: Path, output: Path, session: str, version: str) -> ExportResult:
+def export_with_evalexport(
+    rollouts: Path, output: Path, session: str, version: str
+) -> ExportResult:
     config = AtifConfig(
-        rollouts_jsonl_fpath=rollouts, output_dirpath=output, session_id=session, agent_version=version
+        rollouts_jsonl_fpath=rollouts,
+        output_dirpath=output,
+        session_id=session,
+        agent_version=version,
     )
     return AtifExporter().export(RunArtifacts.from_rollouts_path(rollouts), config)
 
@@ -63,7 +68,9 @@ class Comparison:
         return None
 
 
-def compare(oracle: GymOracle, rollouts: Path, work: Path, session: str = "s", version: str = "1.0") -> Comparison:
+def compare(
+    oracle: GymOracle, rollouts: Path, work: Path, session: str = "s", version: str = "1.0"
+) -> Comparison:
     gym_out, our_out = work / "gym", work / "evalexport"
     gym = oracle.export_atif(rollouts, gym_out, session_id=session, agent_version=version)
     ours = export_with_evalexport(rollouts, our_out, session, version)

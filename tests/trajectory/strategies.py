@@ -42,7 +42,9 @@ def _walk(value: Any, visit: Callable[[dict[str, Any]], None]) -> None:
             _walk(item, visit)
 
 
-def edit_items(record: dict[str, Any], match: Callable[[dict[str, Any]], bool], **changes: Any) -> None:
+def edit_items(
+    record: dict[str, Any], match: Callable[[dict[str, Any]], bool], **changes: Any
+) -> None:
     """Apply ``changes`` to every dict in ``record`` that ``match`` accepts."""
 
     def visit(item: dict[str, Any]) -> None:
@@ -86,7 +88,9 @@ def agent_runs(
         prompt.append(input_message("system", draw(_words)))
     multipart = draw(st.booleans())
     prompt.append(
-        input_message("user", draw(st.lists(_words, min_size=1, max_size=2)) if multipart else draw(_words))
+        input_message(
+            "user", draw(st.lists(_words, min_size=1, max_size=2)) if multipart else draw(_words)
+        )
     )
     if fault is None:
         fault = draw(st.just("none") | st.sampled_from(FAULTS))
@@ -105,9 +109,13 @@ def agent_runs(
             "cached_tokens": draw(st.none() | st.integers(0, 1)),
         }
         if number < tool_turns:
-            names = draw(st.lists(st.sampled_from(["python", "search", "lookup"]), min_size=1, max_size=3))
+            names = draw(
+                st.lists(st.sampled_from(["python", "search", "lookup"]), min_size=1, max_size=3)
+            )
             tools = [ToolUse(name, draw(_arguments), draw(_words)) for name in names]
-            run.turn(tools=tools, finish_reason=draw(st.sampled_from([None, "tool_calls"])), **common)
+            run.turn(
+                tools=tools, finish_reason=draw(st.sampled_from([None, "tool_calls"])), **common
+            )
         else:
             answer = draw(st.lists(_words, min_size=1, max_size=2))
             run.turn(answer=answer, finish_reason=draw(st.sampled_from([None, "stop"])), **common)
@@ -133,7 +141,9 @@ def _apply(fault: str, row: dict[str, Any], record: dict[str, Any], draw: st.Dra
         target = draw(st.sampled_from(tools))
         target.update(status="failed", error_type="http_500")
     elif fault == "http_500":
-        draw(st.sampled_from(calls))["response_metadata"].update(status_code=500, error_category="provider_error")
+        draw(st.sampled_from(calls))["response_metadata"].update(
+            status_code=500, error_category="provider_error"
+        )
     elif fault == "incomplete_finish":
         draw(st.sampled_from(calls))["response_metadata"]["finish_reason"] = draw(
             st.sampled_from(["length", "max_output_tokens", "content_filter"])
@@ -144,7 +154,11 @@ def _apply(fault: str, row: dict[str, Any], record: dict[str, Any], draw: st.Dra
         draw(st.sampled_from([record, turns[0], calls[0], invocation]))["producer_note"] = "x"
     elif fault == "unknown_item_field":
         message_id = invocation["conversation"][-1].get("id")
-        edit_items(record, lambda item: item.get("id") == message_id and item.get("type") == "message", audio=None)
+        edit_items(
+            record,
+            lambda item: item.get("id") == message_id and item.get("type") == "message",
+            audio=None,
+        )
     elif fault == "extra_row_field":
         row["judge_verdict"] = {"score": 0.5, "notes": None}
     elif fault == "turns_gap":
@@ -163,11 +177,17 @@ def _apply(fault: str, row: dict[str, Any], record: dict[str, Any], draw: st.Dra
             )
             edit_items(record, lambda item: item.get("id") == target_id, **change)
     elif fault == "arguments_not_object":
-        function_calls = [item for item in invocation["conversation"] if item.get("type") == "function_call"]
+        function_calls = [
+            item for item in invocation["conversation"] if item.get("type") == "function_call"
+        ]
         if function_calls:
             call_id = draw(st.sampled_from(function_calls))["call_id"]
             arguments = draw(st.sampled_from(["[1, 2]", "not json", '{"a": 1, "a": 2}', "1e400"]))
-            edit_items(record, lambda item: item.get("call_id") == call_id and "arguments" in item, arguments=arguments)
+            edit_items(
+                record,
+                lambda item: item.get("call_id") == call_id and "arguments" in item,
+                arguments=arguments,
+            )
     elif fault == "answer_copy_differs":
         turns[-1]["answer"] = json.loads(json.dumps(turns[-1]["answer"]))
         turns[-1]["answer"][0]["content"][0]["text"] += " (edited)"
@@ -185,7 +205,9 @@ def _apply(fault: str, row: dict[str, Any], record: dict[str, Any], draw: st.Dra
         stats = draw(st.sampled_from(calls))["token_stats"]
         stats["cached_tokens"] = stats["prompt_tokens"] + 1
     elif fault == "unknown_model_call":
-        turns[0]["model_calls"] = [{"model_call_id": "mc_missing", "model_ref": None, "response_id": None}]
+        turns[0]["model_calls"] = [
+            {"model_call_id": "mc_missing", "model_ref": None, "response_id": None}
+        ]
 
 
 @st.composite
@@ -196,7 +218,12 @@ def rollout_files(draw: st.DrawFn, fault: str | None = None) -> list[str]:
     """
     count = draw(st.integers(1, 3))
     keys = draw(
-        st.lists(st.tuples(st.integers(0, 50), st.integers(0, 3)), min_size=count, max_size=count, unique=True)
+        st.lists(
+            st.tuples(st.integers(0, 50), st.integers(0, 3)),
+            min_size=count,
+            max_size=count,
+            unique=True,
+        )
     )
     lines = [
         json.dumps(

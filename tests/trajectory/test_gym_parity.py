@@ -31,7 +31,9 @@ def _rows(path: Path) -> list[dict]:
 
 
 @pytest.mark.parametrize("publishes_turns", [True, False])
-def test_every_factory_record_is_one_gyms_model_accepts(gym_oracle: GymOracle, tmp_path, publishes_turns) -> None:
+def test_every_factory_record_is_one_gyms_model_accepts(
+    gym_oracle: GymOracle, tmp_path, publishes_turns
+) -> None:
     sample = make_run(tmp_path / "run", publishes_turns=publishes_turns, rows_with_gaps=[1, 5])
     for row in _rows(sample.rollouts):
         assert gym_oracle.record_error(row["ng_trajectory"]) is None
@@ -46,7 +48,9 @@ def test_every_example_record_is_one_gyms_model_accepts(gym_oracle: GymOracle) -
 
 
 @pytest.mark.parametrize("agent", ["aime24_math_simple_agent", "aime24_math_tool_agent"])
-def test_a_factory_run_gives_the_same_files_as_gyms_exporter(gym_oracle: GymOracle, tmp_path, agent) -> None:
+def test_a_factory_run_gives_the_same_files_as_gyms_exporter(
+    gym_oracle: GymOracle, tmp_path, agent
+) -> None:
     sample = make_run(tmp_path / "run", agents=(agent,))
     comparison = compare(gym_oracle, sample.rollouts, tmp_path)
     assert comparison.gym.succeeded, comparison.gym.error
@@ -55,7 +59,9 @@ def test_a_factory_run_gives_the_same_files_as_gyms_exporter(gym_oracle: GymOrac
 
 
 @pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()))
-def test_each_example_run_ends_the_same_way_with_both_exporters(gym_oracle: GymOracle, tmp_path, example) -> None:
+def test_each_example_run_ends_the_same_way_with_both_exporters(
+    gym_oracle: GymOracle, tmp_path, example
+) -> None:
     rollouts = next((EXAMPLES / example).glob("*_rollouts.jsonl"))
     assert compare(gym_oracle, rollouts, tmp_path).disagreement() is None
 
@@ -63,8 +69,14 @@ def test_each_example_run_ends_the_same_way_with_both_exporters(gym_oracle: GymO
 def test_gyms_own_example_rollouts_end_the_same_way(gym_oracle: GymOracle, tmp_path) -> None:
     """Gym ships example rollouts in its wheel; each file is one both exporters must agree on."""
     site = Path(gym_oracle.site_packages)
-    files = sorted(site.glob("*/*/data/example_rollouts.jsonl")) + sorted(site.glob("*/*/data/*rollouts*.jsonl"))
-    with_trajectories = [path for path in dict.fromkeys(files) if '"ng_trajectory"' in path.read_text(encoding="utf-8", errors="replace")]
+    files = sorted(site.glob("*/*/data/example_rollouts.jsonl")) + sorted(
+        site.glob("*/*/data/*rollouts*.jsonl")
+    )
+    with_trajectories = [
+        path
+        for path in dict.fromkeys(files)
+        if '"ng_trajectory"' in path.read_text(encoding="utf-8", errors="replace")
+    ]
     assert with_trajectories, f"no example rollouts with ng_trajectory under {site}"
     for index, path in enumerate(with_trajectories):
         work = tmp_path / str(index)
@@ -89,12 +101,16 @@ _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.functio
 
 @settings(max_examples=200, suppress_health_check=_HEALTH)
 @given(lines=rollout_files())
-def test_drawn_files_are_accepted_or_refused_row_for_row_as_gym_does(gym_oracle: GymOracle, lines: list[str]) -> None:
+def test_drawn_files_are_accepted_or_refused_row_for_row_as_gym_does(
+    gym_oracle: GymOracle, lines: list[str]
+) -> None:
     _same_ending(gym_oracle, lines)
 
 
 @pytest.mark.parametrize("fault", ["none", *FAULTS])
 @settings(max_examples=12, suppress_health_check=_HEALTH)
 @given(data=st.data())
-def test_each_kind_of_fault_ends_the_same_way_with_both_exporters(gym_oracle: GymOracle, fault: str, data) -> None:
+def test_each_kind_of_fault_ends_the_same_way_with_both_exporters(
+    gym_oracle: GymOracle, fault: str, data
+) -> None:
     _same_ending(gym_oracle, data.draw(rollout_files(fault=fault)))

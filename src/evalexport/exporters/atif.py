@@ -27,7 +27,7 @@ from evalexport.exporters.base import DryRunPlan, Exporter, ExporterConfig, Plan
 from evalexport.results import ExportResult
 from evalexport.run import RunArtifacts
 from evalexport.trajectory.convert import ATIF_SCHEMA_VERSION, TrajectoryIdentity
-from evalexport.trajectory.files import FileConversion, WrittenTrajectory, convert_file
+from evalexport.trajectory.files import ConvertedRow, FileConversion, convert_file
 
 __all__ = ["AtifConfig", "AtifExporter"]
 
@@ -91,14 +91,16 @@ class AtifExporter(Exporter[AtifConfig]):
         self,
         run: RunArtifacts,
         config: AtifConfig,
-        write: Callable[[WrittenTrajectory], None] | None,
+        output: Path | None,
+        on_row: Callable[[ConvertedRow], None] | None = None,
     ) -> FileConversion | ExportResult:
         """Convert every row: the conversion, or the failed result when the export must fail."""
         try:
             conversion = convert_file(
                 run.rollouts,
                 self._identity(run, config),
-                write=write,
+                output=output,
+                on_row=on_row,
                 allowed_gaps=config.allow_gaps,
                 progress=self.progress,
             )
@@ -107,15 +109,13 @@ class AtifExporter(Exporter[AtifConfig]):
                 run, f"Cannot read rollouts file {run.rollouts}: {error.strerror or error}"
             )
         if conversion.rejected:
-            return self.failed(
-                run, _rejection(run, conversion), rejected_rows=conversion.rejected
-            )
+            return self.failed(run, _rejection(run, conversion), rejected_rows=conversion.rejected)
         if problem := conversion.problem(run.rollouts):
             return self.failed(run, problem)
         return conversion
 
     def _dry_run_result(self, run: RunArtifacts, config: AtifConfig) -> ExportResult:
-        outcome = self._convert(run, config, write=None)
+        outcome = self._convert(run, config, output=None)
         if isinstance(outcome, ExportResult):
             return outcome
         plan = DryRunPlan(
@@ -140,11 +140,10 @@ class AtifExporter(Exporter[AtifConfig]):
         try:
             with (staging / "manifest.jsonl").open("w", encoding="utf-8") as manifest:
 
-                def write(trajectory: WrittenTrajectory) -> None:
-                    (staging / trajectory.file_name).write_bytes(trajectory.data)
-                    manifest.write(trajectory.manifest_line() + "\n")
+                def add_to_manifest(row: ConvertedRow) -> None:
+                    manifest.write(row.manifest_line() + "\n")
 
-                outcome = self._convert(run, config, write)
+                outcome = self._convert(run, config, staging, add_to_manifest)
             if isinstance(outcome, ExportResult):
                 return outcome
             if os.path.lexists(output):

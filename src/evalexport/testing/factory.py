@@ -190,7 +190,9 @@ def make_trajectory(
             reasoning_as_summary=as_summary,
             tools=[
                 ToolUse("python", {"code": f"print(pow(7, 2024, 1000))  # t{task_index}"}, "801"),
-                ToolUse("lookup", {"query": "Legendre's formula", "top_k": 2}, "v_p(n!) = Σ ⌊n/p^k⌋"),
+                ToolUse(
+                    "lookup", {"query": "Legendre's formula", "top_k": 2}, "v_p(n!) = Σ ⌊n/p^k⌋"
+                ),
             ],
             finish_reason="tool_calls",
             prompt_tokens=900 + 40 * task_index,

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, final
 
 __all__ = [
-    "AgentRun",
     "MODEL_REF",
+    "AgentRun",
     "ToolUse",
     "input_message",
     "output_message",
@@ -132,7 +132,9 @@ class AgentRun:
         output: list[dict[str, Any]] = []
         if reasoning is not None:
             output.append(
-                reasoning_item(f"rs_{self.rollout_id}_{number}", reasoning, as_summary=reasoning_as_summary)
+                reasoning_item(
+                    f"rs_{self.rollout_id}_{number}", reasoning, as_summary=reasoning_as_summary
+                )
             )
         calls = []
         for position, tool in enumerate(tools or []):
@@ -153,7 +155,11 @@ class AgentRun:
             output.append(output_message(f"msg_{self.rollout_id}_{number}", answer or ["Done."]))
         response_id = f"resp_{self.rollout_id}_{number}"
         model_call_id = f"mc_{self.rollout_id}_{number}"
-        reference = {"model_call_id": None, "model_ref": dict(MODEL_REF), "response_id": response_id}
+        reference = {
+            "model_call_id": None,
+            "model_ref": dict(MODEL_REF),
+            "response_id": response_id,
+        }
         if with_model_call_id:
             reference["model_call_id"] = model_call_id
         self.turns.append(
@@ -165,7 +171,8 @@ class AgentRun:
                 "timestamp": timestamp,
                 "question": question,
                 "answer": [item for item in output if item["type"] != "reasoning"],
-                "reasoning_content": [item for item in output if item["type"] == "reasoning"] or None,
+                "reasoning_content": [item for item in output if item["type"] == "reasoning"]
+                or None,
                 "resolved": None,
                 "step_count": len(self.tool_calls) + len(calls),
                 "model_calls": [reference],
@@ -212,7 +219,11 @@ class AgentRun:
             }
         )
         self.invocation_refs.append(
-            {"model_call_id": model_call_id, "model_ref": dict(MODEL_REF), "response_id": response_id}
+            {
+                "model_call_id": model_call_id,
+                "model_ref": dict(MODEL_REF),
+                "response_id": response_id,
+            }
         )
         self.conversation.extend(output)
         for call, tool in zip(calls, tools or [], strict=True):

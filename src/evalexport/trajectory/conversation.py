@@ -58,6 +58,8 @@ class Item:
     kind: ItemKind
     canonical: dict[str, Any]
     path: str
+    raw: dict[str, Any]
+    """The item as the record holds it."""
 
     def get(self, key: str) -> Any:
         return self.canonical.get(key)
@@ -152,20 +154,24 @@ def _message(item: dict[str, Any], path: str) -> Item:
     if role == "assistant" or role not in _INPUT_ROLES:
         _unknown_fields(item, _ASSISTANT_FIELDS, path)
         if item.get("phase") is not None:
-            raise ItemError(f"{path}.phase", "Responses message phase is not representable in ATIF v1.7")
+            raise ItemError(
+                f"{path}.phase", "Responses message phase is not representable in ATIF v1.7"
+            )
         first = content[0] if isinstance(content, list) and content else None
         first_type = first.get("type") if isinstance(first, dict) else None
         is_output = isinstance(content, list) and (
             first_type in _OUTPUT_PART_TYPES or (not content and isinstance(item.get("id"), str))
         )
         if role != "assistant":
-            raise ItemError(f"{path}.role", f"expected user, system, developer or assistant, got {role!r}")
+            raise ItemError(
+                f"{path}.role", f"expected user, system, developer or assistant, got {role!r}"
+            )
         if not is_output:
             # An assistant message without output parts is context given as input.
             if not isinstance(content, str):
                 _input_parts(content, f"{path}.content")
             canonical: dict[str, Any] = {"content": content, "role": "assistant", "type": "message"}
-            return Item("assistant_context", canonical, path)
+            return Item("assistant_context", canonical, path, item)
         message_id = _string(item, "id", path)
         canonical = {
             "id": message_id,
@@ -176,13 +182,17 @@ def _message(item: dict[str, Any], path: str) -> Item:
         }
         if canonical["status"] is None:
             canonical["status"] = "completed"
-        return Item("output_message", canonical, path)
+        return Item("output_message", canonical, path, item)
 
     _unknown_fields(item, _INPUT_MESSAGE_FIELDS, path)
     if item.get("phase") is not None:
-        raise ItemError(f"{path}.phase", "Responses message phase is not representable in ATIF v1.7")
+        raise ItemError(
+            f"{path}.phase", "Responses message phase is not representable in ATIF v1.7"
+        )
     if "status" in item and not isinstance(content, list):
-        raise ItemError(f"{path}.status", "source-message status is only supported with multipart content")
+        raise ItemError(
+            f"{path}.status", "source-message status is only supported with multipart content"
+        )
     if isinstance(content, list) and item.get("status") in _STATUSES:
         # A message with an explicit status: Gym's ``NeMoGymMessage``.
         canonical = {
@@ -195,7 +205,7 @@ def _message(item: dict[str, Any], path: str) -> Item:
         # Gym's ``NeMoGymEasyInputMessage``: any other status is not part of the model.
         text = content if isinstance(content, str) else _input_parts(content, f"{path}.content")
         canonical = {"content": text, "role": role, "type": "message"}
-    return Item("input_message", canonical, path)
+    return Item("input_message", canonical, path, item)
 
 
 def _reasoning_parts(value: Any, path: str, part_type: str) -> list[dict[str, Any]]:
@@ -225,14 +235,15 @@ def _reasoning(item: dict[str, Any], path: str) -> Item:
         canonical["content"] = _reasoning_parts(
             item["content"], f"{path}.content", "reasoning_text"
         )
-    return Item("reasoning", canonical, path)
+    return Item("reasoning", canonical, path, item)
 
 
 def _function_call(item: dict[str, Any], path: str) -> Item:
     _unknown_fields(item, _CALL_FIELDS, path)
     if item.get("namespace") is not None:
         raise ItemError(
-            f"{path}.namespace", "namespaced Responses function calls are not representable in ATIF v1.7"
+            f"{path}.namespace",
+            "namespaced Responses function calls are not representable in ATIF v1.7",
         )
     canonical: dict[str, Any] = {
         "arguments": _string(item, "arguments", path),
@@ -244,7 +255,7 @@ def _function_call(item: dict[str, Any], path: str) -> Item:
         canonical["id"] = item_id
     if (status := _status(item, path, optional=True)) is not None:
         canonical["status"] = status
-    return Item("function_call", canonical, path)
+    return Item("function_call", canonical, path, item)
 
 
 def _function_call_output(item: dict[str, Any], path: str) -> Item:
@@ -259,7 +270,7 @@ def _function_call_output(item: dict[str, Any], path: str) -> Item:
         canonical["id"] = item_id
     if (status := _status(item, path, optional=True)) is not None:
         canonical["status"] = status
-    return Item("function_call_output", canonical, path)
+    return Item("function_call_output", canonical, path, item)
 
 
 _READERS: dict[str, Callable[[dict[str, Any], str], Item]] = {

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, final
 
-from evalexport.trajectory.conversation import ItemError, read_items
+from evalexport.trajectory.conversation import Item, ItemError, read_items
 from evalexport.trajectory.record import (
     ModelCallRecord,
     ModelCallReference,
@@ -28,7 +28,7 @@ from evalexport.trajectory.record import (
     validate_record,
 )
 from evalexport.trajectory.steps import AgentGroup, Step, TrajectoryError, build_steps
-from evalexport.trajectory.strict_json import json_equal, unencodable_path
+from evalexport.trajectory.strict_json import unencodable_path
 
 __all__ = [
     "ATIF_SCHEMA_VERSION",
@@ -104,6 +104,7 @@ def convert_rollout(
     identity: TrajectoryIdentity,
     *,
     allowed_gaps: Collection[str] = (),
+    check_strings: bool = True,
 ) -> ConvertedTrajectory:
     """Convert one rollout row, or raise :class:`TrajectoryError` naming what cannot convert.
 
@@ -112,8 +113,11 @@ def convert_rollout(
     ``extra.nemo_gym.gaps`` and its conversion status is ``partial``. With
     ``turns_unavailable`` allowed and no turns recorded, steps come from the conversation alone
     and every model call is kept under ``surplus_model_calls``.
+
+    ``check_strings=False`` skips the search for lone surrogates, for a caller that knows the
+    row's JSON text holds no ``\\uD800``-``\\uDFFF`` escape (the only way one gets in).
     """
-    if path := unencodable_path(row, "rollout"):
+    if check_strings and (path := unencodable_path(row, "rollout")):
         raise TrajectoryError(
             path, "contains an unpaired Unicode surrogate and is not valid UTF-8 JSON"
         )
@@ -209,7 +213,11 @@ class _Conversion:
             if call.model_call_id and call.model_call_id.strip():
                 self.by_id.setdefault(call.model_call_id, []).append(index)
             metadata = call.response_metadata
-            if metadata.model_ref is not None and metadata.response_id and metadata.response_id.strip():
+            if (
+                metadata.model_ref is not None
+                and metadata.response_id
+                and metadata.response_id.strip()
+            ):
                 key = (metadata.model_ref.type, metadata.model_ref.name, metadata.response_id)
                 self.by_response.setdefault(key, []).append(index)
 
@@ -269,7 +277,8 @@ class _Conversion:
                 raise TrajectoryError(path, f"unknown model_call_id {ref.model_call_id!r}")
             what = "model_call_id"
         else:
-            assert ref.model_ref is not None and ref.response_id is not None
+            assert ref.model_ref is not None
+            assert ref.response_id is not None
             key = (ref.model_ref.type, ref.model_ref.name, ref.response_id)
             candidates = self.by_response.get(key, [])
             if not candidates:
@@ -284,11 +293,14 @@ class _Conversion:
         index = candidates[0]
         call = self.calls[index]
         if call.model_call_id is not None and not call.model_call_id.strip():
-            raise TrajectoryError(f"ng_trajectory.model_calls[{index}].model_call_id", "cannot be blank")
+            raise TrajectoryError(
+                f"ng_trajectory.model_calls[{index}].model_call_id", "cannot be blank"
+            )
         captured_response_id = call.response_metadata.response_id
         if captured_response_id is not None and not captured_response_id.strip():
             raise TrajectoryError(
-                f"ng_trajectory.model_calls[{index}].response_metadata.response_id", "cannot be blank"
+                f"ng_trajectory.model_calls[{index}].response_metadata.response_id",
+                "cannot be blank",
             )
         if ref.response_id is not None and ref.response_id != captured_response_id:
             raise TrajectoryError(path, "response_id conflicts with the captured model call")
@@ -341,6 +353,8 @@ class _Conversion:
             ("reasoning_content", group.reasoning or None, "the exported reasoning"),
         ):
             copy = getattr(turn, name)
+            if _verbatim_copy(copy, expected):
+                continue
             canonical = None if copy is None else read_items(copy, f"{path}.{name}")
             if not _same_items(canonical, expected):
                 raise TrajectoryError(f"{path}.{name}", f"does not match {meaning}")
@@ -362,10 +376,25 @@ class _Conversion:
             )
 
 
+def _verbatim_copy(copy: Any, expected: list[Item] | None) -> bool:
+    """Whether a turn's copy holds the very items of the conversation, field for field.
+
+    Then its canonical form is theirs too: every field of a convertible item is a string, a
+    list or ``null``, where Python's == is JSON equality, so the copy need not be read again.
+    """
+    return (
+        isinstance(copy, list)
+        and expected is not None
+        and len(copy) == len(expected)
+        and all(raw == item.raw for raw, item in zip(copy, expected, strict=True))
+    )
+
+
 def _same_items(copy: Any, expected: Any) -> bool:
     if copy is None or expected is None:
         return copy is None and expected is None
-    return json_equal([item.canonical for item in copy], [item.canonical for item in expected])
+    # Canonical items hold only strings, lists and objects, where == is JSON equality.
+    return [item.canonical for item in copy] == [item.canonical for item in expected]
 
 
 def _check_completed(call: ModelCallRecord, step: Step, path: str) -> None:
@@ -378,7 +407,9 @@ def _check_completed(call: ModelCallRecord, step: Step, path: str) -> None:
             path, f"model call records provider error {metadata.error_category!r}"
         )
     if metadata.status_code is not None and not 200 <= metadata.status_code < 300:
-        raise TrajectoryError(path, f"model call returned non-success status {metadata.status_code}")
+        raise TrajectoryError(
+            path, f"model call returned non-success status {metadata.status_code}"
+        )
     if metadata.model is not None and not metadata.model.strip():
         raise TrajectoryError(f"{path}.model_calls[0].model", "cannot be blank")
     reason = metadata.finish_reason
@@ -388,12 +419,16 @@ def _check_completed(call: ModelCallRecord, step: Step, path: str) -> None:
         raise TrajectoryError(f"{path}.model_calls[0].finish_reason", "cannot be blank")
     normalized = reason.strip().lower()
     if normalized in _INCOMPLETE_FINISH_REASONS:
-        raise TrajectoryError(path, f"finish reason {reason!r} indicates an incomplete model response")
+        raise TrajectoryError(
+            path, f"finish reason {reason!r} indicates an incomplete model response"
+        )
     uses_tools = bool(step.tool_calls)
     if metadata.dialect == "chat":
         allowed = {"tool_calls", "function_call"} if uses_tools else {"stop"}
         if normalized not in allowed:
-            raise TrajectoryError(path, f"Chat finish reason {reason!r} does not prove a completed response")
+            raise TrajectoryError(
+                path, f"Chat finish reason {reason!r} does not prove a completed response"
+            )
     if metadata.dialect == "messages":
         allowed = {"tool_use"} if uses_tools else {"end_turn", "stop_sequence"}
         if normalized not in allowed:
@@ -415,7 +450,8 @@ def _describe_step(group: AgentGroup, turn: TurnRecord, call: ModelCallRecord, p
         moment = datetime.fromtimestamp(turn.timestamp, UTC)
     except (OverflowError, OSError, ValueError):
         raise TrajectoryError(
-            f"{path}.timestamp", f"{turn.timestamp!r} cannot be represented as an ISO 8601 timestamp"
+            f"{path}.timestamp",
+            f"{turn.timestamp!r} cannot be represented as an ISO 8601 timestamp",
         ) from None
     step.timestamp = moment.isoformat().replace("+00:00", "Z")
     step.model_name = call.response_metadata.model
@@ -445,7 +481,9 @@ def _step_metrics(call: ModelCallRecord, path: str) -> dict[str, Any] | None:
             ("cached_tokens", cached),
         ):
             if value is not None and value > total:
-                raise TrajectoryError(path, f"model-call {name} {value} exceeds total_tokens {total}")
+                raise TrajectoryError(
+                    path, f"model-call {name} {value} exceeds total_tokens {total}"
+                )
         if prompt is not None and completion is not None and prompt + completion > total:
             raise TrajectoryError(
                 path, "model-call prompt_tokens plus completion_tokens exceeds total_tokens"
@@ -461,7 +499,7 @@ def _step_metrics(call: ModelCallRecord, path: str) -> dict[str, Any] | None:
         )
     if all(value is None for value in (prompt, completion, reasoning, total, cached)):
         return None
-    metrics = {
+    metrics: dict[str, Any] = {
         name: value
         for name, value in (
             ("prompt_tokens", prompt),
@@ -486,8 +524,9 @@ def _final_metrics(groups: list[AgentGroup], total_steps: int) -> dict[str, Any]
     def total(name: str) -> int | None:
         if not metrics or any(metric is None for metric in metrics):
             return None
-        values = [metric.get(name) for metric in metrics if metric is not None]
-        return sum(values) if all(value is not None for value in values) else None
+        values: list[int | None] = [metric.get(name) for metric in metrics if metric is not None]
+        counted = [value for value in values if value is not None]
+        return sum(counted) if len(counted) == len(values) else None
 
     final: dict[str, Any] = {}
     for key, name in (

@@ -7,7 +7,9 @@ must also hold one agent only, since ``agent_version`` describes the whole batch
 
 Large files are converted by a pool of processes in chunks of lines; results come back in
 file order and at most a few chunks are in flight, so memory stays flat whatever the file's
-size. The caller receives each trajectory through ``write`` in file order.
+size. Each process writes the trajectory files it converts straight into the output directory
+(the bytes never travel between processes); the caller receives each converted row, in file
+order, to write its manifest line.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -34,24 +37,25 @@ from evalexport.trajectory.convert import (
 from evalexport.trajectory.steps import TrajectoryError
 from evalexport.trajectory.strict_json import loads_strict
 
-__all__ = ["FileConversion", "WrittenTrajectory", "convert_file"]
+__all__ = ["ConvertedRow", "FileConversion", "convert_file"]
 
 POOL_THRESHOLD_BYTES: Final = 4 * 1024 * 1024
 """Files smaller than this convert in-process: starting a pool costs more than it saves."""
 _CHUNK_BYTES: Final = 1024 * 1024
 _IN_FLIGHT_PER_WORKER: Final = 3
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A JSON escape of a UTF-16 surrogate: the only way a lone surrogate gets into a row."""
 
 
 @final
 @dataclass(frozen=True)
-class WrittenTrajectory:
-    """One converted row as the writer receives it."""
+class ConvertedRow:
+    """One converted row, its trajectory file written (unless converting in memory only)."""
 
     line_number: int
     file_name: str
     task_index: int
     rollout_index: int
-    data: bytes
     sha256: str
     gap_codes: tuple[str, ...]
 
@@ -100,12 +104,20 @@ class FileConversion:
 
 
 # One line's outcome, as a worker reports it: (line number, label, key, trajectory or error).
-_Outcome = tuple[int, Any, tuple[int, int] | None, "WrittenTrajectory | str"]
+_Outcome = tuple[int, Any, tuple[int, int] | None, "ConvertedRow | str"]
 
 
-def _convert_line(
-    line_number: int, raw: bytes, identity: TrajectoryIdentity, allowed_gaps: Collection[str]
-) -> _Outcome:
+@final
+@dataclass(frozen=True)
+class _Job:
+    """What every line of one file is converted with (sent once per chunk to a worker)."""
+
+    identity: TrajectoryIdentity
+    allowed_gaps: frozenset[str]
+    output: Path | None
+
+
+def _convert_line(line_number: int, raw: bytes, job: _Job) -> _Outcome:
     where = f"line {line_number}"
     if not raw.strip():
         return line_number, None, None, f"{where}: blank JSONL records are not supported"
@@ -113,13 +125,28 @@ def _convert_line(
         # Without its line break, so an error's column is the column on the line.
         row = loads_strict(raw.decode("utf-8").rstrip("\r\n"))
     except UnicodeDecodeError as error:
-        return line_number, None, None, f"{where}: invalid JSON (not UTF-8: {error.reason} at byte {error.start})"
+        return (
+            line_number,
+            None,
+            None,
+            f"{where}: invalid JSON (not UTF-8: {error.reason} at byte {error.start})",
+        )
     except json.JSONDecodeError as error:
-        return line_number, None, None, f"{where}: invalid JSON ({error.msg} at column {error.colno})"
+        return (
+            line_number,
+            None,
+            None,
+            f"{where}: invalid JSON ({error.msg} at column {error.colno})",
+        )
     except ValueError as error:
         return line_number, None, None, f"{where}: invalid JSON ({error})"
     if not isinstance(row, dict):
-        return line_number, None, None, f"{where}: expected a JSON object, got a {type(row).__name__}"
+        return (
+            line_number,
+            None,
+            None,
+            f"{where}: expected a JSON object, got a {type(row).__name__}",
+        )
     try:
         key = (
             rollout_index(row, TASK_INDEX, f"{where}."),
@@ -129,35 +156,34 @@ def _convert_line(
         return line_number, None, None, str(error)
     label = agent_label(row)
     try:
-        converted = convert_rollout(row, identity, allowed_gaps=allowed_gaps)
+        converted = convert_rollout(
+            row,
+            job.identity,
+            allowed_gaps=job.allowed_gaps,
+            check_strings=_SURROGATE_ESCAPE.search(raw) is not None,
+        )
     except TrajectoryError as error:
         return line_number, label, key, f"{where}: {error}"
-    return line_number, label, key, _written(line_number, converted)
+    return line_number, label, key, _write(line_number, converted, job.output)
 
 
-def _written(line_number: int, converted: ConvertedTrajectory) -> WrittenTrajectory:
+def _write(line_number: int, converted: ConvertedTrajectory, output: Path | None) -> ConvertedRow:
     data = converted.encode()
-    return WrittenTrajectory(
+    if output is not None:
+        # A duplicate key may overwrite a file here: the export then fails and is discarded.
+        (output / converted.file_name).write_bytes(data)
+    return ConvertedRow(
         line_number,
         converted.file_name,
         converted.task_index,
         converted.rollout_index,
-        data,
         hashlib.sha256(data).hexdigest(),
         converted.gap_codes,
     )
 
 
-def _convert_chunk(
-    first_line: int,
-    lines: list[bytes],
-    identity: TrajectoryIdentity,
-    allowed_gaps: frozenset[str],
-) -> list[_Outcome]:
-    return [
-        _convert_line(first_line + offset, raw, identity, allowed_gaps)
-        for offset, raw in enumerate(lines)
-    ]
+def _convert_chunk(first_line: int, lines: list[bytes], job: _Job) -> list[_Outcome]:
+    return [_convert_line(first_line + offset, raw, job) for offset, raw in enumerate(lines)]
 
 
 def _chunks(path: Path) -> Iterator[tuple[int, list[bytes], int]]:
@@ -176,20 +202,15 @@ def _chunks(path: Path) -> Iterator[tuple[int, list[bytes], int]]:
             yield line_number, chunk, done + size
 
 
-def _outcomes(
-    path: Path,
-    identity: TrajectoryIdentity,
-    allowed_gaps: frozenset[str],
-    workers: int,
-) -> Iterator[tuple[list[_Outcome], int]]:
+def _outcomes(path: Path, job: _Job, workers: int) -> Iterator[tuple[list[_Outcome], int]]:
     if workers <= 1:
         for first, lines, done in _chunks(path):
-            yield _convert_chunk(first, lines, identity, allowed_gaps), done
+            yield _convert_chunk(first, lines, job), done
         return
     pending: deque[tuple[Future[list[_Outcome]], int]] = deque()
     with ProcessPoolExecutor(max_workers=workers) as pool:
         for first, lines, done in _chunks(path):
-            pending.append((pool.submit(_convert_chunk, first, lines, identity, allowed_gaps), done))
+            pending.append((pool.submit(_convert_chunk, first, lines, job), done))
             if len(pending) >= workers * _IN_FLIGHT_PER_WORKER:
                 future, read = pending.popleft()
                 yield future.result(), read
@@ -208,22 +229,24 @@ def convert_file(
     path: Path,
     identity: TrajectoryIdentity,
     *,
-    write: Callable[[WrittenTrajectory], None] | None,
+    output: Path | None,
+    on_row: Callable[[ConvertedRow], None] | None = None,
     allowed_gaps: Collection[str] = (),
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> FileConversion:
-    """Convert every line of ``path``; ``write`` receives each trajectory in file order.
+    """Convert every line of ``path``, writing each trajectory file into ``output``.
 
-    Once a row is rejected nothing more is written (the export will fail), but every line is
-    still checked so all rejected rows are named. ``write=None`` converts in memory only, as a
-    dry run does. ``progress(bytes_read, total_bytes)`` is called after each chunk.
+    ``on_row`` receives each converted row in file order until a row is rejected (the export
+    will fail then), but every line is still checked so all rejected rows are named.
+    ``output=None`` converts in memory only, as a dry run does. ``progress(bytes_read,
+    total_bytes)`` is called after each chunk.
     """
     total = path.stat().st_size
     result = FileConversion()
     keys: dict[tuple[int, int], int] = {}
-    gaps = frozenset(allowed_gaps)
-    for outcomes, read in _outcomes(path, identity, gaps, workers or default_workers(path)):
+    job = _Job(identity, frozenset(allowed_gaps), output)
+    for outcomes, read in _outcomes(path, job, workers or default_workers(path)):
         for line_number, label, key, outcome in outcomes:
             result.rows += 1
             if key is not None:
@@ -245,8 +268,8 @@ def convert_file(
             if outcome.gap_codes:
                 result.trajectories_with_gaps += 1
                 result.gap_counts.update(outcome.gap_codes)
-            if write is not None and not result.rejected:
-                write(outcome)
+            if on_row is not None and not result.rejected:
+                on_row(outcome)
         if progress is not None:
             progress(read, total)
     return result

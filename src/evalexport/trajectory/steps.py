@@ -120,7 +120,8 @@ def reasoning_text(items: list[Item], path: str) -> str | None:
         source = content or summary
         if not source:
             raise TrajectoryError(
-                f"{path}[{index}]", "encrypted or empty reasoning cannot be represented as ATIF text"
+                f"{path}[{index}]",
+                "encrypted or empty reasoning cannot be represented as ATIF text",
             )
         segments.extend(part["text"] for part in source)
     if len(segments) != 1:
@@ -245,7 +246,9 @@ class _StepBuilder:
             if status not in (None, "completed"):
                 raise TrajectoryError(f"{call.path}.status", f"expected completed, got {status!r}")
             if call.get("call_id") in self.used_tool_ids:
-                raise TrajectoryError(call.path, f"duplicate function call ID {call.get('call_id')!r}")
+                raise TrajectoryError(
+                    call.path, f"duplicate function call ID {call.get('call_id')!r}"
+                )
             self.used_tool_ids.add(call.get("call_id"))
             calls.append(call)
             self.prefix.append(call)
@@ -299,9 +302,7 @@ class _StepBuilder:
             if (extra := _tool_result_extra(records[call_id], output.get("id"))) is not None:
                 result["extra"] = extra
             results.append(result)
-        return Step(
-            step_id, "agent", "", tool_calls=tool_calls, observation={"results": results}
-        )
+        return Step(step_id, "agent", "", tool_calls=tool_calls, observation={"results": results})
 
     def _tool_record(self, call: Item, path: str) -> ToolCallRecord:
         call_id = call.get("call_id")
@@ -332,4 +333,3 @@ def build_steps(
 ) -> tuple[list[Step], list[AgentGroup]]:
     """The steps of ``invocation`` and the agent groups the turns are checked against."""
     return _StepBuilder(invocation, tool_records).build()
-

@@ -42,10 +42,14 @@ def _finite_float(literal: str) -> float:
         if _significant_digits(literal):
             raise StrictJsonError(f"JSON number {literal!r} underflows the finite float range")
         return value
-    if 1e-300 < abs(value) < 1e300 and _significant_digits(literal) <= _EXACT_DIGITS:
+    if 1e-300 < abs(value) < 1e300 and (
+        len(literal) <= _EXACT_DIGITS or _significant_digits(literal) <= _EXACT_DIGITS
+    ):
         return value
     if Decimal(literal) != Decimal(repr(value)):
-        raise StrictJsonError(f"JSON number {literal!r} cannot be represented without precision loss")
+        raise StrictJsonError(
+            f"JSON number {literal!r} cannot be represented without precision loss"
+        )
     return value
 
 

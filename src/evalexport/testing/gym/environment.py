@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import glob
 import json
 import os
 import shutil
@@ -50,10 +49,12 @@ class GymEnvironmentError(RuntimeError):
 def find_python_313() -> str | None:
     """A Python 3.13 interpreter: ``$EVALEXPORT_GYM_PYTHON``, on PATH, or under pyenv."""
     candidates = [os.environ.get("EVALEXPORT_GYM_PYTHON", ""), shutil.which("python3.13") or ""]
-    pyenv_root = os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv"))
-    candidates += sorted(glob.glob(f"{pyenv_root}/versions/3.13*/bin/python3.13"), reverse=True)
-    if Path("/root/.pyenv").is_dir():  # tests move HOME; the machine's pyenv stays put
-        candidates += sorted(glob.glob("/root/.pyenv/versions/3.13*/bin/python3.13"), reverse=True)
+    # Tests move HOME; the pyenv of the user running them stays where it is.
+    for root in {
+        Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")),
+        _real_home() / ".pyenv",
+    }:
+        candidates += sorted(map(str, root.glob("versions/3.13*/bin/python3.13")), reverse=True)
     for candidate in filter(None, candidates):
         try:
             completed = subprocess.run(
@@ -68,6 +69,12 @@ def find_python_313() -> str | None:
         if completed.stdout.strip() == "True":
             return candidate
     return None
+
+
+def _real_home() -> Path:
+    import pwd
+
+    return Path(pwd.getpwuid(os.getuid()).pw_dir)
 
 
 def _uv() -> str:
@@ -115,7 +122,9 @@ def ensure_gym_environment(directory: Path) -> Path:
                  "--no-deps", GYM_REQUIREMENT],
                 f"Installing {GYM_REQUIREMENT}",
             )  # fmt: skip
-            _run([uv, "pip", "install", *target, *GYM_IMPORT_REQUIREMENTS], "Installing its imports")
+            _run(
+                [uv, "pip", "install", *target, *GYM_IMPORT_REQUIREMENTS], "Installing its imports"
+            )
             _run([str(python), "-c", "import nemo_gym.atif_export"], "Importing nemo_gym")
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)

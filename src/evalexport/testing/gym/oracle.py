@@ -44,7 +44,8 @@ class GymOracle:
         """Where Gym is installed: its wheel ships example rollouts."""
 
     def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
-        assert self._process.stdin is not None and self._process.stdout is not None
+        assert self._process.stdin is not None
+        assert self._process.stdout is not None
         self._process.stdin.write(json.dumps(request) + "\n")
         self._process.stdin.flush()
         line = self._process.stdout.readline()
