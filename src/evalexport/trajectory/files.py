@@ -43,6 +43,7 @@ POOL_THRESHOLD_BYTES: Final = 4 * 1024 * 1024
 """Files smaller than this convert in-process: starting a pool costs more than it saves."""
 _CHUNK_BYTES: Final = 1024 * 1024
 _IN_FLIGHT_PER_WORKER: Final = 3
+_CREATE: Final = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
 """A JSON escape of a UTF-16 surrogate: the only way a lone surrogate gets into a row."""
 
@@ -171,7 +172,13 @@ def _write(line_number: int, converted: ConvertedTrajectory, output: Path | None
     data = converted.encode()
     if output is not None:
         # A duplicate key may overwrite a file here: the export then fails and is discarded.
-        (output / converted.file_name).write_bytes(data)
+        descriptor = os.open(output / converted.file_name, _CREATE, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view) :]
+        finally:
+            os.close(descriptor)
     return ConvertedRow(
         line_number,
         converted.file_name,
