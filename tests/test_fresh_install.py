@@ -42,13 +42,16 @@ def test_help_list_and_inspect_work_after_a_plain_pip_install(tmp_path: Path) ->
     assert run("list").returncode == 0
     inspected = run("inspect", SAMPLE)
     assert inspected.returncode == 0, inspected.stderr
-    assert "rollouts: 48 (48 with ng_trajectory)" in inspected.stdout
+    assert "rollouts: 32 (32 with ng_trajectory)" in inspected.stdout
+    assert "strict ATIF export: accepts all 32 rollouts" in inspected.stdout
     assert "saved config: masked" in inspected.stdout
     installed = subprocess.run(
         [
             python,
             "-c",
-            "import evalexport, pathlib; print(pathlib.Path(evalexport.__file__).with_name('py.typed').is_file())",
+            "import evalexport, pathlib; root = pathlib.Path(evalexport.__file__).parent; "
+            "print((root / 'py.typed').is_file() "
+            "and (root / 'testing' / 'gym' / 'oracle_worker.py').is_file())",
         ],
         capture_output=True,
         text=True,
