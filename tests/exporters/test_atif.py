@@ -405,3 +405,16 @@ def test_harbors_validator_rejects_a_broken_trajectory(
     )
     assert completed.returncode == 1
     assert "unexpected field" in completed.stderr
+
+
+
+def test_an_output_path_under_a_file_fails_naming_it_and_leaves_nothing(
+    cli, atif_run, tmp_path
+) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    run = _atif(cli, atif_run.rollouts, blocker / "atif")
+    assert run.exit_code == 1
+    assert run.stdout.startswith(f"failed: Cannot create the output directory {blocker / 'atif'}")
+    assert "unexpected error" not in run.output
+    assert _leftovers(tmp_path) == ["not-a-directory", "run"]

@@ -105,8 +105,9 @@ class AtifExporter(Exporter[AtifConfig]):
                 progress=self.progress,
             )
         except OSError as error:
+            where = error.filename or run.rollouts
             return self.failed(
-                run, f"Cannot read rollouts file {run.rollouts}: {error.strerror or error}"
+                run, f"Cannot convert {run.rollouts}: {error.strerror or error} ({where})"
             )
         if conversion.rejected:
             return self.failed(run, _rejection(run, conversion), rejected_rows=conversion.rejected)
@@ -135,8 +136,13 @@ class AtifExporter(Exporter[AtifConfig]):
 
     def _export(self, run: RunArtifacts, config: AtifConfig) -> ExportResult:
         output = config.output_dirpath.absolute()
-        created_parents = _make_parents(output.parent)
-        staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.partial-", dir=output.parent))
+        try:
+            created_parents = _make_parents(output.parent)
+            staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.partial-", dir=output.parent))
+        except OSError as error:
+            return self.failed(
+                run, f"Cannot create the output directory {output}: {error.strerror or error}"
+            )
         try:
             with (staging / "manifest.jsonl").open("w", encoding="utf-8") as manifest:
 
@@ -194,9 +200,16 @@ def _make_parents(directory: Path) -> list[Path]:
     while not directory.exists():
         missing.append(directory)
         directory = directory.parent
-    for path in reversed(missing):
-        path.mkdir()
-    return missing
+    created: list[Path] = []
+    try:
+        for path in reversed(missing):
+            path.mkdir()
+            created.insert(0, path)
+    except OSError:
+        for path in created:
+            _remove_if_empty(path)
+        raise
+    return created
 
 
 def _remove_if_empty(directory: Path) -> None:

@@ -165,11 +165,16 @@ def _convert_line(line_number: int, raw: bytes, job: _Job) -> _Outcome:
         )
     except TrajectoryError as error:
         return line_number, label, key, f"{where}: {error}"
-    return line_number, label, key, _write(line_number, converted, job.output)
+    try:
+        data = converted.encode()
+    except (TypeError, ValueError) as error:
+        return line_number, label, key, f"{where}: the ATIF trajectory is not valid JSON ({error})"
+    return line_number, label, key, _write(line_number, converted, data, job.output)
 
 
-def _write(line_number: int, converted: ConvertedTrajectory, output: Path | None) -> ConvertedRow:
-    data = converted.encode()
+def _write(
+    line_number: int, converted: ConvertedTrajectory, data: bytes, output: Path | None
+) -> ConvertedRow:
     if output is not None:
         # A duplicate key may overwrite a file here: the export then fails and is discarded.
         descriptor = os.open(output / converted.file_name, _CREATE, 0o644)
