@@ -19,6 +19,9 @@ class FlatMetrics:
 
     metrics: dict[str, float] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
+    values: dict[str, bool | int | float | str] = field(default_factory=dict)
+    """Every metric and text with its value as the file holds it (``True`` stays ``True``):
+    what W&B's summary takes, as NeMo Gym logs it."""
 
 
 def flatten_metrics(aggregate: Iterable[Mapping[str, Any]]) -> FlatMetrics:
@@ -31,23 +34,32 @@ def flatten_metrics(aggregate: Iterable[Mapping[str, Any]]) -> FlatMetrics:
     """
     metrics: dict[str, float] = {}
     texts: dict[str, str] = {}
+    values: dict[str, bool | int | float | str] = {}
     for entry in aggregate:
         agent = str(entry["agent_ref"]["name"])
         for section, prefix in (("agent_metrics", agent), ("key_metrics", f"key_metrics/{agent}")):
-            values = entry.get(section)
-            if isinstance(values, Mapping):
-                _flatten_into(values, prefix, metrics, texts)
-    return FlatMetrics(dict(sorted(metrics.items())), dict(sorted(texts.items())))
+            section_values = entry.get(section)
+            if isinstance(section_values, Mapping):
+                _flatten_into(section_values, prefix, metrics, texts, values)
+    return FlatMetrics(
+        dict(sorted(metrics.items())), dict(sorted(texts.items())), dict(sorted(values.items()))
+    )
 
 
 def _flatten_into(
-    values: Mapping[str, Any], prefix: str, metrics: dict[str, float], texts: dict[str, str]
+    section: Mapping[str, Any],
+    prefix: str,
+    metrics: dict[str, float],
+    texts: dict[str, str],
+    values: dict[str, bool | int | float | str],
 ) -> None:
-    for key, value in values.items():
+    for key, value in section.items():
         name = f"{prefix}/{key}"
         if isinstance(value, Mapping):
-            _flatten_into(value, name, metrics, texts)
+            _flatten_into(value, name, metrics, texts, values)
         elif isinstance(value, bool | int | float):
             metrics[name] = float(value)
+            values[name] = value
         elif isinstance(value, str):
             texts[name] = value
+            values[name] = value

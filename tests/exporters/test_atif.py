@@ -407,7 +407,6 @@ def test_harbors_validator_rejects_a_broken_trajectory(
     assert "unexpected field" in completed.stderr
 
 
-
 def test_an_output_path_under_a_file_fails_naming_it_and_leaves_nothing(
     cli, atif_run, tmp_path
 ) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evalexport.exporters.mlflow import FINGERPRINT_TAG, MLflowConfig, MLflowExporter
-from evalexport.exporters.mlflow_names import flatten_params, sanitize_names
+from evalexport.exporters.mlflow_names import flatten_params, sanitize_name, sanitize_names
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
 from evalexport.results import ExportStatus
@@ -49,16 +49,21 @@ def test_metrics_params_tags_and_artifacts_read_back_as_the_run_holds_them(
     flat = flatten_metrics(sample_run.run.read_aggregate_metrics())
     names = sanitize_names(flat.metrics, "metric").names
     assert run["metrics"] == {names[name]: value for name, value in flat.metrics.items()}
-    assert "aime24_math_tool_agent/pass_at_1_avg-of-4/no_answer" in run["metrics"]
+    assert "aime24_math_tool_agent/pass_at_1_avg-of-4_/no_answer" in run["metrics"]
     assert (
-        "aime24_math_tool_agent/pass_at_1_avg-of-4/no_answer/std_dev_across_runs" in run["metrics"]
+        "aime24_math_tool_agent/pass_at_1_avg-of-4_/no_answer/std_dev_across_runs" in run["metrics"]
     )
     assert (
-        run["metrics"]["key_metrics/aime24_math_simple_agent/pass_at_1_avg-of-4/symbolic_accuracy"]
+        run["metrics"]["key_metrics/aime24_math_simple_agent/pass_at_1_avg-of-4_/symbolic_accuracy"]
         == flat.metrics["key_metrics/aime24_math_simple_agent/pass@1[avg-of-4]/symbolic_accuracy"]
     )
-    assert run["params"] == flatten_params(sample_run.run.read_saved_config())
+    assert run["params"] == {
+        sanitize_name(name): value
+        for name, value in flatten_params(sample_run.run.read_saved_config()).items()
+    }
     assert run["params"]["policy_api_key"] == "****"
+    assert run["params"]["env_1_"] == "HF_HOME=/data/hf"
+    assert run["params"]["max_tokens"] == "16384"
     assert run["tags"][FINGERPRINT_TAG] == run_fingerprint(sample_run.run)
     assert run["tags"]["aime24_math_simple_agent/judge_model"] == "none (symbolic grading)"
     assert run["artifacts"] == [
@@ -70,7 +75,7 @@ def test_metrics_params_tags_and_artifacts_read_back_as_the_run_holds_them(
     assert sample_run.canaries.found_in_tree(mlflow_server.root) == []
 
 
-def test_rollouts_json_is_a_table_with_one_row_per_rollout(
+def test_rollouts_json_is_gyms_table_one_row_per_rollout_without_its_trajectory(
     mlflow_server, mlflow_python, sample_run, tmp_path
 ) -> None:
     _export(sample_run, mlflow_tracking_uri=mlflow_server.url, mlflow_experiment_name="table")
@@ -78,10 +83,12 @@ def test_rollouts_json_is_a_table_with_one_row_per_rollout(
         mlflow_python, mlflow_server.url, "table", ("rollouts.json", tmp_path / "dl")
     )
     table = json.loads(Path(run["downloaded"]).read_text())
-    assert table["columns"] == ["task_index", "rollout_index", "agent", "reward", "rollout"]
+    assert table["columns"] == ["Rollout"]
     assert len(table["data"]) == sample_run.rollout_count
     first = json.loads(sample_run.rollouts.read_text().splitlines()[0])
-    assert json.loads(table["data"][0][4]) == first
+    row = json.loads(table["data"][0][0])
+    assert "ng_trajectory" not in row
+    assert row == {key: value for key, value in first.items() if key != "ng_trajectory"}
 
 
 def test_upload_rollouts_false_leaves_the_table_out(
@@ -225,7 +232,7 @@ def test_the_embedded_default_writes_an_sqlite_store_in_the_current_directory(
     (stored,) = read_runs(mlflow_python, f"sqlite:///{database}", "aime24")
     assert stored["run_name"] == f"aime24-{sample_run.run.run_dir.name}"
     assert (
-        "aime24_math_simple_agent/pass_at_1_avg-of-4/no_answer/std_dev_across_runs"
+        "aime24_math_simple_agent/pass_at_1_avg-of-4_/no_answer/std_dev_across_runs"
         in stored["metrics"]
     )
     assert stored["artifacts"] == [

@@ -22,7 +22,7 @@ from evalexport.exporters.mlflow_names import (
 )
 
 # MLflow's own rules (mlflow/utils/validation.py), restated to check our output against.
-VALID = re.compile(r"^[/\w.\- ]*$")
+VALID = re.compile(r"^[/\w.\- :]*$")
 
 
 def _mlflow_accepts(name: str) -> bool:
@@ -44,15 +44,16 @@ def _mlflow_accepts(name: str) -> bool:
     [
         (
             "agent/pass@1[avg-of-32]/symbolic_accuracy",
-            "agent/pass_at_1_avg-of-32/symbolic_accuracy",
+            "agent/pass_at_1_avg-of-32_/symbolic_accuracy",
         ),
         ("agent/majority@32/symbolic_accuracy", "agent/majority_at_32/symbolic_accuracy"),
         ("agent//mean/reward", "agent/mean/reward"),
         ("/agent/mean/reward/", "agent/mean/reward"),
-        ("agent/../secret", "agent/_/secret"),
-        ("agent/./x", "agent/x"),
+        ("agent/../secret", "agent/__/secret"),
+        ("agent/./x", "agent/_/x"),
+        ("...x/y", "___x/y"),
         ("agent/score (%)", "agent/score ___"),
-        ("agent/a:b", "agent/a_b"),
+        ("agent/a:b", "agent/a:b"),
         ("agent/mean/reward", "agent/mean/reward"),
         ("ünïcode/ok", "ünïcode/ok"),
         ("//", ""),
@@ -63,15 +64,24 @@ def test_names_are_sanitized_to_what_mlflow_accepts(name: str, sanitized: str) -
     assert sanitized == "" or _mlflow_accepts(sanitized)
 
 
-def test_long_names_are_cut_in_the_middle_and_stay_distinct() -> None:
+def test_long_names_keep_both_ends_around_an_elision_as_gym_cuts_them() -> None:
     long_a = "agent/" + "a" * 300 + "/x"
     long_b = "agent/" + "a" * 300 + "/y"
     cut_a, cut_b = sanitize_name(long_a), sanitize_name(long_b)
     assert len(cut_a) == MAX_KEY_LENGTH
-    assert cut_a.startswith("agent/aaa")
-    assert cut_a.endswith("/x")
+    assert cut_a == long_a[:124] + "___" + long_a[-123:]
     assert cut_a != cut_b
     assert _mlflow_accepts(cut_a)
+
+
+def test_long_names_that_cut_alike_are_kept_apart_with_a_warning() -> None:
+    middle_a = "agent/" + "a" * 300 + "/x"
+    middle_b = "agent/" + "a" * 150 + "b" + "a" * 149 + "/x"
+    result = sanitize_names([middle_a, middle_b], "metric")
+    assert sanitize_name(middle_a) == sanitize_name(middle_b)
+    assert result.names[middle_a] != result.names[middle_b]
+    assert all(len(name) <= MAX_KEY_LENGTH for name in result.names.values())
+    assert "NeMo Gym would log one over the other" in result.warnings[0]
 
 
 def test_a_name_that_sanitizes_to_nothing_is_dropped_with_a_warning() -> None:
@@ -87,23 +97,25 @@ def test_names_that_collide_after_sanitizing_are_kept_apart_with_a_warning() -> 
     assert "sanitizes to 'a/pass_at_1'" in result.warnings[0]
 
 
-def test_params_are_the_saved_config_as_dotted_keys_cut_to_mlflows_limit() -> None:
+def test_params_are_the_saved_config_as_gym_flattens_it() -> None:
     params = flatten_params(
         {
             "judge": {"model": "m", "temperature": 0.0},
-            "env": ["A=1", "B=2"],
+            "env": ["A=1", {"B": True}],
             "empty": {},
+            "nothing": [],
             "none": None,
             "long": "x" * 7000,
         }
     )
-    assert params["judge.model"] == "m"
-    assert params["judge.temperature"] == "0.0"
-    assert json.loads(params["env"]) == ["A=1", "B=2"]
-    assert params["empty"] == "{}"
-    assert params["none"] == ""
-    assert len(params["long"]) == MAX_PARAM_VALUE_LENGTH
-    assert params["long"].endswith("...[cut: 7000 characters]")
+    assert params == {
+        "judge.model": "m",
+        "judge.temperature": "0.0",
+        "env[0]": "A=1",
+        "env[1].B": "True",
+        "none": "None",
+        "long": "x" * MAX_PARAM_VALUE_LENGTH,
+    }
 
 
 def test_batches_stay_within_mlflows_limits_and_lose_nothing() -> None:
@@ -142,7 +154,7 @@ def test_the_dry_run_shows_sanitized_names_and_batches_and_builds_nothing(cli, s
     assert run.exit_code == 0, run.output
     plan = json.loads(run.stdout)["details"]["plan"]
     assert (
-        "aime24_math_tool_agent/pass_at_1_avg-of-4/no_answer/std_dev_across_runs"
+        "aime24_math_tool_agent/pass_at_1_avg-of-4_/no_answer/std_dev_across_runs"
         in plan["metric_names"]
     )
     assert "judge.judge_api_key" in plan["param_names"]

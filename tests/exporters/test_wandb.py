@@ -57,19 +57,21 @@ def test_the_offline_run_holds_config_summary_and_the_rollouts_table(
     config = {k: v for k, v in stored["config"].items() if k != "_wandb"}
     assert config == sample_run.run.read_saved_config()
     flat = flatten_metrics(sample_run.run.read_aggregate_metrics())
-    for name, value in {**flat.metrics, **flat.texts}.items():
+    for name, value in flat.values.items():
         assert stored["summary"][name] == value, name
+    assert stored["summary"]["aime24_math_tool_agent/used_tools"] is True
     assert (
         "aime24_math_tool_agent/pass@1[avg-of-4]/no_answer/std_dev_across_runs" in stored["summary"]
     )
     assert stored["summary"][FINGERPRINT_KEY] == run_fingerprint(sample_run.run)
     assert "evalexport" in stored["tags"]
-    (table,) = stored["tables"].values()
-    assert table["columns"] == ["task_index", "rollout_index", "agent", "reward", "rollout"]
+    ((file_name, table),) = stored["tables"].items()
+    assert file_name.startswith("Rollouts_")
+    assert table["columns"] == ["Rollout"]
     assert len(table["data"]) == sample_run.rollout_count
-    assert json.loads(table["data"][5][4]) == json.loads(
-        sample_run.rollouts.read_text().splitlines()[5]
-    )
+    row = json.loads(sample_run.rollouts.read_text().splitlines()[5])
+    del row["ng_trajectory"]
+    assert json.loads(table["data"][5][0]) == row
 
 
 def test_upload_rollouts_false_logs_no_table(wandb_python, sample_run) -> None:

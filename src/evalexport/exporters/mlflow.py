@@ -1,8 +1,9 @@
 """The ``mlflow`` exporter: a finished run as one MLflow run (SPEC §3.6).
 
-Metrics are the shared flattening with names sanitized for MLflow; params are the saved
-(masked) config as dotted keys; artifacts are ``global_config.json``, ``rollouts.json`` (a table,
-one row per rollout) and the aggregate-metrics file. The default store is an embedded SQLite
+Metric, param and tag names are those NeMo Gym's live MLflow exporter writes for the same
+metrics and config (:mod:`.mlflow_names`), so a run exported afterwards lines up with one logged
+live; params are the saved (masked) config; artifacts are ``global_config.json``,
+``rollouts.json`` (Gym's table: one ``Rollout`` column) and the aggregate-metrics file. The default store is an embedded SQLite
 database, ``sqlite:///mlruns.db`` in the current directory, which (unlike MLflow's file store)
 holds metric names that prefix one another.
 """

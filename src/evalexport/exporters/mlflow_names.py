@@ -1,10 +1,19 @@
-"""Names, values and batches as MLflow accepts them (SPEC §3.6).
+"""Names, values and batches as MLflow accepts them, the way NeMo Gym logs them (SPEC §3.6).
 
-MLflow refuses a whole ``log_batch`` for one bad key, so every name is made acceptable here,
-in the parent, where the dry run can show it: ``pass@1[avg-of-32]/symbolic_accuracy`` becomes
-``pass_at_1_avg-of-32/symbolic_accuracy``; empty, ``.`` and ``..`` path segments go; names over
-250 characters are cut in the middle around a hash, so two long names never collide. Limits are
-MLflow's own (``mlflow/utils/validation.py``), kept for 2.x and 3.x alike.
+NeMo Gym also logs to MLflow while a run goes (``nemo_gym/exporters/mlflow.py`` in nemo-gym
+0.7.0); a run exported afterwards must line up with one logged live, so names and params follow
+Gym's rules, written anew here, in the parent, where the dry run can show them:
+
+* names: ``@`` becomes ``_at_``; every character outside letters, digits, ``_ / . - :`` and
+  space becomes ``_`` (``pass@1[avg-of-32]/x`` → ``pass_at_1_avg-of-32_/x``); empty path
+  segments go; all-dot segments and leading dots become underscores of the same length; a name
+  over 250 characters keeps both ends around ``___``. A name with nothing left is dropped.
+* params: the saved config as dotted keys, list items as ``key[i]``, each value as Python's
+  ``str()`` cut to 6000 characters; empty mappings and lists give no param.
+
+Beyond Gym: two names that sanitize alike are told apart by a hash suffix, with a warning (Gym
+sends both and MLflow keeps one). Batches stay within MLflow's limits (``mlflow/utils/
+validation.py``), kept for 2.x and 3.x alike.
 """
 
 from __future__ import annotations
@@ -12,9 +21,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, final
+from typing import Any, Final, final
 
 __all__ = [
     "MAX_ENTITIES_PER_BATCH",
@@ -40,33 +49,28 @@ MAX_PARAM_VALUE_LENGTH = 6000
 MAX_TAG_VALUE_LENGTH = 5000
 """8000 in MLflow 3; 5000 in MLflow 2.x, which the exporter also supports."""
 
-_BRACKETED = re.compile(r"\[([^\]]*)\]")
-_INVALID = re.compile(r"[^/\w.\- ]")
-_CUT_MARKER_LENGTH = 10
+_INVALID: Final[re.Pattern[str]] = re.compile(r"[^/\w.\- :]")
+_LEADING_DOTS: Final[re.Pattern[str]] = re.compile(r"^\.+")
+_ELISION: Final = "___"
 
 
-def _shorten(name: str) -> str:
+def _normal_path(name: str) -> str:
+    segments = [segment for segment in name.split("/") if segment]
+    segments = ["_" * len(segment) if set(segment) == {"."} else segment for segment in segments]
+    return _LEADING_DOTS.sub(lambda match: "_" * len(match.group()), "/".join(segments))
+
+
+def _elide(name: str) -> str:
     if len(name) <= MAX_KEY_LENGTH:
         return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-    keep = MAX_KEY_LENGTH - _CUT_MARKER_LENGTH
-    head, tail = name[: keep // 2], name[-(keep - keep // 2) :]
-    # The hash is glued to the segments on both sides, so the cut creates no ".." segment.
-    return f"{head}-{digest}-{tail}"
+    kept = MAX_KEY_LENGTH - len(_ELISION)
+    head, tail = kept - kept // 2, kept // 2
+    return name[:head] + _ELISION + (name[-tail:] if tail else "")
 
 
 def sanitize_name(name: str) -> str:
-    """The name MLflow will accept for ``name``; ``""`` when nothing of it is left."""
-    text = name.replace("@", "_at_")
-    text = _BRACKETED.sub(lambda match: f"_{match.group(1)}", text)
-    text = _INVALID.sub("_", text)
-    segments = []
-    for segment in text.split("/"):
-        stripped = segment.strip()
-        if stripped in ("", "."):
-            continue
-        segments.append("_" if stripped == ".." else stripped)
-    return _shorten("/".join(segments))
+    """The name Gym's MLflow exporter logs for ``name``; ``""`` when nothing is left of it."""
+    return _normal_path(_elide(_normal_path(_INVALID.sub("_", name.replace("@", "_at_")))))
 
 
 @final
@@ -78,8 +82,7 @@ class SanitizedNames:
 
 
 def sanitize_names(names: Iterable[str], kind: str) -> SanitizedNames:
-    """Sanitize every name; a name left empty is dropped and a collision is disambiguated,
-    each with a warning naming the original."""
+    """Gym's MLflow name for each of ``names``; dropped and colliding names are warned about."""
     mapping: dict[str, str] = {}
     taken: dict[str, str] = {}
     warnings: list[str] = []
@@ -89,15 +92,32 @@ def sanitize_names(names: Iterable[str], kind: str) -> SanitizedNames:
             warnings.append(f"{kind} {name!r} has no characters MLflow accepts; it is not logged")
             continue
         if clean in taken:
-            suffix = hashlib.sha256(name.encode()).hexdigest()[:6]
-            unique = _shorten(f"{clean}_{suffix}")
+            suffix = "_" + hashlib.sha256(name.encode()).hexdigest()[:8]
+            unique = _elide(clean[: MAX_KEY_LENGTH - len(suffix)] + suffix)
             warnings.append(
-                f"{kind} {name!r} sanitizes to {clean!r} like {taken[clean]!r}; logged as {unique!r}"
+                f"{kind} {name!r} sanitizes to {clean!r} like {taken[clean]!r}; "
+                f"logged as {unique!r} (NeMo Gym would log one over the other)"
             )
             clean = unique
         taken[clean] = name
         mapping[name] = clean
     return SanitizedNames(mapping, warnings)
+
+
+def _leaves(value: Any, prefix: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            yield from _leaves(inner, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from _leaves(inner, f"{prefix}[{index}]")
+    elif prefix:
+        yield prefix, str(value)[:MAX_PARAM_VALUE_LENGTH]
+
+
+def flatten_params(config: Mapping[str, Any]) -> dict[str, str]:
+    """The saved config as params: ``a.b`` and ``a.list[0]`` keys, ``str()`` values."""
+    return dict(_leaves(config, ""))
 
 
 def cut_value(value: Any, limit: int) -> str:
@@ -107,18 +127,6 @@ def cut_value(value: Any, limit: int) -> str:
         return text
     marker = f"...[cut: {len(text)} characters]"
     return text[: limit - len(marker)] + marker
-
-
-def flatten_params(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    """The saved config as dotted keys; lists and scalars become text within MLflow's limit."""
-    params: dict[str, str] = {}
-    for key, value in config.items():
-        name = f"{prefix}.{key}" if prefix else str(key)
-        if isinstance(value, Mapping) and value:
-            params.update(flatten_params(value, name))
-        else:
-            params[name] = cut_value("" if value is None else value, MAX_PARAM_VALUE_LENGTH)
-    return params
 
 
 @final

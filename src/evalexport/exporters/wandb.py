@@ -1,7 +1,8 @@
 """The ``wandb`` exporter: a finished run as one Weights & Biases run (SPEC §3.7).
 
-Config is the saved (masked) config; the summary is the shared metric flattening (W&B takes the
-names as they are); the rollouts go in a table unless ``upload_rollouts=false``. Offline runs
+Config is the saved (masked) config; the summary is the shared metric flattening with values as
+the file holds them (W&B takes the names as they are, as NeMo Gym's live W&B exporter logs
+them); the rollouts go in Gym's ``Rollouts`` table unless ``upload_rollouts=false``. Offline runs
 are written under ``$WANDB_DIR`` (else the current directory) for ``wandb sync``.
 """
 
@@ -15,7 +16,7 @@ from pydantic import Field, SecretStr
 
 from evalexport.exporters.base import DryRunPlan, PlannedFile
 from evalexport.exporters.isolated import WORKER_BODIES, IsolatedConfig, IsolatedExporter
-from evalexport.exporters.tables import write_rollouts_table
+from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY, write_rollouts_table
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
 from evalexport.run import RunArtifacts
@@ -94,7 +95,8 @@ class WandbExporter(IsolatedExporter[WandbConfig]):
             "mode": config.wandb_mode,
             "dir": str(self._offline_dir()),
             "config": run.read_saved_config(),
-            "summary": {**flat.metrics, **flat.texts, FINGERPRINT_KEY: fingerprint},
+            "summary": {**flat.values, FINGERPRINT_KEY: fingerprint},
+            "table_key": ROLLOUTS_TABLE_KEY,
             "tags": ["evalexport", f"evalexport-{fingerprint.removeprefix('sha256:')[:16]}"],
             "rollouts_table": str(table) if table else None,
         }

@@ -36,7 +36,8 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         run.summary.update(payload["summary"])
         if payload["rollouts_table"]:
             table = json.loads(Path(payload["rollouts_table"]).read_text(encoding="utf-8"))
-            run.log({"rollouts": wandb.Table(columns=table["columns"], data=table["data"])})
+            table_key = payload["table_key"]
+            run.log({table_key: wandb.Table(columns=table["columns"], data=table["data"])})
         run_id, url, run_dir = run.id, getattr(run, "url", None), run.dir
         run.finish()
     except Exception as error:
