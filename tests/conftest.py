@@ -112,6 +112,21 @@ def mlflow_python(use_sdk_env_cache: Path, mlflow_env_python: Path) -> Path:
     return mlflow_env_python
 
 
+WANDB_REQUIREMENT = "wandb>=0.16,<1"
+"""The wandb exporter's default requirement (checked against the exporter by a test)."""
+
+
+@pytest.fixture(scope="session")
+def wandb_env_python(sdk_env_cache: Path, evalexport_download_cache: Path) -> Path:
+    return session_environment(sdk_env_cache, evalexport_download_cache, "wandb", WANDB_REQUIREMENT)
+
+
+@pytest.fixture
+def wandb_python(use_sdk_env_cache: Path, wandb_env_python: Path) -> Path:
+    """The wandb exporter's environment (built once per session); exports in this test reuse it."""
+    return wandb_env_python
+
+
 @pytest.fixture(scope="session")
 def shared_mlflow_server(mlflow_env_python: Path, tmp_path_factory: pytest.TempPathFactory):
     """One server for the session; each test uses an experiment of its own."""

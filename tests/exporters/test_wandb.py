@@ -13,7 +13,6 @@ from evalexport.exporters.wandb import FINGERPRINT_KEY, WandbConfig, WandbExport
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
 from evalexport.results import ExportStatus
-from tests.conftest import session_environment
 from tests.exporters.wandb_support import read_offline_run
 
 pytestmark = pytest.mark.downloads
@@ -21,16 +20,10 @@ pytestmark = pytest.mark.downloads
 DEFAULT_REQUIREMENT = WandbConfig.model_fields["requirement"].default
 
 
-@pytest.fixture(scope="session")
-def wandb_env_python(sdk_env_cache: Path, evalexport_download_cache: Path) -> Path:
-    return session_environment(
-        sdk_env_cache, evalexport_download_cache, "wandb", DEFAULT_REQUIREMENT
-    )
+def test_the_session_environment_is_the_one_the_exporter_builds() -> None:
+    from tests.conftest import WANDB_REQUIREMENT
 
-
-@pytest.fixture
-def wandb_python(use_sdk_env_cache: Path, wandb_env_python: Path) -> Path:
-    return wandb_env_python
+    assert DEFAULT_REQUIREMENT == WANDB_REQUIREMENT
 
 
 def _export(sample, **options):

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Final
 
@@ -37,8 +36,20 @@ GYM_IMPORT_REQUIREMENTS: Final = (
     "httptools",
     "yappi",
     "pydot",
+    "anthropic",
+    "mlflow>=2.10,<4",
+    "wandb>=0.16,<1",
 )
-"""What ``import nemo_gym.atif_export`` needs, found by importing it in an empty 3.13 env."""
+"""What ``import nemo_gym.atif_export`` and ``nemo_gym.rollout_collection`` need (found by
+importing them in an empty 3.13 env), and the SDKs Gym's live exporters
+(``nemo_gym.exporters.mlflow``, ``.wandb``) import."""
+GYM_MODULES: Final = (
+    "nemo_gym.atif_export",
+    "nemo_gym.rollout_collection",
+    "nemo_gym.exporters.mlflow",
+    "nemo_gym.exporters.wandb",
+)
+"""The modules the oracle uses; the build imports each before it counts as complete."""
 _RECORD: Final = "evalexport-gym-env.json"
 
 
@@ -103,7 +114,7 @@ def ensure_gym_environment(directory: Path) -> Path:
     with (directory.parent / f"{directory.name}.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         python = directory / "bin" / "python"
-        if (directory / _RECORD).is_file():
+        if _read_record(directory) == _record():
             return python
         if directory.exists():  # an interrupted build is never used
             shutil.rmtree(directory)
@@ -125,10 +136,21 @@ def ensure_gym_environment(directory: Path) -> Path:
             _run(
                 [uv, "pip", "install", *target, *GYM_IMPORT_REQUIREMENTS], "Installing its imports"
             )
-            _run([str(python), "-c", "import nemo_gym.atif_export"], "Importing nemo_gym")
+            _run([str(python), "-c", f"import {', '.join(GYM_MODULES)}"], "Importing nemo_gym")
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise
-        record = {"requirement": GYM_REQUIREMENT, "python": interpreter, "built_by": sys.executable}
-        (directory / _RECORD).write_text(json.dumps(record) + "\n", encoding="utf-8")
+        (directory / _RECORD).write_text(json.dumps(_record()) + "\n", encoding="utf-8")
         return python
+
+
+def _record() -> dict[str, object]:
+    """What a complete environment records; one built for other requirements is rebuilt."""
+    return {"requirement": GYM_REQUIREMENT, "imports": list(GYM_IMPORT_REQUIREMENTS)}
+
+
+def _read_record(directory: Path) -> object:
+    try:
+        return json.loads((directory / _RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None

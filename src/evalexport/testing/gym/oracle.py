@@ -73,6 +73,36 @@ class GymOracle:
         )
         return GymExport(answer.get("trajectory_count"), answer.get("error"), answer.get("type"))
 
+    def mlflow_names(self, names: list[str]) -> list[str | None]:
+        """What Gym's MLflow exporter logs each name as (``None``: it drops the name)."""
+        sanitized: list[str | None] = self._ask({"action": "mlflow_name", "names": names})["names"]
+        return sanitized
+
+    def live_export(
+        self,
+        backend: str,
+        *,
+        config: dict[str, Any],
+        rollouts: Path,
+        aggregate: Path,
+        environment: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Run Gym's live ``backend`` exporter (``mlflow`` or ``wandb``) over a finished run:
+        ``setup``, the config, the metrics Gym's rollout collection logs, the rollouts as Gym
+        uploads them, ``teardown``. ``config`` is the run's global config, backend keys included.
+        Returns ``run_id`` (W&B: and ``run_dir``), the warnings Gym logged and ``error``."""
+        answer = self._ask(
+            {
+                "action": "live_export",
+                "backend": backend,
+                "config": config,
+                "rollouts": str(rollouts),
+                "aggregate": str(aggregate),
+                "environment": environment or {},
+            }
+        )
+        return answer
+
     def close(self) -> None:
         if self._process.poll() is None:
             assert self._process.stdin is not None

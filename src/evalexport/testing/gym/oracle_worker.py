@@ -7,6 +7,67 @@ import json
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
+
+
+def _metrics_to_log(aggregate: list[dict[str, Any]]) -> dict[str, Any]:
+    """The metrics Gym's rollout collection hands its exporters after a run (read from
+    ``nemo_gym/rollout_collection.py``: top-level primitive values only)."""
+    primitive = (bool, int, float, str, type(None))
+    metrics: dict[str, Any] = {}
+    for entry in aggregate:
+        agent = entry["agent_ref"]["name"]
+        for section, prefix in (("agent_metrics", agent), ("key_metrics", f"key_metrics/{agent}")):
+            metrics.update(
+                {
+                    f"{prefix}/{key}": value
+                    for key, value in (entry.get(section) or {}).items()
+                    if isinstance(value, primitive)
+                }
+            )
+    return metrics
+
+
+def _live_export(request: dict[str, Any]) -> dict[str, Any]:
+    """Run one of Gym's live exporters over a finished run, as a live run would call it."""
+    import logging
+    import os
+    from importlib import import_module
+
+    from nemo_gym.rollout_collection import _rollout_for_export
+    from omegaconf import DictConfig
+
+    warnings: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            warnings.append(record.getMessage())
+
+    handler = Collect(level=logging.WARNING)
+    logging.getLogger("nemo_gym").addHandler(handler)
+    os.environ.update(request.get("environment", {}))
+    module_name, class_name = {
+        "mlflow": ("nemo_gym.exporters.mlflow", "MLflowExporter"),
+        "wandb": ("nemo_gym.exporters.wandb", "WandbExporter"),
+    }[request["backend"]]
+    exporter = getattr(import_module(module_name), class_name)(DictConfig(request["config"]))
+    rows = [
+        _rollout_for_export(json.loads(line))
+        for line in Path(request["rollouts"]).read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    aggregate = json.loads(Path(request["aggregate"]).read_text(encoding="utf-8"))
+    exporter.setup()
+    run_id = getattr(exporter, "run_id", None) or getattr(
+        getattr(exporter, "run", None), "id", None
+    )
+    run_dir = getattr(getattr(exporter, "run", None), "dir", None)
+    exporter.export_config()
+    exporter.export_metrics(_metrics_to_log(aggregate))
+    exporter.export_rollouts(rows)
+    exporter.teardown()
+    logging.getLogger("nemo_gym").removeHandler(handler)
+    return {"run_id": run_id, "run_dir": run_dir, "warnings": warnings, "error": None}
 
 
 def main() -> None:
@@ -31,6 +92,18 @@ def main() -> None:
                 answer = {"error": None}
             except Exception as error:  # the oracle reports, the test decides
                 answer = {"error": f"{type(error).__name__}: {error}"}
+        elif action == "live_export":
+            try:
+                answer = _live_export(request)
+            except Exception as error:
+                answer = {
+                    "error": f"{type(error).__name__}: {error}",
+                    "trace": traceback.format_exc(),
+                }
+        elif action == "mlflow_name":
+            from nemo_gym.exporters.mlflow import _sanitize_key
+
+            answer = {"names": [_sanitize_key(name) for name in request["names"]]}
         elif action == "atif":
             try:
                 config = ExportAtifConfig(
