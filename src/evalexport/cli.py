@@ -30,6 +30,8 @@ __all__ = ["main"]
 _COMMANDS = {
     "list": "list the installed exporters",
     "inspect": "show what a run directory holds (files, rollouts, agents, metrics, masking)",
+    "save-config": "save a run's masked config from the files and overrides it was launched "
+    "with: 'save-config ROLLOUTS CONFIG.yaml [...] [key=value ...]'",
     "envs": "list the cached SDK environments; 'envs remove NAME' or 'envs remove --all'",
     "contract": "SDK contracts: 'contract manifest|check|verify SDK' (see contract --help)",
     "plan": "export plans: 'plan check|render|run PLAN.yaml' (see plan --help)",
@@ -148,6 +150,8 @@ def _main(args: list[str]) -> int:
         return _list(arguments, rest)
     if command == "inspect":
         return _inspect(arguments, rest)
+    if command == "save-config":
+        return _save_config(arguments, rest)
     if command == "envs":
         from evalexport.isolation.commands import envs_command
 
@@ -304,6 +308,58 @@ def _print_inspection(report: RunInspection) -> None:
         print("problems:")
         for problem in report.problems:
             print(f"  - {problem}")
+
+
+# -- save-config -------------------------------------------------------------------------------
+
+_SAVE_CONFIG_USAGE = """usage: evalexport save-config ROLLOUTS CONFIG.yaml [CONFIG.yaml ...] [key=value ...]
+
+Write <stem>_resolved_config.yaml beside ROLLOUTS for a run made without one (NeMo Gym saves
+none): the config files merged in order, then the overrides, as the run was launched
+(key=value sets a key the files define, +key=value adds one, ++key=value sets either way,
+~key removes one). Interpolations such as ${oc.env:HF_TOKEN} stay as written; every secret is
+masked. An existing saved config is never overwritten: delete it to save it again."""
+
+
+def _save_config(arguments: _Arguments, rest: list[str]) -> int:
+    from evalexport.launch_config import LaunchConfigError, merge_launch_config
+    from evalexport.masking import find_unmasked_secrets, save_run_config
+    from evalexport.run import RunArtifacts
+
+    if arguments.help:
+        print(_SAVE_CONFIG_USAGE)
+        return _OK
+    if len(rest) < 2:
+        return _usage_error("save-config takes the run's rollouts file and its config files")
+    rollouts, *tokens = rest
+    files = [token for token in tokens if "=" not in token and not token.startswith(("~", "+"))]
+    overrides = [token for token in tokens if token not in files]
+    run = RunArtifacts.from_rollouts_path(rollouts)
+
+    def failed(message: str) -> int:
+        if arguments.json:
+            print(json.dumps({"status": "failed", "message": message}))
+        print(f"failed: {message}", file=sys.stderr if arguments.json else sys.stdout)
+        return _FAILED
+
+    if not run.rollouts.is_file():
+        return failed(f"Rollouts file not found: {run.rollouts}")
+    if run.saved_config.exists():
+        return failed(f"{run.saved_config} already exists; delete it to save the config again")
+    try:
+        config = merge_launch_config(files, overrides)
+    except LaunchConfigError as error:
+        return _usage_error(f"save-config: {error}") if error.usage else failed(str(error))
+    masked = find_unmasked_secrets(config)
+    path = save_run_config(config, run.rollouts)
+    message = f"saved {path}" + (
+        f" ({len(masked)} secret values masked: {', '.join(masked)})" if masked else ""
+    )
+    if arguments.json:
+        print(json.dumps({"status": "succeeded", "message": message, "path": str(path)}))
+    else:
+        print(f"succeeded: {message}")
+    return _OK
 
 
 # -- export ------------------------------------------------------------------------------------

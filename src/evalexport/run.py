@@ -133,10 +133,54 @@ class RunArtifacts:
             return f"Rollouts file not found: {self.rollouts}"
         if needs_metrics_and_config:
             if not self.aggregate_metrics.is_file():
-                return f"Aggregate metrics not found: {self.aggregate_metrics}"
+                return f"Aggregate metrics not found: {self.aggregate_metrics}" + (
+                    self._aggregate_hint()
+                )
             if not self.saved_config.is_file():
-                return f"Saved run config not found: {self.saved_config}"
+                return (
+                    f"Saved run config not found: {self.saved_config}. A run made without one "
+                    "(NeMo Gym saves none) gets it from the config files and overrides it was "
+                    f"launched with: evalexport save-config {self.rollouts} CONFIG.yaml "
+                    "[CONFIG.yaml ...] [key=value ...]"
+                )
         return None
+
+    @property
+    def legacy_agent_metrics(self) -> Path:
+        """``<stem>_agent_metrics.json``: what NeMo Gym named the aggregate metrics before."""
+        return self._sibling("_agent_metrics.json")
+
+    def _aggregate_hint(self) -> str:
+        """What the directory holds instead of this run's aggregate metrics, and what to do."""
+        if self.legacy_agent_metrics.is_file():
+            return (
+                f". The run holds {self.legacy_agent_metrics.name}, the name older NeMo Gym "
+                "versions gave the same file (one entry per agent); copy it under the current "
+                f"name and export again: cp {self.legacy_agent_metrics} {self.aggregate_metrics}"
+            )
+        others = self.other_runs_in_directory()
+        try:
+            metrics = sorted(
+                entry.name
+                for entry in os.scandir(self.run_dir)
+                if entry.name.endswith("_metrics.json")
+                and entry.name != self.aggregate_metrics.name
+            )
+        except OSError:
+            metrics = []
+        if not others and not metrics:
+            return ""
+        found = []
+        if others:
+            found.append(f"other runs' rollouts ({', '.join(path.name for path in others)})")
+        if metrics:
+            found.append(f"metrics files of other names ({', '.join(metrics)})")
+        return (
+            f". {self.run_dir} holds {' and '.join(found)}, none of them this run's: the "
+            f"aggregate metrics of {self.rollouts.name} are {self.aggregate_metrics.name}. Keep "
+            "each run in a directory of its own with the files NeMo Gym wrote for it (rollout "
+            "collection writes <stem>_aggregate_metrics.json beside <stem>.jsonl)."
+        )
 
     def other_runs_in_directory(self) -> list[Path]:
         """Rollouts files of other runs that share this run's directory."""

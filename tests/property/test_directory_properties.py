@@ -75,7 +75,9 @@ def test_the_first_missing_required_file_is_named(
         elif not has_metrics:
             assert reason == f"Aggregate metrics not found: {run.aggregate_metrics}"
         elif not has_config:
-            assert reason == f"Saved run config not found: {run.saved_config}"
+            assert reason is not None
+            assert reason.startswith(f"Saved run config not found: {run.saved_config}. ")
+            assert f"evalexport save-config {run.rollouts} CONFIG.yaml" in reason
         else:
             assert reason is None
         for path in (

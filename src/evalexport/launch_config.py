@@ -1,0 +1,132 @@
+"""The config a run was launched with, rebuilt from its files and overrides (SPEC §2).
+
+NeMo Gym runs save no config of their own. ``evalexport save-config`` rebuilds it the way the
+run was launched: the YAML files merged in order with OmegaConf (later files win, mappings merge
+key by key, lists are replaced), then the command line's Hydra-style overrides:
+
+* ``key=value`` sets a key the files define (a typo is refused, as Hydra refuses it);
+* ``+key=value`` adds a key they do not define;
+* ``++key=value`` sets a key whether or not it is defined;
+* ``~key`` removes a key.
+
+Values parse as YAML, as Hydra parses them; interpolations such as ``${oc.env:HF_TOKEN}`` stay
+as written. The result is then masked and saved by :func:`evalexport.masking.save_run_config`.
+OmegaConf is imported only here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LaunchConfigError", "merge_launch_config"]
+
+
+class LaunchConfigError(ValueError):
+    """A config file or override cannot be merged; the message names it and says why.
+
+    ``usage`` is true when the command line itself is wrong (an override's syntax or key).
+    """
+
+    def __init__(self, message: str, *, usage: bool = False) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+def _shown(override: str) -> str:
+    """The override as it may be echoed: a secret-named key's value is never shown."""
+    from evalexport.masking import is_secret_key, mask_text
+
+    key, separator, value = override.lstrip("+~").partition("=")
+    if separator and is_secret_key(key.rsplit(".", 1)[-1]):
+        return override[: len(override) - len(value)] + "****"
+    return mask_text(override)
+
+
+def _load(path: Path) -> Any:
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+    from yaml import YAMLError
+
+    try:
+        loaded = OmegaConf.load(path)
+    except FileNotFoundError:
+        raise LaunchConfigError(f"Config file not found: {path}") from None
+    except OSError as error:
+        raise LaunchConfigError(f"Cannot read config file {path}: {error.strerror}") from None
+    except (YAMLError, OmegaConfBaseException) as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise LaunchConfigError(f"Config file {path} is not valid YAML: {first}") from None
+    if not OmegaConf.is_dict(loaded):
+        raise LaunchConfigError(f"Config file {path} holds a list, not a mapping of options")
+    return loaded
+
+
+def _apply(config: Any, override: str) -> Any:
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    if override.startswith("~"):
+        key = override[1:].split("=", 1)[0]
+        parent, _, leaf = key.rpartition(".")
+        node = OmegaConf.select(config, parent) if parent else config
+        if node is None or leaf not in node:
+            raise LaunchConfigError(
+                f"override {_shown(override)!r}: there is no {key} to remove", usage=True
+            )
+        del node[leaf]
+        return config
+    forced, added = override.startswith("++"), override.startswith("+")
+    body = override.lstrip("+")
+    key, separator, value = body.partition("=")
+    if not separator or not key:
+        raise LaunchConfigError(
+            f"override {_shown(override)!r} has no '='; write key=value", usage=True
+        )
+    parent, _, leaf = key.rpartition(".")
+    node = OmegaConf.select(config, parent, default=None) if parent else config
+    exists = OmegaConf.is_dict(node) and leaf in node
+    if not forced and added and exists:
+        raise LaunchConfigError(
+            f"override {_shown(override)!r}: {key} is already set by the config files; "
+            f"write {key}=... to change it (or ++{key}=...)",
+            usage=True,
+        )
+    if not forced and not added and not exists:
+        raise LaunchConfigError(
+            f"override {_shown(override)!r}: the config files do not set {key}; "
+            f"write +{key}=... to add it",
+            usage=True,
+        )
+    try:
+        return OmegaConf.merge(config, OmegaConf.from_dotlist([f"{key}={value}"]))
+    except OmegaConfBaseException as error:
+        raise LaunchConfigError(
+            f"override {_shown(override)!r}: {str(error).splitlines()[0]}", usage=True
+        ) from None
+
+
+def merge_launch_config(
+    files: Sequence[str | os.PathLike[str]], overrides: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The launched config: ``files`` merged in order, then ``overrides``; unresolved."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    if not files:
+        raise LaunchConfigError(
+            "name at least one config file the run was launched with", usage=True
+        )
+    try:
+        config = OmegaConf.merge(*(_load(Path(path)) for path in files))
+    except OmegaConfBaseException as error:
+        raise LaunchConfigError(
+            f"cannot merge the config files: {str(error).splitlines()[0]}"
+        ) from None
+    for override in overrides:
+        config = _apply(config, override)
+    container = OmegaConf.to_container(config, resolve=False)
+    assert isinstance(container, dict)
+    return {str(key): value for key, value in container.items()}
