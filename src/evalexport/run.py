@@ -283,7 +283,8 @@ class RunArtifacts:
         except (OSError, UnicodeDecodeError) as error:
             raise RunFileError(f"Cannot read saved run config {path}: {error}") from None
         try:
-            data = yaml.safe_load(text)
+            # libyaml's parser where PyYAML has it: the same safe types, ten times faster.
+            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except yaml.YAMLError as error:
             raise RunFileError(f"Malformed saved run config {path}: {error}") from None
         if data is None:
