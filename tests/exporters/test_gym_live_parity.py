@@ -48,6 +48,8 @@ TRICKY_METRICS = {
     "a" * 140 + "/middle/" + "b" * 140: 7.0,
     "flag": True,
     "judge_model": "meta/llama-3.3-70b-instruct",
+    "judge": {"score": 0.7},  # nested: Gym drops it, evalexport logs judge/score
+    "optional": None,  # Gym sends None to W&B's summary; evalexport drops it
 }
 
 
@@ -145,7 +147,8 @@ def test_an_mlflow_export_lines_up_with_gyms_live_mlflow_run(
         return run
 
     gym, ours = read(gym_uri, "global_config.json"), read(our_uri, "global_config.json")
-    assert ours["metrics"] == gym["metrics"]
+    kept_by_evalexport = {"simple_agent/judge/score": 0.7}
+    assert ours["metrics"] == {**gym["metrics"], **kept_by_evalexport}
     assert "agent/pass_at_1_avg-of-4_/accuracy".replace("agent", "simple_agent") in ours["metrics"]
     # Each export names its own store and run; Gym's config carries those keys, the saved one not.
     own = {"mlflow_tracking_uri", "mlflow_tracking_token", *names}
@@ -215,6 +218,8 @@ def test_a_wandb_export_lines_up_with_gyms_live_wandb_run(
     for key, value in table_keys.items():
         assert our_summary[key] == gym_summary[key] == value
     assert our_summary["Rollouts/nrows"] == gym_summary["Rollouts/nrows"] == 6
+    assert our_summary.pop("simple_agent/judge/score") == 0.7  # Gym drops nested metrics
+    assert "simple_agent/optional" not in our_summary
     assert {k: v for k, v in our_summary.items() if not k.startswith("Rollouts/")} == {
         k: v for k, v in gym_summary.items() if not k.startswith("Rollouts/") and v is not None
     }
