@@ -52,10 +52,14 @@ def test_missing_aggregate_metrics_are_named_with_their_path(make_sample_run) ->
     assert run.missing_file_reason(needs_metrics_and_config=False) is None
 
 
-def test_a_missing_saved_config_is_named_with_its_path(make_sample_run) -> None:
+def test_a_missing_saved_config_is_named_with_its_path_and_the_command_that_saves_it(
+    make_sample_run,
+) -> None:
     run = make_sample_run(saved_config=False).run
     assert run.missing_file_reason(needs_metrics_and_config=True) == (
-        f"Saved run config not found: {run.saved_config}"
+        f"Saved run config not found: {run.saved_config}. A run made without one (NeMo Gym "
+        "saves none) gets it from the config files and overrides it was launched with: "
+        f"evalexport save-config {run.rollouts} CONFIG.yaml [CONFIG.yaml ...] [key=value ...]"
     )
 
 

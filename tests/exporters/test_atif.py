@@ -14,6 +14,7 @@ import pytest
 from evalexport.testing.gym import find_python_313
 from evalexport.trajectory.convert import TrajectoryIdentity
 from evalexport.trajectory.files import convert_file
+from tests.trajectory.parity import tree
 
 TOOL_AGENT = "aime24_math_tool_agent"
 
@@ -26,14 +27,6 @@ def _atif(cli, rollouts: Path, output: Path, *extra: str):
         "+agent_version=0.3.1",
         *extra,
     )
-
-
-def _tree_digest(root: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
 
 
 def _leftovers(parent: Path) -> list[str]:
@@ -217,18 +210,18 @@ def test_exporting_twice_fails_the_second_time_and_keeps_the_first_output(
 ) -> None:
     output = tmp_path / "atif"
     assert _atif(cli, atif_run.rollouts, output).exit_code == 0
-    before = _tree_digest(output)
+    before = tree(output)
     again = _atif(cli, atif_run.rollouts, output, "--json")
     assert again.exit_code == 1
     assert json.loads(again.stdout)["message"].startswith(f"Output path already exists: {output}")
-    assert _tree_digest(output) == before
+    assert tree(output) == before
     assert _leftovers(tmp_path) == ["atif", "run"]
 
 
 def test_the_run_directory_is_not_changed(cli, atif_run, tmp_path) -> None:
-    before = _tree_digest(atif_run.run.run_dir)
+    before = tree(atif_run.run.run_dir)
     _atif(cli, atif_run.rollouts, tmp_path / "atif")
-    assert _tree_digest(atif_run.run.run_dir) == before
+    assert tree(atif_run.run.run_dir) == before
 
 
 def test_options_default_from_the_run_and_can_be_overridden(cli, atif_run, tmp_path) -> None:
@@ -331,7 +324,7 @@ def test_a_pool_of_processes_writes_the_same_files_in_the_same_order(
         assert not result.rejected
         assert len(list(output.iterdir())) == 480
     assert rows[1] == rows[2]
-    assert _tree_digest(tmp_path / "1") == _tree_digest(tmp_path / "2")
+    assert tree(tmp_path / "1") == tree(tmp_path / "2")
 
 
 def test_progress_is_reported_up_to_the_whole_file(atif_run) -> None:
