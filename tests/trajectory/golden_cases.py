@@ -106,6 +106,158 @@ def _arguments(record: dict[str, Any]) -> None:
     )
 
 
+def _minimal_row(task: int) -> dict[str, Any]:
+    """A record written by hand with only the fields it needs, as Gym's own unit tests write
+    them: no nulls, model calls named by ``model_call_id`` alone, a system message, and tool
+    results arriving in the opposite order from the calls."""
+
+    def reasoning(item_id: str, text: str) -> dict[str, Any]:
+        return {
+            "id": item_id,
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": text}],
+        }
+
+    def call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": f"item-{call_id}",
+            "type": "function_call",
+            "call_id": call_id,
+            "name": name,
+            "arguments": json.dumps(arguments, sort_keys=True),
+            "status": "completed",
+        }
+
+    def result(call_id: str, output: str) -> dict[str, Any]:
+        return {
+            "type": "function_call_output",
+            "call_id": call_id,
+            "output": output,
+            "status": "completed",
+        }
+
+    system = {"type": "message", "role": "system", "content": "Use tools when needed."}
+    user = {"type": "message", "role": "user", "content": "Compare the two records."}
+    first, search, read = (
+        reasoning("r1", "Read both."),
+        call("c-search", "search", {"q": "x"}),
+        call("c-read", "read", {"path": "/r"}),
+    )
+    second = reasoning("r2", "They agree.")
+    answer = {
+        "id": "m1",
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "Same value.", "annotations": []}],
+    }
+    before_answer = [
+        system,
+        user,
+        first,
+        search,
+        read,
+        result("c-read", "record"),
+        result("c-search", "results"),
+    ]
+    ids = {"task_id": f"task-{task}", "rollout_id": f"rollout-{task}"}
+    model_ref = {"type": "responses_api_models", "name": "policy"}
+
+    def turn(
+        number: int, question: list[Any], reply: list[Any], thought: dict[str, Any], resolved: bool
+    ) -> dict[str, Any]:
+        return {
+            "invocation_id": "root",
+            **ids,
+            "turn_no": number,
+            "timestamp": 1_700_000_000.0 + 2 * number,
+            "question": question,
+            "answer": reply,
+            "reasoning_content": [thought],
+            "resolved": resolved,
+            "step_count": 2,
+            "model_calls": [{"model_call_id": f"mc{number}"}],
+        }
+
+    def tool(call_id: str, name: str, output: str, start: float) -> dict[str, Any]:
+        return {
+            "invocation_id": "root",
+            "tool_call_id": call_id,
+            "tool_name": name,
+            "status": "completed",
+            "started_at": start,
+            "completed_at": start + 0.1,
+            "duration_ms": 100.0,
+            "timing_source": "executor",
+            "output": output,
+        }
+
+    return {
+        "_ng_task_index": task,
+        "_ng_rollout_index": 0,
+        "agent_ref": {"type": "responses_api_agents", "name": AGENT},
+        "ng_trajectory": {
+            "schema_version": "1.0",
+            **ids,
+            "invocations": [
+                {
+                    "invocation_id": "root",
+                    "status": "completed",
+                    "model_calls": [{"model_call_id": "mc1"}, {"model_call_id": "mc2"}],
+                    "conversation": [*before_answer, second, answer],
+                }
+            ],
+            "turns": [
+                turn(1, [system, user], [search, read], first, False),
+                turn(2, before_answer, [answer], second, True),
+            ],
+            "model_calls": [
+                {
+                    "model_call_id": "mc1",
+                    "started_at": 1_700_000_000.0,
+                    "completed_at": 1_700_000_000.045,
+                    "duration_ms": 45.0,
+                    "request": {"input": "in"},
+                    "response": {"status": "completed", "output": "out"},
+                    "response_metadata": {
+                        "response_id": "resp-1",
+                        "model_ref": model_ref,
+                        "model": "model-a",
+                        "dialect": "responses",
+                        "status_code": 200,
+                        "response_status": "completed",
+                        "finish_reason": "tool_calls",
+                        "latency_ttft_ms": 12.0,
+                    },
+                    "token_stats": {
+                        "prompt_tokens": 101,
+                        "completion_tokens": 11,
+                        "reasoning_tokens": 7,
+                        "total_tokens": 112,
+                        "cached_tokens": 5,
+                    },
+                },
+                {
+                    "model_call_id": "mc2",
+                    "duration_ms": 30.0,
+                    "response_metadata": {
+                        "response_id": "resp-2",
+                        "model_ref": model_ref,
+                        "model": "model-a",
+                        "response_status": "completed",
+                    },
+                    "token_stats": {"reasoning_tokens": 9, "total_tokens": 9},
+                },
+            ],
+            "tool_calls": [
+                tool("c-read", "read", "record", 1_700_000_001.0),
+                tool("c-search", "search", "results", 1_700_000_001.2),
+            ],
+            "gaps": [],
+        },
+    }
+
+
 def _lines(rows: list[dict[str, Any]]) -> list[str]:
     return [json.dumps(row, ensure_ascii=False) for row in rows]
 
@@ -137,4 +289,5 @@ def cases() -> dict[str, list[str]]:
         "faults": _lines(mixed),
         "duplicate_key_and_blank_line": [*_lines([duplicate]), "", *_lines([duplicate])],
         "two_agents": _lines([_clean_row(0), _clean_row(1, name="another_agent")]),
+        "minimal_fields": _lines([_minimal_row(3), _minimal_row(4)]),
     }
