@@ -243,3 +243,52 @@ def test_the_console_script_runs_as_a_real_subprocess(cli_process, sample_run) -
     run = cli_process("inspect", sample_run.rollouts)
     assert run.exit_code == 0, run.stderr
     assert "rollouts: 48 (48 with ng_trajectory)" in run.stdout
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--workers", "9"], "--workers is not a flag of an export"),
+        (
+            ["--slurm", "--all", "--report", "x"],
+            "--all, --report, --slurm are not flags of an export",
+        ),
+    ],
+)
+def test_an_export_refuses_the_flags_of_other_commands_by_name(
+    cli, sample_run, flags, named
+) -> None:
+    run = cli("atif", f"+rollouts_jsonl_fpath={sample_run.rollouts}", *flags)
+    assert run.exit_code == 2
+    assert named in run.stderr
+
+
+def test_a_usage_error_with_json_is_one_line(cli, sample_run) -> None:
+    run = cli("mlflow", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "+nope=1", "--json")
+    assert run.exit_code == 2
+    assert len(run.stdout.splitlines()) == 1
+    assert json.loads(run.stdout)["exit_code"] == 2
+
+
+def test_an_invalid_value_for_a_secret_option_is_not_echoed(cli, sample_run) -> None:
+    run = cli(
+        "evalrdl",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        "+meta.api_token=[31415926535897932384]",
+    )
+    assert run.exit_code == 2
+    assert "invalid value for +meta.api_token" in run.stderr
+    assert "(value not shown)" in run.stderr
+    assert "31415926535897932384" not in run.output
+
+
+def test_an_all_digit_token_can_be_passed_as_it_is(cli, sample_run) -> None:
+    run = cli(
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        "+mlflow_tracking_token=31415926535897932384",
+        "+mlflow_run_name=2024",
+        "--dry-run",
+    )
+    assert run.exit_code == 0, run.output
+    assert "31415926535897932384" not in run.output

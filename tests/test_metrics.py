@@ -50,3 +50,17 @@ def test_strings_are_text_and_none_and_lists_are_dropped() -> None:
 
 def test_the_order_of_agents_does_not_change_the_result() -> None:
     assert flatten_metrics(AGGREGATE) == flatten_metrics(list(reversed(AGGREGATE)))
+
+
+def test_non_finite_metrics_are_left_out_and_named() -> None:
+    flat = flatten_metrics(
+        [
+            {
+                "agent_ref": {"name": "a"},
+                "agent_metrics": {"x": float("inf"), "y": float("nan"), "z": 1},
+            }
+        ]
+    )
+    assert flat.metrics == {"a/z": 1.0}
+    assert flat.non_finite == ["a/x", "a/y"]
+    assert flat.non_finite_warning() == "2 metrics are NaN or infinite and are not logged: a/x, a/y"

@@ -47,9 +47,24 @@ def test_dotted_keys_build_nested_mappings() -> None:
         (["+a..b=1"], "invalid key 'a..b'"),
         (["+label=a", "label=b"], r"option \+label is given more than once"),
         (["+meta=1", "+meta.source=x"], r"conflicts with \+meta, which is a value"),
-        (["+tags=[a,b"], r"override '\+tags=\[a,b': cannot parse value"),
+        (["+tags=[a,b"], r"override '\+tags=\[a,b': cannot parse the value"),
     ],
 )
 def test_malformed_overrides_are_refused_by_name(tokens: list[str], message: str) -> None:
     with pytest.raises(OverrideError, match=message):
         parse_overrides(tokens)
+
+
+@pytest.mark.parametrize(
+    "token", ["+meta.api_token=@canarysecret", "+hf_token=[canarysecret", "+hf_token={canarysecret"]
+)
+def test_a_malformed_secret_option_is_refused_without_echoing_its_value(token: str) -> None:
+    with pytest.raises(OverrideError) as raised:
+        parse_overrides([token])
+    assert "canarysecret" not in str(raised.value)
+    assert "****" in str(raised.value)
+
+
+@pytest.mark.parametrize("value", ["31415926535897932384", "yes", "no", "@at", "a: b", "[x]"])
+def test_a_text_option_takes_any_value_as_written(value: str) -> None:
+    assert parse_overrides([f"+token={value}"], text_keys={"token"}) == {"token": value}

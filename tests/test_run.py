@@ -177,3 +177,50 @@ def test_files_lists_each_entry_with_its_role(make_sample_run) -> None:
     }
     assert all(item.size_bytes > 0 for item in sample.run.files())
     assert os.path.isdir(sample.run.sidecar_dir)
+
+
+def test_a_run_with_no_rollouts_is_refused_by_the_tracking_exporters(cli, make_sample_run) -> None:
+    sample = make_sample_run()
+    sample.rollouts.write_text("\n\n")
+    for exporter in ("mlflow", "wandb", "evalrdl"):
+        run = cli(exporter, f"+rollouts_jsonl_fpath={sample.rollouts}", "--dry-run")
+        assert run.exit_code == 1, exporter
+        assert "Rollouts file contains no records" in run.stdout
+
+
+@pytest.mark.parametrize("libyaml", [True, False])
+def test_a_config_nested_too_deeply_is_a_clear_failure_not_a_traceback(
+    cli, make_sample_run, monkeypatch, libyaml
+) -> None:
+    import yaml
+
+    if not libyaml:  # PyYAML's own parser recurses where libyaml stops at its depth limit
+        monkeypatch.delattr(yaml, "CSafeLoader", raising=False)
+    sample = make_sample_run()
+    sample.run.saved_config.write_text("x: " + "[" * 3000 + "]" * 3000 + "\n")
+    run = cli("mlflow", f"+rollouts_jsonl_fpath={sample.rollouts}", "--dry-run")
+    assert run.exit_code == 1
+    assert run.stdout.startswith(f"failed: Malformed saved run config {sample.run.saved_config}")
+    assert "nest" in run.stdout
+    inspected = cli("inspect", sample.rollouts)
+    assert "Malformed saved run config" in inspected.stdout
+
+
+def test_a_truncated_rollouts_line_names_its_true_column(make_sample_run) -> None:
+    from evalexport.run import RunFileError
+
+    sample = make_sample_run(malformed_lines=[3])
+    with pytest.raises(RunFileError, match=r"line 3 is not valid JSON \(.* at column 37\)"):
+        list(sample.run.iter_rollouts())
+
+
+def test_a_cache_path_that_is_a_file_is_named_not_reported_as_a_bug(
+    cli, sample_run, tmp_path, monkeypatch
+) -> None:
+    blocker = tmp_path / "cache-is-a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("EVALEXPORT_CACHE_DIR", str(blocker))
+    run = cli("mlflow", f"+rollouts_jsonl_fpath={sample_run.rollouts}")
+    assert run.exit_code == 1
+    assert run.stdout.startswith(f"failed: Cannot access {blocker}")
+    assert "unexpected error" not in run.stdout

@@ -385,6 +385,16 @@ def _export(name: str, arguments: _Arguments, rest: list[str]) -> int:
     if arguments.help:
         print(_exporter_help(exporter_class))
         return _OK
+    foreign = sorted(
+        {*arguments.values, *arguments.switches} | ({"--all"} if arguments.all else set())
+    )
+    if foreign:
+        return _usage_error(
+            f"{name}: {', '.join(foreign)} "
+            f"{'is not a flag' if len(foreign) == 1 else 'are not flags'} of an export; an export "
+            "takes --json, --dry-run and +key=value options (see evalexport "
+            f"{name} --help)"
+        )
     try:
         options = parse_overrides(rest, exporter_class.text_options())
         if arguments.dry_run:
@@ -393,7 +403,7 @@ def _export(name: str, arguments: _Arguments, rest: list[str]) -> int:
     except (OverrideError, OptionError) as error:
         if arguments.json:
             result = ExportResult.failed(name, "", str(error), exit_code=ExitCode.USAGE)
-            print(result.model_dump_json(indent=2))
+            print(result.model_dump_json())  # one line, as every result
         return _usage_error(f"{name}: {error}")
     import logging
 

@@ -5,6 +5,7 @@ Shared by every tracking exporter so MLflow, W&B and the dry run agree on every 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, final
@@ -22,6 +23,17 @@ class FlatMetrics:
     values: dict[str, bool | int | float | str] = field(default_factory=dict)
     """Every metric and text with its value as the file holds it (``True`` stays ``True``):
     what W&B's summary takes, as NeMo Gym logs it."""
+    non_finite: list[str] = field(default_factory=list)
+    """Metrics left out because their value is NaN or infinite (no tracking store keeps
+    those faithfully: MLflow stores ±inf as ±1.8e308); exporters warn naming them."""
+
+    def non_finite_warning(self) -> str | None:
+        if not self.non_finite:
+            return None
+        return (
+            f"{len(self.non_finite)} metrics are NaN or infinite and are not logged: "
+            + ", ".join(self.non_finite)
+        )
 
 
 def flatten_metrics(aggregate: Iterable[Mapping[str, Any]]) -> FlatMetrics:
@@ -35,14 +47,21 @@ def flatten_metrics(aggregate: Iterable[Mapping[str, Any]]) -> FlatMetrics:
     metrics: dict[str, float] = {}
     texts: dict[str, str] = {}
     values: dict[str, bool | int | float | str] = {}
+    non_finite: list[str] = []
     for entry in aggregate:
         agent = str(entry["agent_ref"]["name"])
         for section, prefix in (("agent_metrics", agent), ("key_metrics", f"key_metrics/{agent}")):
             section_values = entry.get(section)
             if isinstance(section_values, Mapping):
                 _flatten_into(section_values, prefix, metrics, texts, values)
+    for name in [name for name, value in metrics.items() if not math.isfinite(value)]:
+        del metrics[name], values[name]
+        non_finite.append(name)
     return FlatMetrics(
-        dict(sorted(metrics.items())), dict(sorted(texts.items())), dict(sorted(values.items()))
+        dict(sorted(metrics.items())),
+        dict(sorted(texts.items())),
+        dict(sorted(values.items())),
+        sorted(non_finite),
     )
 
 

@@ -39,7 +39,7 @@ def parse_value(text: str) -> Any:
         return yaml.load(text, Loader=_OverrideLoader)
     except yaml.YAMLError as error:
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise OverrideError(f"cannot parse value {text!r}: {problem}") from None
+        raise OverrideError(f"cannot parse the value: {problem}") from None
 
 
 def parse_overrides(tokens: Iterable[str], text_keys: Collection[str] = ()) -> dict[str, Any]:
@@ -49,9 +49,10 @@ def parse_overrides(tokens: Iterable[str], text_keys: Collection[str] = ()) -> d
     becoming the number 1.1 (a YAML-quoted value is still unquoted).
     """
     options: dict[str, Any] = {}
-    for token in tokens:
-        body = token[1:] if token.startswith("+") else token
+    for raw_token in tokens:
+        body = raw_token[1:] if raw_token.startswith("+") else raw_token
         key, separator, raw_value = body.partition("=")
+        token = _shown(raw_token, key, raw_value)
         if not separator:
             raise OverrideError(f"override {token!r} has no '='; write +key=value")
         if not _KEY.fullmatch(key):
@@ -69,6 +70,15 @@ def parse_overrides(tokens: Iterable[str], text_keys: Collection[str] = ()) -> d
             value = raw_value
         _assign(options, key.split("."), value, token)
     return options
+
+
+def _shown(token: str, key: str, value: str) -> str:
+    """The token as an error may echo it: a secret-named option's value is never shown."""
+    from evalexport.masking import is_secret_key, mask_text
+
+    if value and is_secret_key(key.rsplit(".", 1)[-1]):
+        return token[: len(token) - len(value)] + "****"
+    return mask_text(token)
 
 
 def _assign(options: dict[str, Any], path: list[str], value: Any, token: str) -> None:

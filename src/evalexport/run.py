@@ -132,6 +132,9 @@ class RunArtifacts:
         if not self.rollouts.is_file():
             return f"Rollouts file not found: {self.rollouts}"
         if needs_metrics_and_config:
+            # ATIF export names an empty file's lines itself, as NeMo Gym's exporter does.
+            if self.holds_no_rollouts():
+                return f"Rollouts file contains no records: {self.rollouts}: nothing to export"
             if not self.aggregate_metrics.is_file():
                 return f"Aggregate metrics not found: {self.aggregate_metrics}" + (
                     self._aggregate_hint()
@@ -144,6 +147,14 @@ class RunArtifacts:
                     "[CONFIG.yaml ...] [key=value ...]"
                 )
         return None
+
+    def holds_no_rollouts(self) -> bool:
+        """Whether the rollouts file has no line but blank ones (read up to the first that is not)."""
+        try:
+            with self.rollouts.open("rb") as handle:
+                return not any(line.strip() for line in handle)
+        except OSError:
+            return False  # the reader names the problem
 
     @property
     def legacy_agent_metrics(self) -> Path:
@@ -232,11 +243,17 @@ class RunArtifacts:
 
     def _parse_rollout(self, line: str, line_number: int) -> dict[str, Any]:
         try:
-            record = json.loads(line)
+            # Without its line break, so an error's column is the column on the line.
+            record = json.loads(line.rstrip("\r\n"))
         except json.JSONDecodeError as error:
             raise RunFileError(
                 f"Malformed rollouts file {self.rollouts}: line {line_number} is not valid JSON "
                 f"({error.msg} at column {error.colno})"
+            ) from None
+        except RecursionError:
+            raise RunFileError(
+                f"Malformed rollouts file {self.rollouts}: line {line_number} is nested too "
+                "deeply to read"
             ) from None
         if not isinstance(record, dict):
             raise RunFileError(
@@ -257,6 +274,10 @@ class RunArtifacts:
         except json.JSONDecodeError as error:
             raise RunFileError(
                 f"Malformed aggregate metrics {path}: {error.msg} at line {error.lineno}"
+            ) from None
+        except RecursionError:
+            raise RunFileError(
+                f"Malformed aggregate metrics {path}: nested too deeply to read"
             ) from None
         if not isinstance(data, list):
             raise RunFileError(
@@ -287,6 +308,10 @@ class RunArtifacts:
             data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except yaml.YAMLError as error:
             raise RunFileError(f"Malformed saved run config {path}: {error}") from None
+        except RecursionError:
+            raise RunFileError(
+                f"Malformed saved run config {path}: nested too deeply to read"
+            ) from None
         if data is None:
             return {}
         if not isinstance(data, dict):

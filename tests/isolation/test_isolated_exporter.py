@@ -58,6 +58,9 @@ def test_a_worker_past_its_time_limit_is_killed_and_reported(echo_export, monkey
     assert result.message.startswith(
         "The echo worker exceeded its time limit of 2 s and was killed."
     )
+    # The echo exporter takes no +timeout: the hint names only what exists.
+    assert "+timeout" not in result.message
+    assert result.message.endswith("Set EVALEXPORT_WORKER_TIME_LIMIT (seconds) to allow it longer.")
 
 
 def test_a_worker_that_segfaults_is_reported_with_its_signal_and_output(echo_export) -> None:

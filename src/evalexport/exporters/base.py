@@ -96,10 +96,12 @@ class Exporter(abc.ABC, Generic[ConfigT]):
     @classmethod
     def text_options(cls) -> frozenset[str]:
         """Options typed as text: the CLI passes their values as written (``1.0`` stays text)."""
+        from pydantic import SecretStr
+
         return frozenset(
             name
             for name, info in cls.Config.model_fields.items()
-            if info.annotation in (str, str | None)
+            if info.annotation in (str, str | None, SecretStr, SecretStr | None)
         )
 
     @classmethod
@@ -112,11 +114,26 @@ class Exporter(abc.ABC, Generic[ConfigT]):
                 problems.append(f"unknown option {option} for exporter {cls.name!r}")
             elif item["type"] == "missing":
                 problems.append(f"missing required option {option}")
+            elif cls._is_secret_option(item["loc"]):
+                problems.append(f"invalid value for {option}: {item['msg']} (value not shown)")
             else:
+                from evalexport.masking import scrub_value
+
                 problems.append(
-                    f"invalid value for {option}: {item['msg']} (got {item['input']!r})"
+                    f"invalid value for {option}: {item['msg']} "
+                    f"(got {scrub_value(item['input'])!r})"
                 )
         return "; ".join(problems) + f". Valid options: {valid}"
+
+    @classmethod
+    def _is_secret_option(cls, location: tuple[int | str, ...]) -> bool:
+        from pydantic import SecretStr
+
+        from evalexport.masking import is_secret_key
+
+        field = cls.Config.model_fields.get(str(location[0])) if location else None
+        secret_typed = field is not None and field.annotation in (SecretStr, SecretStr | None)
+        return secret_typed or any(is_secret_key(str(part)) for part in location)
 
     # -- the export ----------------------------------------------------------------------------
 
@@ -153,6 +170,13 @@ class Exporter(abc.ABC, Generic[ConfigT]):
                 return self._guarded_export(run, config)
         except RunFileError as error:
             return self.failed(run, str(error))
+        except OSError as error:  # a file that cannot be read or written is no exporter bug
+            where = f" {error.filename}" if error.filename else ""
+            return self.failed(
+                run, f"Cannot access{where}: {error.strerror or error} (in the {self.name} export)"
+            )
+        except RecursionError:
+            return self.failed(run, "A file of the run is nested too deeply to read.")
         except Exception as error:  # an exporter bug must still end in a result
             return self.failed(
                 run,

@@ -106,10 +106,15 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
         for line in outcome.log_tail().splitlines() if outcome.result is None else []:
             logger.debug("%s worker: %s", self.name, line)
         if outcome.timed_out:
+            raise_it = (
+                f"Raise +timeout if the service is slow, or set {TIME_LIMIT_VARIABLE}."
+                if "timeout" in self.Config.model_fields
+                else f"Set {TIME_LIMIT_VARIABLE} (seconds) to allow it longer."
+            )
             return self.failed(
                 run,
                 f"The {self.name} worker exceeded its time limit of {limit:g} s and was killed. "
-                f"Raise +timeout if the service is slow, or set {TIME_LIMIT_VARIABLE}.",
+                + raise_it,
                 environment=str(environment.path),
             )
         if outcome.result is None:

@@ -125,6 +125,8 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
             if k in tag_names.names
         }
         warnings = metric_names.warnings + param_names.warnings + tag_names.warnings
+        if non_finite := flat.non_finite_warning():
+            warnings.append(non_finite)
         return _Plan(metrics, params, tags, plan_batches(metrics, params, tags), warnings)
 
     def dry_run_plan(self, run: RunArtifacts, config: MLflowConfig) -> DryRunPlan:

@@ -8,6 +8,7 @@ are written under ``$WANDB_DIR`` (else the current directory) for ``wandb sync``
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +25,8 @@ from evalexport.run import RunArtifacts
 __all__ = ["FINGERPRINT_KEY", "WandbConfig", "WandbExporter"]
 
 FINGERPRINT_KEY = "evalexport/fingerprint"
+
+logger = logging.getLogger("evalexport.wandb")
 
 
 class WandbConfig(IsolatedConfig):
@@ -82,6 +85,8 @@ class WandbExporter(IsolatedExporter[WandbConfig]):
         self, run: RunArtifacts, config: WandbConfig, scratch: Path
     ) -> dict[str, Any]:
         flat = flatten_metrics(run.read_aggregate_metrics())
+        if non_finite := flat.non_finite_warning():
+            logger.warning("%s", non_finite)
         fingerprint = run_fingerprint(run)
         project = config.wandb_project or run.benchmark
         name = config.wandb_name or run.default_run_name

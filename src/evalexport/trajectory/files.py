@@ -141,6 +141,8 @@ def _convert_line(line_number: int, raw: bytes, job: _Job) -> _Outcome:
         )
     except ValueError as error:
         return line_number, None, None, f"{where}: invalid JSON ({error})"
+    except RecursionError:
+        return line_number, None, None, f"{where}: invalid JSON (nested too deeply to read)"
     if not isinstance(row, dict):
         return (
             line_number,
