@@ -52,17 +52,52 @@ _KEY_QUALIFIERS = frozenset(
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _INTERPOLATION = re.compile(r"\$\{[^{}]+\}")
 
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:)[^@/?#\s]+(?=@)")
+# The password runs to the last "@" before the host, so a password may itself hold "@".
+_URL_PASSWORD = re.compile(
+    r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:)[^/?#\s]+(?=@[^@/?#\s]+)"
+)
+# A token as the user part (https://TOKEN@host): long, with letters and digits, no password.
+_URL_USER_TOKEN = re.compile(
+    r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>(?=[^:/?#@\s]*[0-9])(?=[^:/?#@\s]*[A-Za-z])"
+    r"[^:/?#@\s]{16,})(?=@)"
+)
 _QUERY_PARAM = re.compile(r"(?P<head>[?&;](?P<name>[^=&#\s]+)=)(?P<value>[^&#\s]*)")
 _ASSIGNMENT = re.compile(
     r"(?<![\w.-])(?P<head>(?P<name>-{0,2}[A-Za-z_][\w.-]*)=)"
     r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s\"'&#]+)"
 )
-_BEARER = re.compile(r"\b(?P<head>(?:Bearer|Basic)\s+)(?P<value>[^\s\"',]+)", re.IGNORECASE)
+# HTTP's own spelling; the credential may hold "," and must look like one: a digit or one of
+# "-_~+/=" or an inner ".", or 12 characters for Bearer (20 for Basic), so "Use Basic
+# arithmetic" and "the Bearer of news." stay prose.
+_CREDENTIAL_LOOK = r"(?=[^\s\"']*(?:[0-9\-_~+/=]|\.[^\s\"'.]))"
+_BEARER = re.compile(
+    r"\b(?P<head>(?:Bearer|BEARER)\s+)"
+    rf"(?P<value>(?:{_CREDENTIAL_LOOK}|(?=[^\s\"',.]{{12}}))[^\s\"']+)"
+    r"|\b(?P<basic>(?:Basic|BASIC)\s+)"
+    rf"(?P<basic_value>(?:{_CREDENTIAL_LOOK}|(?=[^\s\"',.]{{20}}))[^\s\"']+)"
+)
+_AUTHORIZATION_VALUE = re.compile(
+    r"(?P<head>\bauthorization\s*:\s*(?:bearer\s+|basic\s+|token\s+)?)(?P<value>[^\s\"']+)",
+    re.IGNORECASE,
+)
+# "--hf-token VALUE": a secret-named flag followed by its value as the next word.
+_FLAG_VALUE = re.compile(
+    r"(?<![\w-])(?P<head>--?(?P<name>[A-Za-z][\w-]*)\s+)(?P<value>[^\s-][^\s]*)"
+)
+# "X-Api-Key: value" header lines and "name: value" lines of YAML text inside a string.
+_HEADER_LINE = re.compile(
+    r"(?m)^(?P<head>[ \t]*(?P<name>[A-Za-z][\w-]*)[ \t]*:[ \t]*)(?P<value>\S.*?)[ \t]*$"
+)
+# "\"api_key\": \"value\"" pairs of JSON text inside a string.
+_JSON_PAIR = re.compile(
+    r"(?P<head>[\"'](?P<name>[A-Za-z_][\w.-]{0,63})[\"']\s*:\s*(?P<quote>[\"']))"
+    r"(?P<value>(?:[^\"'\\]|\\.)*)(?P=quote)"
+)
 _KNOWN_CREDENTIAL = re.compile(
     r"(?<![A-Za-z0-9_-])(?P<head>"
     r"sk-(?=[A-Za-z0-9_-]{16})|hf_(?=[A-Za-z0-9]{16})|ghp_(?=[A-Za-z0-9]{16})"
     r"|github_pat_(?=[A-Za-z0-9_]{16})|glpat-(?=[A-Za-z0-9_-]{16})|xoxb-(?=[A-Za-z0-9-]{16})"
+    r"|nvapi-(?=[A-Za-z0-9_-]{16})"
     r"|AKIA(?=[0-9A-Z]{16}(?![0-9A-Za-z]))"
     r")(?P<value>[A-Za-z0-9_-]+)"
 )
@@ -74,10 +109,16 @@ def _key_words(key: str) -> list[str]:
 
 
 def is_secret_key(key: object) -> bool:
-    """Whether a config key names a secret (``hf_token``, ``apiKey``, ``x-api-key``)."""
-    words = _key_words(str(key))
+    """Whether a config key names a secret (``hf_token``, ``apiKey``, ``x-api-key``,
+    ``api_key_2``, ``OPENAI_KEY``)."""
+    text = str(key)
+    words = _key_words(text)
+    while len(words) > 1 and words[-1].isdigit():  # numbered: api_key_2, hf_token2
+        words.pop()
     if not words:
         return False
+    if words[-1] == "key" and len(words) > 1 and text.isupper():
+        return True  # an environment variable's name: OPENAI_KEY, NVIDIA_KEY
     if _SECRET_WORDS.intersection(words):
         return True
     if words[-1] in _SECRET_LAST_WORDS:
@@ -97,12 +138,26 @@ def mask_text(text: str) -> str:
     if not text:
         return text
     text = _URL_PASSWORD.sub(lambda m: m["head"] + MASK, text)
+    text = _URL_USER_TOKEN.sub(lambda m: m["head"] + MASK, text)
     text = _QUERY_PARAM.sub(
         lambda m: m["head"] + MASK if is_secret_key(m["name"]) and m["value"] else m[0], text
     )
     text = _ASSIGNMENT.sub(_mask_assignment, text)
-    text = _BEARER.sub(lambda m: m["head"] + MASK, text)
+    text = _FLAG_VALUE.sub(_mask_named, text)
+    text = _JSON_PAIR.sub(lambda m: _mask_named(m, tail=m["quote"]), text)
+    if ":" in text:
+        text = _AUTHORIZATION_VALUE.sub(lambda m: m["head"] + MASK, text)
+        text = _HEADER_LINE.sub(_mask_named, text)
+    text = _BEARER.sub(lambda m: (m["head"] or m["basic"]) + MASK, text)
     return _KNOWN_CREDENTIAL.sub(lambda m: m["head"] + MASK, text)
+
+
+def _mask_named(match: re.Match[str], tail: str = "") -> str:
+    """``head + ****`` when the match's ``name`` is secret and its value is a live one."""
+    value = match["value"].strip("\"'")
+    if not is_secret_key(match["name"]) or not value or MASK in value or _is_interpolation(value):
+        return match[0]
+    return match["head"] + MASK + tail
 
 
 def _mask_assignment(match: re.Match[str]) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
-__all__ = ["Rollout", "RunArtifacts", "RunFile", "RunFileError"]
+__all__ = ["ExportableConfig", "Rollout", "RunArtifacts", "RunFile", "RunFileError"]
 
 
 class RunFileError(Exception):
@@ -45,6 +45,25 @@ class Rollout:
     @property
     def reward(self) -> Any:
         return self.record.get("reward")
+
+
+@final
+@dataclass(frozen=True)
+class ExportableConfig:
+    """The saved config as exporters send it: masked again, whatever the file holds."""
+
+    config: dict[str, Any]
+    masked_paths: list[str]
+    """Where the file held a value that looks like a live secret (now masked)."""
+
+    def warning(self, path: Path) -> str | None:
+        if not self.masked_paths:
+            return None
+        return (
+            f"the saved config {path} holds values that look like live secrets "
+            f"({', '.join(self.masked_paths)}); they are masked in this export. Save it "
+            "masked: delete it, then evalexport save-config (or evalexport.save_run_config)"
+        )
 
 
 @final
@@ -291,6 +310,16 @@ class RunArtifacts:
                     f"Malformed aggregate metrics {path}: entry {index} has no agent_ref.name"
                 )
         return data
+
+    def read_exportable_config(self) -> ExportableConfig:
+        """The saved config masked again (masking is idempotent), with what that pass changed:
+        a hand-written or older unmasked config never reaches a backend (SPEC §2)."""
+        from evalexport.masking import find_unmasked_secrets, mask_config
+
+        config = self.read_saved_config()
+        masked = mask_config(config)
+        assert isinstance(masked, dict)
+        return ExportableConfig(masked, find_unmasked_secrets(config))
 
     def read_saved_config(self) -> dict[str, Any]:
         """The saved (masked, unresolved) run config."""

@@ -185,3 +185,72 @@ def test_saved_config_round_trips_through_safe_load(case: tuple[dict[str, Any], 
     with tempfile.TemporaryDirectory() as directory:
         saved = save_run_config(config, Path(directory) / "run_rollouts.jsonl")
         assert yaml.safe_load(saved.read_text()) == (mask_config(config) or {})
+
+
+_PASSWORD_CHARS = st.text(
+    alphabet=st.characters(codec="ascii", categories=("L", "N"), include_characters="@!$%^*-_.~"),
+    min_size=1,
+    max_size=24,
+)
+
+
+@given(user=st.from_regex(r"[a-z]{1,8}", fullmatch=True), password=_PASSWORD_CHARS)
+def test_a_url_password_is_masked_whole_even_when_it_holds_an_at_sign(
+    user: str, password: str
+) -> None:
+    url = f"https://{user}:{password}@mlflow.example.com/api"
+    assert mask_text(url) == f"https://{user}:****@mlflow.example.com/api"
+
+
+@given(
+    token=st.text(
+        alphabet=st.characters(codec="ascii", categories=("L", "N"), include_characters=",.-_~+/="),
+        min_size=8,
+        max_size=40,
+    ).filter(lambda value: any(ch.isdigit() or ch in ".-_~+/=" for ch in value))
+)
+def test_a_bearer_credential_is_masked_whole_even_when_it_holds_a_comma(token: str) -> None:
+    assert mask_text(f"Authorization: Bearer {token}") == "Authorization: Bearer ****"
+    assert mask_text(f"curl -H 'Bearer {token}' x") == "curl -H 'Bearer ****' x"
+
+
+_PROSE_WORDS = st.sampled_from(
+    [
+        "use",
+        "basic",
+        "arithmetic",
+        "the",
+        "bearer",
+        "of",
+        "good",
+        "news",
+        "Basic",
+        "Bearer",
+        "token",
+        "key",
+        "password",
+        "secret",
+        "tokens",
+        "keys",
+        "answer",
+        "solve",
+        "problem",
+        "step",
+        "first",
+        "then",
+        "a",
+        "an",
+        "is",
+        "was",
+        "with",
+        "for",
+    ]
+)
+
+
+@given(
+    words=st.lists(_PROSE_WORDS, min_size=1, max_size=12), end=st.sampled_from(["", ".", "!", "?"])
+)
+def test_ordinary_prose_is_left_as_it_is(words: list[str], end: str) -> None:
+    sentence = " ".join(words) + end
+    assert mask_text(sentence) == sentence

@@ -67,7 +67,7 @@ class AtifExporter(Exporter[AtifConfig]):
     Config = AtifConfig
     needs_metrics_and_config = False
 
-    def target(self, config: AtifConfig) -> str:
+    def target(self, run: RunArtifacts, config: AtifConfig) -> str:
         return str(config.output_dirpath.absolute())
 
     def unexportable_reason(self, run: RunArtifacts, config: AtifConfig) -> str | None:
@@ -121,7 +121,7 @@ class AtifExporter(Exporter[AtifConfig]):
             return outcome
         plan = DryRunPlan(
             exporter=self.name,
-            target=self.target(config),
+            target=self.target(run, config),
             files=[PlannedFile(path=str(run.rollouts), size_bytes=run.rollouts.stat().st_size)],
         )
         return ExportResult.succeeded(

@@ -137,7 +137,7 @@ class Exporter(abc.ABC, Generic[ConfigT]):
 
     # -- the export ----------------------------------------------------------------------------
 
-    def target(self, config: ConfigT) -> str:
+    def target(self, run: RunArtifacts, config: ConfigT) -> str:
         """Where the run goes, in words a user recognizes (a URL, a path, a project)."""
         return self.name
 
@@ -162,6 +162,7 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         try:
             if reason := self.unexportable_reason(run, config):
                 return self.failed(run, reason)
+            self.check_inputs(run, config)
             if config.dry_run:
                 return self._dry_run_result(run, config)
             if not self.guards_exports:
@@ -203,12 +204,23 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         if result.status == "succeeded":
             run_id = str(result.details.get("run_id", ""))
             marker = guard.ExportMarker.now(
-                self.name, self.target(config), run_id, state.fingerprint
+                self.name, self.target(run, config), run_id, state.fingerprint
             )
             path = guard.write_marker(run, marker)
             details = {**result.details, "marker": str(path), "fingerprint": state.fingerprint}
             result = result.model_copy(update={"details": details})
         return result
+
+    def check_inputs(self, run: RunArtifacts, config: ConfigT) -> None:
+        """Read every input the export will read, before anything is built, sent or written.
+
+        The dry run and the export both call it, so they fail on the same runs (SPEC §3.3a).
+        Raises :class:`RunFileError` naming the file and what is wrong with it.
+        """
+
+    def _read_every_rollout(self, run: RunArtifacts) -> None:
+        for _ in run.iter_rollouts():
+            pass
 
     @abc.abstractmethod
     def _export(self, run: RunArtifacts, config: ConfigT) -> ExportResult:
@@ -237,7 +249,7 @@ class Exporter(abc.ABC, Generic[ConfigT]):
             metric_names, tag_names = list(flat.metrics), list(flat.texts)
         return DryRunPlan(
             exporter=self.name,
-            target=self.target(config),
+            target=self.target(run, config),
             files=files,
             metric_names=metric_names,
             tag_names=tag_names,

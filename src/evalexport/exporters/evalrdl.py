@@ -48,6 +48,19 @@ class EvalRDLConfig(IsolatedConfig):
         description="The evalrdl SDK requirement; a new pin builds a new environment.",
     )
 
+    @field_validator("meta")
+    @classmethod
+    def _no_secret_meta(cls, meta: dict[str, str]) -> dict[str, str]:
+        from evalexport.masking import is_secret_key
+
+        secret = sorted(key for key in meta if is_secret_key(key))
+        if secret:
+            raise ValueError(
+                f"meta keys named like secrets are refused ({', '.join(secret)}): the service "
+                "stores meta in the clear. The SDK reads its token from EVALRDL_TOKEN"
+            )
+        return meta
+
     @field_validator("url")
     @classmethod
     def _known_url(cls, url: str) -> str:
@@ -63,8 +76,20 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig]):
     uploads_directory = True
     worker_body = WORKER_BODIES / "evalrdl_worker.py"
 
-    def target(self, config: EvalRDLConfig) -> str:
+    def target(self, run: RunArtifacts, config: EvalRDLConfig) -> str:
         return f"EvalRDL {config.url}"
+
+    def unexportable_reason(self, run: RunArtifacts, config: EvalRDLConfig) -> str | None:
+        reason = super().unexportable_reason(run, config)
+        if reason is None and (live := run.read_exportable_config().masked_paths):
+            # The directory is uploaded as it is: masking a copy would not keep these out.
+            reason = (
+                f"The saved config {run.saved_config} holds values that look like live secrets "
+                f"({', '.join(live)}), and EvalRDL uploads the run directory as it is. Save the "
+                "config masked (delete it, then evalexport save-config, or "
+                "evalexport.save_run_config) and upload again."
+            )
+        return reason
 
     def time_limit(self, config: EvalRDLConfig) -> float:
         """The upload itself gets an hour, plus the verdict's timeout when waiting for it."""
@@ -91,5 +116,5 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig]):
             for root, _, names in sorted(os.walk(run.run_dir, followlinks=True))
             for name in sorted(names)
         ]
-        plan = super().dry_run_plan(run, config)
-        return plan.model_copy(update={"files": files})
+        # The service reads the aggregate metrics itself; the upload does not flatten them.
+        return DryRunPlan(exporter=self.name, target=self.target(run, config), files=files)

@@ -104,14 +104,15 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
     guards_exports = True
     worker_body = WORKER_BODIES / "mlflow_worker.py"
 
-    def target(self, config: MLflowConfig) -> str:
+    def target(self, run: RunArtifacts, config: MLflowConfig) -> str:
         from evalexport.masking import mask_text
 
         return mask_text(resolve_tracking_uri(config.mlflow_tracking_uri))
 
     def _plan(self, run: RunArtifacts, config: MLflowConfig) -> _Plan:
         flat = flatten_metrics(run.read_aggregate_metrics())
-        raw_params = flatten_params(run.read_saved_config())
+        saved = run.read_exportable_config()
+        raw_params = flatten_params(saved.config)
         metric_names = sanitize_names(flat.metrics, "metric")
         param_names = sanitize_names(raw_params, "param")
         tag_names = sanitize_names(flat.texts, "tag")
@@ -125,18 +126,27 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
             if k in tag_names.names
         }
         warnings = metric_names.warnings + param_names.warnings + tag_names.warnings
+        if unmasked := saved.warning(run.saved_config):
+            warnings.append(unmasked)
         if non_finite := flat.non_finite_warning():
             warnings.append(non_finite)
         return _Plan(metrics, params, tags, plan_batches(metrics, params, tags), warnings)
 
+    def check_inputs(self, run: RunArtifacts, config: MLflowConfig) -> None:
+        self._plan(run, config)  # the aggregate metrics and the saved config
+        if config.upload_rollouts:
+            self._read_every_rollout(run)  # each becomes a row of rollouts.json
+
     def dry_run_plan(self, run: RunArtifacts, config: MLflowConfig) -> DryRunPlan:
         plan = self._plan(run, config)
+        for warning in plan.warnings:
+            logger.warning("%s", warning)
         sources = [run.saved_config, run.aggregate_metrics]
         if config.upload_rollouts:
             sources.append(run.rollouts)
         return DryRunPlan(
             exporter=self.name,
-            target=self.target(config),
+            target=self.target(run, config),
             files=[PlannedFile(path=str(p), size_bytes=p.stat().st_size) for p in sources],
             metric_names=sorted(plan.metrics),
             param_names=sorted(plan.params),
@@ -199,6 +209,8 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
     def _global_config(run: RunArtifacts, scratch: Path) -> Path:
         path = scratch / "global_config.json"
         path.write_text(
-            json.dumps(run.read_saved_config(), indent=2, ensure_ascii=False, default=str)
+            json.dumps(
+                run.read_exportable_config().config, indent=2, ensure_ascii=False, default=str
+            )
         )
         return path

@@ -60,13 +60,19 @@ class WandbExporter(IsolatedExporter[WandbConfig]):
     def _offline_dir(self) -> Path:
         return Path(os.environ.get("WANDB_DIR") or Path.cwd()).absolute()
 
-    def target(self, config: WandbConfig) -> str:
+    def target(self, run: RunArtifacts, config: WandbConfig) -> str:
         project = "/".join(
-            filter(None, [config.wandb_entity, config.wandb_project or "<benchmark>"])
+            filter(None, [config.wandb_entity, config.wandb_project or run.benchmark])
         )
         if config.wandb_mode == "offline":
             return f"W&B offline run of {project} under {self._offline_dir() / 'wandb'}"
         return f"W&B project {project}"
+
+    def check_inputs(self, run: RunArtifacts, config: WandbConfig) -> None:
+        flatten_metrics(run.read_aggregate_metrics())
+        run.read_exportable_config()
+        if config.upload_rollouts:
+            self._read_every_rollout(run)  # each becomes a row of the Rollouts table
 
     def dry_run_plan(self, run: RunArtifacts, config: WandbConfig) -> DryRunPlan:
         plan = super().dry_run_plan(run, config)
@@ -85,8 +91,10 @@ class WandbExporter(IsolatedExporter[WandbConfig]):
         self, run: RunArtifacts, config: WandbConfig, scratch: Path
     ) -> dict[str, Any]:
         flat = flatten_metrics(run.read_aggregate_metrics())
-        if non_finite := flat.non_finite_warning():
-            logger.warning("%s", non_finite)
+        saved = run.read_exportable_config()
+        for warning in (flat.non_finite_warning(), saved.warning(run.saved_config)):
+            if warning:
+                logger.warning("%s", warning)
         fingerprint = run_fingerprint(run)
         project = config.wandb_project or run.benchmark
         name = config.wandb_name or run.default_run_name
@@ -99,7 +107,7 @@ class WandbExporter(IsolatedExporter[WandbConfig]):
             "name": name,
             "mode": config.wandb_mode,
             "dir": str(self._offline_dir()),
-            "config": run.read_saved_config(),
+            "config": saved.config,
             "summary": {**flat.values, FINGERPRINT_KEY: fingerprint},
             "table_key": ROLLOUTS_TABLE_KEY,
             "tags": ["evalexport", f"evalexport-{fingerprint.removeprefix('sha256:')[:16]}"],

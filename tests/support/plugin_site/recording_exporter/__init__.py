@@ -31,7 +31,7 @@ class RecordingExporter(Exporter[RecordingConfig]):
     Config = RecordingConfig
     guards_exports = True
 
-    def target(self, config: RecordingConfig) -> str:
+    def target(self, run: RunArtifacts, config: RecordingConfig) -> str:
         return str(config.store_dir)
 
     def _export(self, run: RunArtifacts, config: RecordingConfig) -> ExportResult:
