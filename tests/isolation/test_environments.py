@@ -144,3 +144,26 @@ def test_a_killed_build_is_rebuilt_never_used(wheelhouse: Path, monkeypatch) -> 
     assert rebuilt.built
     assert rebuilt.path == path
     assert (path / RECORD_NAME).exists()
+
+
+def test_a_credential_in_a_requirement_url_is_never_listed(cli, tmp_path) -> None:
+    import json
+    import os
+
+    from evalexport.isolation.environments import RECORD_NAME, environments_root
+
+    secret = "s3cr3tTokenValue"
+    env = environments_root() / "evalrdl-py3.11-0123456789abcdef"
+    (env / "bin").mkdir(parents=True)
+    record = {
+        "exporter": "evalrdl",
+        "requirements": [f"evalrdl @ https://user:{secret}@pkgs.example.com/evalrdl.whl"],
+        "python_version": "3.11",
+        "installer": "uv",
+        "created_at": "2026-11-30T00:00:00+00:00",
+    }
+    (env / RECORD_NAME).write_text(json.dumps(record))
+    plain, as_json = cli("envs"), cli("envs", "--json")
+    assert "evalrdl @ https://user:****@pkgs.example.com/evalrdl.whl" in plain.stdout
+    assert secret not in plain.output + as_json.output
+    assert os.environ["EVALEXPORT_CACHE_DIR"] in str(env)

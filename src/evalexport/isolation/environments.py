@@ -102,7 +102,10 @@ class Environment:
 
     @property
     def requirements(self) -> list[str]:
-        return list(self.record.get("requirements", []))
+        """As recorded, with any URL credential masked (older records may hold one)."""
+        from evalexport.masking import mask_text
+
+        return [mask_text(str(item)) for item in self.record.get("requirements", [])]
 
     def last_used(self) -> datetime.datetime | None:
         marker = self.path / LAST_USED_NAME
@@ -254,7 +257,7 @@ def _build(spec: EnvironmentSpec, path: Path, installer: Installer) -> dict[str,
         python = path / "bin" / "python"
         _run_step(
             installer.install_command(python, spec.requirements),
-            f"Installing {' '.join(spec.requirements)} with {installer.name}",
+            f"Installing {' '.join(_shown_requirements(spec))} with {installer.name}",
             path,
         )
     except BaseException:
@@ -262,7 +265,7 @@ def _build(spec: EnvironmentSpec, path: Path, installer: Installer) -> dict[str,
         raise
     record = {
         "exporter": spec.exporter,
-        "requirements": list(spec.requirements),
+        "requirements": _shown_requirements(spec),
         "python_version": spec.python_version,
         "installer": installer.name,
         "created_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -271,6 +274,13 @@ def _build(spec: EnvironmentSpec, path: Path, installer: Installer) -> dict[str,
 
     write_text_atomically(path / RECORD_NAME, json.dumps(record, indent=2) + "\n")
     return record
+
+
+def _shown_requirements(spec: EnvironmentSpec) -> list[str]:
+    """The requirements as they may be stored and shown: a credential in a URL is masked."""
+    from evalexport.masking import mask_text
+
+    return [mask_text(requirement) for requirement in spec.requirements]
 
 
 def list_environments() -> list[Environment]:
