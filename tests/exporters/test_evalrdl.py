@@ -149,6 +149,24 @@ def test_no_token_fails_naming_the_three_variables(
     assert evalrdl_sdk.stored_runs() == []
 
 
+def test_a_token_from_glab_is_scrubbed_when_the_service_echoes_it(
+    export_evalrdl, evalrdl_sdk, sample_run, tmp_path, monkeypatch
+) -> None:
+    token = "FromGlabCli0123456789abc"  # no well-known prefix: only scrubbing can hide it
+    monkeypatch.delenv("EVALRDL_TOKEN")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    glab = bin_dir / "glab"
+    glab.write_text(f"#!/bin/sh\necho {token}\n")
+    glab.chmod(glab.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    evalrdl_sdk.behave("refuse", refuse_stage="auth", refuse_reason=f"token {token} is revoked")
+    result = export_evalrdl(sample_run)
+    assert result.exit_code == 4
+    assert token not in result.model_dump_json()
+    assert "token **** is revoked" in result.message
+
+
 def test_another_sdk_error_fails_with_exit_1(export_evalrdl, evalrdl_sdk, sample_run) -> None:
     evalrdl_sdk.behave("raise")
     result = export_evalrdl(sample_run)

@@ -9,6 +9,8 @@ second upload of the same content a ``skipped`` result, so no local marker is ke
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,6 +33,10 @@ def _scalar_to_text(value: Any) -> Any:
 
 
 Text = Annotated[str, BeforeValidator(_scalar_to_text)]
+
+
+TOKEN_VARIABLES = ("EVALRDL_TOKEN", "GITLAB_TOKEN", "GITLAB_PRIVATE_TOKEN")
+"""Where the SDK looks for its token, in order, before asking ``glab``."""
 
 
 class EvalRDLConfig(IsolatedConfig):
@@ -90,6 +96,22 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig]):
                 "evalexport.save_run_config) and upload again."
             )
         return reason
+
+    def secrets_the_sdk_may_find(self, config: EvalRDLConfig) -> list[str]:
+        """The token ``glab`` hands the SDK when no token variable is set."""
+        if any(os.environ.get(name) for name in TOKEN_VARIABLES):
+            return []
+        glab = shutil.which("glab")
+        if glab is None:
+            return []
+        try:
+            completed = subprocess.run(
+                [glab, "auth", "token"], capture_output=True, text=True, timeout=30, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            return []
+        token = completed.stdout.strip()
+        return [token] if completed.returncode == 0 and token else []
 
     def time_limit(self, config: EvalRDLConfig) -> float:
         """The upload itself gets an hour, plus the verdict's timeout when waiting for it."""

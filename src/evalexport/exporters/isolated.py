@@ -84,7 +84,34 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
                 )
         return self.time_limit(config)
 
+    def secrets_the_sdk_may_find(self, config: IsolatedConfigT) -> list[str]:
+        """Secrets the SDK finds on its own (not through a variable the results already
+        scrub), so they can be removed from whatever the worker reports."""
+        return []
+
     def _export(self, run: RunArtifacts, config: IsolatedConfigT) -> ExportResult:
+        result = self._export_through_worker(run, config)
+        secrets = [secret for secret in self.secrets_the_sdk_may_find(config) if len(secret) >= 8]
+        if not secrets:
+            return result
+        from evalexport.masking import MASK
+
+        def scrub(value: Any) -> Any:
+            if isinstance(value, str):
+                for secret in secrets:
+                    value = value.replace(secret, MASK)
+                return value
+            if isinstance(value, dict):
+                return {key: scrub(item) for key, item in value.items()}
+            if isinstance(value, list):
+                return [scrub(item) for item in value]
+            return value
+
+        return result.model_copy(
+            update={"message": scrub(result.message), "details": scrub(result.details)}
+        )
+
+    def _export_through_worker(self, run: RunArtifacts, config: IsolatedConfigT) -> ExportResult:
         from evalexport.isolation import (
             EnvironmentBuildError,
             EnvironmentSpec,
