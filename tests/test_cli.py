@@ -292,3 +292,25 @@ def test_an_all_digit_token_can_be_passed_as_it_is(cli, sample_run) -> None:
     )
     assert run.exit_code == 0, run.output
     assert "31415926535897932384" not in run.output
+
+
+@pytest.mark.parametrize(
+    ("command", "flag"),
+    [
+        (["inspect"], "--dry-run"),
+        (["list"], "--workers=2"),
+        (["envs"], "--slurm"),
+        (["save-config"], "--fake=x"),
+        (["contract", "verify", "wandb"], "--json"),
+    ],
+)
+def test_each_command_refuses_the_flags_of_others_by_name(cli, sample_run, command, flag) -> None:
+    run = cli(*command, sample_run.rollouts, flag)
+    assert run.exit_code == 2
+    assert f"{flag.split('=')[0]} is not a flag of this command" in run.stderr
+
+
+def test_inspect_json_is_one_line(cli, sample_run) -> None:
+    run = cli("inspect", sample_run.rollouts, "--json")
+    assert len(run.stdout.splitlines()) == 1
+    assert json.loads(run.stdout)["rollout_count"] == 48

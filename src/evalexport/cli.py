@@ -57,6 +57,38 @@ _VALUE_FLAGS = (
 _PLAN_FLAGS = ("--slurm", "--wait")
 
 
+_COMMAND_FLAGS: dict[str, tuple[str, ...]] = {
+    "list": ("--json",),
+    "inspect": ("--json",),
+    "save-config": ("--json",),
+    "envs": ("--json", "--all"),
+    "contract": ("--requirement", "--fake", "--contracts"),
+    "plan": (
+        "--json",
+        "--workers",
+        "--report",
+        "--work-dir",
+        "--timeout",
+        "--index",
+        "--result-dir",
+        "--command",
+        *_PLAN_FLAGS,
+    ),
+}
+"""The flags each command takes besides --help and --version (an export's are checked in
+``_export``). Any other flag is refused by name, never ignored."""
+
+
+def _flags_not_taken_by(command: str, arguments: _Arguments) -> list[str]:
+    given = {*arguments.values, *arguments.switches}
+    given |= {flag for flag, on in (("--json", arguments.json), ("--all", arguments.all)) if on}
+    if arguments.dry_run:
+        given.add("--dry-run")
+    if arguments.format is not None:
+        given.add("--format")
+    return sorted(flag for flag in given if flag not in _COMMAND_FLAGS[command])
+
+
 class UsageError(Exception):
     """A command line that cannot be run as written (exit code 2)."""
 
@@ -146,6 +178,13 @@ def _main(args: list[str]) -> int:
         _print_overview(sys.stdout if arguments.help else sys.stderr)
         return _OK if arguments.help else _USAGE
     command, *rest = arguments.positionals
+    if command in _COMMAND_FLAGS and (misplaced := _flags_not_taken_by(command, arguments)):
+        taken = ", ".join(_COMMAND_FLAGS[command])
+        return _usage_error(
+            f"{command}: {', '.join(misplaced)} "
+            f"{'is not a flag' if len(misplaced) == 1 else 'are not flags'} of this command; "
+            f"it takes {taken} (see evalexport {command} --help)"
+        )
     if command == "list":
         return _list(arguments, rest)
     if command == "inspect":
@@ -221,7 +260,7 @@ def _list(arguments: _Arguments, rest: list[str]) -> int:
             summary = f"(cannot be loaded: {error})"
         rows.append({"name": entry.name, "source": entry.source, "summary": summary})
     if arguments.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps(rows))  # --json: one line
     elif not rows:
         print("No exporters installed.")
     else:
@@ -247,7 +286,7 @@ def _inspect(arguments: _Arguments, rest: list[str]) -> int:
     path = path.removeprefix("rollouts_jsonl_fpath=")
     report = inspect_run(RunArtifacts.from_rollouts_path(path))
     if arguments.json:
-        print(json.dumps(report.as_json_data(), indent=2))
+        print(json.dumps(report.as_json_data()))  # --json: one line
     else:
         _print_inspection(report)
     if report.unmasked_secret_paths:
