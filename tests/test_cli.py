@@ -314,3 +314,38 @@ def test_inspect_json_is_one_line(cli, sample_run) -> None:
     run = cli("inspect", sample_run.rollouts, "--json")
     assert len(run.stdout.splitlines()) == 1
     assert json.loads(run.stdout)["rollout_count"] == 48
+
+
+def test_a_reader_that_goes_away_ends_the_output_without_a_traceback(sample_run) -> None:
+    import subprocess
+    import sys
+
+    aggregate = [
+        {"agent_ref": {"name": "a"}, "agent_metrics": {f"m{i}": float(i) for i in range(20_000)}}
+    ]
+    sample_run.run.aggregate_metrics.write_text(json.dumps(aggregate))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "evalexport", "inspect", str(sample_run.rollouts)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    assert process.stderr is not None
+    process.stdout.readline()
+    process.stdout.close()  # as `| head -1` does
+    errors = process.stderr.read().decode()
+    process.wait(timeout=60)
+    assert "Traceback" not in errors
+    assert "BrokenPipeError" not in errors
+
+
+def test_non_finite_metrics_are_named_in_a_warning_and_not_planned(cli, sample_run, caplog) -> None:
+    aggregate = json.loads(sample_run.run.aggregate_metrics.read_text())
+    aggregate[0]["agent_metrics"]["broken"] = float("inf")
+    sample_run.run.aggregate_metrics.write_text(json.dumps(aggregate))
+    run = cli("mlflow", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "--dry-run", "--json")
+    plan = json.loads(run.stdout)["details"]["plan"]
+    assert not any(name.endswith("/broken") for name in plan["metric_names"])
+    assert "1 metrics are NaN or infinite and are not logged: aime24_math_simple_agent/broken" in (
+        caplog.text
+    )
