@@ -6,11 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from evalexport.exporters.registry import load_exporter
-from evalexport.results import ExportStatus
 
 BROKEN_LINES = {
     "truncated": '{"_ng_task_index": 0, "reward": 1.0,',
@@ -20,7 +15,7 @@ BROKEN_LINES = {
 }
 
 
-def _break_line(rollouts: Path, kind: str) -> None:
+def break_line(rollouts: Path, kind: str) -> None:
     lines = rollouts.read_bytes().splitlines(keepends=True)
     if kind == "not_utf8":
         lines[1] = b'{"x": "\xff\xfe"}\n'
@@ -35,7 +30,7 @@ def test_a_broken_rollouts_line_fails_the_dry_run_as_it_fails_the_export(
     cli, make_sample_run, exporter, kind
 ) -> None:
     sample = make_sample_run()
-    _break_line(sample.rollouts, kind)
+    break_line(sample.rollouts, kind)
     run = cli(exporter, f"+rollouts_jsonl_fpath={sample.rollouts}", "--dry-run")
     assert run.exit_code == 1, run.output
     assert f"{sample.rollouts}: line 2" in run.stdout
@@ -91,68 +86,3 @@ def test_the_mlflow_dry_run_warns_about_an_unmasked_config_and_plans_masked_para
     assert run.exit_code == 0, run.output
     assert "they are masked in this export" in caplog.text
     assert sample.canaries.found_in(run.output + caplog.text) == []
-
-
-@st.composite
-def runs(draw: st.DrawFn) -> dict[str, object]:
-    """A run, whole or broken one of the ways real runs break."""
-    return {
-        "fault": draw(
-            st.sampled_from(
-                ["none", "none", *BROKEN_LINES, "no_metrics", "no_config", "empty", "unmasked"]
-            )
-        ),
-        "upload_rollouts": draw(st.booleans()),
-    }
-
-
-@pytest.mark.downloads
-@settings(
-    max_examples=6,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(drawn=runs(), exporter=st.sampled_from(["mlflow", "wandb"]))
-def test_dry_run_and_export_agree_on_success_or_failure(
-    make_sample_run,
-    use_sdk_env_cache,
-    mlflow_env_python,
-    wandb_env_python,
-    tmp_path,
-    drawn,
-    exporter,
-) -> None:
-    import uuid
-
-    sample = make_sample_run(f"run-{uuid.uuid4().hex[:8]}")
-    fault = drawn["fault"]
-    if fault in BROKEN_LINES:
-        _break_line(sample.rollouts, str(fault))
-    elif fault == "no_metrics":
-        sample.run.aggregate_metrics.unlink()
-    elif fault == "no_config":
-        sample.run.saved_config.unlink()
-    elif fault == "empty":
-        sample.rollouts.write_text("")
-    elif fault == "unmasked":
-        sample.run.saved_config.write_text("policy_api_key: sk-abcdefghijklmnopqrstuvwx\n")
-    exporter_class = load_exporter(exporter)
-    options = {
-        "rollouts_jsonl_fpath": str(sample.rollouts),
-        "upload_rollouts": drawn["upload_rollouts"],
-        **({"wandb_mode": "offline"} if exporter == "wandb" else {}),
-        **(
-            {"mlflow_tracking_uri": f"sqlite:///{tmp_path / 'store.db'}"}
-            if exporter == "mlflow"
-            else {}
-        ),
-    }
-    dry = exporter_class().export(
-        sample.run, exporter_class.parse_config({**options, "dry_run": True})
-    )
-    real = exporter_class().export(sample.run, exporter_class.parse_config(options))
-    assert (dry.status is ExportStatus.FAILED) == (real.status is ExportStatus.FAILED), (
-        fault,
-        dry.message,
-        real.message,
-    )
