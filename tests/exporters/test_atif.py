@@ -410,3 +410,28 @@ def test_an_output_path_under_a_file_fails_naming_it_and_leaves_nothing(
     assert run.stdout.startswith(f"failed: Cannot create the output directory {blocker / 'atif'}")
     assert "unexpected error" not in run.output
     assert _leftovers(tmp_path) == ["not-a-directory", "run"]
+
+
+def test_with_turns_unavailable_allowed_steps_come_from_the_conversation_alone(
+    cli, make_sample_run, tmp_path
+) -> None:
+    """An agent that publishes its conversation but no turns: the steps stand, without the
+    per-turn timestamp, model and metrics, and every model call is kept as surplus evidence."""
+    sample = make_sample_run(agents=(TOOL_AGENT,), tasks=1, repeats=1)
+    row = json.loads(sample.rollouts.read_text())
+    record = row["ng_trajectory"]
+    record["turns"] = []
+    record["gaps"] = [{"code": "turns_unavailable", "invocation_id": None, "detail": None}]
+    sample.rollouts.write_text(json.dumps(row) + "\n")
+    strict = _atif(cli, sample.rollouts, tmp_path / "strict")
+    assert strict.exit_code == 1
+    run = _atif(cli, sample.rollouts, tmp_path / "atif", "+allow_gaps=[turns_unavailable]")
+    assert run.exit_code == 0, run.output
+    data = json.loads((tmp_path / "atif" / "0-0.json").read_text())
+    assert [step["source"] for step in data["steps"]] == ["user", "agent", "agent"]
+    assert all("timestamp" not in step for step in data["steps"])
+    nemo_gym = data["extra"]["nemo_gym"]
+    assert nemo_gym["conversion"]["status"] == "partial"
+    assert len(nemo_gym["surplus_model_calls"]) == len(record["model_calls"]) == 2
+    assert nemo_gym["gaps"] == [{"code": "turns_unavailable"}]
+    atif.Trajectory.model_validate(data)
