@@ -42,18 +42,17 @@ _OK, _FAILED, _USAGE = 0, 1, 2
 """Exit codes the CLI returns itself; they are ``ExitCode``'s, without importing pydantic."""
 
 
-_VALUE_FLAGS = (
-    "--requirement",
-    "--fake",
-    "--contracts",  # contract
+_CONTRACT_VALUE_FLAGS = ("--requirement", "--fake", "--contracts")
+_PLAN_VALUE_FLAGS = (
     "--workers",
     "--report",
     "--work-dir",
     "--timeout",
     "--index",
     "--result-dir",
-    "--command",  # plan
+    "--command",
 )
+_VALUE_FLAGS = _CONTRACT_VALUE_FLAGS + _PLAN_VALUE_FLAGS
 _PLAN_FLAGS = ("--slurm", "--wait")
 
 
@@ -62,18 +61,8 @@ _COMMAND_FLAGS: dict[str, tuple[str, ...]] = {
     "inspect": ("--json",),
     "save-config": ("--json",),
     "envs": ("--json", "--all"),
-    "contract": ("--requirement", "--fake", "--contracts"),
-    "plan": (
-        "--json",
-        "--workers",
-        "--report",
-        "--work-dir",
-        "--timeout",
-        "--index",
-        "--result-dir",
-        "--command",
-        *_PLAN_FLAGS,
-    ),
+    "contract": _CONTRACT_VALUE_FLAGS,
+    "plan": ("--json", *_PLAN_VALUE_FLAGS, *_PLAN_FLAGS),
 }
 """The flags each command takes besides --help and --version (an export's are checked in
 ``_export``). Any other flag is refused by name, never ignored."""
