@@ -152,3 +152,35 @@ def test_a_gym_run_without_a_saved_config_exports_after_save_config(
     result = json.loads(exported.stdout)
     assert result["status"] == ExportStatus.SUCCEEDED
     assert Path("mlruns.db").is_file()
+
+
+def test_config_paths_inside_a_file_are_pulled_in_before_it_as_gym_does(
+    tmp_path, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "model.yaml").write_text("temperature: 0.2\nmodel: base-model\n")
+    (tmp_path / "conf" / "policy.yaml").write_text(
+        "config_paths: [model.yaml]\nmodel: tuned-model\n"
+    )
+    (tmp_path / "bench.yaml").write_text(
+        "config_paths: [conf/policy.yaml]\ntemperature: 0.7\nbenchmark: aime24\n"
+    )
+    config = merge_launch_config([tmp_path / "bench.yaml"], ["+num_repeats=4"])
+    assert config["model"] == "tuned-model"  # the including file overrides its include
+    assert config["temperature"] == 0.7
+    assert config["benchmark"] == "aime24"
+    assert config["num_repeats"] == 4
+
+
+def test_a_missing_or_cyclic_include_is_named(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.yaml").write_text("config_paths: [missing.yaml]\n")
+    with pytest.raises(
+        LaunchConfigError, match=r"config_paths entry 'missing\.yaml' was not found"
+    ):
+        merge_launch_config([tmp_path / "a.yaml"])
+    (tmp_path / "b.yaml").write_text("config_paths: [c.yaml]\n")
+    (tmp_path / "c.yaml").write_text("config_paths: [b.yaml]\n")
+    with pytest.raises(LaunchConfigError, match="include each other in a cycle"):
+        merge_launch_config([tmp_path / "b.yaml"])

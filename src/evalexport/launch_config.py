@@ -10,7 +10,10 @@ key by key, lists are replaced), then the command line's Hydra-style overrides:
 * ``~key`` removes a key.
 
 Values parse as YAML, as Hydra parses them; interpolations such as ``${oc.env:HF_TOKEN}`` stay
-as written. The result is then masked and saved by :func:`evalexport.masking.save_run_config`.
+as written. A file that lists others under ``config_paths`` pulls them in as NeMo Gym does: each
+included file merges before the file that named it (which overrides it), includes of includes
+likewise, and a path is looked up beside the current directory, then beside the including
+file. NeMo Gym's ``env.yaml`` (merged after the config files) is named last among the files. The result is then masked and saved by :func:`evalexport.masking.save_run_config`.
 OmegaConf is imported only here.
 """
 
@@ -108,6 +111,36 @@ def _apply(config: Any, override: str) -> Any:
         ) from None
 
 
+_INCLUDES = "config_paths"
+
+
+def _with_includes(path: Path, seen: tuple[Path, ...]) -> list[Any]:
+    """``path``'s includes (recursively, in merge order), then ``path`` itself."""
+    from omegaconf import OmegaConf
+
+    resolved = path.resolve()
+    if resolved in seen:
+        chain = " -> ".join(str(item) for item in (*seen, resolved))
+        raise LaunchConfigError(f"config_paths include each other in a cycle: {chain}")
+    config = _load(path)
+    included = config.get(_INCLUDES) if _INCLUDES in config else None
+    if included is None:
+        return [config]
+    if not OmegaConf.is_list(included):
+        raise LaunchConfigError(f"{path}: config_paths must be a list of paths")
+    configs: list[Any] = []
+    for entry in included:
+        candidates = [Path(str(entry)), path.parent / str(entry)]
+        found = next((candidate for candidate in candidates if candidate.is_file()), None)
+        if found is None:
+            raise LaunchConfigError(
+                f"{path}: config_paths entry {entry!r} was not found "
+                f"(looked in {Path.cwd()} and {path.parent})"
+            )
+        configs += _with_includes(found, (*seen, resolved))
+    return [*configs, config]
+
+
 def merge_launch_config(
     files: Sequence[str | os.PathLike[str]], overrides: Sequence[str] = ()
 ) -> dict[str, Any]:
@@ -120,7 +153,9 @@ def merge_launch_config(
             "name at least one config file the run was launched with", usage=True
         )
     try:
-        config = OmegaConf.merge(*(_load(Path(path)) for path in files))
+        config = OmegaConf.merge(
+            *(loaded for path in files for loaded in _with_includes(Path(path), ()))
+        )
     except OmegaConfBaseException as error:
         raise LaunchConfigError(
             f"cannot merge the config files: {str(error).splitlines()[0]}"
