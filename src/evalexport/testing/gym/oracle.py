@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
@@ -31,12 +33,16 @@ class GymOracle:
     """Runs ``oracle_worker.py`` with the Gym environment's python; one request at a time."""
 
     def __init__(self, python: Path) -> None:
+        # Gym's live exporters write relative to the working directory (MLflow's default
+        # artifact root is ./mlruns): the worker gets a scratch directory of its own.
+        self._scratch = Path(tempfile.mkdtemp(prefix="evalexport-gym-oracle-"))
         self._process = subprocess.Popen(
             [str(python), "-I", str(_WORKER)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
             encoding="utf-8",
+            cwd=self._scratch,
         )
         about = self._ask({"action": "version"})
         self.version: str = about["version"]
@@ -112,3 +118,4 @@ class GymOracle:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
+        shutil.rmtree(self._scratch, ignore_errors=True)
