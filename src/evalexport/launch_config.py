@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evalexport.masking import shown_override
+
 __all__ = ["LaunchConfigError", "merge_launch_config"]
 
 
@@ -36,16 +38,6 @@ class LaunchConfigError(ValueError):
     def __init__(self, message: str, *, usage: bool = False) -> None:
         super().__init__(message)
         self.usage = usage
-
-
-def _shown(override: str) -> str:
-    """The override as it may be echoed: a secret-named key's value is never shown."""
-    from evalexport.masking import is_secret_key, mask_text
-
-    key, separator, value = override.lstrip("+~").partition("=")
-    if separator and is_secret_key(key.rsplit(".", 1)[-1]):
-        return override[: len(override) - len(value)] + "****"
-    return mask_text(override)
 
 
 def _load(path: Path) -> Any:
@@ -77,7 +69,7 @@ def _apply(config: Any, override: str) -> Any:
         node = OmegaConf.select(config, parent) if parent else config
         if node is None or leaf not in node:
             raise LaunchConfigError(
-                f"override {_shown(override)!r}: there is no {key} to remove", usage=True
+                f"override {shown_override(override)!r}: there is no {key} to remove", usage=True
             )
         del node[leaf]
         return config
@@ -86,20 +78,20 @@ def _apply(config: Any, override: str) -> Any:
     key, separator, value = body.partition("=")
     if not separator or not key:
         raise LaunchConfigError(
-            f"override {_shown(override)!r} has no '='; write key=value", usage=True
+            f"override {shown_override(override)!r} has no '='; write key=value", usage=True
         )
     parent, _, leaf = key.rpartition(".")
     node = OmegaConf.select(config, parent, default=None) if parent else config
     exists = OmegaConf.is_dict(node) and leaf in node
     if not forced and added and exists:
         raise LaunchConfigError(
-            f"override {_shown(override)!r}: {key} is already set by the config files; "
+            f"override {shown_override(override)!r}: {key} is already set by the config files; "
             f"write {key}=... to change it (or ++{key}=...)",
             usage=True,
         )
     if not forced and not added and not exists:
         raise LaunchConfigError(
-            f"override {_shown(override)!r}: the config files do not set {key}; "
+            f"override {shown_override(override)!r}: the config files do not set {key}; "
             f"write +{key}=... to add it",
             usage=True,
         )
@@ -107,7 +99,7 @@ def _apply(config: Any, override: str) -> Any:
         return OmegaConf.merge(config, OmegaConf.from_dotlist([f"{key}={value}"]))
     except OmegaConfBaseException as error:
         raise LaunchConfigError(
-            f"override {_shown(override)!r}: {str(error).splitlines()[0]}", usage=True
+            f"override {shown_override(override)!r}: {str(error).splitlines()[0]}", usage=True
         ) from None
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "saved_config_path",
     "scrub_text",
     "scrub_value",
+    "shown_override",
 ]
 
 MASK = "****"
@@ -234,17 +235,27 @@ def _environment_secrets() -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-def scrub_text(text: str) -> str:
-    """:func:`mask_text`, and the values of secret-named environment variables removed."""
+def shown_override(token: str) -> str:
+    """A ``+key=value`` token as a message may echo it: a secret-named key's value is never
+    shown, and any other value is masked by its shape."""
+    key, separator, value = token.lstrip("+~").partition("=")
+    if separator and value and is_secret_key(key.rsplit(".", 1)[-1]):
+        return token[: len(token) - len(value)] + MASK
+    return mask_text(token)
+
+
+def scrub_text(text: str, also: Sequence[str] = ()) -> str:
+    """:func:`mask_text`, and the values of secret-named environment variables (and ``also``,
+    secrets learnt some other way) removed."""
     text = mask_text(text)
-    for secret in _environment_secrets():
+    for secret in (*_environment_secrets(), *also):
         text = text.replace(secret, MASK)
     return text
 
 
-def scrub_value(value: Any) -> Any:
+def scrub_value(value: Any, also: Sequence[str] = ()) -> Any:
     """:func:`mask_config` for data about to leave the process, plus :func:`scrub_text`."""
-    secrets = _environment_secrets()
+    secrets = [*_environment_secrets(), *also]
 
     def scrub(item: Any) -> Any:
         if isinstance(item, dict):

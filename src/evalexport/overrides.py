@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from evalexport.masking import shown_override
+
 __all__ = ["OverrideError", "parse_overrides"]
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)*")
@@ -52,7 +54,7 @@ def parse_overrides(tokens: Iterable[str], text_keys: Collection[str] = ()) -> d
     for raw_token in tokens:
         body = raw_token[1:] if raw_token.startswith("+") else raw_token
         key, separator, raw_value = body.partition("=")
-        token = _shown(raw_token, key, raw_value)
+        token = shown_override(raw_token)
         if not separator:
             raise OverrideError(f"override {token!r} has no '='; write +key=value")
         if not _KEY.fullmatch(key):
@@ -70,15 +72,6 @@ def parse_overrides(tokens: Iterable[str], text_keys: Collection[str] = ()) -> d
             value = raw_value
         _assign(options, key.split("."), value, token)
     return options
-
-
-def _shown(token: str, key: str, value: str) -> str:
-    """The token as an error may echo it: a secret-named option's value is never shown."""
-    from evalexport.masking import is_secret_key, mask_text
-
-    if value and is_secret_key(key.rsplit(".", 1)[-1]):
-        return token[: len(token) - len(value)] + "****"
-    return mask_text(token)
 
 
 def _assign(options: dict[str, Any], path: list[str], value: Any, token: str) -> None:

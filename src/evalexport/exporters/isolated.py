@@ -94,21 +94,13 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
         secrets = [secret for secret in self.secrets_the_sdk_may_find(config) if len(secret) >= 8]
         if not secrets:
             return result
-        from evalexport.masking import MASK
-
-        def scrub(value: Any) -> Any:
-            if isinstance(value, str):
-                for secret in secrets:
-                    value = value.replace(secret, MASK)
-                return value
-            if isinstance(value, dict):
-                return {key: scrub(item) for key, item in value.items()}
-            if isinstance(value, list):
-                return [scrub(item) for item in value]
-            return value
+        from evalexport.masking import scrub_text, scrub_value
 
         return result.model_copy(
-            update={"message": scrub(result.message), "details": scrub(result.details)}
+            update={
+                "message": scrub_text(result.message, also=secrets),
+                "details": scrub_value(result.details, also=secrets),
+            }
         )
 
     def _export_through_worker(self, run: RunArtifacts, config: IsolatedConfigT) -> ExportResult:

@@ -94,6 +94,8 @@ class _Plan:
     params: dict[str, str]
     tags: dict[str, str]
     batches: list[Batch]
+    saved_config: dict[str, Any]
+    """The saved config as it is sent: masked again (``global_config.json``)."""
     warnings: list[str] = field(default_factory=list)
 
 
@@ -130,7 +132,8 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
             warnings.append(unmasked)
         if non_finite := flat.non_finite_warning():
             warnings.append(non_finite)
-        return _Plan(metrics, params, tags, plan_batches(metrics, params, tags), warnings)
+        batches = plan_batches(metrics, params, tags)
+        return _Plan(metrics, params, tags, batches, saved.config, warnings)
 
     def check_inputs(self, run: RunArtifacts, config: MLflowConfig) -> None:
         self._plan(run, config)  # the aggregate metrics and the saved config
@@ -179,7 +182,10 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
                 live_run_id,
             )
             run_tags["evalexport.live_run_id"] = live_run_id
-        artifacts = [self._global_config(run, scratch), scratch / run.aggregate_metrics.name]
+        artifacts = [
+            _write_global_config(plan.saved_config, scratch),
+            scratch / run.aggregate_metrics.name,
+        ]
         shutil.copyfile(run.aggregate_metrics, artifacts[1])
         if config.upload_rollouts:
             artifacts.append(write_rollouts_table(run, scratch / "rollouts.json"))
@@ -205,12 +211,8 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
             exported = exported.model_copy(update={"details": details})
         return exported
 
-    @staticmethod
-    def _global_config(run: RunArtifacts, scratch: Path) -> Path:
-        path = scratch / "global_config.json"
-        path.write_text(
-            json.dumps(
-                run.read_exportable_config().config, indent=2, ensure_ascii=False, default=str
-            )
-        )
-        return path
+
+def _write_global_config(saved_config: dict[str, Any], scratch: Path) -> Path:
+    path = scratch / "global_config.json"
+    path.write_text(json.dumps(saved_config, indent=2, ensure_ascii=False, default=str))
+    return path
