@@ -138,8 +138,16 @@ def _parse(argv: Sequence[str]) -> _Arguments:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (SPEC §3.1)."""
+    from evalexport.interrupts import Interrupted, signals_raise
+
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
+        with signals_raise():
+            return _main(list(sys.argv[1:] if argv is None else argv))
+    except Interrupted as interruption:
+        # Whatever was under way unwound on the way here (workers stopped, scratch removed);
+        # an export interrupted mid-way returned its own result instead (SPEC §3.4).
+        print(f"evalexport: {interruption}; stopped", file=sys.stderr)
+        return interruption.exit_code
     except BrokenPipeError:
         # The reader went away (``evalexport ... | head``): stop quietly, as cat does.
         import os

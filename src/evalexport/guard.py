@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import fcntl
 import hashlib
-from collections.abc import Iterator
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import final
@@ -19,7 +18,7 @@ from typing import final
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalexport._files import write_text_atomically
-from evalexport.paths import cache_dir
+from evalexport.locks import named_lock
 from evalexport.run import RunArtifacts
 
 __all__ = [
@@ -32,6 +31,7 @@ __all__ = [
     "export_lock",
     "guard_state",
     "run_fingerprint",
+    "unwritable_marker_reason",
     "write_marker",
 ]
 
@@ -139,6 +139,27 @@ def guard_state(run: RunArtifacts, exporter: str) -> GuardState:
     return AlreadyExported(marker, marker_path)
 
 
+def unwritable_marker_reason(run: RunArtifacts, exporter: str) -> str | None:
+    """Why the marker could not be written after an export, checked before anything remote is
+    created: a remote run without its marker would be exported again by the next rerun."""
+    directory = run.run_dir
+    if os.access(directory, os.W_OK | os.X_OK):
+        return None
+    why = "it is on a read-only file system" if _read_only_mount(directory) else "no permission"
+    return (
+        f"Cannot write the export marker {run.export_marker(exporter)}: the run directory "
+        f"{directory} is not writable ({why}). The marker is what keeps a rerun from exporting "
+        "the run twice; make the directory writable, or export a writable copy of the run."
+    )
+
+
+def _read_only_mount(directory: Path) -> bool:
+    try:
+        return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def write_marker(run: RunArtifacts, marker: ExportMarker) -> Path:
     """Write the marker atomically; call it only after a complete success."""
     path = run.export_marker(marker.exporter)
@@ -146,20 +167,15 @@ def write_marker(run: RunArtifacts, marker: ExportMarker) -> Path:
     return path
 
 
-@contextlib.contextmanager
-def export_lock(run: RunArtifacts, exporter: str) -> Iterator[None]:
+def export_lock(run: RunArtifacts, exporter: str) -> contextlib.AbstractContextManager[None]:
     """Serialize exports of one run to one exporter across processes.
 
+    The lock is keyed on the run directory's identity (device and inode), not on the path as
+    typed: the same run reached through a symlink, a bind mount or a relative path is one run.
     The lock file lives in the cache directory, not the run directory, which an export never
-    changes except for its marker. The second of two concurrent exports waits here, then
-    finds the first one's marker and skips.
+    changes except for its marker. The second of two concurrent exports waits here, then finds
+    the first one's marker and skips.
     """
-    key = hashlib.sha256(str(run.export_marker(exporter)).encode()).hexdigest()[:32]
-    locks = cache_dir() / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    with (locks / f"{key}.lock").open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    directory = run.run_dir.stat()
+    marker = run.export_marker(exporter).name
+    return named_lock(f"export:{directory.st_dev}:{directory.st_ino}:{marker}")

@@ -33,6 +33,12 @@ class ExitCode(enum.IntEnum):
     """Stored by the service, but no verdict arrived before the timeout."""
     REFUSED = 4
     """The service refused the upload."""
+    HANGUP = 129
+    """Stopped by SIGHUP (the terminal went away): 128 + the signal's number, as shells say."""
+    INTERRUPTED = 130
+    """Stopped by SIGINT (Ctrl-C)."""
+    TERMINATED = 143
+    """Stopped by SIGTERM (``kill``, Slurm's time limit or ``scancel``, a container stop)."""
 
 
 class ExportStatus(enum.StrEnum):

@@ -56,7 +56,7 @@ def test_a_worker_past_its_time_limit_is_killed_and_reported(echo_export, monkey
     assert result.status is ExportStatus.FAILED
     assert result.exit_code == 1
     assert result.message.startswith(
-        "The echo worker exceeded its time limit of 2 s and was killed."
+        "The echo worker exceeded its time limit of 2 s and was stopped."
     )
     # The echo exporter takes no +timeout: the hint names only what exists.
     assert "+timeout" not in result.message

@@ -16,8 +16,9 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalexport import guard
+from evalexport.interrupts import Interrupted, signal_name
 from evalexport.metrics import flatten_metrics
-from evalexport.results import ExportResult
+from evalexport.results import ExitCode, ExportResult, ExportStatus
 from evalexport.run import RunArtifacts, RunFileError
 
 __all__ = ["DryRunPlan", "Exporter", "ExporterConfig", "OptionError", "PlannedFile"]
@@ -155,6 +156,8 @@ class Exporter(abc.ABC, Generic[ConfigT]):
             state = guard.guard_state(run, self.name)
             if isinstance(state, guard.ChangedSinceExport | guard.UnreadableMarker):
                 reason = state.message()
+            elif isinstance(state, guard.NotExported):
+                reason = guard.unwritable_marker_reason(run, self.name)
         return reason
 
     def export(self, run: RunArtifacts, config: ConfigT) -> ExportResult:
@@ -169,6 +172,15 @@ class Exporter(abc.ABC, Generic[ConfigT]):
                 return self._export(run, config)
             with guard.export_lock(run, self.name):
                 return self._guarded_export(run, config)
+        except Interrupted as interruption:  # the CLI's signals: stop here, cleanly
+            return ExportResult.failed(
+                self.name,
+                str(run.run_dir),
+                f"Interrupted by {signal_name(interruption.signum)} before the {self.name} "
+                "export finished; nothing was exported and no export marker was written.",
+                exit_code=ExitCode(interruption.exit_code),
+                interrupted_by=signal_name(interruption.signum),
+            )
         except RunFileError as error:
             return self.failed(run, str(error))
         except OSError as error:  # a file that cannot be read or written is no exporter bug
@@ -201,15 +213,28 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         if not isinstance(state, guard.NotExported):
             return self.failed(run, state.message())
         result = self._export(run, config)
-        if result.status == "succeeded":
-            run_id = str(result.details.get("run_id", ""))
-            marker = guard.ExportMarker.now(
-                self.name, self.target(run, config), run_id, state.fingerprint
+        if result.status is not ExportStatus.SUCCEEDED:
+            return result
+        run_id = str(result.details.get("run_id", ""))
+        marker = guard.ExportMarker.now(
+            self.name, self.target(run, config), run_id, state.fingerprint
+        )
+        details = {**result.details, "fingerprint": state.fingerprint}
+        try:
+            details["marker"] = str(guard.write_marker(run, marker))
+        except OSError as error:
+            # The remote run exists: the export succeeded. Say so, with what a rerun needs.
+            path = run.export_marker(self.name)
+            warning = (
+                f"WARNING: could not write the export marker {path} "
+                f"({error.strerror or error}); a rerun will not know run {run_id} exists and "
+                f"would export the run again. Write the marker yourself or do not rerun."
             )
-            path = guard.write_marker(run, marker)
-            details = {**result.details, "marker": str(path), "fingerprint": state.fingerprint}
-            result = result.model_copy(update={"details": details})
-        return result
+            details["marker_error"] = warning
+            return result.model_copy(
+                update={"message": f"{result.message}. {warning}", "details": details}
+            )
+        return result.model_copy(update={"details": details})
 
     def check_inputs(self, run: RunArtifacts, config: ConfigT) -> None:
         """Read every input the export will read, before anything is built, sent or written.

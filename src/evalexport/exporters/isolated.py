@@ -10,17 +10,22 @@ turns whatever happened — a result, a crash, a hang, a failed build — into a
 from __future__ import annotations
 
 import abc
+import contextlib
 import logging
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import Field
 
 from evalexport.exporters.base import Exporter, ExporterConfig
+from evalexport.locks import file_lock
 from evalexport.results import ExitCode, ExportResult, ExportStatus
 from evalexport.run import RunArtifacts
+
+if TYPE_CHECKING:
+    from evalexport.isolation.launcher import WorkerOutcome
 
 __all__ = ["TIME_LIMIT_VARIABLE", "WORKER_BODIES", "IsolatedConfig", "IsolatedExporter"]
 
@@ -103,6 +108,15 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
             }
         )
 
+    def worker_environment(self, config: IsolatedConfigT) -> dict[str, str]:
+        """Environment variables (no secrets) that set the SDK's retries and timeouts."""
+        return {}
+
+    def local_store(self, config: IsolatedConfigT) -> Path | None:
+        """A local store file the worker writes into, which other exports may share (an
+        embedded MLflow database): workers writing into one store run one at a time."""
+        return None
+
     def _export_through_worker(self, run: RunArtifacts, config: IsolatedConfigT) -> ExportResult:
         from evalexport.isolation import (
             EnvironmentBuildError,
@@ -117,23 +131,36 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
         except EnvironmentBuildError as error:
             return self.failed(run, f"Cannot build the {self.name} environment: {error}")
         limit = self._effective_time_limit(config)
-        with tempfile.TemporaryDirectory(prefix=f"evalexport-{self.name}-") as scratch:
+        store = self.local_store(config)
+        with (
+            tempfile.TemporaryDirectory(prefix=f"evalexport-{self.name}-") as scratch,
+            file_lock(store) if store else contextlib.nullcontext(),
+        ):
             payload = self.worker_payload(run, config, Path(scratch))
             outcome = run_worker(
-                environment, self.worker_body, payload, limit, self.worker_secrets(config)
+                environment,
+                self.worker_body,
+                payload,
+                limit,
+                secrets={**self.worker_environment(config), **self.worker_secrets(config)},
+                progress=self.progress,
+                scratch=[Path(scratch)],
             )
         for line in outcome.log_tail().splitlines() if outcome.result is None else []:
             logger.debug("%s worker: %s", self.name, line)
+        if outcome.interrupted_by is not None:
+            return self._interrupted(run, config, outcome, environment.path)
         if outcome.timed_out:
             raise_it = (
                 f"Raise +timeout if the service is slow, or set {TIME_LIMIT_VARIABLE}."
                 if "timeout" in self.Config.model_fields
                 else f"Set {TIME_LIMIT_VARIABLE} (seconds) to allow it longer."
             )
+            said = str(outcome.result.get("message", "")) if outcome.result else ""
             return self.failed(
                 run,
-                f"The {self.name} worker exceeded its time limit of {limit:g} s and was killed. "
-                + raise_it,
+                f"The {self.name} worker exceeded its time limit of {limit:g} s and was "
+                f"stopped. {said + ' ' if said else ''}{raise_it}",
                 environment=str(environment.path),
             )
         if outcome.result is None:
@@ -145,6 +172,39 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
                 environment=str(environment.path),
             )
         return self.interpret(run, config, outcome.result, environment.path)
+
+    def _interrupted(
+        self, run: RunArtifacts, config: IsolatedConfigT, outcome: WorkerOutcome, environment: Path
+    ) -> ExportResult:
+        """A stop signal arrived while the worker ran: the export failed with ``128 + signal``,
+        unless the worker had already finished (then what it did stands, marker and all)."""
+        from evalexport.interrupts import signal_name
+        from evalexport.isolation.launcher import GRACE_SECONDS
+
+        assert outcome.interrupted_by is not None
+        if outcome.result is not None and outcome.result.get("status") != "failed":
+            finished = self.interpret(run, config, outcome.result, environment)
+            logger.warning(
+                "%s arrived after the %s export had finished; the export stands",
+                signal_name(outcome.interrupted_by),
+                self.name,
+            )
+            return finished
+        if outcome.result is not None:
+            what = str(outcome.result.get("message", ""))
+        else:
+            what = (
+                f"The worker did not stop within {GRACE_SECONDS:g} s and was killed; "
+                "its remote run may be left unfinished."
+            )
+        return ExportResult.failed(
+            self.name,
+            str(run.run_dir),
+            f"Interrupted by {signal_name(outcome.interrupted_by)}: the {self.name} export was "
+            f"stopped before it finished and no export marker was written. {what}".strip(),
+            exit_code=ExitCode(128 + outcome.interrupted_by),
+            interrupted_by=signal_name(outcome.interrupted_by),
+        )
 
     def interpret(
         self,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -40,6 +41,12 @@ __all__ = ["FINGERPRINT_TAG", "MLflowConfig", "MLflowExporter", "resolve_trackin
 
 FINGERPRINT_TAG = "evalexport.fingerprint"
 _RELATIVE_SQLITE = re.compile(r"^sqlite:///(?!/)(?P<path>.+)$")
+
+DEFAULT_REQUEST_TIMEOUT = 30
+"""Seconds per request (MLflow's own default is 120)."""
+DEFAULT_REQUEST_RETRIES = 2
+"""Retries per request (MLflow's own default, 7 with a backoff factor of 2, waits about four
+minutes on a server that is down before the export can fail)."""
 
 logger = logging.getLogger("evalexport.mlflow")
 
@@ -80,6 +87,18 @@ class MLflowConfig(IsolatedConfig):
         default=None, description="Token for the tracking server; default: $MLFLOW_TRACKING_TOKEN."
     )
     upload_rollouts: bool = Field(default=True, description="Upload rollouts.json as an artifact.")
+    mlflow_request_timeout: int | None = Field(
+        default=None,
+        ge=1,
+        description="Seconds to wait for the tracking server's answer to one request; default: "
+        f"$MLFLOW_HTTP_REQUEST_TIMEOUT, else {DEFAULT_REQUEST_TIMEOUT}.",
+    )
+    mlflow_request_retries: int | None = Field(
+        default=None,
+        ge=0,
+        description="Retries of a failed request (0, 1, 2, 4, ... s apart); default: "
+        f"$MLFLOW_HTTP_REQUEST_MAX_RETRIES, else {DEFAULT_REQUEST_RETRIES}.",
+    )
     requirement: str | list[str] = Field(
         default="mlflow>=2.10,<4",
         description="The MLflow requirement; a new pin builds a new environment.",
@@ -157,6 +176,38 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
             batches=len(plan.batches),
         )
 
+    def unexportable_reason(self, run: RunArtifacts, config: MLflowConfig) -> str | None:
+        return super().unexportable_reason(run, config) or _unwritable_store_reason(
+            self.local_store(config)
+        )
+
+    def local_store(self, config: MLflowConfig) -> Path | None:
+        uri = resolve_tracking_uri(config.mlflow_tracking_uri)
+        return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+
+    def worker_environment(self, config: MLflowConfig) -> dict[str, str]:
+        """Bounded waits on a server that is down or dies: SPEC §3.6, README "Reliability"."""
+        environment: dict[str, str] = {}
+        for variable, given, default in (
+            ("MLFLOW_HTTP_REQUEST_TIMEOUT", config.mlflow_request_timeout, DEFAULT_REQUEST_TIMEOUT),
+            (
+                "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
+                config.mlflow_request_retries,
+                DEFAULT_REQUEST_RETRIES,
+            ),
+        ):
+            if given is not None:  # an option wins over the variable
+                environment[variable] = str(given)
+            elif variable not in os.environ:  # the variable wins over our default
+                environment[variable] = str(default)
+        for variable, value in (
+            ("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),
+            ("MLFLOW_HTTP_REQUEST_BACKOFF_JITTER", "0"),
+        ):
+            if variable not in os.environ:
+                environment[variable] = value
+        return environment
+
     def worker_secrets(self, config: MLflowConfig) -> dict[str, str]:
         token = config.mlflow_tracking_token
         return {"MLFLOW_TRACKING_TOKEN": token.get_secret_value()} if token else {}
@@ -210,6 +261,29 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
             details = {**exported.details, "live_run_id": live_run_id}
             exported = exported.model_copy(update={"details": details})
         return exported
+
+
+def _unwritable_store_reason(store: Path | None) -> str | None:
+    """An embedded store MLflow could not open, named with its directory, before any work."""
+    if store is None:
+        return None
+    directory = store.parent
+    fix = (
+        "Export from a writable directory, or name a writable store with "
+        "+mlflow_tracking_uri=sqlite:////ABSOLUTE/PATH/mlruns.db."
+    )
+    if not directory.is_dir():
+        return f"Cannot create the MLflow store {store}: its directory {directory} does not exist."
+    if store.exists() and not os.access(store, os.R_OK | os.W_OK):
+        return f"Cannot write the MLflow store {store}: the file is not writable. {fix}"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        verb = "write" if store.exists() else "create"
+        return (
+            f"Cannot {verb} the MLflow store {store}: its directory {directory} is not writable "
+            f"(SQLite keeps its journal there, and artifacts go to {directory / 'mlartifacts'}). "
+            + fix
+        )
+    return None
 
 
 def _write_global_config(saved_config: dict[str, Any], scratch: Path) -> Path:

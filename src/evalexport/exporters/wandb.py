@@ -68,6 +68,23 @@ class WandbExporter(IsolatedExporter[WandbConfig]):
             return f"W&B offline run of {project} under {self._offline_dir() / 'wandb'}"
         return f"W&B project {project}"
 
+    def unexportable_reason(self, run: RunArtifacts, config: WandbConfig) -> str | None:
+        """W&B writes every run (online ones too) under ``<dir>/wandb``; when it cannot, it
+        falls back to ``/tmp/wandb`` without a word. The directory is checked here instead."""
+        reason = super().unexportable_reason(run, config)
+        if reason is not None:
+            return reason
+        directory = self._offline_dir()
+        runs = directory / "wandb"
+        checked = runs if runs.is_dir() else directory
+        if checked.is_dir() and os.access(checked, os.W_OK | os.X_OK):
+            return None
+        problem = "does not exist" if not checked.is_dir() else "is not writable"
+        return (
+            f"Cannot write the W&B run under {runs}: {checked} {problem}. Set WANDB_DIR to a "
+            "writable directory, or export from one."
+        )
+
     def check_inputs(self, run: RunArtifacts, config: WandbConfig) -> None:
         flatten_metrics(run.read_aggregate_metrics())
         run.read_exportable_config()

@@ -1,11 +1,18 @@
-"""Launching a worker: ``<env>/bin/python -I runner.py REQUEST RESULT`` in an empty directory.
+"""Launching a worker: ``<env>/bin/python -I runner.py RESULT`` in an empty directory.
 
 The runner and the worker body are copied into a fresh temporary directory that holds nothing
 else, and ``-I`` keeps the script's directory, the working directory and user site-packages off
 ``sys.path``: no module of ours, and no stray ``evalrdl.py`` beside the exporter, can shadow
-the SDK. The worker inherits the environment variables (that is how tokens reach the SDK; they
-are never written to the request file). Its stdout and stderr go to a log file whose tail is
-reported when it fails.
+the SDK. The worker inherits the environment variables (that is how tokens reach the SDK). The
+request goes to the worker's stdin, never to a file: a tracking URI with a password in it is
+never on disk. Its stdout and stderr go to a log file whose tail is reported when it fails.
+
+Stopping (SPEC §3.4): the worker runs in a session of its own, so a terminal's Ctrl-C reaches
+only us. When we are interrupted, or the time limit passes, the worker gets the signal and
+:data:`GRACE_SECONDS` to end its remote run (the runner raises it in the body once); a second
+signal, or the end of the grace, kills its whole process group. Whatever the worker started is
+killed with it when it exits, so nothing is orphaned. If we are killed outright (SIGKILL), the
+worker sees its stdin close, stops itself the same way and removes the scratch directories.
 """
 
 from __future__ import annotations
@@ -17,15 +24,21 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, final
+from typing import IO, Any, final
 
+from evalexport.interrupts import Interrupted, signal_name
 from evalexport.isolation.environments import Environment
 
-__all__ = ["WorkerOutcome", "run_worker"]
+__all__ = ["GRACE_SECONDS", "WorkerOutcome", "run_worker"]
 
 RUNNER = Path(__file__).resolve().parent.parent / "workers" / "runner.py"
+GRACE_SECONDS = 20.0
+"""How long a stopped worker may take to end its remote run before it is killed (Slurm waits
+30 s, its default ``KillWait``, between SIGTERM and SIGKILL)."""
 _TAIL_LINES = 20
 
 
@@ -40,6 +53,8 @@ class WorkerOutcome:
     log: str
     timed_out: bool
     time_limit: float
+    interrupted_by: int | None = None
+    """The stop signal we received while the worker ran, if any (it was passed on)."""
 
     def log_tail(self) -> str:
         from evalexport.masking import scrub_text
@@ -49,11 +64,7 @@ class WorkerOutcome:
 
     def describe_exit(self) -> str:
         if self.exit_code < 0:
-            try:
-                name = signal.Signals(-self.exit_code).name
-            except ValueError:
-                name = f"signal {-self.exit_code}"
-            return f"was killed by {name}"
+            return f"was killed by {signal_name(-self.exit_code)}"
         return f"exited with code {self.exit_code}"
 
 
@@ -63,54 +74,120 @@ def run_worker(
     payload: dict[str, Any],
     time_limit: float,
     secrets: dict[str, str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    scratch: Sequence[Path] = (),
 ) -> WorkerOutcome:
-    """Run ``body``'s ``run(payload)`` in ``environment``; kill it after ``time_limit`` s.
+    """Run ``body``'s ``run(payload)`` in ``environment``; stop it after ``time_limit`` s.
 
     ``secrets`` are added to the worker's environment variables only, never written to disk.
+    ``progress(done, total)`` is called as the worker reports progress. ``scratch`` lists the
+    caller's temporary directories, which the worker removes if we die before it ends.
     """
-    with tempfile.TemporaryDirectory(prefix="evalexport-worker-") as scratch:
-        workdir = Path(scratch)
+    with tempfile.TemporaryDirectory(prefix="evalexport-worker-") as directory:
+        workdir = Path(directory)
         runner = workdir / "evalexport_worker_runner.py"
         body_copy = workdir / "evalexport_worker_body.py"
         shutil.copyfile(RUNNER, runner)
         shutil.copyfile(body, body_copy)
-        request, result_path, log_path = (
-            workdir / "request.json",
-            workdir / "result.json",
-            workdir / "worker.log",
-        )
-        request.write_text(json.dumps({"body": str(body_copy), "payload": payload}))
+        result_path, log_path = workdir / "result.json", workdir / "worker.log"
+        progress_read, progress_write = os.pipe()
+        request = {
+            "body": str(body_copy),
+            "payload": payload,
+            "progress_fd": progress_write,
+            "scratch": [str(workdir), *map(str, scratch)],
+        }
         with log_path.open("w", encoding="utf-8") as log:
-            process = subprocess.Popen(
-                [str(environment.python), "-I", str(runner), str(request), str(result_path)],
-                cwd=workdir,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env={**os.environ, **(secrets or {})},
-            )
-            timed_out = False
             try:
-                exit_code = process.wait(timeout=time_limit)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                exit_code = process.wait()
-            except BaseException:  # interrupted: never leave a worker behind
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-                raise
-        result = None if timed_out else _read_result(result_path)
+                process = subprocess.Popen(
+                    [str(environment.python), "-I", str(runner), str(result_path)],
+                    cwd=workdir,
+                    stdin=subprocess.PIPE,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    pass_fds=(progress_write,),
+                    env={**os.environ, **(secrets or {})},
+                )
+            finally:
+                os.close(progress_write)
+            reader = _forward_progress(progress_read, progress)
+            try:
+                exit_code, timed_out, interrupted_by = _wait(process, request, time_limit)
+            finally:
+                _end(process)
+                reader.join(timeout=5)
+        result = _read_result(result_path)
         return WorkerOutcome(
             result=result,
             exit_code=exit_code,
             log=log_path.read_text(encoding="utf-8", errors="replace"),
             timed_out=timed_out,
             time_limit=time_limit,
+            interrupted_by=interrupted_by,
         )
+
+
+def _wait(
+    process: subprocess.Popen[bytes], request: dict[str, Any], time_limit: float
+) -> tuple[int, bool, int | None]:
+    """Send the request, wait; returns (exit code, timed out, the stop signal we received)."""
+    assert process.stdin is not None
+    try:
+        _send(process.stdin, request)
+        return process.wait(timeout=time_limit), False, None
+    except subprocess.TimeoutExpired:
+        return _stop(process, signal.SIGTERM), True, None
+    except (Interrupted, KeyboardInterrupt) as error:
+        interruption = Interrupted.from_exception(error)
+        return _stop(process, interruption.signum), False, interruption.signum
+
+
+def _send(stdin: IO[bytes], request: dict[str, Any]) -> None:
+    with contextlib.suppress(BrokenPipeError):  # the worker died first: its exit says why
+        stdin.write(json.dumps(request).encode() + b"\n")
+        stdin.flush()
+
+
+def _stop(process: subprocess.Popen[bytes], signum: int) -> int:
+    """Pass the signal on, give the worker its grace, then kill its group; its exit code."""
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signum)
+    try:
+        return process.wait(timeout=GRACE_SECONDS)
+    except (subprocess.TimeoutExpired, Interrupted, KeyboardInterrupt):  # or asked again
+        _kill_group(process)
+        return process.wait()
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """Whatever happened, leave nothing running: the worker and anything it started."""
+    if process.poll() is None:  # an unexpected error in the parent
+        _kill_group(process)
+        process.wait()
+    else:
+        _kill_group(process)  # the SDK's helpers (a wandb service, say) die with the worker
+    if process.stdin is not None:
+        with contextlib.suppress(OSError):
+            process.stdin.close()
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _forward_progress(fd: int, progress: Callable[[int, int], None] | None) -> threading.Thread:
+    def forward() -> None:
+        with os.fdopen(fd, "rb") as lines:
+            for line in lines:
+                parts = line.split()
+                if progress is not None and len(parts) == 2 and all(p.isdigit() for p in parts):
+                    progress(int(parts[0]), int(parts[1]))
+
+    thread = threading.Thread(target=forward, name="evalexport-worker-progress", daemon=True)
+    thread.start()
+    return thread
 
 
 def _read_result(path: Path) -> dict[str, Any] | None:

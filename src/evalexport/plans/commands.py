@@ -112,6 +112,10 @@ def _progress(done: int, total: int, outcome: TaskOutcome) -> None:
         print(line, file=sys.stderr)
 
 
+_STOP_CODES = (129, 130, 143)
+"""Exit codes of an export a stop signal interrupted (``ExitCode.HANGUP`` ... ``TERMINATED``)."""
+
+
 def _finish(outcomes: list[TaskOutcome], values: dict[str, str], as_json: bool) -> int:
     from evalexport.plans.batch import summary_table
 
@@ -121,6 +125,11 @@ def _finish(outcomes: list[TaskOutcome], values: dict[str, str], as_json: bool) 
 
         write_text_atomically(Path(values["--report"]), json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2) if as_json else summary_table(outcomes))
+    stopped = [
+        code for outcome in outcomes if (code := outcome.result.get("exit_code")) in _STOP_CODES
+    ]
+    if stopped:  # interrupted: say so as a shell would, 128 + the signal
+        return int(stopped[0])
     failed = any(outcome.result.get("status") == "failed" for outcome in outcomes)
     return 1 if failed else 0
 

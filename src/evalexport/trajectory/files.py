@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+import signal
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -222,15 +223,25 @@ def _outcomes(path: Path, job: _Job, workers: int) -> Iterator[tuple[list[_Outco
             yield _convert_chunk(first, lines, job), done
         return
     pending: deque[tuple[Future[list[_Outcome]], int]] = deque()
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for first, lines, done in _chunks(path):
-            pending.append((pool.submit(_convert_chunk, first, lines, job), done))
-            if len(pending) >= workers * _IN_FLIGHT_PER_WORKER:
+    with ProcessPoolExecutor(max_workers=workers, initializer=_leave_ctrl_c_to_the_parent) as pool:
+        try:
+            for first, lines, done in _chunks(path):
+                pending.append((pool.submit(_convert_chunk, first, lines, job), done))
+                if len(pending) >= workers * _IN_FLIGHT_PER_WORKER:
+                    future, read = pending.popleft()
+                    yield future.result(), read
+            while pending:
                 future, read = pending.popleft()
                 yield future.result(), read
-        while pending:
-            future, read = pending.popleft()
-            yield future.result(), read
+        except BaseException:  # interrupted, or the consumer stopped: queued chunks are moot
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+
+
+def _leave_ctrl_c_to_the_parent() -> None:
+    """A terminal's Ctrl-C reaches every process of the foreground group: the pool's workers
+    ignore it (no traceback from each), and the parent stops the pool."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def default_workers(path: Path) -> int:

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 _MAX_ERROR = 600
+_FINGERPRINT_TAG = "evalexport.fingerprint"
 
 
 def _result(status: str, exit_code: int, message: str, **details: Any) -> dict[str, Any]:
@@ -37,23 +38,60 @@ def _experiment_id(client: Any, name: str, artifact_location: str | None) -> str
         return str(experiment.experiment_id)
 
 
-def run(payload: dict[str, Any]) -> dict[str, Any]:
+def _end_abandoned_runs(client: Any, experiment_id: str, fingerprint: str) -> list[str]:
+    """Runs of this same run's data still RUNNING: earlier exports that were killed before they
+    could end their run (the guard's lock means none of them is still going on this machine)."""
+    abandoned = client.search_runs(
+        [experiment_id],
+        filter_string=f"tags.`{_FINGERPRINT_TAG}` = '{fingerprint}' and "
+        "attributes.status = 'RUNNING'",
+    )
+    for each in abandoned:
+        client.set_terminated(each.info.run_id, "FAILED")
+    return [each.info.run_id for each in abandoned]
+
+
+def _hint(error: BaseException, uri: str) -> str:
+    text = str(error)
+    if "_alembic_tmp_" in text:
+        return (
+            f" The store {uri} was left half-migrated by an interrupted MLflow schema upgrade; "
+            "drop the leftover _alembic_tmp_* table (sqlite3: DROP TABLE <name>) or use a new store."
+        )
+    if "unable to open database file" in text:
+        return f" Check that {uri.removeprefix('sqlite:///')} and its directory are writable."
+    return ""
+
+
+def _no_progress(done: int, total: int) -> None:
+    pass
+
+
+def run(payload: dict[str, Any], progress: Any = _no_progress) -> dict[str, Any]:
     from mlflow.entities import Metric, Param, RunTag
     from mlflow.tracking import MlflowClient
 
     uri = payload["tracking_uri"]
+    total = 3 + len(payload["batches"]) + len(payload["artifacts"])
+    progress(0, total)
     client = MlflowClient(tracking_uri=uri)
     run_id = None
+    abandoned: list[str] = []
     try:
         experiment_id = _experiment_id(
             client, payload["experiment_name"], payload["artifact_location"]
         )
+        abandoned = _end_abandoned_runs(
+            client, experiment_id, payload["run_tags"][_FINGERPRINT_TAG]
+        )
+        progress(1, total)
         created = client.create_run(
             experiment_id, run_name=payload["run_name"], tags=payload["run_tags"]
         )
         run_id = created.info.run_id
+        progress(2, total)
         timestamp = int(time.time() * 1000)
-        for batch in payload["batches"]:
+        for done, batch in enumerate(payload["batches"], start=3):
             client.log_batch(
                 run_id,
                 metrics=[
@@ -62,23 +100,37 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
                 params=[Param(key, value) for key, value in batch["params"].items()],
                 tags=[RunTag(key, value) for key, value in batch["tags"].items()],
             )
-        for path in payload["artifacts"]:
+            progress(done, total)
+        for done, path in enumerate(payload["artifacts"], start=3 + len(payload["batches"])):
             client.log_artifact(run_id, path)
+            progress(done, total)
         client.set_terminated(run_id, "FINISHED")
-    except Exception as error:  # MlflowException, connection errors, artifact store errors
+        progress(total, total)
+    except BaseException as error:  # SDK and connection errors, and a stop signal
+        stopped = not isinstance(error, Exception)
         left = ""
         if run_id is not None:
+            status = "KILLED" if stopped else "FAILED"
             try:
-                client.set_terminated(run_id, "FAILED")
-                left = f" (run {run_id} is marked FAILED)"
+                client.set_terminated(run_id, status)
+                left = f" (run {run_id} is marked {status})"
             except Exception:
-                left = f" (run {run_id} was left unfinished)"
+                left = f" (run {run_id} was left unfinished: the server did not answer)"
+        if stopped:
+            error.add_note(f"MLflow export to {uri} stopped{left}.")
+            raise
         return _result(
             "failed",
             1,
-            f"MLflow export to {uri} failed{left}: {type(error).__name__}: {_short(error)}",
+            f"MLflow export to {uri} failed{left}: {type(error).__name__}: {_short(error)}"
+            + _hint(error, uri),
             partial_run_id=run_id,
         )
+    notices = [
+        f"an earlier export of this run that was stopped before it ended, MLflow run {each}, "
+        "is now marked FAILED"
+        for each in abandoned
+    ]
     return _result(
         "succeeded",
         0,
@@ -86,4 +138,5 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         run_id=run_id,
         experiment_id=experiment_id,
         tracking_uri=uri,
+        notices=notices,
     )

@@ -1,28 +1,74 @@
-"""The worker protocol, run as ``<env>/bin/python -I runner.py REQUEST RESULT``.
+"""The worker protocol, run as ``<env>/bin/python -I runner.py RESULT`` (SPEC §3.4).
 
-REQUEST is a JSON file ``{"body": PATH, "payload": {...}}``. The body is a Python file defining
-``run(payload) -> dict`` that returns ``{"status", "exit_code", "message", "details"}``. The
-result is written atomically to RESULT, and the process exits with the result's exit code, so
-a worker can report 1, 3 or 4 itself. An exception in the body is a failed result, not a
-traceback on the user's terminal (the traceback goes to the worker's log).
+The request arrives as one JSON line on stdin, ``{"body": PATH, "payload": {...},
+"progress_fd": FD | null, "scratch": [DIR, ...]}``, so nothing it holds (a tracking URI with a
+password, say) is ever written to disk. The body is a Python file defining
+``run(payload) -> dict`` that returns ``{"status", "exit_code", "message", "details"}``; a body
+whose ``run`` also takes ``progress`` gets a ``progress(done, total)`` to call. The result is
+written atomically to RESULT, and the process exits with the result's exit code, so a worker can
+report 1, 3 or 4 itself. An exception in the body is a failed result, not a traceback on the
+user's terminal (the traceback goes to the worker's log).
+
+Stopping: SIGTERM, SIGINT or SIGHUP raise :class:`Interrupted` in the body, once (later ones are
+ignored, so the body's cleanup runs to its end). A body ends its remote run as failed or killed
+and re-raises; the result is then failed with exit code ``128 + signal``. stdin stays open for
+as long as the parent lives: when it closes without the parent having stopped us, the parent
+died (SIGKILL), and the worker stops itself the same way, then removes the scratch directories
+the parent can no longer remove.
 
 Standard library only: this file runs inside an SDK's environment.
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import json
+import os
 import runpy
+import shutil
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Any
 
 _STATUSES = ("succeeded", "skipped", "failed")
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def _failed(message: str) -> dict[str, Any]:
-    return {"status": "failed", "exit_code": 1, "message": message, "details": {}}
+class Interrupted(BaseException):
+    """A stop signal arrived (a ``BaseException``: ``except Exception`` in a body lets it by)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+def _ignore_stop_signals() -> None:
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+
+
+def _stop_on_first_signal(signum: int, frame: object) -> None:
+    _ignore_stop_signals()
+    raise Interrupted(signum)
+
+
+def _watch_parent(orphaned: threading.Event) -> None:
+    """Read stdin to its end; its end without a signal first means the parent is gone."""
+    try:
+        while os.read(sys.stdin.fileno(), 65536):
+            pass
+    except (OSError, ValueError):
+        pass
+    orphaned.set()
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _failed(message: str, exit_code: int = 1) -> dict[str, Any]:
+    return {"status": "failed", "exit_code": exit_code, "message": message, "details": {}}
 
 
 def _write(path: Path, result: dict[str, Any]) -> None:
@@ -31,18 +77,56 @@ def _write(path: Path, result: dict[str, Any]) -> None:
     temporary.replace(path)
 
 
+def _progress_reporter(fd: int | None) -> Any:
+    def progress(done: int, total: int) -> None:
+        if fd is not None:
+            # The parent stopped reading: progress is never worth failing for.
+            with contextlib.suppress(OSError):
+                os.write(fd, f"{int(done)} {int(total)}\n".encode())
+
+    return progress
+
+
+def _interrupted_result(interruption: Interrupted, orphaned: bool) -> dict[str, Any]:
+    """Failed with ``128 + signal``; the message is what the body noted of its cleanup."""
+    name = signal.Signals(interruption.signum).name
+    result = _failed(" ".join(getattr(interruption, "__notes__", [])), 128 + interruption.signum)
+    result["details"] = {"stopped_by": "parent died" if orphaned else name}
+    return result
+
+
 def main(argv: list[str]) -> int:
-    request_path, result_path = Path(argv[1]), Path(argv[2])
-    request = json.loads(request_path.read_text(encoding="utf-8"))
+    result_path = Path(argv[1])
+    parent = os.getppid()
+    request = json.loads(sys.stdin.buffer.readline())
+    orphaned = threading.Event()
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, _stop_on_first_signal)
+    threading.Thread(target=_watch_parent, args=(orphaned,), daemon=True).start()
+    result: Any = None
     try:
-        body = runpy.run_path(request["body"], run_name="evalexport_worker_body")
-        result = body["run"](request["payload"])
-    except Exception as error:  # the body's bugs, and SDK errors it did not expect
-        traceback.print_exc()
-        result = _failed(f"worker error: {type(error).__name__}: {error}")
+        try:
+            run = runpy.run_path(request["body"], run_name="evalexport_worker_body")["run"]
+            if "progress" in inspect.signature(run).parameters:
+                progress = _progress_reporter(request.get("progress_fd"))
+                result = run(request["payload"], progress=progress)
+            else:
+                result = run(request["payload"])
+        except Exception as error:  # the body's bugs, and SDK errors it did not expect
+            traceback.print_exc()
+            result = _failed(f"worker error: {type(error).__name__}: {error}")
+        _ignore_stop_signals()  # the body is done: what it did is what the result must say
+    except Interrupted as interruption:
+        _ignore_stop_signals()
+        if result is None:  # a signal after the body returned does not undo what it did
+            result = _interrupted_result(interruption, orphaned.is_set())
     if not isinstance(result, dict) or result.get("status") not in _STATUSES:
         result = _failed(f"worker returned an invalid result: {result!r}")
-    _write(result_path, result)
+    if orphaned.is_set() or os.getppid() != parent:  # the parent died while we worked
+        for directory in request.get("scratch", []):
+            shutil.rmtree(directory, ignore_errors=True)
+    else:
+        _write(result_path, result)
     return int(result.get("exit_code", 1))
 
 

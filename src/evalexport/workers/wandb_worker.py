@@ -6,7 +6,9 @@ reaches the SDK as WANDB_API_KEY; online mode without one fails with a message s
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +19,29 @@ def _result(status: str, exit_code: int, message: str, **details: Any) -> dict[s
     return {"status": status, "exit_code": exit_code, "message": message, "details": details}
 
 
-def run(payload: dict[str, Any]) -> dict[str, Any]:
+def _no_progress(done: int, total: int) -> None:
+    pass
+
+
+def _discard(run: Any, mode: str) -> str:
+    """End a run that was stopped part way: failed online; an offline one is removed, so a
+    later ``wandb sync`` cannot upload half a run beside the complete one a rerun makes."""
+    # The service may be gone already; the run is given up either way.
+    with contextlib.suppress(BaseException):
+        run.finish(exit_code=1)
+    if mode != "offline":
+        return f" (W&B run {run.id} is marked failed)"
+    shutil.rmtree(Path(run.dir).parent, ignore_errors=True)
+    return f" (its offline run directory {Path(run.dir).parent} was removed)"
+
+
+def run(payload: dict[str, Any], progress: Any = _no_progress) -> dict[str, Any]:
     import wandb
 
     mode = payload["mode"]
+    total = 3 if payload["rollouts_table"] else 2
+    progress(0, total)
+    run = None
     try:
         run = wandb.init(
             project=payload["project"],
@@ -33,22 +54,35 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
             reinit=True,
             settings=wandb.Settings(silent=True, console="off", save_code=False, disable_git=True),
         )
+        progress(1, total)
         run.summary.update(payload["summary"])
         if payload["rollouts_table"]:
             table = json.loads(Path(payload["rollouts_table"]).read_text(encoding="utf-8"))
             table_key = payload["table_key"]
             run.log({table_key: wandb.Table(columns=table["columns"], data=table["data"])})
+            progress(2, total)
         run_id, url, run_dir = run.id, getattr(run, "url", None), run.dir
         run.finish()
-    except Exception as error:
+        progress(total, total)
+    except BaseException as error:
+        left = _discard(run, mode) if run is not None else ""
+        if not isinstance(error, Exception):  # a stop signal
+            error.add_note(f"W&B export ({mode}) stopped{left}.")
+            raise
         text = " ".join(str(error).split())[:_MAX_ERROR]
         hint = ""
         if mode == "online" and ("api key" in text.lower() or "login" in text.lower()):
             hint = " Set WANDB_API_KEY or +wandb_api_key, or export with +wandb_mode=offline."
         return _result(
-            "failed", 1, f"W&B export ({mode}) failed: {type(error).__name__}: {text}.{hint}"
+            "failed",
+            1,
+            f"W&B export ({mode}) failed{left}: {type(error).__name__}: {text}.{hint}",
         )
-    where = url if mode == "online" and url else run_dir.rsplit("/files", 1)[0]
+    local = run_dir.rsplit("/files", 1)[0]
+    notices = []
+    if not Path(local).is_relative_to(payload["dir"]):
+        notices.append(f"W&B wrote the run to {local}, not under {payload['dir']} as asked")
+    where = url if mode == "online" and url else local
     return _result(
         "succeeded",
         0,
@@ -56,5 +90,6 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         run_id=run_id,
         mode=mode,
         url=url,
-        run_dir=run_dir.rsplit("/files", 1)[0],
+        run_dir=local,
+        notices=notices,
     )
