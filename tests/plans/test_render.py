@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 pytestmark = pytest.mark.usefixtures("plugin_site")
 
@@ -34,7 +35,7 @@ def test_the_tail_runs_the_exports_logs_each_result_and_exits_with_the_drivers_c
     script = f"(exit {driver_code})\n" + tails["aime24"]
     completed = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300)
     assert completed.returncode == driver_code, completed.stderr
-    lines = (job_runs / "aime24" / "logs" / "exports.jsonl").read_text().splitlines()
+    lines = (job_runs / "evalexport-logs" / "aime24_exports.jsonl").read_text().splitlines()
     results = [json.loads(line) for line in lines]
     assert [(r["exporter"], r["status"]) for r in results] == [
         ("atif", "succeeded"),
@@ -51,7 +52,7 @@ def test_an_export_failure_does_not_fail_the_job_by_default(cli, write_plan, job
     assert completed.returncode == 0
     results = [
         json.loads(line)
-        for line in (job_runs / "gpqa" / "logs" / "exports.jsonl").read_text().splitlines()
+        for line in (job_runs / "evalexport-logs" / "gpqa_exports.jsonl").read_text().splitlines()
     ]
     assert [(r["exporter"], r["status"]) for r in results] == [
         ("atif", "succeeded"),
@@ -96,3 +97,45 @@ def test_an_invalid_plan_exits_2_listing_every_problem(cli, tmp_path) -> None:
     run = cli("plan", "check", plan)
     assert run.exit_code == 2
     assert f"{plan} has 3 problems:" in run.stderr
+
+
+def test_the_tail_writes_its_log_outside_the_run_directory(cli, tmp_path, job_runs) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        yaml.safe_dump(
+            {
+                "job": {"benchmarks": ["aime24"], "runs_root": str(job_runs)},
+                "exports": {"recording": {"store_dir": str(tmp_path / "store")}},
+            }
+        )
+    )
+    before = sorted(p.name for p in (job_runs / "aime24").rglob("*"))
+    tails = _tails(cli, plan)
+    completed = subprocess.run(
+        ["bash", "-c", "true\n" + tails["aime24"]], capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 0, completed.stderr
+    # The recording exporter writes its marker (a tracking exporter); the tail writes nothing.
+    after = sorted(p.name for p in (job_runs / "aime24").rglob("*"))
+    assert set(after) - set(before) <= {"aime24_rollouts_recording_export_done"}
+    assert (job_runs / "evalexport-logs" / "aime24_exports.jsonl").is_file()
+
+
+def test_a_log_directory_inside_a_run_directory_is_refused(cli, tmp_path, job_runs) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        yaml.safe_dump(
+            {
+                "job": {
+                    "benchmarks": ["aime24"],
+                    "runs_root": str(job_runs),
+                    "export_log_dir": str(job_runs / "aime24" / "logs"),
+                },
+                "exports": {"recording": {"store_dir": str(tmp_path / "store")}},
+            }
+        )
+    )
+    run = cli("plan", "check", plan)
+    assert run.exit_code == 2
+    assert "job.export_log_dir:" in run.stderr
+    assert "is inside the run directory of aime24" in run.stderr

@@ -52,6 +52,12 @@ class JobSection(BaseModel):
     benchmarks: list[str] = Field(min_length=1)
     runs_root: Path | None = None
     fail_job_on_export_failure: bool = False
+    export_log_dir: Path | None = Field(
+        default=None,
+        description="Where the job tails append each benchmark's results, "
+        "<benchmark>_exports.jsonl; default: evalexport-logs/ beside the run directory. Never "
+        "inside a run directory: the EvalRDL exporter uploads it as it is.",
+    )
 
 
 class ExportPlan(BaseModel):
@@ -193,9 +199,21 @@ def validate_plan(data: Any, source: str = "the plan") -> ExportPlan:
         raise PlanError(source, problems)
     for task in resolve_tasks(plan):
         problems += _value_problems(task)
+        problems += _log_problems(task, plan.job.export_log_dir)
     if problems:
         raise PlanError(source, problems)
     return plan
+
+
+def _log_problems(task: ExportTask, log_dir: Path | None) -> list[str]:
+    run_dir = task.rollouts.parent.absolute()
+    if log_dir is not None and log_dir.absolute().is_relative_to(run_dir):
+        return [
+            f"job.export_log_dir: {log_dir} is inside the run directory of {task.benchmark} "
+            f"({run_dir}); a log written there changes the run, and the EvalRDL exporter "
+            "uploads the run directory as it is. Choose a directory outside it."
+        ]
+    return []
 
 
 def _value_problems(task: ExportTask) -> list[str]:

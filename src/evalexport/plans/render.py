@@ -1,32 +1,46 @@
 """``evalexport plan render``: the shell tail a job script runs after each benchmark's driver.
 
 The tail captures the driver's exit code before anything else, runs each export with its
-resolved options, appends each ``ExportResult`` as one JSON line to the benchmark's
-``logs/exports.jsonl``, and exits with the driver's code — an export failure does not fail the
-job unless the plan says ``fail_job_on_export_failure: true``.
+resolved options, appends each ``ExportResult`` as one JSON line to the benchmark's export log,
+and exits with the driver's code — an export failure does not fail the job unless the plan says
+``fail_job_on_export_failure: true``. The log is never inside the run directory (SPEC §6): the
+EvalRDL exporter uploads that directory as it is, so a line appended there would change the
+next upload and defeat its dedupe. It is ``<export_log_dir>/<benchmark>_exports.jsonl``, by
+default in ``evalexport-logs/`` beside the run directory.
 """
 
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 from evalexport.plans.model import ExportPlan, ExportTask, resolve_tasks
 
-__all__ = ["environments_needed", "render_tail", "render_tails"]
+__all__ = ["environments_needed", "export_log", "render_tail", "render_tails"]
+
+
+def export_log(benchmark: str, run_dir: Path, log_dir: Path | None) -> Path:
+    """The file a benchmark's job tail appends its results to: outside its run directory."""
+    directory = (log_dir or run_dir.parent / "evalexport-logs").absolute()
+    return directory / f"{benchmark}_exports.jsonl"
 
 
 def render_tail(
-    benchmark: str, tasks: list[ExportTask], fail_job: bool, command: str = "evalexport"
+    benchmark: str,
+    tasks: list[ExportTask],
+    fail_job: bool,
+    command: str = "evalexport",
+    log_dir: Path | None = None,
 ) -> str:
     if not tasks:
         return f"# evalexport: no exports for {benchmark}\n"
-    run_dir = tasks[0].rollouts.parent
-    log = shlex.quote(str(run_dir / "logs" / "exports.jsonl"))
+    log_path = export_log(benchmark, tasks[0].rollouts.parent, log_dir)
+    log = shlex.quote(str(log_path))
     lines = [
         f"# --- evalexport: exports after benchmark {benchmark} ---",
         "evalexport_driver_status=$?",
         "evalexport_export_failed=0",
-        f"mkdir -p {shlex.quote(str(run_dir / 'logs'))}",
+        f"mkdir -p {shlex.quote(str(log_path.parent))}",
     ]
     for task in tasks:
         arguments = " ".join(
@@ -50,6 +64,7 @@ def render_tails(plan: ExportPlan, command: str = "evalexport") -> dict[str, str
             [task for task in tasks if task.benchmark == benchmark],
             plan.job.fail_job_on_export_failure,
             command,
+            plan.job.export_log_dir,
         )
         for benchmark in plan.job.benchmarks
     }
