@@ -7,7 +7,10 @@ need. Used by evalexport's tests and benchmarks, and by anyone testing an MLflow
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import socket
 import subprocess
 import time
@@ -64,6 +67,8 @@ class MLflowServer:
 
     def start(self, timeout: float = 120) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
+        scratch = self.root / "tmp"
+        scratch.mkdir(exist_ok=True)
         log = (self.root / "server.log").open("ab")
         self.process = subprocess.Popen(
             [
@@ -84,6 +89,8 @@ class MLflowServer:
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
+            env={**os.environ, "TMPDIR": str(scratch)},  # its scratch stays under its root
+            start_new_session=True,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -100,6 +107,7 @@ class MLflowServer:
         raise RuntimeError(f"mlflow server did not answer within {timeout} s")
 
     def stop(self) -> None:
+        """Stop the server and everything it started (MLflow 3 runs job consumers beside it)."""
         if self.process and self.process.poll() is None:
             self.process.terminate()
             try:
@@ -107,11 +115,18 @@ class MLflowServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self._kill_group()
 
     def kill(self) -> None:
         if self.process and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        self._kill_group()
+
+    def _kill_group(self) -> None:
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
 
 
 def read_runs(

@@ -14,6 +14,10 @@ class FailingProxy:
     """Forwards 127.0.0.1:<port> to a server; when ``trigger`` bytes pass from the client,
     calls ``on_trigger`` (e.g. to stop the server) and refuses everything after.
 
+    With ``hold=True`` the request that carries the trigger is held instead: never forwarded,
+    never answered, its connection left open (a server that stopped answering mid-request),
+    while other connections are still served; ``tripped`` tells a test the client is waiting.
+
     ``seen`` collects what clients sent, so a test can check headers (a token) went out.
     """
 
@@ -22,10 +26,13 @@ class FailingProxy:
         target_port: int,
         trigger: bytes | None = None,
         on_trigger: Callable[[], None] | None = None,
+        hold: bool = False,
     ) -> None:
         self.target_port = target_port
         self.trigger = trigger
         self.on_trigger = on_trigger
+        self.hold = hold
+        self._held: list[socket.socket] = []
         self.tripped = threading.Event()
         self.seen = bytearray()
         self.requests = 0
@@ -45,7 +52,7 @@ class FailingProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            if self.tripped.is_set():
+            if self.tripped.is_set() and not self.hold:
                 client.close()
                 continue
             try:
@@ -63,15 +70,24 @@ class FailingProxy:
                     self.seen.extend(chunk)
                     self.requests += sum(chunk.count(verb) for verb in _REQUEST_VERBS)
                     if self.trigger and self.trigger in chunk and not self.tripped.is_set():
-                        self.tripped.set()
                         if self.on_trigger:
                             self.on_trigger()
+                        if self.hold:
+                            self._held.append(source)
+                            self.tripped.set()
+                            return
+                        self.tripped.set()
                         break
                 destination.sendall(chunk)
         for end in (source, destination):
+            if any(end is held for held in self._held):
+                continue  # a held client waits until close(), whatever the server does
             with contextlib.suppress(OSError):
                 end.close()
 
     def close(self) -> None:
         self._stopped = True
         self._listener.close()
+        for end in self._held:
+            with contextlib.suppress(OSError):
+                end.close()

@@ -1,0 +1,184 @@
+"""Stop signals and killed processes during a real MLflow export (issue #13, SPEC §3.4).
+
+The export goes to a real ``mlflow server`` through a loopback proxy that holds the first
+``log-batch`` request: the remote run exists and the worker is waiting on the server, the
+worst moment to be stopped. Then a real signal is sent to a real process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from evalexport.exporters.mlflow import FINGERPRINT_TAG
+from evalexport.guard import run_fingerprint
+from evalexport.testing.mlflow_server import read_runs
+from evalexport.testing.proxy import FailingProxy
+from tests.faults.conftest import FaultLab, run_files
+
+pytestmark = pytest.mark.downloads
+
+
+def _runs_of(mlflow_python, server, experiment, sample) -> dict[str, list[str]]:
+    """This run's remote runs (by fingerprint), by status."""
+    fingerprint = run_fingerprint(sample.run)
+    by_status: dict[str, list[str]] = {}
+    for run in read_runs(mlflow_python, server.url, experiment):
+        if run["tags"].get(FINGERPRINT_TAG) == fingerprint:
+            by_status.setdefault(run["status"], []).append(run["run_id"])
+    return by_status
+
+
+def _export_args(sample, uri: str, experiment: str) -> list[str]:
+    return [
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample.rollouts}",
+        f"+mlflow_tracking_uri={uri}",
+        f"+mlflow_experiment_name={experiment}",
+        "--json",
+    ]
+
+
+def _held_export(lab: FaultLab, sample, server, experiment: str, password: str = ""):
+    """Start an export whose first log-batch the proxy holds; return (process, proxy)."""
+    proxy = FailingProxy(server.port, trigger=b"/runs/log-batch", hold=True)
+    uri = proxy.url if not password else proxy.url.replace("://", f"://evx:{password}@")
+    process = lab.start(*_export_args(sample, uri, experiment))
+    if not proxy.tripped.wait(timeout=180):
+        process.kill()
+        raise AssertionError(f"the export never reached log-batch: {lab.end(process).output}")
+    return process, proxy
+
+
+@pytest.mark.parametrize(
+    ("signum", "exit_code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)]
+)
+def test_a_stop_signal_ends_the_remote_run_as_killed_and_writes_nothing(
+    lab: FaultLab, own_mlflow_server, mlflow_python, sample_run, signum, exit_code
+) -> None:
+    lab.watched.append(own_mlflow_server.root)
+    before = run_files(sample_run)
+    process, proxy = _held_export(lab, sample_run, own_mlflow_server, "stopped")
+    try:
+        process.send_signal(signum)
+        ended = lab.end(process)
+    finally:
+        proxy.close()
+    assert ended.exit_code == exit_code, ended.output
+    result = ended.result()
+    assert result["status"] == "failed"
+    assert result["exit_code"] == exit_code
+    assert f"Interrupted by {signal.Signals(signum).name}" in str(result["message"])
+    assert "is marked KILLED" in str(result["message"])
+    lab.assert_left_clean(sample_run, before, ended)
+    assert list(_runs_of(mlflow_python, own_mlflow_server, "stopped", sample_run)) == ["KILLED"]
+
+    rerun = lab.run(*_export_args(sample_run, own_mlflow_server.url, "stopped"))
+    assert rerun.exit_code == 0, rerun.output
+    runs = _runs_of(mlflow_python, own_mlflow_server, "stopped", sample_run)
+    assert len(runs["FINISHED"]) == 1
+
+
+def test_a_killed_parent_leaves_no_worker_no_scratch_and_no_password_on_disk(
+    lab: FaultLab, own_mlflow_server, mlflow_python, sample_run
+) -> None:
+    password = "canarypassword" + os.urandom(6).hex()
+    lab.extra_secrets.append(password)
+    lab.watched.append(own_mlflow_server.root)
+    before = run_files(sample_run)
+    process, proxy = _held_export(lab, sample_run, own_mlflow_server, "orphan", password)
+    try:
+        assert lab.worker_pids(), "the worker should be running"
+        process.kill()  # SIGKILL: the parent can clean up nothing
+        ended = lab.end(process)
+        lab.wait_until_no_worker()
+    finally:
+        proxy.close()
+    assert ended.exit_code == -signal.SIGKILL
+    lab.assert_left_clean(sample_run, before, ended)
+    assert list(_runs_of(mlflow_python, own_mlflow_server, "orphan", sample_run)) == ["KILLED"]
+
+    rerun = lab.run(*_export_args(sample_run, own_mlflow_server.url, "orphan"))
+    assert rerun.exit_code == 0, rerun.output
+    assert len(_runs_of(mlflow_python, own_mlflow_server, "orphan", sample_run)["FINISHED"]) == 1
+
+
+def test_a_worker_killed_outright_is_reported_and_the_rerun_ends_its_abandoned_run(
+    lab: FaultLab, own_mlflow_server, mlflow_python, sample_run
+) -> None:
+    lab.watched.append(own_mlflow_server.root)
+    before = run_files(sample_run)
+    process, proxy = _held_export(lab, sample_run, own_mlflow_server, "oom")
+    try:
+        os.kill(lab.wait_for_worker(), signal.SIGKILL)  # as the OOM killer does
+        ended = lab.end(process)
+    finally:
+        proxy.close()
+    assert ended.exit_code == 1
+    assert "The mlflow worker was killed by SIGKILL without writing a result" in ended.stdout
+    lab.assert_left_clean(sample_run, before, ended)
+    assert list(_runs_of(mlflow_python, own_mlflow_server, "oom", sample_run)) == ["RUNNING"]
+
+    rerun = lab.run(*_export_args(sample_run, own_mlflow_server.url, "oom"))
+    assert rerun.exit_code == 0, rerun.output
+    assert "is now marked FAILED" in rerun.stderr
+    runs = _runs_of(mlflow_python, own_mlflow_server, "oom", sample_run)
+    assert sorted(runs) == ["FAILED", "FINISHED"]
+    assert len(runs["FINISHED"]) == 1
+
+
+def test_a_worker_past_its_time_limit_is_stopped_and_its_run_marked_killed(
+    lab: FaultLab, own_mlflow_server, mlflow_python, sample_run, monkeypatch
+) -> None:
+    monkeypatch.setenv("EVALEXPORT_WORKER_TIME_LIMIT", "15")
+    before = run_files(sample_run)
+    process, proxy = _held_export(lab, sample_run, own_mlflow_server, "hung")
+    try:
+        ended = lab.end(process)
+    finally:
+        proxy.close()
+    assert ended.exit_code == 1
+    message = str(ended.result()["message"])
+    assert "exceeded its time limit of 15 s and was stopped" in message
+    assert "is marked KILLED" in message
+    lab.assert_left_clean(sample_run, before, ended)
+
+
+def test_ctrl_c_during_an_atif_export_of_a_large_file_leaves_no_output(
+    lab: FaultLab, make_sample_run, tmp_path
+) -> None:
+    sample = make_sample_run("big", tasks=150, repeats=4)  # past the process pool's threshold
+    before = run_files(sample)
+    output = tmp_path / "atif-out"
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "evalexport", "atif"),
+            f"+rollouts_jsonl_fpath={sample.rollouts}",
+            f"+output_dirpath={output}",
+            "+agent_version=1.0",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own group, as a terminal's foreground job
+    )
+    # Wait until the staging directory exists: conversion is under way.
+    staging = None
+    for _ in range(600):
+        staging = next(tmp_path.glob(".atif-out.partial-*"), None)
+        if staging is not None or process.poll() is not None:
+            break
+        subprocess.run(["sleep", "0.05"], check=True)
+    assert staging is not None, "the export finished before it could be interrupted"
+    os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the whole foreground group gets it
+    ended = lab.end(process)
+    assert ended.exit_code == 130, ended.output
+    assert "Traceback" not in ended.output
+    assert not output.exists()
+    assert list(tmp_path.glob(".atif-out.partial-*")) == []
+    assert run_files(sample) == before
