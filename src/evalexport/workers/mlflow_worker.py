@@ -74,10 +74,10 @@ def run(payload: dict[str, Any], progress: Any = _no_progress) -> dict[str, Any]
     uri = payload["tracking_uri"]
     total = 3 + len(payload["batches"]) + len(payload["artifacts"])
     progress(0, total)
-    client = MlflowClient(tracking_uri=uri)
     run_id = None
     abandoned: list[str] = []
     try:
+        client = MlflowClient(tracking_uri=uri)  # a local store is opened (and migrated) here
         experiment_id = _experiment_id(
             client, payload["experiment_name"], payload["artifact_location"]
         )

@@ -1,0 +1,260 @@
+"""Parallel exports, one run reached two ways, and directories that cannot be written (#13)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+import yaml
+
+from evalexport.exporters.mlflow import FINGERPRINT_TAG, MLflowExporter
+from evalexport.guard import run_fingerprint
+from evalexport.results import ExportStatus
+from evalexport.testing.mlflow_server import read_runs
+from evalexport.testing.proxy import FailingProxy
+from tests.faults.conftest import FaultLab, read_only, run_files
+
+
+def _finished(mlflow_python, uri: str, experiment: str) -> list[dict]:
+    return [run for run in read_runs(mlflow_python, uri, experiment) if run["status"] == "FINISHED"]
+
+
+# -- parallel exports ------------------------------------------------------------------------
+
+
+@pytest.mark.downloads
+def test_parallel_exports_into_a_fresh_default_store_all_succeed(
+    lab: FaultLab, mlflow_python, make_sample_run
+) -> None:
+    samples = [make_sample_run(f"run{i}", seed=i) for i in range(3)]
+    processes = [
+        lab.start("mlflow", f"+rollouts_jsonl_fpath={sample.rollouts}", "--json")
+        for sample in samples
+    ]
+    ended = [lab.end(process) for process in processes]
+    assert [e.exit_code for e in ended] == [0, 0, 0], [e.output[-800:] for e in ended]
+    store = f"sqlite:///{os.getcwd()}/mlruns.db"
+    assert len(_finished(mlflow_python, store, "aime24")) == 3
+    again = lab.run("mlflow", f"+rollouts_jsonl_fpath={samples[0].rollouts}", "--json")
+    assert again.result()["status"] == "skipped"  # the store is whole, not half-migrated
+
+
+@pytest.mark.downloads
+def test_plan_run_with_three_workers_into_one_default_store_gives_three_successes(
+    lab: FaultLab, mlflow_python, make_sample_run, tmp_path
+) -> None:
+    for i, benchmark in enumerate(("aime24", "gpqa", "math500")):
+        make_sample_run(f"job/{benchmark}", benchmark=benchmark, seed=i)
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        yaml.safe_dump(
+            {
+                "job": {
+                    "benchmarks": ["aime24", "gpqa", "math500"],
+                    "runs_root": str(tmp_path / "job"),
+                },
+                "exports": {"mlflow": {"mlflow_experiment_name": "nightly"}},
+            }
+        )
+    )
+    ended = lab.run("plan", "run", str(plan), "--workers", "3", "--json")
+    assert ended.exit_code == 0, ended.output[-3000:]
+    assert [task["result"]["status"] for task in json.loads(ended.stdout)] == ["succeeded"] * 3
+    store = f"sqlite:///{os.getcwd()}/mlruns.db"
+    assert len(_finished(mlflow_python, store, "nightly")) == 3
+
+
+@pytest.mark.downloads
+def test_one_run_exported_twice_at_once_through_a_symlink_makes_one_remote_run(
+    lab: FaultLab, mlflow_server, mlflow_python, sample_run, tmp_path
+) -> None:
+    link = tmp_path / "linked-run"
+    link.symlink_to(sample_run.run.run_dir, target_is_directory=True)
+    paths = [sample_run.rollouts, link / sample_run.rollouts.name]
+    processes = [
+        lab.start(
+            "mlflow",
+            f"+rollouts_jsonl_fpath={path}",
+            f"+mlflow_tracking_uri={mlflow_server.url}",
+            "+mlflow_experiment_name=symlinked",
+            "--json",
+        )
+        for path in paths
+    ]
+    results = [lab.end(process).result() for process in processes]
+    assert sorted(str(r["status"]) for r in results) == ["skipped", "succeeded"]
+    assert len(read_runs(mlflow_python, mlflow_server.url, "symlinked")) == 1
+
+
+# -- what cannot be written -------------------------------------------------------------------
+
+
+def test_a_read_only_run_directory_fails_before_anything_remote_is_created(
+    lab: FaultLab, sample_run
+) -> None:
+    before = run_files(sample_run)
+    with read_only(sample_run.run.run_dir) as prefix:
+        ended = lab.run(
+            "mlflow", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "--json", prefix=prefix
+        )
+        dry = lab.run(
+            "mlflow", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "--dry-run", prefix=prefix
+        )
+    assert ended.exit_code == 1
+    message = str(ended.result()["message"])
+    assert message.startswith(
+        f"Cannot write the export marker {sample_run.run.export_marker('mlflow')}"
+    )
+    assert "not writable" in message
+    assert dry.exit_code == 1 and message in dry.output  # the dry run runs the same check
+    assert not (lab.root / "work" / "mlruns.db").exists()  # nothing was created, not even a store
+    assert not list((lab.root / "evalexport-cache").glob("envs/*"))  # nor an environment
+    lab.assert_left_clean(sample_run, before, ended)
+
+
+def test_a_read_only_working_directory_names_the_default_store_and_its_directory(
+    lab: FaultLab, sample_run
+) -> None:
+    before = run_files(sample_run)
+    workdir = lab.root / "work"
+    with read_only(workdir) as prefix:
+        ended = lab.run(
+            "mlflow", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "--json", prefix=prefix
+        )
+    assert ended.exit_code == 1
+    message = str(ended.result()["message"])
+    assert f"Cannot create the MLflow store {workdir / 'mlruns.db'}" in message
+    assert f"its directory {workdir} is not writable" in message
+    assert "+mlflow_tracking_uri=sqlite:////" in message
+    lab.assert_left_clean(sample_run, before, ended)
+
+
+def test_wandb_in_a_read_only_directory_fails_naming_it_instead_of_writing_elsewhere(
+    lab: FaultLab, sample_run, monkeypatch
+) -> None:
+    monkeypatch.delenv("WANDB_DIR")
+    before = run_files(sample_run)
+    workdir = lab.root / "work"
+    with read_only(workdir) as prefix:
+        ended = lab.run(
+            "wandb",
+            f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+            "+wandb_mode=offline",
+            "--json",
+            prefix=prefix,
+        )
+    assert ended.exit_code == 1
+    message = str(ended.result()["message"])
+    assert message.startswith(f"Cannot write the W&B run under {workdir / 'wandb'}")
+    assert "Set WANDB_DIR" in message
+    lab.assert_left_clean(sample_run, before, ended)
+
+
+@pytest.mark.downloads
+def test_a_marker_that_cannot_be_written_after_the_export_is_a_success_with_a_warning(
+    lab: FaultLab, mlflow_server, sample_run, monkeypatch
+) -> None:
+    from evalexport import guard
+
+    def refuse(run, marker):
+        raise PermissionError(13, "Permission denied", str(run.export_marker(marker.exporter)))
+
+    monkeypatch.setattr(guard, "write_marker", refuse)
+    exporter = MLflowExporter()
+    config = exporter.parse_config(
+        {
+            "rollouts_jsonl_fpath": str(sample_run.rollouts),
+            "mlflow_tracking_uri": mlflow_server.url,
+            "mlflow_experiment_name": "unmarked",
+        }
+    )
+    result = exporter.export(sample_run.run, config)
+    assert result.status is ExportStatus.SUCCEEDED
+    assert result.details["run_id"]
+    marker = sample_run.run.export_marker("mlflow")
+    assert f"could not write the export marker {marker}" in result.message
+    assert result.details["run_id"] in result.message
+    assert "marker" not in result.details
+    assert result.details["marker_error"]
+
+
+# -- servers that fail -----------------------------------------------------------------------
+
+
+@pytest.mark.downloads
+def test_a_server_that_is_down_fails_in_seconds_and_the_rerun_makes_one_run(
+    lab: FaultLab, own_mlflow_server, mlflow_python, sample_run
+) -> None:
+    before = run_files(sample_run)
+    own_mlflow_server.stop()
+    started = time.monotonic()
+    ended = lab.run(
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+mlflow_tracking_uri={own_mlflow_server.url}",
+        "+mlflow_experiment_name=down",
+        "--json",
+        timeout=120,  # a hang guard, not a speed figure: MLflow's defaults wait ~4 minutes
+    )
+    elapsed = time.monotonic() - started
+    assert ended.exit_code == 1
+    assert str(ended.result()["message"]).startswith(
+        f"MLflow export to {own_mlflow_server.url} failed"
+    )
+    lab.assert_left_clean(sample_run, before, ended)
+    print(f"server down: failed after {elapsed:.1f} s")
+
+    own_mlflow_server.start()
+    rerun = lab.run(
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+mlflow_tracking_uri={own_mlflow_server.url}",
+        "+mlflow_experiment_name=down",
+        "--json",
+    )
+    assert rerun.exit_code == 0, rerun.output
+    assert len(_finished(mlflow_python, own_mlflow_server.url, "down")) == 1
+
+
+@pytest.mark.downloads
+def test_a_server_that_dies_mid_export_fails_and_the_rerun_ends_the_abandoned_run(
+    lab: FaultLab, own_mlflow_server, mlflow_python, sample_run
+) -> None:
+    before = run_files(sample_run)
+    proxy = FailingProxy(
+        own_mlflow_server.port, trigger=b"/runs/log-batch", on_trigger=own_mlflow_server.kill
+    )
+    try:
+        ended = lab.run(
+            "mlflow",
+            f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+            f"+mlflow_tracking_uri={proxy.url}",
+            "+mlflow_experiment_name=dies",
+            "--json",
+            timeout=120,
+        )
+    finally:
+        proxy.close()
+    assert ended.exit_code == 1
+    assert "was left unfinished: the server did not answer" in str(ended.result()["message"])
+    lab.assert_left_clean(sample_run, before, ended)
+
+    own_mlflow_server.start()
+    rerun = lab.run(
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+mlflow_tracking_uri={own_mlflow_server.url}",
+        "+mlflow_experiment_name=dies",
+        "--json",
+    )
+    assert rerun.exit_code == 0, rerun.output
+    assert "is now marked FAILED" in rerun.stderr
+    fingerprint = run_fingerprint(sample_run.run)
+    runs = [
+        run
+        for run in read_runs(mlflow_python, own_mlflow_server.url, "dies")
+        if run["tags"].get(FINGERPRINT_TAG) == fingerprint
+    ]
+    assert sorted(run["status"] for run in runs) == ["FAILED", "FINISHED"]
