@@ -190,3 +190,8 @@ def read_only(directory: Path) -> Iterator[list[str]]:
         pytest.fail("running as root needs unshare(1) to make a directory read-only")
     script = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" "$1" && shift && exec "$@"'
     yield ["unshare", "--mount", "sh", "-c", script, "sh", str(directory)]
+
+
+# The stand-in SDKs other suites build: tinysdk for worker faults, the fake evalrdl SDK.
+from tests.exporters.conftest import evalrdl_sdk, fake_evalrdl_wheelhouse  # noqa: E402, F401
+from tests.isolation.conftest import tinysdk_1, wheelhouse  # noqa: E402, F401
