@@ -45,6 +45,7 @@ SURFACES: dict[str, Surface] = {
             "mlflow.tracking.MlflowClient.log_batch",
             "mlflow.tracking.MlflowClient.log_artifact",
             "mlflow.tracking.MlflowClient.set_terminated",
+            "mlflow.tracking.MlflowClient.search_runs",
             "mlflow.entities.Metric",
             "mlflow.entities.Param",
             "mlflow.entities.RunTag",
