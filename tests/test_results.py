@@ -7,8 +7,11 @@ import pytest
 from evalexport.results import ExitCode, ExportResult, ExportStatus
 
 
-def test_exit_codes_are_those_of_the_spec() -> None:
-    assert [int(code) for code in ExitCode] == [0, 1, 2, 3, 4]
+def test_exit_codes_are_those_of_the_spec_and_128_plus_each_stop_signal() -> None:
+    import signal
+
+    stops = [128 + signal.SIGHUP, 128 + signal.SIGINT, 128 + signal.SIGTERM]
+    assert [int(code) for code in ExitCode] == [0, 1, 2, 3, 4, *stops]
 
 
 def test_a_failed_result_cannot_exit_zero() -> None:
