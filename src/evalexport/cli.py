@@ -446,7 +446,7 @@ def _export(name: str, arguments: _Arguments, rest: list[str]) -> int:
     # Exporters and workers log (e.g. a stored run that needs binding); users read it on stderr.
     logging.basicConfig(level=logging.INFO, format="evalexport: %(message)s", stream=sys.stderr)
     run = RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath)
-    progress = _ProgressLine(name) if sys.stderr.isatty() else None
+    progress = _ProgressLine(name, exporter_class.progress_unit) if sys.stderr.isatty() else None
     result = exporter_class(progress=progress).export(run, config)
     if progress is not None:
         progress.close()
@@ -456,15 +456,19 @@ def _export(name: str, arguments: _Arguments, rest: list[str]) -> int:
 class _ProgressLine:
     """``atif: 42% (84.0 MiB of 200.0 MiB)`` rewritten in place on a terminal's stderr."""
 
-    def __init__(self, exporter: str) -> None:
+    def __init__(self, exporter: str, unit: str = "bytes") -> None:
         self.exporter = exporter
+        self.unit = unit
         self.shown = False
 
     def __call__(self, done: int, total: int) -> None:
         percent = 100 * done // total if total else 100
-        sys.stderr.write(
-            f"\r{self.exporter}: {percent}% ({human_size(done)} of {human_size(total)})"
+        amount = (
+            f"{human_size(done)} of {human_size(total)}"
+            if self.unit == "bytes"
+            else f"{done} of {total} {self.unit}"
         )
+        sys.stderr.write(f"\r{self.exporter}: {percent}% ({amount})")
         sys.stderr.flush()
         self.shown = True
 

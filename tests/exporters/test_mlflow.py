@@ -278,3 +278,19 @@ def test_an_mlflow_2_pin_exports_the_same_run(sample_run, cli, tmp_path) -> None
     assert version.stdout.startswith("2.")
     (stored,) = read_runs(python, f"sqlite:///{database}", "aime24")
     assert len(stored["metrics"]) == 24
+
+
+def test_the_worker_reports_its_progress_to_the_end(mlflow_server, sample_run) -> None:
+    seen: list[tuple[int, int]] = []
+    exporter = MLflowExporter(progress=lambda done, total: seen.append((done, total)))
+    config = exporter.parse_config(
+        {
+            "rollouts_jsonl_fpath": str(sample_run.rollouts),
+            "mlflow_tracking_uri": mlflow_server.url,
+            "mlflow_experiment_name": "progress",
+        }
+    )
+    assert exporter.export(sample_run.run, config).status is ExportStatus.SUCCEEDED
+    assert seen[0][0] == 0
+    assert seen[-1][0] == seen[-1][1] > 2
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)

@@ -80,6 +80,9 @@ class Exporter(abc.ABC, Generic[ConfigT]):
     guards_exports: ClassVar[bool] = False
     """Tracking exporters write an export marker and skip a run already exported (§3.3)."""
 
+    progress_unit: ClassVar[str] = "bytes"
+    """What ``progress(done, total)`` counts: ``bytes`` of input, or ``steps`` of a worker."""
+
     def __init__(self, progress: Callable[[int, int], None] | None = None) -> None:
         self.progress = progress
         """Called as ``progress(done, total)`` during long work; the CLI shows it on a terminal."""

@@ -53,6 +53,7 @@ IsolatedConfigT = TypeVar("IsolatedConfigT", bound=IsolatedConfig)
 class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
     """An exporter that drives its SDK through a worker subprocess in its own environment."""
 
+    progress_unit = "steps"
     worker_body: ClassVar[Path]
     """The worker body file: defines ``run(payload) -> dict`` (see ``workers/runner.py``)."""
 
