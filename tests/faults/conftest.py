@@ -67,6 +67,7 @@ class FaultLab:
             stderr=subprocess.PIPE,
             text=True,
             cwd=cwd,
+            preexec_fn=as_from_a_terminal,
         )
 
     def end(self, process: subprocess.Popen[str], timeout: float = 300) -> Ended:
@@ -146,6 +147,13 @@ class FaultLab:
                 data = path.read_bytes()
                 found += [f"{path}: {s}" for s in self.secrets if s.encode() in data]
         return found
+
+
+def as_from_a_terminal() -> None:
+    """A command typed at a terminal has the default stop signals; a test runner started in the
+    background or under ``nohup`` would pass ignored ones on, and evalexport keeps those."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def run_files(sample: SampleRun) -> dict[str, bytes]:

@@ -18,7 +18,7 @@ from evalexport.exporters.mlflow import FINGERPRINT_TAG
 from evalexport.guard import run_fingerprint
 from evalexport.testing.mlflow_server import read_runs
 from evalexport.testing.proxy import FailingProxy
-from tests.faults.conftest import FaultLab, run_files
+from tests.faults.conftest import FaultLab, as_from_a_terminal, run_files
 
 pytestmark = pytest.mark.downloads
 
@@ -166,6 +166,7 @@ def test_ctrl_c_during_an_atif_export_of_a_large_file_leaves_no_output(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own group, as a terminal's foreground job
+        preexec_fn=as_from_a_terminal,
     )
     # Wait until the staging directory exists: conversion is under way.
     staging = None
