@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import final
 
-__all__ = ["STOP_SIGNALS", "Interrupted", "signal_name", "signals_raise"]
+__all__ = ["STOP_SIGNALS", "Deferred", "Interrupted", "deferred", "signal_name", "signals_raise"]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """The signals that stop an export cleanly."""
@@ -73,3 +73,35 @@ def signals_raise() -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+
+
+@final
+class Deferred:
+    """What :func:`deferred` held back: the stop signal that arrived in its block, if any."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def record(self, signum: int, frame: FrameType | None) -> None:
+        self.signum = self.signum or signum
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[Deferred]:
+    """Within the block, a stop signal is recorded, not raised: for work that must finish once
+    begun (writing the marker of a remote run that exists). Only where our handlers are
+    installed; the caller decides what a recorded signal means afterwards."""
+    held = Deferred()
+    ours = threading.current_thread() is threading.main_thread() and all(
+        signal.getsignal(signum) is _raise_interrupted for signum in STOP_SIGNALS
+    )
+    if not ours:
+        yield held
+        return
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, held.record)
+    try:
+        yield held
+    finally:
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, _raise_interrupted)

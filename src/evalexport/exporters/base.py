@@ -9,6 +9,7 @@ already-exported guard for tracking exporters, and turns every unexpected error 
 from __future__ import annotations
 
 import abc
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
@@ -16,10 +17,12 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalexport import guard
-from evalexport.interrupts import Interrupted, signal_name
+from evalexport.interrupts import Interrupted, deferred, signal_name
 from evalexport.metrics import flatten_metrics
 from evalexport.results import ExitCode, ExportResult, ExportStatus
 from evalexport.run import RunArtifacts, RunFileError
+
+logger = logging.getLogger("evalexport")
 
 __all__ = ["DryRunPlan", "Exporter", "ExporterConfig", "OptionError", "PlannedFile"]
 
@@ -218,11 +221,23 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         result = self._export(run, config)
         if result.status is not ExportStatus.SUCCEEDED:
             return result
+        # The remote run exists: a stop signal now must not cost it its marker.
+        with deferred() as held:
+            result = self._mark(run, config, result, state.fingerprint)
+        if held.signum is not None:
+            logger.warning(
+                "%s arrived while the export marker was written; the export stands",
+                signal_name(held.signum),
+            )
+        return result
+
+    def _mark(
+        self, run: RunArtifacts, config: ConfigT, result: ExportResult, fingerprint: str
+    ) -> ExportResult:
+        """Write the marker of a successful export; a failed write is a warning, not a failure."""
         run_id = str(result.details.get("run_id", ""))
-        marker = guard.ExportMarker.now(
-            self.name, self.target(run, config), run_id, state.fingerprint
-        )
-        details = {**result.details, "fingerprint": state.fingerprint}
+        marker = guard.ExportMarker.now(self.name, self.target(run, config), run_id, fingerprint)
+        details = {**result.details, "fingerprint": fingerprint}
         try:
             details["marker"] = str(guard.write_marker(run, marker))
         except OSError as error:

@@ -1,0 +1,39 @@
+"""Stop signals as exceptions, and the one block where they wait (a marker being written)."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from evalexport.interrupts import Interrupted, deferred, signals_raise
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_stop_signal_raises_interrupted_with_its_exit_code(signum: int) -> None:
+    with signals_raise(), pytest.raises(Interrupted) as caught:
+        os.kill(os.getpid(), signum)
+    assert caught.value.exit_code == 128 + signum
+
+
+def test_inside_deferred_a_stop_signal_is_recorded_and_the_work_finishes() -> None:
+    finished = False
+    with signals_raise():
+        with deferred() as held:
+            os.kill(os.getpid(), signal.SIGTERM)
+            finished = True
+        assert held.signum == signal.SIGTERM
+        with pytest.raises(Interrupted):  # and outside it, signals raise again
+            os.kill(os.getpid(), signal.SIGTERM)
+    assert finished
+
+
+def test_signals_ignored_when_we_started_stay_ignored() -> None:
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with signals_raise():
+            os.kill(os.getpid(), signal.SIGHUP)  # nohup: nothing happens
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
