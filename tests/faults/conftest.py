@@ -22,21 +22,14 @@ from pathlib import Path
 import pytest
 
 from evalexport.testing.factory import CanarySecrets, SampleRun
+from tests.conftest import CliRun
 
 MARKER_SUFFIX = "_export_done"
 
 
 @dataclass(frozen=True)
-class Ended:
-    """How an export process ended."""
-
-    exit_code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def output(self) -> str:
-        return self.stdout + self.stderr
+class Ended(CliRun):
+    """How an export process ended, with its ``--json`` result."""
 
     def result(self) -> dict[str, object]:
         import json
