@@ -1,12 +1,28 @@
-"""Drift checks: a fake's manifest against the committed manifests of the real SDK (SPEC §5).
+"""Drift checks (SPEC §5): a fake against the committed manifests of the real SDK, and a new
+release of the real SDK against the committed manifest it is to replace.
 
 Findings are printed one per line in stubtest's manner::
 
-    error: evalrdl.Client().uploads.upload: parameter "timeout" is KEYWORD_ONLY in real 0.0.241, POSITIONAL_OR_KEYWORD in the fake
+    error: evalrdl.Client().uploads.upload: parameter "timeout" is KEYWORD_ONLY in real 0.0.241 but POSITIONAL_OR_KEYWORD in the fake
 
-Each finding has a stable id (``path:code[:parameter]``) for the allowlist
+Two comparisons, one set of rules (:class:`Sides`):
+
+- **fake against real**: the fake must mirror the real SDK exactly, since every test that
+  passes on the fake stands for a pass on the real SDK. Anything the fake has that the real SDK
+  lacks (a parameter, an attribute, ``**kwargs``, a state value) is a finding too.
+- **release against committed**: a newer real SDK may grow; only a change that can break the
+  worker is a finding: a name, parameter or attribute gone, a parameter renamed, re-kinded or
+  newly required, a default changed, an accepted type narrowed, a returned type widened, the
+  allowed values of a field changed.
+
+Each finding has a stable id (``path:code[:name]``) for the allowlist of the fake check
 (``contracts/<sdk>/allowlist.txt``, one id per line, ``#`` comments); an allowlist entry that
 matches no finding is itself an error, so the list never outlives the drift it excused.
+
+Recorded calls and reads (the fake's log of what the worker did) are checked against every
+committed manifest: each call must bind, each attribute read must exist, each text compared with
+a field of allowed values must be one of them, and each default the worker relied on must be
+the real SDK's default too.
 """
 
 from __future__ import annotations
@@ -14,20 +30,25 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
 __all__ = [
     "Finding",
+    "Sides",
+    "apply_allowlist",
     "bind_call",
     "check_recorded_calls",
     "compare_manifests",
     "load_allowlist",
     "load_manifests",
     "signature_of",
+    "version_key",
 ]
+
+_VARIADIC = ("VAR_POSITIONAL", "VAR_KEYWORD")
 
 
 @final
@@ -36,21 +57,49 @@ class Finding:
     path: str
     code: str
     message: str
-    parameter: str | None = None
+    name: str | None = None
+    """The parameter or attribute the finding is about, if any."""
 
     @property
     def id(self) -> str:
-        return ":".join(filter(None, [self.path, self.code, self.parameter]))
+        return ":".join(filter(None, [self.path, self.code, self.name]))
 
     def line(self) -> str:
         return f"error: {self.path}: {self.message}"
 
 
+@final
+@dataclass(frozen=True)
+class Sides:
+    """The two manifests compared: ``reference`` is the contract, ``candidate`` is checked."""
+
+    reference: str
+    candidate: str
+    exact: bool
+    """True for a fake, which must mirror the reference; False for a release, which may grow."""
+
+    @classmethod
+    def fake(cls, real: Mapping[str, Any]) -> Sides:
+        return cls(f"real {real['version']}", "the fake", exact=True)
+
+    @classmethod
+    def release(cls, committed: Mapping[str, Any], installed: Mapping[str, Any]) -> Sides:
+        return cls(
+            f"committed {committed['version']}",
+            f"{installed['sdk']} {installed['version']}",
+            exact=False,
+        )
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """``"3.17.2"`` sorts after ``"3.9.0"``: the numbers of a version, in order."""
+    return tuple(int(number) for number in re.findall(r"\d+", version))
+
+
 def load_manifests(directory: Path) -> list[dict[str, Any]]:
-    """Every committed manifest (``<version>.json``) in ``directory``, oldest name first."""
-    return [
-        json.loads(path.read_text(encoding="utf-8")) for path in sorted(directory.glob("*.json"))
-    ]
+    """Every committed manifest (``<version>.json``) in ``directory``, oldest version first."""
+    manifests = [json.loads(path.read_text(encoding="utf-8")) for path in directory.glob("*.json")]
+    return sorted(manifests, key=lambda manifest: version_key(str(manifest["version"])))
 
 
 def load_allowlist(directory: Path) -> list[str]:
@@ -63,123 +112,326 @@ def load_allowlist(directory: Path) -> list[str]:
     return [line for line in lines if line]
 
 
+# Annotations --------------------------------------------------------------------------------
+
+_QUALIFIER = re.compile(r"\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_])")
+_LEGACY = {"List": "list", "Dict": "dict", "Tuple": "tuple", "Set": "set", "FrozenSet": "frozenset"}
+
+
+def _split_top_level(text: str, separators: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        if char in "[(":
+            depth += 1
+        elif char in "])":
+            depth -= 1
+        elif char in separators and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    return [part.strip() for part in parts if part.strip()]
+
+
+def annotation_members(annotation: str) -> frozenset[str]:
+    """The members of a union annotation, spelled one way: ``Optional[List[str]]`` and
+    ``list[str] | None`` both give ``{"list[str]", "None"}``; module qualifiers are dropped
+    (``evalrdl.client.Upload`` is ``Upload``)."""
+    text = _QUALIFIER.sub("", annotation.replace(" ", ""))
+    for legacy, modern in _LEGACY.items():
+        text = re.sub(rf"\b{legacy}\[", f"{modern}[", text)
+    text = text.replace("NoneType", "None")
+    members: set[str] = set()
+    for part in _split_top_level(text, "|"):
+        if part.startswith("Optional[") and part.endswith("]"):
+            members |= annotation_members(part[len("Optional[") : -1]) | {"None"}
+        elif part.startswith("Union[") and part.endswith("]"):
+            for inner in _split_top_level(part[len("Union[") : -1], ","):
+                members |= annotation_members(inner)
+        else:
+            members.add(part)
+    return frozenset(members)
+
+
+def _annotation_drift(
+    reference: str | None, candidate: str | None, sides: Sides, *, accepted: bool
+) -> bool:
+    """Whether an annotation changed in a way that matters. For what the SDK accepts
+    (``accepted``), a release may widen but not narrow; for what it gives back, the reverse."""
+    if reference is None or candidate is None:
+        return False
+    ours, theirs = annotation_members(reference), annotation_members(candidate)
+    if sides.exact:
+        return ours != theirs
+    return bool(ours - theirs) if accepted else bool(theirs - ours)
+
+
+# Parameters ---------------------------------------------------------------------------------
+
+
 def _parameters(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list(entry.get("parameters") or [])
 
 
+def _named(entry: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {p["name"]: p for p in _parameters(entry) if p["kind"] not in _VARIADIC}
+
+
+def _takes_any_keyword(entry: Mapping[str, Any]) -> bool:
+    return any(p["kind"] == "VAR_KEYWORD" for p in _parameters(entry))
+
+
 def _compare_parameters(
-    path: str, real: Mapping[str, Any], fake: Mapping[str, Any], version: str
-) -> Iterable[Finding]:
-    real_params = {
-        p["name"]: p
-        for p in _parameters(real)
-        if p["kind"] not in ("VAR_POSITIONAL", "VAR_KEYWORD")
-    }
-    fake_params = {
-        p["name"]: p
-        for p in _parameters(fake)
-        if p["kind"] not in ("VAR_POSITIONAL", "VAR_KEYWORD")
-    }
-    fake_takes_any_keyword = any(p["kind"] == "VAR_KEYWORD" for p in _parameters(fake))
-    real_order, fake_order = list(real_params), list(fake_params)
-    for name in real_order:
-        if name not in fake_params and not fake_takes_any_keyword:
-            yield Finding(
-                path,
-                "missing-in-fake",
-                f'parameter "{name}" of real {version} is missing in the fake',
-                name,
-            )
-    for position, name in enumerate(fake_order):
-        if name in real_params:
+    path: str, reference: Mapping[str, Any], candidate: Mapping[str, Any], sides: Sides
+) -> Iterator[Finding]:
+    ref, cand = _named(reference), _named(candidate)
+    ref_order, cand_order = list(ref), list(cand)
+    if sides.exact and _takes_any_keyword(candidate) and not _takes_any_keyword(reference):
+        yield Finding(
+            path,
+            "var-keyword",
+            f"{sides.candidate} takes **kwargs but {sides.reference} does not: a misspelt or "
+            "removed keyword would pass on the fake and fail on the real SDK",
+        )
+    for position, name in enumerate(cand_order):
+        if name in ref:
             continue
-        counterpart = real_order[position] if position < len(real_order) else None
-        if counterpart is not None and counterpart not in fake_params:
+        counterpart = ref_order[position] if position < len(ref_order) else None
+        if counterpart is not None and counterpart not in cand:
             yield Finding(
                 path,
                 "renamed",
-                f'parameter "{name}" of the fake is "{counterpart}" in real {version} (renamed)',
-                name,
+                f'parameter "{counterpart}" of {sides.reference} is "{name}" in {sides.candidate} (renamed)',
+                counterpart,
             )
-        else:
+        elif sides.exact:
             yield Finding(
                 path,
-                "removed",
-                f'parameter "{name}" of the fake is not in real {version} (removed)',
+                "extra",
+                f'parameter "{name}" of {sides.candidate} is not in {sides.reference}',
                 name,
             )
-    for name, real_param in real_params.items():
-        fake_param = fake_params.get(name)
-        if fake_param is None:
+        elif not cand[name]["has_default"]:
+            yield Finding(
+                path,
+                "new-required",
+                f'parameter "{name}" is new in {sides.candidate} and required; '
+                f"{sides.reference} has no such parameter",
+                name,
+            )
+    renamed = {
+        ref_order[i]
+        for i, name in enumerate(cand_order)
+        if name not in ref and i < len(ref_order) and ref_order[i] not in cand
+    }
+    for name in ref_order:
+        if name not in cand and name not in renamed:
+            yield Finding(
+                path,
+                "missing",
+                f'parameter "{name}" of {sides.reference} is missing in {sides.candidate}',
+                name,
+            )
+    yield from _moved(path, ref, cand, sides)
+    for name, ours in ref.items():
+        theirs = cand.get(name)
+        if theirs is None:
             continue
-        if real_param["kind"] != fake_param["kind"]:
+        yield from _compare_parameter(path, name, ours, theirs, sides)
+
+
+def _moved(
+    path: str, ref: Mapping[str, Any], cand: Mapping[str, Any], sides: Sides
+) -> Iterator[Finding]:
+    """Positional parameters both sides have, in another order: a positional call would pass
+    each value as another parameter."""
+
+    def positional(params: Mapping[str, Any], other: Mapping[str, Any]) -> list[str]:
+        return [
+            name
+            for name, p in params.items()
+            if name in other and p["kind"] in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")
+        ]
+
+    ours, theirs = positional(ref, cand), positional(cand, ref)
+    if sorted(ours) != sorted(theirs):
+        return  # a parameter positional on one side only is reported as re-kinded
+    for position, name in enumerate(ours):
+        if theirs[position] != name:
             yield Finding(
                 path,
-                "re-kinded",
-                f'parameter "{name}" is {real_param["kind"]} in real {version}, {fake_param["kind"]} in the fake',
-                name,
-            )
-        if fake_param["has_default"] and not real_param["has_default"]:
-            yield Finding(
-                path,
-                "newly-required",
-                f'parameter "{name}" is required in real {version} but optional in the fake',
-                name,
-            )
-        if real_param["has_default"] and not fake_param["has_default"]:
-            yield Finding(
-                path,
-                "required-in-fake",
-                f'parameter "{name}" is optional in real {version} but required in the fake',
+                "moved",
+                f'parameter "{name}" is positional parameter {position + 1} in {sides.reference} '
+                f"but {theirs.index(name) + 1} in {sides.candidate}",
                 name,
             )
 
 
-def compare_manifests(real: Mapping[str, Any], fake: Mapping[str, Any]) -> list[Finding]:
-    """What the fake gets wrong about one real version."""
-    version = str(real.get("version"))
-    findings: list[Finding] = []
-    real_entries, fake_entries = real["entries"], fake["entries"]
-    for path in sorted(set(real_entries) | set(fake_entries)):
-        real_entry = real_entries.get(path, {"kind": "missing"})
-        fake_entry = fake_entries.get(path, {"kind": "missing"})
-        if real_entry["kind"] == "missing" and fake_entry["kind"] == "missing":
-            continue
-        if real_entry["kind"] == "missing":
-            findings.append(
-                Finding(
-                    path,
-                    "missing-at-runtime",
-                    f"is in the fake but missing at runtime in real {version}",
-                )
+def _compare_parameter(
+    path: str, name: str, ours: Mapping[str, Any], theirs: Mapping[str, Any], sides: Sides
+) -> Iterator[Finding]:
+    if ours["kind"] != theirs["kind"]:
+        yield Finding(
+            path,
+            "re-kinded",
+            f'parameter "{name}" is {ours["kind"]} in {sides.reference} but {theirs["kind"]} in {sides.candidate}',
+            name,
+        )
+    if ours["has_default"] and not theirs["has_default"]:
+        yield Finding(
+            path,
+            "now-required",
+            f'parameter "{name}" is required in {sides.candidate} but optional in {sides.reference}',
+            name,
+        )
+    if theirs["has_default"] and not ours["has_default"] and sides.exact:
+        yield Finding(
+            path,
+            "now-optional",
+            f'parameter "{name}" is optional in {sides.candidate} but required in {sides.reference}',
+            name,
+        )
+    if (
+        ours["has_default"]
+        and theirs["has_default"]
+        and "default" in ours
+        and "default" in theirs
+        and ours["default"] != theirs["default"]
+    ):
+        yield Finding(
+            path,
+            "default",
+            f'parameter "{name}" defaults to {ours["default"]} in {sides.reference} '
+            f"but to {theirs['default']} in {sides.candidate}",
+            name,
+        )
+    if _annotation_drift(ours.get("annotation"), theirs.get("annotation"), sides, accepted=True):
+        yield Finding(
+            path,
+            "annotation",
+            f'parameter "{name}" is annotated {ours["annotation"]} in {sides.reference} '
+            f"but {theirs['annotation']} in {sides.candidate}",
+            name,
+        )
+
+
+# Attributes: what the worker reads back -----------------------------------------------------
+
+
+def _compare_attributes(
+    path: str, reference: Mapping[str, Any], candidate: Mapping[str, Any], sides: Sides
+) -> Iterator[Finding]:
+    if "attributes" not in reference or "attributes" not in candidate:
+        return  # a manifest of format 1 records no attributes
+    ref: Mapping[str, Any] = reference["attributes"]
+    cand: Mapping[str, Any] = candidate["attributes"]
+    gone, new = sorted(set(ref) - set(cand)), sorted(set(cand) - set(ref))
+    hint = f' (renamed "{new[0]}"?)' if len(gone) == 1 and len(new) == 1 else ""
+    for name in gone:
+        yield Finding(
+            path,
+            "attribute-missing",
+            f'attribute "{name}" of {sides.reference} is missing in {sides.candidate}{hint}',
+            name,
+        )
+    if sides.exact:
+        for name in new:
+            yield Finding(
+                path,
+                "attribute-extra",
+                f'attribute "{name}" of {sides.candidate} is not in {sides.reference}',
+                name,
+            )
+    for name in sorted(set(ref) & set(cand)):
+        ours, theirs = ref[name], cand[name]
+        if (ours["kind"] == "method") != (theirs["kind"] == "method"):
+            yield Finding(
+                path,
+                "attribute-kind",
+                f'attribute "{name}" is a {ours["kind"]} in {sides.reference} but a {theirs["kind"]} in {sides.candidate}',
+                name,
             )
             continue
-        if fake_entry["kind"] == "missing":
-            findings.append(
-                Finding(path, "missing-in-fake", f"is in real {version} but missing in the fake")
+        if ours.get("values") != theirs.get("values"):
+            yield Finding(
+                path,
+                "values",
+                f'attribute "{name}" takes {_listed(ours.get("values"))} in {sides.reference} '
+                f"but {_listed(theirs.get('values'))} in {sides.candidate}",
+                name,
             )
-            continue
-        if real_entry["kind"] != fake_entry["kind"]:
-            findings.append(
-                Finding(
-                    path,
-                    "kind",
-                    f"is a {real_entry['kind']} in real {version}, a {fake_entry['kind']} in the fake",
-                )
+        elif _annotation_drift(
+            ours.get("annotation"), theirs.get("annotation"), sides, accepted=False
+        ):
+            yield Finding(
+                path,
+                "attribute-annotation",
+                f'attribute "{name}" is annotated {ours["annotation"]} in {sides.reference} '
+                f"but {theirs['annotation']} in {sides.candidate}",
+                name,
             )
-            continue
-        if real_entry["kind"] == "exception" and real_entry.get("bases") != fake_entry.get("bases"):
-            findings.append(
-                Finding(
-                    path,
-                    "bases",
-                    f"exception bases differ: real {version} has {', '.join(real_entry.get('bases') or [])}; "
-                    f"the fake has {', '.join(fake_entry.get('bases') or [])}",
-                )
-            )
-        if real_entry.get("parameters") is not None and fake_entry.get("parameters") is not None:
-            findings.extend(_compare_parameters(path, real_entry, fake_entry, version))
-    return findings
+
+
+def _listed(values: list[Any] | None) -> str:
+    return "any value" if values is None else ", ".join(map(repr, values))
+
+
+# Entries ------------------------------------------------------------------------------------
+
+
+def _compare_entry(
+    path: str, reference: Mapping[str, Any], candidate: Mapping[str, Any], sides: Sides
+) -> Iterator[Finding]:
+    if reference["kind"] == "missing" and candidate["kind"] == "missing":
+        return
+    if reference["kind"] == "missing":
+        if sides.exact:
+            yield Finding(path, "extra", f"is in {sides.candidate} but not in {sides.reference}")
+        return
+    if candidate["kind"] == "missing":
+        reason = f" ({candidate['error']})" if candidate.get("error") else ""
+        yield Finding(
+            path, "missing", f"is in {sides.reference} but missing in {sides.candidate}{reason}"
+        )
+        return
+    if reference["kind"] != candidate["kind"]:
+        yield Finding(
+            path,
+            "kind",
+            f"is a {reference['kind']} in {sides.reference} but a {candidate['kind']} in {sides.candidate}",
+        )
+        return
+    if reference["kind"] == "exception" and reference.get("bases") != candidate.get("bases"):
+        yield Finding(
+            path,
+            "bases",
+            f"exception bases differ: {sides.reference} has {', '.join(reference.get('bases') or [])}; "
+            f"{sides.candidate} has {', '.join(candidate.get('bases') or [])}",
+        )
+    if reference.get("parameters") is not None and candidate.get("parameters") is not None:
+        yield from _compare_parameters(path, reference, candidate, sides)
+    if _annotation_drift(reference.get("returns"), candidate.get("returns"), sides, accepted=False):
+        yield Finding(
+            path,
+            "returns",
+            f"returns {reference['returns']} in {sides.reference} but {candidate['returns']} in {sides.candidate}",
+        )
+    yield from _compare_attributes(path, reference, candidate, sides)
+
+
+def compare_manifests(
+    reference: Mapping[str, Any], candidate: Mapping[str, Any], sides: Sides | None = None
+) -> list[Finding]:
+    """What ``candidate`` (by default a fake) gets wrong about ``reference``."""
+    sides = sides or Sides.fake(reference)
+    missing = {"kind": "missing"}
+    ref_entries, cand_entries = reference["entries"], candidate["entries"]
+    return [
+        finding
+        for path in sorted(set(ref_entries) | set(cand_entries))
+        for finding in _compare_entry(
+            path, ref_entries.get(path, missing), cand_entries.get(path, missing), sides
+        )
+    ]
 
 
 def apply_allowlist(findings: list[Finding], allowlist: list[str], sdk: str) -> list[Finding]:
@@ -196,6 +448,9 @@ def apply_allowlist(findings: list[Finding], allowlist: list[str], sdk: str) -> 
         if entry not in ids
     )
     return kept
+
+
+# Recorded calls and reads -------------------------------------------------------------------
 
 
 def signature_of(entry: Mapping[str, Any]) -> inspect.Signature:
@@ -225,23 +480,66 @@ def bind_call(manifest: Mapping[str, Any], call: Mapping[str, Any]) -> str | Non
     return None
 
 
+def _defaults_problems(manifest: Mapping[str, Any], call: Mapping[str, Any]) -> Iterator[str]:
+    """The defaults the worker left alone that the real SDK sets otherwise."""
+    entry = manifest["entries"].get(call["name"]) or {}
+    parameters = _named(entry)
+    for name, fake_default in (call.get("defaulted") or {}).items():
+        real = parameters.get(name)
+        if real is None or "default" not in real or real["default"] == fake_default:
+            continue
+        yield (
+            f'{call["name"]}(...) leaves "{name}" to its default, {fake_default} on the fake '
+            f"but {real['default']} in real {manifest['version']}"
+        )
+
+
+def _read_problem(manifest: Mapping[str, Any], read: Mapping[str, Any]) -> str | None:
+    """Why a recorded attribute read ``{"name", "read", "compared_with"?}`` fails on ``manifest``."""
+    version = manifest["version"]
+    entry = manifest["entries"].get(read["name"])
+    if entry is None or entry["kind"] == "missing":
+        return f"{read['name']} does not exist in real {version}"
+    attributes = entry.get("attributes")
+    if attributes is None:
+        return None  # a manifest of format 1 records no attributes
+    attribute = attributes.get(read["read"])
+    where = f"{read['name']}.{read['read']}"
+    if attribute is None:
+        return f"{where} is read but does not exist in real {version}"
+    values = attribute.get("values")
+    if "compared_with" in read and values is not None and read["compared_with"] not in values:
+        return (
+            f"{where} is compared with {read['compared_with']!r}, a value real {version} never "
+            f"gives ({_listed(values)})"
+        )
+    return None
+
+
 def check_recorded_calls(
     calls: Iterable[Mapping[str, Any]],
     manifests: Iterable[Mapping[str, Any]],
     site_names: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """``site: reason`` for every recorded call that would fail against a committed manifest.
+    """``site: reason`` for every recorded call or read that would fail against a committed
+    manifest, each once.
 
     ``site_names`` maps file names as the fake saw them (the worker's copy, in a scratch
     directory) to the source file a reader should open.
     """
     problems: list[str] = []
     manifests = list(manifests)
-    for call in calls:
-        site = str(call.get("site", "<unknown site>"))
+    for record in calls:
+        site = str(record.get("site", "<unknown site>"))
         for copied, source in (site_names or {}).items():
             site = re.sub(r"[^\s:]*" + re.escape(copied), source, site)
         for manifest in manifests:
-            if reason := bind_call(manifest, call):
-                problems.append(f"{site}: {reason}")
+            if "read" in record:
+                reasons = [reason] if (reason := _read_problem(manifest, record)) else []
+            else:
+                bound = bind_call(manifest, record)
+                reasons = [bound] if bound else list(_defaults_problems(manifest, record))
+            problems.extend(
+                f"{site}: {reason}" for reason in reasons if f"{site}: {reason}" not in problems
+            )
     return problems

@@ -13,6 +13,7 @@ from typing import Any, final
 
 from evalexport.contracts.check import (
     Finding,
+    Sides,
     apply_allowlist,
     compare_manifests,
     load_allowlist,
@@ -26,7 +27,7 @@ __all__ = [
     "check_fake",
     "contract_command",
     "extract_manifest",
-    "verify_installed",
+    "verify_release",
 ]
 
 EXTRACTOR = Path(__file__).resolve().parent / "surface_extractor.py"
@@ -52,6 +53,10 @@ class Report:
     @property
     def exit_code(self) -> int:
         return 1 if self.findings else 0
+
+
+def _found(findings: list[Finding]) -> str:
+    return f"Found {len(findings)} error{'' if len(findings) == 1 else 's'}"
 
 
 def surface_of(sdk: str) -> Surface:
@@ -144,67 +149,78 @@ def check_fake(sdk: str, contracts: Path, fake: Path | None = None) -> Report:
     if not manifests:
         raise ContractError(f"no committed manifests in {directory}")
     fake_manifest = extract_manifest(sdk, fake=fake)
-    findings = [finding for real in manifests for finding in compare_manifests(real, fake_manifest)]
+    findings = [
+        finding
+        for real in manifests
+        for finding in compare_manifests(real, fake_manifest, Sides.fake(real))
+    ]
     findings = apply_allowlist(findings, load_allowlist(directory), sdk)
     versions = ", ".join(str(m["version"]) for m in manifests)
     report = Report(findings=findings)
     report.lines = [finding.line() for finding in findings]
     report.lines.append(
-        f"{'Found ' + str(len(findings)) + ' errors' if findings else 'Success: no drift'} "
+        f"{_found(findings) if findings else 'Success: no drift'} "
         f"(fake {sdk} {fake_manifest['version']} against real {versions})"
     )
     return report
 
 
-def verify_installed(sdk: str, contracts: Path) -> Report:
-    """The installed real SDK has every name the worker uses (and matches its committed manifest)."""
-    manifest = extract_manifest(sdk)
-    findings = [
-        Finding(
-            path,
-            "missing-at-runtime",
-            f"the worker uses it but {sdk} {manifest['version']} lacks it ({entry.get('error')})",
+def verify_release(sdk: str, contracts: Path, requirement: str | None = None) -> Report:
+    """A real release of ``sdk`` against the committed manifests: the one of its own version,
+    or, for a version with none yet, the newest. Any change that can break the worker is a
+    finding, whether or not the version has a committed manifest.
+
+    The release is the one installed here, or the one ``requirement`` installs in a new
+    environment (``mlflow==3.18.0``, or a wheel's path).
+    """
+    directory = contracts / sdk
+    committed = load_manifests(directory)
+    if not committed:
+        raise ContractError(
+            f"no committed manifests in {directory}; extract one first: "
+            f"evalexport contract manifest {sdk} --requirement {sdk}==VERSION > {directory}/VERSION.json"
         )
-        for path, entry in manifest["entries"].items()
-        if entry["kind"] == "missing"
-    ]
-    committed = contracts / sdk / f"{manifest['version']}.json"
-    if committed.exists():
-        recorded = json.loads(committed.read_text(encoding="utf-8"))
-        findings += [
-            Finding(
-                f.path,
-                f"changed-since-commit-{f.code}",
-                f.message.replace("the fake", "this install"),
-                f.parameter,
-            )
-            for f in compare_manifests(recorded, manifest)
-        ]
+    manifest = extract_manifest(sdk, requirement=requirement)
+    version = str(manifest["version"])
+    own = [m for m in committed if str(m["version"]) == version]
+    reference = own[0] if own else committed[-1]
+    findings = compare_manifests(reference, manifest, Sides.release(reference, manifest))
+    against = (
+        "its committed manifest"
+        if own
+        else f"the newest committed manifest ({reference['version']}), as it has none of its own"
+    )
     report = Report(findings=findings)
     report.lines = [finding.line() for finding in findings]
-    state = (
-        "matches its committed manifest"
-        if committed.exists()
-        else f"has no committed manifest ({committed})"
-    )
-    report.lines.append(
-        f"{'Found ' + str(len(findings)) + ' errors' if findings else 'Success'}: "
-        f"{sdk} {manifest['version']} has the worker's surface; it {state}"
-    )
+    if findings:
+        report.lines.append(
+            f"{_found(findings)}: {sdk} {version} differs from {against} in what the "
+            "worker uses; follow it in the worker and the fake before committing its manifest"
+        )
+    else:
+        report.lines.append(
+            f"Success: {sdk} {version} has the worker's surface and matches {against}"
+        )
+        if not own:
+            report.lines.append(
+                f"Commit its manifest: evalexport contract manifest {sdk} --requirement "
+                f"{sdk}=={version} > {directory}/{version}.json"
+            )
     return report
 
 
 _CONTRACT_HELP = """usage: evalexport contract manifest SDK [--fake PATH | --requirement REQ]
        evalexport contract check SDK [--fake PATH] [--contracts DIR]
-       evalexport contract verify SDK [--contracts DIR]
+       evalexport contract verify SDK [--requirement REQ] [--contracts DIR]
 
 manifest  print the surface manifest (signatures, exception bases, version) of SDK as it is
           installed here, in a fake's source tree (--fake fakes/evalrdl/src), or in a new
           environment built from a requirement (--requirement mlflow==2.22.1)
 check     compare the fake's manifest with every committed manifest in DIR/SDK/ (default
           DIR: ./contracts); one finding per line; exit 1 on any finding
-verify    check that the SDK installed here has every name the worker uses, and that it matches
-          the committed manifest of its version"""
+verify    check a real release of SDK (installed here, or built from --requirement REQ in a
+          new environment) against the committed manifest of its version or, for a version
+          with none, the newest one; exit 1 on any change that can break the worker"""
 
 
 def contract_command(
@@ -229,7 +245,7 @@ def contract_command(
         report = (
             check_fake(sdk, contracts, fake)
             if action == "check"
-            else verify_installed(sdk, contracts)
+            else verify_release(sdk, contracts, values.get("--requirement"))
         )
     except ContractError as error:
         return usage_error(str(error))

@@ -4,18 +4,37 @@ Standard library only: this file runs in-process (``evalexport contract manifest
 worker body inside an SDK's environment. A surface is a list of dotted paths; ``()`` marks an
 instance, so ``evalrdl.Client().uploads.upload`` is the ``upload`` method of the ``uploads``
 attribute of a ``Client()`` built with its defaults (stubtest cannot see instance attributes
-such as ``uploads``; this can). For each path the manifest records its kind, every parameter
-(name, kind, whether it has a default, annotation) and, for exceptions, the base classes.
+such as ``uploads``; this can).
+
+For each path the manifest records its kind and:
+
+- every parameter: name, kind, annotation, whether it has a default and, if so, the default
+  (``repr`` of a literal, ``<module.Type>`` of anything else, so no memory address lands in a
+  committed file);
+- for a callable, its return annotation: what the worker gets back;
+- for a class or an exception, its public attributes (``attributes``), what the worker reads
+  back: annotated fields, properties, methods, class constants and the instance attributes its
+  ``__init__`` methods assign (``self.stage = stage``, which no class-level tool sees). A field
+  annotated with a ``Literal`` or an ``Enum`` also records its allowed ``values``;
+- for an exception, its base classes.
 """
 
 from __future__ import annotations
 
+import ast
+import enum
 import importlib
 import inspect
 import os
+import re
+import textwrap
+import types
+import typing
 from typing import Any
 
-MANIFEST_FORMAT = 1
+MANIFEST_FORMAT = 2
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def _resolve(path: str) -> Any:
@@ -39,30 +58,144 @@ def _resolve(path: str) -> Any:
     return obj
 
 
+def _qualified(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def annotation_text(annotation: Any) -> str | None:
+    """An annotation as text; ``None`` where there is none."""
+    if annotation is inspect.Parameter.empty or annotation is inspect.Signature.empty:
+        return None
+    if isinstance(annotation, str):
+        return annotation
+    return _ADDRESS.sub("", inspect.formatannotation(annotation))
+
+
+def default_text(value: Any) -> str:
+    """A default as text that is the same in every process: literals by ``repr``."""
+    literal = (type(None), bool, int, float, complex, str, bytes)
+    if isinstance(value, literal) or (
+        isinstance(value, tuple | frozenset) and all(isinstance(v, literal) for v in value)
+    ):
+        return repr(value)
+    if isinstance(value, enum.Enum):
+        return f"{_qualified(type(value))}.{value.name}"
+    return f"<{_qualified(type(value))}>"
+
+
+def _allowed_values(annotation: Any) -> list[Any] | None:
+    """The values a ``Literal[...]`` or ``Enum`` annotation allows (``Optional`` unwrapped)."""
+    if inspect.isclass(annotation) and issubclass(annotation, enum.Enum):
+        return [_plain(member.value) for member in annotation]
+    if typing.get_origin(annotation) is typing.Literal:
+        return [_plain(value) for value in typing.get_args(annotation)]
+    arguments = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if len(arguments) == 1 and typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return _allowed_values(arguments[0])
+    return None
+
+
+def _plain(value: Any) -> Any:
+    return value if isinstance(value, str | int | float | bool) or value is None else str(value)
+
+
 def _parameters(obj: Any) -> list[dict[str, Any]] | None:
     try:
         signature = inspect.signature(obj)
     except (TypeError, ValueError):
         return None
-    return [
-        {
+    parameters = []
+    for parameter in signature.parameters.values():
+        entry: dict[str, Any] = {
             "name": parameter.name,
             "kind": parameter.kind.name,
             "has_default": parameter.default is not inspect.Parameter.empty,
-            "annotation": None
-            if parameter.annotation is inspect.Parameter.empty
-            else (
-                parameter.annotation
-                if isinstance(parameter.annotation, str)
-                else inspect.formatannotation(parameter.annotation)
-            ),
+            "annotation": annotation_text(parameter.annotation),
         }
-        for parameter in signature.parameters.values()
-    ]
+        if entry["has_default"]:
+            entry["default"] = default_text(parameter.default)
+        parameters.append(entry)
+    return parameters
 
 
-def _qualified(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
+def _returns(obj: Any) -> str | None:
+    try:
+        return annotation_text(inspect.signature(obj).return_annotation)
+    except (TypeError, ValueError):
+        return None
+
+
+def _own_classes(cls: type) -> list[type]:
+    """``cls`` and its bases, without ``object``, ``Exception`` and the other builtins."""
+    return [klass for klass in cls.__mro__ if klass.__module__ != "builtins"]
+
+
+def _init_assignments(cls: type) -> set[str]:
+    """Public attributes ``__init__`` assigns on ``self`` (``self.stage = stage``)."""
+    init = cls.__dict__.get("__init__")
+    if init is None:
+        return set()
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+    except (OSError, TypeError, SyntaxError):
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+            targets = [node.target]
+        for target in targets:
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+            ):
+                names.add(target.attr)
+    return names
+
+
+def _field(annotation: Any, kind: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"kind": kind, "annotation": annotation_text(annotation)}
+    values = None if annotation is inspect.Signature.empty else _allowed_values(annotation)
+    if values is not None:
+        entry["values"] = values
+    return entry
+
+
+def _attributes(cls: type) -> dict[str, dict[str, Any]]:
+    """The public attributes of instances of ``cls``: what a worker can read back."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # unresolvable forward references: fall back to the raw annotations
+        hints = {}
+        for klass in reversed(_own_classes(cls)):
+            hints.update(getattr(klass, "__annotations__", {}) or {})
+    attributes: dict[str, dict[str, Any]] = {}
+    for klass in reversed(_own_classes(cls)):
+        for name in sorted(_init_assignments(klass)):
+            attributes[name] = _field(hints.get(name, inspect.Signature.empty), "instance")
+        for name, value in vars(klass).items():
+            if name.startswith("_"):
+                continue
+            if isinstance(value, property):
+                returns = (
+                    inspect.signature(value.fget).return_annotation
+                    if value.fget is not None
+                    else inspect.Signature.empty
+                )
+                attributes[name] = _field(returns, "property")
+            elif callable(value) or isinstance(value, classmethod | staticmethod):
+                attributes[name] = {"kind": "method"}
+            elif name not in hints:
+                attributes[name] = {"kind": "constant", "value": default_text(value)}
+    for name, annotation in hints.items():
+        if not name.startswith("_") and typing.get_origin(annotation) is not typing.ClassVar:
+            attributes.setdefault(name, _field(annotation, "field"))
+            if attributes[name]["kind"] == "instance":
+                attributes[name] = _field(annotation, "field")
+    return {name: attributes[name] for name in sorted(attributes) if not name.startswith("_")}
 
 
 def describe(obj: Any) -> dict[str, Any]:
@@ -71,11 +204,12 @@ def describe(obj: Any) -> dict[str, Any]:
             "kind": "exception",
             "bases": [_qualified(base) for base in obj.__mro__[1:]],
             "parameters": _parameters(obj),
+            "attributes": _attributes(obj),
         }
     if inspect.isclass(obj):
-        return {"kind": "class", "parameters": _parameters(obj)}
+        return {"kind": "class", "parameters": _parameters(obj), "attributes": _attributes(obj)}
     if callable(obj):
-        return {"kind": "callable", "parameters": _parameters(obj)}
+        return {"kind": "callable", "parameters": _parameters(obj), "returns": _returns(obj)}
     return {"kind": "attribute", "type": _qualified(type(obj))}
 
 

@@ -1,5 +1,10 @@
 """The SDK surface each worker uses: the names the contract checks hold the fakes and the real
-SDKs to. Keep these in step with ``evalexport/workers/*_worker.py``."""
+SDKs to. Keep these in step with ``evalexport/workers/*_worker.py``.
+
+A surface lists what the worker calls and what it reads back: the classes of the objects the
+SDK returns (``evalrdl.Upload``: ``.state``, ``.run_id``) and the exceptions whose attributes
+it reads (``IntakeRefused.stage``). The manifest records their attributes, so a renamed field
+is drift like a renamed parameter."""
 
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ SURFACES: dict[str, Surface] = {
         (
             "evalrdl.Client",
             "evalrdl.Client().uploads.upload",
+            "evalrdl.Upload",
             "evalrdl.sdk.api.upload_plan",
             "evalrdl.EvalRDLError",
             "evalrdl.IntakeRefused",
@@ -46,6 +52,9 @@ SURFACES: dict[str, Surface] = {
             "mlflow.tracking.MlflowClient.log_artifact",
             "mlflow.tracking.MlflowClient.set_terminated",
             "mlflow.tracking.MlflowClient.search_runs",
+            "mlflow.entities.Experiment",
+            "mlflow.entities.Run",
+            "mlflow.entities.RunInfo",
             "mlflow.entities.Metric",
             "mlflow.entities.Param",
             "mlflow.entities.RunTag",
@@ -58,6 +67,7 @@ SURFACES: dict[str, Surface] = {
             "wandb.init",
             "wandb.Settings",
             "wandb.Table",
+            "wandb.sdk.wandb_run.Run",
             "wandb.sdk.wandb_run.Run.log",
             "wandb.sdk.wandb_run.Run.finish",
             "wandb.sdk.wandb_summary.Summary.update",

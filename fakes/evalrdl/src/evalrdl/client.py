@@ -3,6 +3,7 @@
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from evalrdl import _fake
 from evalrdl._auth import find_token
@@ -13,12 +14,16 @@ URLS = {"prod": "https://evalrdl.example.com", "stg": "https://evalrdl-stg.examp
 MINIMUM_VERSION_WHEN_TOO_OLD = "0.0.250"
 
 
+UploadState = Literal["committed", "deduped", "accepted"]
+
+
+@_fake.records_reads("evalrdl.Upload")
 @dataclass(frozen=True)
 class Upload:
     """One upload's outcome. ``state`` is ``committed``, ``deduped`` or ``accepted``."""
 
     dir: str
-    state: str
+    state: UploadState
     run_id: str | None
     upload_token: str
     needs_binding: bool = False

@@ -1,10 +1,13 @@
 """The SDK's exceptions, with the real bases: every SDK error is an ``EvalRDLError``."""
 
+from evalrdl import _fake
+
 
 class EvalRDLError(Exception):
     """Base class of every error the SDK raises."""
 
 
+@_fake.records_reads("evalrdl.IntakeRefused")
 class IntakeRefused(EvalRDLError):
     """The service refused the upload at one of its intake stages."""
 
@@ -14,6 +17,7 @@ class IntakeRefused(EvalRDLError):
         self.reason = reason
 
 
+@_fake.records_reads("evalrdl.ClientTooOld")
 class ClientTooOld(EvalRDLError):
     """The service no longer accepts this SDK version."""
 
