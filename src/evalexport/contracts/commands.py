@@ -188,14 +188,14 @@ def verify_release(sdk: str, contracts: Path, requirement: str | None = None) ->
     against = (
         "its committed manifest"
         if own
-        else f"the newest committed manifest ({reference['version']}), as it has none of its own"
+        else f"the newest committed manifest, {reference['version']} ({version} has none of its own)"
     )
     report = Report(findings=findings)
     report.lines = [finding.line() for finding in findings]
     if findings:
         report.lines.append(
-            f"{_found(findings)}: {sdk} {version} differs from {against} in what the "
-            "worker uses; follow it in the worker and the fake before committing its manifest"
+            f"{_found(findings)}: in what the worker uses, {sdk} {version} differs from "
+            f"{against}. Follow it in the worker and the fake before committing its manifest."
         )
     else:
         report.lines.append(

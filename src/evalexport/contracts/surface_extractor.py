@@ -72,7 +72,11 @@ def annotation_text(annotation: Any) -> str | None:
 
 
 def default_text(value: Any) -> str:
-    """A default as text that is the same in every process: literals by ``repr``."""
+    """A default as text that is the same in every process: literals by ``repr``, others by
+    type. A default taken from the process at import time (wandb's ``Settings.x_stats_pid`` is
+    the importing process's id) is not part of the contract and is recorded as such."""
+    if type(value) is int and value == os.getpid():
+        return "<process id>"
     literal = (type(None), bool, int, float, complex, str, bytes)
     if isinstance(value, literal) or (
         isinstance(value, tuple | frozenset) and all(isinstance(v, literal) for v in value)
