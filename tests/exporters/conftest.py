@@ -7,7 +7,7 @@ import json
 import os
 import secrets
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,19 +29,46 @@ def fake_evalrdl_wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @dataclass
 class EvalRDLSdk:
-    """The SDK under test, its call log, its store and the token planted for it."""
+    """The SDK under test, the token planted for it and, for the fake, its call log and store.
+
+    A real SDK keeps neither a call log nor a store a test can read: tests assert on the
+    ``ExportResult`` (the service's answer) and look at the log and the store only
+    ``if evalrdl_sdk.is_fake``.
+    """
 
     real: bool
     call_log: Path
     store: Path
     token: str
     monkeypatch: pytest.MonkeyPatch
+    _distinct: set[Path] = field(default_factory=set)
 
-    def calls(self, name: str | None = None) -> list[dict[str, Any]]:
+    @property
+    def is_fake(self) -> bool:
+        return not self.real
+
+    def _fake_only(self, what: str) -> None:
+        if self.real:
+            raise AssertionError(
+                f"{what} is the fake's; guard this assertion with `if evalrdl_sdk.is_fake`"
+            )
+
+    def records(self) -> list[dict[str, Any]]:
+        """Every line of the fake's log: calls and the worker's attribute reads."""
+        self._fake_only("the call log")
         if not self.call_log.exists():
             return []
-        calls = [json.loads(line) for line in self.call_log.read_text().splitlines()]
-        return [call for call in calls if name is None or call["name"] == name]
+        return [json.loads(line) for line in self.call_log.read_text().splitlines()]
+
+    def calls(self, name: str | None = None) -> list[dict[str, Any]]:
+        return [
+            record
+            for record in self.records()
+            if "read" not in record and (name is None or record["name"] == name)
+        ]
+
+    def reads(self) -> list[dict[str, Any]]:
+        return [record for record in self.records() if "read" in record]
 
     def behave(self, behaviour: str, **settings: str) -> None:
         """Tell the fake how to behave; tests that need this cannot run on the real SDK."""
@@ -58,7 +85,18 @@ class EvalRDLSdk:
                 f"the real evalrdl SDK is not reachable through your index settings: {output[-300:]}"
             )
 
+    def distinct(self, sample: Any) -> None:
+        """On a real service, make ``sample``'s content new: the service remembers what it has
+        stored, across tests and reruns, and would report a second test's identical sample run
+        as ``deduped``. A note file in the run directory does it (the directory is uploaded as
+        it is); once per run directory, so a test's own second upload is still a duplicate."""
+        if self.is_fake or sample.run.run_dir in self._distinct:
+            return
+        (sample.run.run_dir / "evalexport-test-note.txt").write_text(secrets.token_hex(16))
+        self._distinct.add(sample.run.run_dir)
+
     def stored_runs(self) -> list[dict[str, Any]]:
+        self._fake_only("the store")
         runs = self.store / "runs"
         return (
             [json.loads(p.read_text()) for p in sorted(runs.glob("*.json"))]
@@ -69,7 +107,8 @@ class EvalRDLSdk:
     def leaks(self, *texts: str) -> list[str]:
         """Where the token appears: in the given texts, the call log or the store."""
         found = [f"output {i}" for i, text in enumerate(texts) if self.token in text]
-        for path in [self.call_log, *sorted(self.store.rglob("*"))]:
+        kept = [self.call_log, *sorted(self.store.rglob("*"))] if self.is_fake else []
+        for path in kept:
             if path.is_file() and self.token.encode() in path.read_bytes():
                 found.append(str(path))
         return found
@@ -80,7 +119,7 @@ def _assert_calls_bind_to_the_real_sdk(sdk: EvalRDLSdk) -> None:
     from evalexport.exporters.evalrdl import EvalRDLExporter
 
     problems = check_recorded_calls(
-        sdk.calls(),
+        sdk.records(),
         load_manifests(CONTRACTS / "evalrdl"),
         {"evalexport_worker_body.py": str(EvalRDLExporter.worker_body)},
     )
@@ -99,7 +138,9 @@ def evalrdl_sdk(
     tmp_path: Path,
 ) -> Iterator[EvalRDLSdk]:
     """The SDK under test. At teardown, every call the fake recorded must bind to the
-    committed real signatures (contracts/evalrdl/), or the test fails naming the call site."""
+    committed real signatures (contracts/evalrdl/), every attribute the worker read back must
+    exist there with the values it compared, and every default it relied on must be the real
+    default, or the test fails naming the call site."""
     real = bool(request.config.getoption("--with_evalrdl_sdk"))
     if not real:
         # Exactly as in production, only the installed package differs: the default
@@ -112,13 +153,15 @@ def evalrdl_sdk(
         ):
             monkeypatch.setenv(variable, value)
     call_log = tmp_path / "evalrdl-calls.jsonl"
-    monkeypatch.setenv("EVALRDL_FAKE_CALL_LOG", str(call_log))
+    if not real:
+        monkeypatch.setenv("EVALRDL_FAKE_CALL_LOG", str(call_log))
     monkeypatch.delenv("EVALRDL_FAKE_BEHAVIOUR", raising=False)
     token = f"canary-evalrdl-token-{secrets.token_hex(8)}"
     monkeypatch.setenv("EVALRDL_TOKEN", token)
     sdk = EvalRDLSdk(real, call_log, Path(os.environ["EVALRDL_FAKE_STORE"]), token, monkeypatch)
     yield sdk
-    _assert_calls_bind_to_the_real_sdk(sdk)
+    if sdk.is_fake:
+        _assert_calls_bind_to_the_real_sdk(sdk)
 
 
 @pytest.fixture
@@ -127,6 +170,7 @@ def export_evalrdl(evalrdl_sdk: EvalRDLSdk) -> Callable[..., Any]:
     from evalexport.exporters.evalrdl import EvalRDLExporter
 
     def export(sample: Any, **options: Any) -> Any:
+        evalrdl_sdk.distinct(sample)
         exporter = EvalRDLExporter()
         config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample.rollouts), **options})
         result = exporter.export(sample.run, config)

@@ -93,7 +93,7 @@ def test_calls_end_the_same_way_on_the_fake_and_the_real_signature(
     probe_environments, sample_run, monkeypatch
 ) -> None:
     # These calls are malformed on purpose: keep them out of the log the binding check reads.
-    monkeypatch.delenv("EVALRDL_FAKE_CALL_LOG")
+    monkeypatch.delenv("EVALRDL_FAKE_CALL_LOG", raising=False)
     fake, real = probe_environments
     run_dir = str(sample_run.run.run_dir)
 

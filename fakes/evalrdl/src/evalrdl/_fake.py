@@ -160,7 +160,7 @@ def records_reads(name: str) -> Callable[[C], C]:
     (``"compared_with"``): the contract check resolves each against the real SDK's manifests."""
 
     def decorate(cls: C) -> C:
-        original = cls.__getattribute__
+        original: Callable[[Any, str], Any] = cls.__getattribute__
 
         def __getattribute__(self: Any, attribute: str) -> Any:
             value = original(self, attribute)
