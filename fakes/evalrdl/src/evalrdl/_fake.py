@@ -11,7 +11,7 @@ import sys
 import sysconfig
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 BEHAVIOURS = (
     "refuse",
@@ -151,7 +151,7 @@ class _ComparedText(str):
     __hash__ = str.__hash__
 
 
-C = TypeVar("C", bound=type)
+C = TypeVar("C", bound=type[Any])
 
 
 def records_reads(name: str) -> Callable[[C], C]:
@@ -160,10 +160,10 @@ def records_reads(name: str) -> Callable[[C], C]:
     (``"compared_with"``): the contract check resolves each against the real SDK's manifests."""
 
     def decorate(cls: C) -> C:
-        original: Callable[[Any, str], Any] = cls.__getattribute__
+        inherited = cast("Callable[[Any, str], Any]", cls.__getattribute__)
 
         def __getattribute__(self: Any, attribute: str) -> Any:
-            value = original(self, attribute)
+            value = inherited(self, attribute)
             if attribute.startswith("_") or not os.environ.get("EVALRDL_FAKE_CALL_LOG"):
                 return value
             site = _call_site()
