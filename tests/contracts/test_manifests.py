@@ -54,3 +54,41 @@ def test_every_sdk_method_a_worker_calls_is_in_its_declared_surface(
     assert called <= declared, (
         f"{worker} calls {sorted(called - declared)} outside the declared surface"
     )
+
+
+@pytest.mark.parametrize("sdk", sorted(SURFACES))
+def test_every_committed_manifest_records_what_the_worker_reads_back(sdk: str) -> None:
+    for manifest in load_manifests(ROOT / "contracts" / sdk):
+        assert manifest["format"] == 2, f"{sdk} {manifest['version']}: re-extract it"
+        for path, entry in manifest["entries"].items():
+            if entry["kind"] in ("class", "exception"):
+                assert "attributes" in entry, f"{sdk} {manifest['version']} {path}"
+            if entry["kind"] == "callable":
+                assert "returns" in entry, f"{sdk} {manifest['version']} {path}"
+
+
+READ_BACK = {
+    "evalrdl.Upload": {"state", "run_id", "upload_token", "needs_binding"},
+    "evalrdl.IntakeRefused": {"stage", "reason"},
+    "mlflow.entities.Experiment": {"experiment_id"},
+    "mlflow.entities.Run": {"info"},
+    "mlflow.entities.RunInfo": {"run_id"},
+    "wandb.sdk.wandb_run.Run": {"id", "dir", "summary"},
+}
+"""The attributes each worker reads on what its SDK returns or raises."""
+
+
+@pytest.mark.parametrize(("path", "attributes"), sorted(READ_BACK.items()))
+def test_what_the_workers_read_back_is_in_every_committed_manifest(
+    path: str, attributes: set[str]
+) -> None:
+    sdk = path.split(".")[0]
+    assert path in SURFACES[sdk].paths
+    source = (WORKERS / f"{sdk}_worker.py").read_text()
+    for attribute in attributes:
+        assert re.search(rf"\.{attribute}\b|, \"{attribute}\"", source), (
+            f"{sdk}_worker.py no longer reads .{attribute}"
+        )
+    for manifest in load_manifests(ROOT / "contracts" / sdk):
+        recorded = set(manifest["entries"][path]["attributes"])
+        assert attributes <= recorded, (manifest["version"], sorted(attributes - recorded))

@@ -134,13 +134,12 @@ def _own_classes(cls: type) -> list[type]:
     return [klass for klass in cls.__mro__ if klass.__module__ != "builtins"]
 
 
-def _init_assignments(cls: type) -> set[str]:
-    """Public attributes ``__init__`` assigns on ``self`` (``self.stage = stage``)."""
-    init = cls.__dict__.get("__init__")
-    if init is None:
-        return set()
+def _self_assignments(cls: type) -> set[str]:
+    """Public attributes the class's own methods assign on ``self`` (``self.stage = stage``):
+    instance attributes no class-level tool sees. Every method counts, not only ``__init__``
+    (wandb's ``Run`` sets ``self.summary`` in a helper ``__init__`` calls)."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     except (OSError, TypeError, SyntaxError):
         return set()
     names = set()
@@ -178,7 +177,7 @@ def _attributes(cls: type) -> dict[str, dict[str, Any]]:
             hints.update(getattr(klass, "__annotations__", {}) or {})
     attributes: dict[str, dict[str, Any]] = {}
     for klass in reversed(_own_classes(cls)):
-        for name in sorted(_init_assignments(klass)):
+        for name in sorted(_self_assignments(klass)):
             attributes[name] = _field(hints.get(name, inspect.Signature.empty), "instance")
         for name, value in vars(klass).items():
             if name.startswith("_"):
