@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from evalexport.contracts.check import check_recorded_calls, load_manifests
+from evalexport.contracts.check import load_manifests
 from evalexport.contracts.commands import extract_manifest
+from evalexport.contracts.recorded import check_recorded_calls
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "fakes" / "evalrdl" / "src"

@@ -115,7 +115,8 @@ class EvalRDLSdk:
 
 
 def _assert_calls_bind_to_the_real_sdk(sdk: EvalRDLSdk) -> None:
-    from evalexport.contracts.check import check_recorded_calls, load_manifests
+    from evalexport.contracts.check import load_manifests
+    from evalexport.contracts.recorded import check_recorded_calls
     from evalexport.exporters.evalrdl import EvalRDLExporter
 
     problems = check_recorded_calls(

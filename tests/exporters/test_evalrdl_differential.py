@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalexport.contracts.check import bind_call, load_manifests
+from evalexport.contracts.check import load_manifests
+from evalexport.contracts.recorded import bind_call
 from evalexport.isolation import EnvironmentSpec, ensure_environment, run_worker
 from tests.exporters.conftest import CONTRACTS
 

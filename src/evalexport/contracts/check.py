@@ -19,18 +19,14 @@ Each finding has a stable id (``path:code[:name]``) for the allowlist of the fak
 (``contracts/<sdk>/allowlist.txt``, one id per line, ``#`` comments); an allowlist entry that
 matches no finding is itself an error, so the list never outlives the drift it excused.
 
-Recorded calls and reads (the fake's log of what the worker did) are checked against every
-committed manifest: each call must bind, each attribute read must exist, each text compared with
-a field of allowed values must be one of them, and each default the worker relied on must be
-the real SDK's default too.
+What the worker did on the fake (its recorded calls and reads) is checked in ``recorded.py``.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
@@ -38,13 +34,13 @@ from typing import Any, final
 __all__ = [
     "Finding",
     "Sides",
+    "annotation_members",
     "apply_allowlist",
-    "bind_call",
-    "check_recorded_calls",
     "compare_manifests",
+    "listed",
     "load_allowlist",
     "load_manifests",
-    "signature_of",
+    "named_parameters",
     "version_key",
 ]
 
@@ -172,7 +168,7 @@ def _parameters(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list(entry.get("parameters") or [])
 
 
-def _named(entry: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def named_parameters(entry: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {p["name"]: p for p in _parameters(entry) if p["kind"] not in _VARIADIC}
 
 
@@ -183,7 +179,7 @@ def _takes_any_keyword(entry: Mapping[str, Any]) -> bool:
 def _compare_parameters(
     path: str, reference: Mapping[str, Any], candidate: Mapping[str, Any], sides: Sides
 ) -> Iterator[Finding]:
-    ref, cand = _named(reference), _named(candidate)
+    ref, cand = named_parameters(reference), named_parameters(candidate)
     ref_order, cand_order = list(ref), list(cand)
     if sides.exact and _takes_any_keyword(candidate) and not _takes_any_keyword(reference):
         yield Finding(
@@ -355,8 +351,8 @@ def _compare_attributes(
             yield Finding(
                 path,
                 "values",
-                f'attribute "{name}" takes {_listed(ours.get("values"))} in {sides.reference} '
-                f"but {_listed(theirs.get('values'))} in {sides.candidate}",
+                f'attribute "{name}" takes {listed(ours.get("values"))} in {sides.reference} '
+                f"but {listed(theirs.get('values'))} in {sides.candidate}",
                 name,
             )
         elif _annotation_drift(
@@ -371,7 +367,7 @@ def _compare_attributes(
             )
 
 
-def _listed(values: list[Any] | None) -> str:
+def listed(values: list[Any] | None) -> str:
     return "any value" if values is None else ", ".join(map(repr, values))
 
 
@@ -448,98 +444,3 @@ def apply_allowlist(findings: list[Finding], allowlist: list[str], sdk: str) -> 
         if entry not in ids
     )
     return kept
-
-
-# Recorded calls and reads -------------------------------------------------------------------
-
-
-def signature_of(entry: Mapping[str, Any]) -> inspect.Signature:
-    """An ``inspect.Signature`` rebuilt from a manifest entry (names, kinds, defaults)."""
-    parameters = [
-        inspect.Parameter(
-            p["name"],
-            inspect._ParameterKind[p["kind"]],
-            default=None if p["has_default"] else inspect.Parameter.empty,
-        )
-        for p in _parameters(entry)
-    ]
-    return inspect.Signature(parameters)
-
-
-def bind_call(manifest: Mapping[str, Any], call: Mapping[str, Any]) -> str | None:
-    """Why a recorded call ``{"name", "args", "kwargs"}`` would fail against ``manifest``."""
-    entry = manifest["entries"].get(call["name"])
-    if entry is None or entry["kind"] == "missing":
-        return f"{call['name']} does not exist in real {manifest['version']}"
-    if entry.get("parameters") is None:
-        return None
-    try:
-        signature_of(entry).bind(*call.get("args", []), **call.get("kwargs", {}))
-    except TypeError as error:
-        return f"{call['name']}(...) would fail against real {manifest['version']}: {error}"
-    return None
-
-
-def _defaults_problems(manifest: Mapping[str, Any], call: Mapping[str, Any]) -> Iterator[str]:
-    """The defaults the worker left alone that the real SDK sets otherwise."""
-    entry = manifest["entries"].get(call["name"]) or {}
-    parameters = _named(entry)
-    for name, fake_default in (call.get("defaulted") or {}).items():
-        real = parameters.get(name)
-        if real is None or "default" not in real or real["default"] == fake_default:
-            continue
-        yield (
-            f'{call["name"]}(...) leaves "{name}" to its default, {fake_default} on the fake '
-            f"but {real['default']} in real {manifest['version']}"
-        )
-
-
-def _read_problem(manifest: Mapping[str, Any], read: Mapping[str, Any]) -> str | None:
-    """Why a recorded attribute read ``{"name", "read", "compared_with"?}`` fails on ``manifest``."""
-    version = manifest["version"]
-    entry = manifest["entries"].get(read["name"])
-    if entry is None or entry["kind"] == "missing":
-        return f"{read['name']} does not exist in real {version}"
-    attributes = entry.get("attributes")
-    if attributes is None:
-        return None  # a manifest of format 1 records no attributes
-    attribute = attributes.get(read["read"])
-    where = f"{read['name']}.{read['read']}"
-    if attribute is None:
-        return f"{where} is read but does not exist in real {version}"
-    values = attribute.get("values")
-    if "compared_with" in read and values is not None and read["compared_with"] not in values:
-        return (
-            f"{where} is compared with {read['compared_with']!r}, a value real {version} never "
-            f"gives ({_listed(values)})"
-        )
-    return None
-
-
-def check_recorded_calls(
-    calls: Iterable[Mapping[str, Any]],
-    manifests: Iterable[Mapping[str, Any]],
-    site_names: Mapping[str, str] | None = None,
-) -> list[str]:
-    """``site: reason`` for every recorded call or read that would fail against a committed
-    manifest, each once.
-
-    ``site_names`` maps file names as the fake saw them (the worker's copy, in a scratch
-    directory) to the source file a reader should open.
-    """
-    problems: list[str] = []
-    manifests = list(manifests)
-    for record in calls:
-        site = str(record.get("site", "<unknown site>"))
-        for copied, source in (site_names or {}).items():
-            site = re.sub(r"[^\s:]*" + re.escape(copied), source, site)
-        for manifest in manifests:
-            if "read" in record:
-                reasons = [reason] if (reason := _read_problem(manifest, record)) else []
-            else:
-                bound = bind_call(manifest, record)
-                reasons = [bound] if bound else list(_defaults_problems(manifest, record))
-            problems.extend(
-                f"{site}: {reason}" for reason in reasons if f"{site}: {reason}" not in problems
-            )
-    return problems

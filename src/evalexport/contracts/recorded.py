@@ -1,0 +1,112 @@
+"""What the worker did on the fake, checked against the committed manifests of the real SDK.
+
+The fake evalrdl logs every call it receives (``{"name", "args", "kwargs", "site",
+"defaulted"}``) and every attribute the worker reads on what it returns or raises
+(``{"name", "read", "site", "compared_with"?}``). Against each committed manifest, each call
+must bind (``inspect.Signature.bind``), each default the worker left alone must be the real
+default, each read attribute must exist, and each text compared with a field of allowed values
+must be one of them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from evalexport.contracts.check import listed, named_parameters
+
+__all__ = ["bind_call", "check_recorded_calls", "signature_of"]
+
+
+def signature_of(entry: Mapping[str, Any]) -> inspect.Signature:
+    """An ``inspect.Signature`` rebuilt from a manifest entry (names, kinds, defaults)."""
+    parameters = [
+        inspect.Parameter(
+            p["name"],
+            inspect._ParameterKind[p["kind"]],
+            default=None if p["has_default"] else inspect.Parameter.empty,
+        )
+        for p in entry.get("parameters") or []
+    ]
+    return inspect.Signature(parameters)
+
+
+def bind_call(manifest: Mapping[str, Any], call: Mapping[str, Any]) -> str | None:
+    """Why a recorded call ``{"name", "args", "kwargs"}`` would fail against ``manifest``."""
+    entry = manifest["entries"].get(call["name"])
+    if entry is None or entry["kind"] == "missing":
+        return f"{call['name']} does not exist in real {manifest['version']}"
+    if entry.get("parameters") is None:
+        return None
+    try:
+        signature_of(entry).bind(*call.get("args", []), **call.get("kwargs", {}))
+    except TypeError as error:
+        return f"{call['name']}(...) would fail against real {manifest['version']}: {error}"
+    return None
+
+
+def _defaults_problems(manifest: Mapping[str, Any], call: Mapping[str, Any]) -> Iterator[str]:
+    """The defaults the worker left alone that the real SDK sets otherwise."""
+    entry = manifest["entries"].get(call["name"]) or {}
+    parameters = named_parameters(entry)
+    for name, fake_default in (call.get("defaulted") or {}).items():
+        real = parameters.get(name)
+        if real is None or "default" not in real or real["default"] == fake_default:
+            continue
+        yield (
+            f'{call["name"]}(...) leaves "{name}" to its default, {fake_default} on the fake '
+            f"but {real['default']} in real {manifest['version']}"
+        )
+
+
+def _read_problem(manifest: Mapping[str, Any], read: Mapping[str, Any]) -> str | None:
+    """Why a recorded attribute read ``{"name", "read", "compared_with"?}`` fails on ``manifest``."""
+    version = manifest["version"]
+    entry = manifest["entries"].get(read["name"])
+    if entry is None or entry["kind"] == "missing":
+        return f"{read['name']} does not exist in real {version}"
+    attributes = entry.get("attributes")
+    if attributes is None:
+        return None  # a manifest of format 1 records no attributes
+    attribute = attributes.get(read["read"])
+    where = f"{read['name']}.{read['read']}"
+    if attribute is None:
+        return f"{where} is read but does not exist in real {version}"
+    values = attribute.get("values")
+    if "compared_with" in read and values is not None and read["compared_with"] not in values:
+        return (
+            f"{where} is compared with {read['compared_with']!r}, a value real {version} never "
+            f"gives ({listed(values)})"
+        )
+    return None
+
+
+def check_recorded_calls(
+    calls: Iterable[Mapping[str, Any]],
+    manifests: Iterable[Mapping[str, Any]],
+    site_names: Mapping[str, str] | None = None,
+) -> list[str]:
+    """``site: reason`` for every recorded call or read that would fail against a committed
+    manifest, each once.
+
+    ``site_names`` maps file names as the fake saw them (the worker's copy, in a scratch
+    directory) to the source file a reader should open.
+    """
+    problems: list[str] = []
+    manifests = list(manifests)
+    for record in calls:
+        site = str(record.get("site", "<unknown site>"))
+        for copied, source in (site_names or {}).items():
+            site = re.sub(r"[^\s:]*" + re.escape(copied), source, site)
+        for manifest in manifests:
+            if "read" in record:
+                reasons = [reason] if (reason := _read_problem(manifest, record)) else []
+            else:
+                bound = bind_call(manifest, record)
+                reasons = [bound] if bound else list(_defaults_problems(manifest, record))
+            problems.extend(
+                f"{site}: {reason}" for reason in reasons if f"{site}: {reason}" not in problems
+            )
+    return problems
