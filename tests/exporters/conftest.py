@@ -78,11 +78,14 @@ class EvalRDLSdk:
         for key, value in settings.items():
             self.monkeypatch.setenv(f"EVALRDL_FAKE_{key.upper()}", value)
 
-    def skip_if_unreachable(self, output: str) -> None:
-        """With --with_evalrdl_sdk and no index serving evalrdl, the test cannot run here."""
+    def fail_if_unreachable(self, output: str) -> None:
+        """With --with_evalrdl_sdk and no index serving evalrdl, say so plainly: the switch
+        asked for the real SDK, so its absence is a failure, not a skip."""
         if self.real and "Cannot build the evalrdl environment" in output:
-            pytest.skip(
-                f"the real evalrdl SDK is not reachable through your index settings: {output[-300:]}"
+            pytest.fail(
+                "--with_evalrdl_sdk asks for the real evalrdl SDK, and your index settings do "
+                f"not serve it: {output[-300:]}",
+                pytrace=False,
             )
 
     def distinct(self, sample: Any) -> None:
@@ -175,7 +178,7 @@ def export_evalrdl(evalrdl_sdk: EvalRDLSdk) -> Callable[..., Any]:
         exporter = EvalRDLExporter()
         config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample.rollouts), **options})
         result = exporter.export(sample.run, config)
-        evalrdl_sdk.skip_if_unreachable(result.message)
+        evalrdl_sdk.fail_if_unreachable(result.message)
         return result
 
     return export

@@ -313,7 +313,7 @@ def test_the_cli_reaches_the_sdk_with_every_setting_and_a_rerun_is_deduped(
     )
     evalrdl_sdk.distinct(sample_run)
     first = cli_process(*args)
-    evalrdl_sdk.skip_if_unreachable(first.output)
+    evalrdl_sdk.fail_if_unreachable(first.output)
     assert first.exit_code == 0, first.output
     assert first.stdout.startswith("succeeded: uploaded as EvalRDL run ")
     if evalrdl_sdk.is_fake:

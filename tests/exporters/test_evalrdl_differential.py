@@ -78,8 +78,10 @@ def probe_environments(evalrdl_sdk, fake_evalrdl_wheelhouse: Path):
         try:
             real = ensure_environment(EnvironmentSpec("evalrdl", ("evalrdl>=0.0.241",)))
         except EnvironmentBuildError as error:
-            pytest.skip(
-                f"the real evalrdl SDK is not reachable through your index settings: {str(error)[-300:]}"
+            pytest.fail(
+                "--with_evalrdl_sdk asks for the real evalrdl SDK, and your index settings do "
+                f"not serve it: {str(error)[-300:]}",
+                pytrace=False,
             )
     return fake, real
 

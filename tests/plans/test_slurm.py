@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evalexport.testing.slurm import SlurmCluster, unavailable_reason
+from tests.support.slurm import SlurmCluster, unavailable_reason
 
 pytestmark = pytest.mark.usefixtures("plugin_site")
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("plugin_site")
 def slurm_cluster(tmp_path_factory: pytest.TempPathFactory):
     reason = unavailable_reason()
     if reason:
-        pytest.skip(f"needs a Slurm cluster: {reason}")
+        pytest.fail(f"--with_slurm asks for a Slurm cluster, and none can start here: {reason}")
     cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
     cluster.start()
     yield cluster
@@ -39,6 +39,7 @@ def _summary(report: Path) -> list[tuple[str, str, str, int]]:
     ]
 
 
+@pytest.mark.slurm
 def test_a_job_array_exports_the_runs_as_a_local_batch_does(
     cli, slurm, write_plan, job_runs, tmp_path
 ) -> None:
@@ -78,6 +79,7 @@ def test_a_job_array_exports_the_runs_as_a_local_batch_does(
     assert len(list((tmp_path / "slurm-store").glob("*.json"))) == 2
 
 
+@pytest.mark.slurm
 def test_gather_reads_a_finished_array_again(cli, slurm, write_plan, tmp_path) -> None:
     cli(
         "plan",
@@ -102,6 +104,7 @@ def test_without_slurm_on_path_the_error_says_so(cli, write_plan, tmp_path, monk
     assert os.environ["PATH"] == str(tmp_path / "empty-bin")
 
 
+@pytest.mark.slurm
 @pytest.mark.downloads
 def test_a_job_array_exports_to_atif_and_a_real_mlflow_server(
     cli, slurm, mlflow_server, mlflow_python, job_runs, tmp_path
@@ -152,3 +155,16 @@ def test_a_job_array_exports_to_atif_and_a_real_mlflow_server(
     assert sorted(sorted(r["metrics"]) for r in slurm_runs) == sorted(
         sorted(r["metrics"]) for r in local_runs_read
     )
+
+
+@pytest.mark.slurm
+def test_without_a_work_dir_the_array_works_under_the_cache_dir(
+    cli, slurm, write_plan, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    run = cli("plan", "run", write_plan(), "--slurm", "--wait", "--timeout", "600", "--json")
+    assert run.exit_code == 0, run.output
+    work_dir = Path(run.stderr.split("work directory ", 1)[1].split()[0])
+    assert work_dir.parent == Path(os.environ["EVALEXPORT_CACHE_DIR"]) / "slurm"
+    assert (work_dir / "tasks.json").is_file()
+    assert not (tmp_path / "evalexport-slurm").exists()

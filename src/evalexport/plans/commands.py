@@ -141,6 +141,18 @@ def _run_local(plan: ExportPlan, values: dict[str, str], workers: int, as_json: 
     return _finish(run_tasks(tasks, workers, _progress), values, as_json)
 
 
+def _new_work_dir() -> Path:
+    """A new directory under the cache dir (``<cache>/slurm/<time>-<random>``): never the
+    current directory, which may be a checkout or a run's own directory. The cache dir is under
+    HOME, which a cluster's nodes share; pass ``--work-dir`` where it is not."""
+    import secrets
+    import time
+
+    from evalexport.paths import cache_dir
+
+    return cache_dir() / "slurm" / f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+
+
 def _run_slurm(
     plan: ExportPlan,
     values: dict[str, str],
@@ -152,7 +164,7 @@ def _run_slurm(
     from evalexport.plans.slurm import SlurmError, gather, submit, wait_for
 
     tasks = resolve_tasks(plan)
-    work_dir = Path(values.get("--work-dir", "evalexport-slurm")).absolute()
+    work_dir = Path(values["--work-dir"]).absolute() if "--work-dir" in values else _new_work_dir()
     try:
         job_id = submit(tasks, work_dir, workers)
         print(

@@ -1,7 +1,18 @@
-"""Test support for evalexport and for projects that export with it.
+"""Test support for evalexport and for projects that export with it. Every module here is
+public; this repository's own fixtures live in its ``tests/support/``.
 
-The pytest plugin (:mod:`evalexport.testing.plugin`) is loaded through the ``pytest11`` entry
-point. The run factory here imports no pytest, so scripts and benchmarks use it too.
+- :mod:`~evalexport.testing.plugin`: the pytest plugin, loaded through the ``pytest11`` entry
+  point: the ``--with_*`` switches, the isolation fixture, ``make_sample_run``, ``gym_oracle``.
+- :mod:`~evalexport.testing.factory` and :mod:`~evalexport.testing.gym_shapes`: run
+  directories shaped as NeMo Gym writes them, with canary secrets (no pytest imported, so
+  scripts and benchmarks use them too); :mod:`~evalexport.testing.gym`: NeMo Gym's own code as
+  a test oracle.
+- :mod:`~evalexport.testing.mlflow_server`: a real ``mlflow server`` on 127.0.0.1 for a test,
+  and ``read_runs`` to read what a store holds.
+- :mod:`~evalexport.testing.proxy`: ``FailingProxy``, a TCP proxy that drops, delays or holds
+  a tracking server's traffic, for fault tests.
+- :mod:`~evalexport.testing.wheels`: wheels built on the fly (a fake SDK's tree, a tiny SDK),
+  installable with no package index.
 """
 
 from __future__ import annotations

@@ -13,8 +13,13 @@ the same switches and fixtures by installing it:
     run the tests that hold evalexport to NeMo Gym 0.7.0's own code (its ``TrajectoryRecord``
     and its ATIF exporter), in an environment built from the index (fixture ``gym_oracle``).
 
-A test marked ``downloads``, ``evalrdl_sdk``, ``mlflow_sdk`` or ``wandb_sdk`` is skipped unless
-its switch is on, and the skip reason names the switch.
+``--with_slurm``
+    run the tests that start a one-node Slurm cluster (as root, with Debian's slurm-wlm and
+    munge installed).
+
+A test marked ``downloads``, ``evalrdl_sdk``, ``mlflow_sdk``, ``wandb_sdk``, ``gym`` or
+``slurm`` is skipped unless its switch is on, and the skip reason names the switch. A test whose
+switch is on fails, never skips, when what it needs is missing: the switch asked for it.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ SWITCHES: dict[str, tuple[str, str]] = {
     "mlflow_sdk": ("--with_mlflow_sdk", "runs another MLflow version of the matrix"),
     "wandb_sdk": ("--with_wandb_sdk", "runs another wandb version of the matrix"),
     "gym": ("--with_gym", "runs NeMo Gym 0.7.0 as the test oracle"),
+    "slurm": ("--with_slurm", "starts a one-node Slurm cluster (root, slurm-wlm and munge)"),
 }
 """Marker name -> (command-line switch, what the marked tests need)."""
 
