@@ -20,6 +20,7 @@ from evalexport.contracts.check import (
     load_manifests,
 )
 from evalexport.contracts.surfaces import SURFACES, Surface
+from evalexport.workers.protocol import ManifestPayload
 
 __all__ = [
     "ContractError",
@@ -125,7 +126,7 @@ def _extract_in_environment(surface: Surface, requirement: str) -> dict[str, Any
         environment = ensure_environment(EnvironmentSpec(f"contract-{surface.sdk}", (requirement,)))
     except EnvironmentBuildError as error:
         raise ContractError(str(error)) from None
-    payload = {
+    payload: ManifestPayload = {
         "sdk": surface.sdk,
         "surface": list(surface.paths),
         "environment": surface.environment,

@@ -1,7 +1,7 @@
 """Extract an SDK's surface manifest: what the worker uses, as the installed SDK has it.
 
-Standard library only: this file runs in-process (``evalexport contract manifest``) and as a
-worker body inside an SDK's environment. A surface is a list of dotted paths; ``()`` marks an
+Standard library (and the worker protocol) only: this file runs in-process (``evalexport
+contract manifest``) and as a worker body inside an SDK's environment. A surface is a list of dotted paths; ``()`` marks an
 instance, so ``evalrdl.Client().uploads.upload`` is the ``upload`` method of the ``uploads``
 attribute of a ``Client()`` built with its defaults (stubtest cannot see instance attributes
 such as ``uploads``; this can).
@@ -31,6 +31,8 @@ import textwrap
 import types
 import typing
 from typing import Any
+
+from evalexport.workers.protocol import SUCCEEDED, ManifestPayload, WorkerResult, result
 
 MANIFEST_FORMAT = 2
 
@@ -233,14 +235,9 @@ def extract(sdk: str, surface: list[str]) -> dict[str, Any]:
     }
 
 
-def run(payload: dict[str, Any]) -> dict[str, Any]:
+def run(payload: ManifestPayload) -> WorkerResult:
     """Worker entry point: extract inside an SDK's environment."""
     for key, value in payload.get("environment", {}).items():
         os.environ.setdefault(key, value)
     manifest = extract(payload["sdk"], payload["surface"])
-    return {
-        "status": "succeeded",
-        "exit_code": 0,
-        "message": "manifest extracted",
-        "details": {"manifest": manifest},
-    }
+    return result("succeeded", SUCCEEDED, "manifest extracted", manifest=manifest)

@@ -19,6 +19,7 @@ from pydantic import BeforeValidator, Field, field_validator
 from evalexport.exporters.base import DryRunPlan, PlannedFile
 from evalexport.exporters.isolated import WORKER_BODIES, IsolatedConfig, IsolatedExporter
 from evalexport.run import RunArtifacts
+from evalexport.workers.protocol import EvalRDLPayload
 
 __all__ = ["EvalRDLConfig", "EvalRDLExporter"]
 
@@ -119,7 +120,7 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig]):
 
     def worker_payload(
         self, run: RunArtifacts, config: EvalRDLConfig, scratch: Path
-    ) -> dict[str, Any]:
+    ) -> EvalRDLPayload:
         return {
             "run_dir": str(run.run_dir),
             "label": config.label,

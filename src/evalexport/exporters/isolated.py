@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -68,8 +69,9 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
     @abc.abstractmethod
     def worker_payload(
         self, run: RunArtifacts, config: IsolatedConfigT, scratch: Path
-    ) -> dict[str, Any]:
-        """The JSON the worker receives. Never put a token here: see :meth:`worker_secrets`.
+    ) -> Mapping[str, Any]:
+        """The JSON the worker receives, of the worker body's payload type in
+        ``workers/protocol.py``. Never put a token here: see :meth:`worker_secrets`.
 
         ``scratch`` is a temporary directory, removed after the worker ends, for files the
         worker should upload (never the run directory, which an export does not change).

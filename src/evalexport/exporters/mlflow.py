@@ -36,6 +36,7 @@ from evalexport.exporters.tables import write_rollouts_table
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
 from evalexport.run import RunArtifacts
+from evalexport.workers.protocol import MlflowBatch, MlflowPayload
 
 __all__ = ["FINGERPRINT_TAG", "MLflowConfig", "MLflowExporter", "resolve_tracking_uri"]
 
@@ -214,7 +215,7 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
 
     def worker_payload(
         self, run: RunArtifacts, config: MLflowConfig, scratch: Path
-    ) -> dict[str, Any]:
+    ) -> MlflowPayload:
         plan = self._plan(run, config)
         for warning in plan.warnings:
             logger.warning("%s", warning)
@@ -249,7 +250,10 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
             "experiment_name": experiment,
             "run_name": run_name,
             "run_tags": run_tags,
-            "batches": [batch.__dict__ for batch in plan.batches],
+            "batches": [
+                MlflowBatch(metrics=batch.metrics, params=batch.params, tags=batch.tags)
+                for batch in plan.batches
+            ],
             "artifacts": [str(path) for path in artifacts],
         }
 

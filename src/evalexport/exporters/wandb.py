@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, SecretStr
 
@@ -21,6 +21,7 @@ from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY, write_rollouts_table
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
 from evalexport.run import RunArtifacts
+from evalexport.workers.protocol import WandbPayload
 
 __all__ = ["FINGERPRINT_KEY", "WandbConfig", "WandbExporter"]
 
@@ -104,9 +105,7 @@ class WandbExporter(IsolatedExporter[WandbConfig]):
         key = config.wandb_api_key
         return {"WANDB_API_KEY": key.get_secret_value()} if key else {}
 
-    def worker_payload(
-        self, run: RunArtifacts, config: WandbConfig, scratch: Path
-    ) -> dict[str, Any]:
+    def worker_payload(self, run: RunArtifacts, config: WandbConfig, scratch: Path) -> WandbPayload:
         flat = flatten_metrics(run.read_aggregate_metrics())
         saved = run.read_exportable_config()
         for warning in (flat.non_finite_warning(), saved.warning(run.saved_config)):

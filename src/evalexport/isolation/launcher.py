@@ -25,17 +25,21 @@ import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, final
 
 from evalexport.interrupts import Interrupted, signal_name
 from evalexport.isolation.environments import Environment
+from evalexport.workers.protocol import RunnerRequest
+from evalexport.workers.runner import PROTOCOL_COPY
 
 __all__ = ["GRACE_SECONDS", "WorkerOutcome", "run_worker"]
 
-RUNNER = Path(__file__).resolve().parent.parent / "workers" / "runner.py"
+WORKERS = Path(__file__).resolve().parent.parent / "workers"
+RUNNER = WORKERS / "runner.py"
+PROTOCOL = WORKERS / "protocol.py"
 GRACE_SECONDS = 20.0
 """How long a stopped worker may take to end its remote run before it is killed (Slurm waits
 30 s, its default ``KillWait``, between SIGTERM and SIGKILL)."""
@@ -71,7 +75,7 @@ class WorkerOutcome:
 def run_worker(
     environment: Environment,
     body: Path,
-    payload: dict[str, Any],
+    payload: Mapping[str, Any],
     time_limit: float,
     secrets: dict[str, str] | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -88,10 +92,11 @@ def run_worker(
         runner = workdir / "evalexport_worker_runner.py"
         body_copy = workdir / "evalexport_worker_body.py"
         shutil.copyfile(RUNNER, runner)
+        shutil.copyfile(PROTOCOL, workdir / PROTOCOL_COPY)
         shutil.copyfile(body, body_copy)
         result_path, log_path = workdir / "result.json", workdir / "worker.log"
         progress_read, progress_write = os.pipe()
-        request = {
+        request: RunnerRequest = {
             "body": str(body_copy),
             "payload": payload,
             "progress_fd": progress_write,
@@ -129,7 +134,7 @@ def run_worker(
 
 
 def _wait(
-    process: subprocess.Popen[bytes], request: dict[str, Any], time_limit: float
+    process: subprocess.Popen[bytes], request: RunnerRequest, time_limit: float
 ) -> tuple[int, bool, int | None]:
     """Send the request, wait; returns (exit code, timed out, the stop signal we received)."""
     assert process.stdin is not None
@@ -143,7 +148,7 @@ def _wait(
         return _stop(process, interruption.signum), False, interruption.signum
 
 
-def _send(stdin: IO[bytes], request: dict[str, Any]) -> None:
+def _send(stdin: IO[bytes], request: RunnerRequest) -> None:
     with contextlib.suppress(BrokenPipeError):  # the worker died first: its exit says why
         stdin.write(json.dumps(request).encode() + b"\n")
         stdin.flush()

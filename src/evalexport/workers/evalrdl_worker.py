@@ -11,14 +11,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evalexport.workers.protocol import (
+    FAILED,
+    NO_VERDICT,
+    REFUSED,
+    SUCCEEDED,
+    EvalRDLPayload,
+    WorkerResult,
+    result,
+)
+
 TOKEN_HELP = (
     "No EvalRDL token found: set EVALRDL_TOKEN, GITLAB_TOKEN or GITLAB_PRIVATE_TOKEN "
     "(or log in with the glab CLI) where the export runs."
 )
-
-
-def _result(status: str, exit_code: int, message: str, **details: Any) -> dict[str, Any]:
-    return {"status": status, "exit_code": exit_code, "message": message, "details": details}
 
 
 def _plan_problem(plans: list[dict[str, Any]], run_dir: str) -> str | None:
@@ -32,7 +38,7 @@ def _plan_problem(plans: list[dict[str, Any]], run_dir: str) -> str | None:
     )
 
 
-def run(payload: dict[str, Any]) -> dict[str, Any]:
+def run(payload: EvalRDLPayload) -> WorkerResult:
     import evalrdl
     from evalrdl.sdk.api import upload_plan
 
@@ -40,7 +46,7 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     try:
         problem = _plan_problem(upload_plan(run_dir), run_dir)
         if problem:
-            return _result("failed", 1, problem)
+            return result("failed", FAILED, problem)
         client = evalrdl.Client(url=payload["url"])
         uploads = client.uploads.upload(
             run_dir,
@@ -52,33 +58,33 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
             timeout=payload["timeout"],
         )
     except evalrdl.IntakeRefused as error:
-        return _result(
+        return result(
             "failed",
-            4,
+            REFUSED,
             f"EvalRDL refused the upload at stage {error.stage!r}: {error.reason}",
             stage=error.stage,
             reason=error.reason,
         )
     except evalrdl.ClientTooOld as error:
-        return _result(
+        return result(
             "failed",
-            1,
+            FAILED,
             f"{error}. Delete the environment {sys.prefix} (evalexport envs remove evalrdl) to "
             "install the newest SDK, or pin one: +requirement=evalrdl==VERSION",
             environment=sys.prefix,
         )
     except evalrdl.TokenNotFound:
-        return _result("failed", 1, TOKEN_HELP)
+        return result("failed", FAILED, TOKEN_HELP)
     except evalrdl.EvalRDLError as error:
-        return _result("failed", 1, f"EvalRDL upload failed: {type(error).__name__}: {error}")
+        return result("failed", FAILED, f"EvalRDL upload failed: {type(error).__name__}: {error}")
     return _outcome(uploads, payload)
 
 
-def _outcome(uploads: list[Any], payload: dict[str, Any]) -> dict[str, Any]:
+def _outcome(uploads: list[Any], payload: EvalRDLPayload) -> WorkerResult:
     if len(uploads) != 1:
-        return _result(
+        return result(
             "failed",
-            1,
+            FAILED,
             f"The evalrdl SDK reported {len(uploads)} uploads for {payload['run_dir']}; "
             "expected exactly one. Check the uploads on the service before exporting again.",
             upload_count=len(uploads),
@@ -96,30 +102,30 @@ def _outcome(uploads: list[Any], payload: dict[str, Any]) -> dict[str, Any]:
             "scored; bind it on the service."
         ]
     if upload.state == "committed":
-        return _result("succeeded", 0, f"uploaded as EvalRDL run {upload.run_id}", **details)
+        return result("succeeded", SUCCEEDED, f"uploaded as EvalRDL run {upload.run_id}", **details)
     if upload.state == "deduped":
-        return _result(
+        return result(
             "skipped",
-            0,
+            SUCCEEDED,
             f"EvalRDL already holds this run's content as run {upload.run_id}; nothing new stored",
             skip_reason="deduped",
             **details,
         )
     if upload.state == "accepted" and not payload["wait"]:
-        return _result(
+        return result(
             "succeeded",
-            0,
+            SUCCEEDED,
             f"stored by EvalRDL without waiting for a verdict (upload token {upload.upload_token})",
             **details,
         )
     if upload.state == "accepted":
-        return _result(
+        return result(
             "failed",
-            3,
+            NO_VERDICT,
             f"stored by EvalRDL without a verdict before the timeout of {payload['timeout']} s "
             f"(upload token {upload.upload_token}); check its state on the service",
             **details,
         )
-    return _result(
+    return result(
         "failed", 1, f"EvalRDL reported an unknown upload state {upload.state!r}", **details
     )

@@ -10,12 +10,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from evalexport.workers.protocol import (
+    FAILED,
+    SUCCEEDED,
+    MlflowPayload,
+    WorkerResult,
+    result,
+)
+
 _MAX_ERROR = 600
 _FINGERPRINT_TAG = "evalexport.fingerprint"
-
-
-def _result(status: str, exit_code: int, message: str, **details: Any) -> dict[str, Any]:
-    return {"status": status, "exit_code": exit_code, "message": message, "details": details}
 
 
 def _short(error: BaseException) -> str:
@@ -67,7 +71,7 @@ def _no_progress(done: int, total: int) -> None:
     pass
 
 
-def run(payload: dict[str, Any], progress: Any = _no_progress) -> dict[str, Any]:
+def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
     from mlflow.entities import Metric, Param, RunTag
     from mlflow.tracking import MlflowClient
 
@@ -119,9 +123,9 @@ def run(payload: dict[str, Any], progress: Any = _no_progress) -> dict[str, Any]
         if stopped:
             error.add_note(f"MLflow export to {uri} stopped{left}.")
             raise
-        return _result(
+        return result(
             "failed",
-            1,
+            FAILED,
             f"MLflow export to {uri} failed{left}: {type(error).__name__}: {_short(error)}"
             + _hint(error, uri),
             partial_run_id=run_id,
@@ -131,9 +135,9 @@ def run(payload: dict[str, Any], progress: Any = _no_progress) -> dict[str, Any]
         "is now marked FAILED"
         for each in abandoned
     ]
-    return _result(
+    return result(
         "succeeded",
-        0,
+        SUCCEEDED,
         f"exported to MLflow run {run_id} in experiment {payload['experiment_name']!r} at {uri}",
         run_id=run_id,
         experiment_id=experiment_id,

@@ -1,10 +1,12 @@
 """The worker protocol, run as ``<env>/bin/python -I runner.py RESULT`` (SPEC §3.4).
 
-The request arrives as one JSON line on stdin, ``{"body": PATH, "payload": {...},
-"progress_fd": FD | null, "scratch": [DIR, ...]}``, so nothing it holds (a tracking URI with a
-password, say) is ever written to disk. The body is a Python file defining
-``run(payload) -> dict`` that returns ``{"status", "exit_code", "message", "details"}``; a body
-whose ``run`` also takes ``progress`` gets a ``progress(done, total)`` to call. The result is
+The request arrives as one JSON line on stdin (a ``RunnerRequest`` of
+``evalexport/workers/protocol.py``), so nothing it holds (a tracking URI with a password, say)
+is ever written to disk. The body is a Python file defining ``run(payload) -> WorkerResult``;
+a body whose ``run`` also takes ``progress`` gets a ``progress(done, total)`` to call. The
+protocol module is shipped beside this file, and made importable under its own name
+(``evalexport.workers.protocol``) before the body runs, so the bodies import the types and the
+result builder exactly as the exporters do. The result is
 written atomically to RESULT, and the process exits with the result's exit code, so a worker can
 report 1, 3 or 4 itself. An exception in the body is a failed result, not a traceback on the
 user's terminal (the traceback goes to the worker's log).
@@ -22,6 +24,7 @@ Standard library only: this file runs inside an SDK's environment.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import inspect
 import json
 import os
@@ -31,10 +34,35 @@ import signal
 import sys
 import threading
 import traceback
+import types
 from pathlib import Path
 from typing import Any
 
 _STATUSES = ("succeeded", "skipped", "failed")
+PROTOCOL_MODULE = "evalexport.workers.protocol"
+PROTOCOL_COPY = "evalexport_worker_protocol.py"
+"""The name the launcher gives its copy of ``protocol.py`` beside this file."""
+
+
+def _install_protocol() -> Any:
+    """Load the shipped copy of the protocol as ``evalexport.workers.protocol``. evalexport is
+    not installed in an SDK's environment: its two parent packages are stand-ins with an empty
+    path, so this module is the only one of ours a body can import."""
+    for package in ("evalexport", "evalexport.workers"):
+        stand_in = types.ModuleType(package)
+        stand_in.__path__ = []
+        sys.modules[package] = stand_in
+    spec = importlib.util.spec_from_file_location(
+        PROTOCOL_MODULE, Path(__file__).with_name(PROTOCOL_COPY)
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[PROTOCOL_MODULE] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -68,7 +96,8 @@ def _watch_parent(orphaned: threading.Event) -> None:
 
 
 def _failed(message: str, exit_code: int = 1) -> dict[str, Any]:
-    return {"status": "failed", "exit_code": exit_code, "message": message, "details": {}}
+    result: dict[str, Any] = sys.modules[PROTOCOL_MODULE].result("failed", exit_code, message)
+    return result
 
 
 def _write(path: Path, result: dict[str, Any]) -> None:
@@ -97,6 +126,7 @@ def _interrupted_result(interruption: Interrupted, orphaned: bool) -> dict[str, 
 
 def main(argv: list[str]) -> int:
     result_path = Path(argv[1])
+    _install_protocol()
     parent = os.getppid()
     request = json.loads(sys.stdin.buffer.readline())
     orphaned = threading.Event()

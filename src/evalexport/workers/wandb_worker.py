@@ -12,11 +12,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from evalexport.workers.protocol import (
+    FAILED,
+    SUCCEEDED,
+    WandbPayload,
+    WorkerResult,
+    result,
+)
+
 _MAX_ERROR = 600
-
-
-def _result(status: str, exit_code: int, message: str, **details: Any) -> dict[str, Any]:
-    return {"status": status, "exit_code": exit_code, "message": message, "details": details}
 
 
 def _no_progress(done: int, total: int) -> None:
@@ -35,7 +39,7 @@ def _discard(run: Any, mode: str) -> str:
     return f" (its offline run directory {Path(run.dir).parent} was removed)"
 
 
-def run(payload: dict[str, Any], progress: Any = _no_progress) -> dict[str, Any]:
+def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
     import wandb
 
     mode = payload["mode"]
@@ -73,9 +77,9 @@ def run(payload: dict[str, Any], progress: Any = _no_progress) -> dict[str, Any]
         hint = ""
         if mode == "online" and ("api key" in text.lower() or "login" in text.lower()):
             hint = " Set WANDB_API_KEY or +wandb_api_key, or export with +wandb_mode=offline."
-        return _result(
+        return result(
             "failed",
-            1,
+            FAILED,
             f"W&B export ({mode}) failed{left}: {type(error).__name__}: {text}.{hint}",
         )
     local = run_dir.rsplit("/files", 1)[0]
@@ -83,9 +87,9 @@ def run(payload: dict[str, Any], progress: Any = _no_progress) -> dict[str, Any]
     if not Path(local).is_relative_to(payload["dir"]):
         notices.append(f"W&B wrote the run to {local}, not under {payload['dir']} as asked")
     where = url if mode == "online" and url else local
-    return _result(
+    return result(
         "succeeded",
-        0,
+        SUCCEEDED,
         f"exported to W&B run {run_id} ({mode}): {where}",
         run_id=run_id,
         mode=mode,

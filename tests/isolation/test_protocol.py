@@ -1,0 +1,128 @@
+"""Both sides of the worker protocol agree (``workers/protocol.py``): each built-in isolated
+exporter builds the payload type its worker body reads, and the payload it builds for a real
+run has that type's keys and value types, through JSON as the worker receives it."""
+
+from __future__ import annotations
+
+import json
+import runpy
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalexport.exporters.isolated import IsolatedExporter
+from evalexport.exporters.registry import exporter_entries, load_exporter
+from evalexport.workers import protocol
+
+ISOLATED = sorted(
+    entry.name
+    for entry in exporter_entries().values()
+    if entry.source == "built-in" and issubclass(entry.load(), IsolatedExporter)
+)
+
+
+def _mismatches(value: Any, expected: Any, where: str = "payload") -> list[str]:
+    """Where ``value`` does not have type ``expected`` (the protocol's TypedDicts and the plain
+    types they use; pydantic refuses ``typing.TypedDict`` before Python 3.12)."""
+    origin, arguments = typing.get_origin(expected), typing.get_args(expected)
+    if expected is Any:
+        return []
+    if typing.is_typeddict(expected):
+        if not isinstance(value, dict):
+            return [f"{where} is {type(value).__name__}, not an object"]
+        hints = typing.get_type_hints(expected)
+        problems = [f"{where}.{key} is missing" for key in expected.__required_keys__ - set(value)]
+        problems += [
+            f"{where}.{key} is not in {expected.__name__}" for key in set(value) - set(hints)
+        ]
+        for key in set(value) & set(hints):
+            problems += _mismatches(value[key], hints[key], f"{where}.{key}")
+        return problems
+    if origin in (typing.Union, types.UnionType):
+        options = [_mismatches(value, option, where) for option in arguments]
+        return (
+            [] if any(not found for found in options) else [f"{where} is {value!r}, not {expected}"]
+        )
+    if origin is typing.Literal:
+        return [] if value in arguments else [f"{where} is {value!r}, not one of {arguments}"]
+    if origin is list:
+        if not isinstance(value, list):
+            return [f"{where} is {type(value).__name__}, not a list"]
+        return [
+            p
+            for i, item in enumerate(value)
+            for p in _mismatches(item, arguments[0], f"{where}[{i}]")
+        ]
+    if origin is dict:
+        if not isinstance(value, dict):
+            return [f"{where} is {type(value).__name__}, not a mapping"]
+        return [
+            p
+            for k, item in value.items()
+            for p in _mismatches(item, arguments[1], f"{where}[{k!r}]")
+        ]
+    if expected is type(None):
+        return [] if value is None else [f"{where} is {value!r}, not None"]
+    if expected is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return [] if ok else [f"{where} is {value!r}, not a number"]
+    if expected is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        return [] if ok else [f"{where} is {value!r}, not an int"]
+    return [] if isinstance(value, expected) else [f"{where} is {value!r}, not {expected.__name__}"]
+
+
+def _payload_type_of_body(body: Path) -> Any:
+    run = runpy.run_path(str(body))["run"]
+    return typing.get_type_hints(run)["payload"]
+
+
+def test_every_built_in_isolated_exporter_is_covered() -> None:
+    assert ISOLATED == ["evalrdl", "mlflow", "wandb"]
+
+
+@pytest.mark.parametrize("name", ISOLATED)
+def test_the_exporter_builds_the_payload_type_its_worker_reads(name: str) -> None:
+    exporter = load_exporter(name)
+    built = typing.get_type_hints(exporter.worker_payload)["return"]
+    read = _payload_type_of_body(exporter.worker_body)
+    assert built is read
+    assert read.__module__ == protocol.__name__
+    assert typing.get_type_hints(runpy.run_path(str(exporter.worker_body))["run"])["return"] is (
+        protocol.WorkerResult
+    )
+
+
+@pytest.mark.parametrize("name", ISOLATED)
+def test_the_payload_built_for_a_run_matches_its_type(
+    name: str, sample_run, tmp_path: Path
+) -> None:
+    exporter = load_exporter(name)()
+    config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample_run.rollouts)})
+    payload = json.loads(json.dumps(exporter.worker_payload(sample_run.run, config, tmp_path)))
+    assert _mismatches(payload, _payload_type_of_body(type(exporter).worker_body)) == []
+
+
+def test_a_payload_of_the_wrong_shape_is_refused_by_the_check() -> None:
+    payload = {
+        "run_dir": "/r",
+        "label": None,
+        "tags": ["a"],
+        "meta": {},
+        "parallel": 4,
+        "wait": True,
+        "timeout": 600,
+        "url": "prod",
+    }
+    assert _mismatches(payload, protocol.EvalRDLPayload) == []
+    wrong = {**payload, "wait": "maybe", "tags": [1], "colour": "red"}
+    del wrong["url"]
+    assert sorted(_mismatches(wrong, protocol.EvalRDLPayload)) == [
+        "payload.colour is not in EvalRDLPayload",
+        "payload.tags[0] is 1, not str",
+        "payload.url is missing",
+        "payload.wait is 'maybe', not bool",
+    ]
