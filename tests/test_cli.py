@@ -193,7 +193,7 @@ def test_dry_run_as_an_override_reports_the_plan_as_json(cli, sample_run, tmp_pa
     )
     result = json.loads(run.stdout)
     assert result["details"]["dry_run"] is True
-    plan = result["details"]["plan"]
+    plan = result["plan"]
     assert plan["target"] == str(tmp_path)
     assert [f["path"] for f in plan["files"]] == [
         str(sample_run.rollouts),
@@ -344,7 +344,7 @@ def test_non_finite_metrics_are_named_in_a_warning_and_not_planned(cli, sample_r
     aggregate[0]["agent_metrics"]["broken"] = float("inf")
     sample_run.run.aggregate_metrics.write_text(json.dumps(aggregate))
     run = cli("mlflow", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "--dry-run", "--json")
-    plan = json.loads(run.stdout)["details"]["plan"]
+    plan = json.loads(run.stdout)["plan"]
     assert not any(name.endswith("/broken") for name in plan["metric_names"])
     assert "1 metrics are NaN or infinite and are not logged: aime24_math_simple_agent/broken" in (
         caplog.text

@@ -40,7 +40,7 @@ def test_a_success_writes_a_marker_with_the_fingerprint_and_tags_the_remote_run(
     )
     fingerprint = guard.run_fingerprint(sample_run.run)
     assert marker.fingerprint == fingerprint
-    assert marker.remote_run_id == result.details["run_id"]
+    assert marker.remote_run_id == result.run_id
     assert marker.target == str(tmp_path / "store")
     (recorded,) = _recorded(tmp_path / "store")
     assert recorded["tags"]["evalexport.fingerprint"] == fingerprint
@@ -51,8 +51,8 @@ def test_a_second_export_is_skipped_and_creates_nothing(sample_run, tmp_path) ->
     second = _export(sample_run, tmp_path / "store")
     assert second.status is ExportStatus.SKIPPED
     assert second.exit_code == 0
-    assert second.details["skip_reason"] == "already exported"
-    assert second.details["run_id"] == first.details["run_id"]
+    assert second.skip_reason == "already exported"
+    assert second.run_id == first.run_id
     assert len(_recorded(tmp_path / "store")) == 1
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from evalexport.results import ExitCode, ExportResult, ExportStatus
@@ -46,3 +48,31 @@ def test_the_result_round_trips_through_json() -> None:
     result = ExportResult.succeeded("mlflow", "/run", "exported", run_id="abc")
     assert ExportResult.model_validate_json(result.model_dump_json()) == result
     assert result.summary_line() == "succeeded: exported"
+
+
+def test_what_callers_read_back_has_typed_fields() -> None:
+    from evalexport.results import DryRunPlan, SkipReason
+
+    skipped = ExportResult.skipped(
+        "mlflow", "/run", "was exported", SkipReason.ALREADY_EXPORTED, run_id="abc"
+    )
+    data = json.loads(skipped.model_dump_json())
+    assert (data["run_id"], data["skip_reason"], data["plan"]) == ("abc", "already exported", None)
+    assert skipped.summary_line() == "skipped (already exported): was exported"
+    plan = DryRunPlan(exporter="mlflow", target="sqlite:///x.db")
+    dry = ExportResult.succeeded("mlflow", "/run", "dry run", plan=plan)
+    assert ExportResult.model_validate_json(dry.model_dump_json()).plan == plan
+
+
+def test_a_skip_reason_belongs_to_skipped_results_only() -> None:
+    with pytest.raises(ValueError, match="only a skipped one, carries a skip_reason"):
+        ExportResult(
+            exporter="x",
+            status="succeeded",
+            exit_code=0,
+            message="m",
+            run_dir="/r",
+            skip_reason="deduped",
+        )
+    with pytest.raises(ValueError, match="only a skipped one, carries a skip_reason"):
+        ExportResult(exporter="x", status="skipped", exit_code=0, message="m", run_dir="/r")

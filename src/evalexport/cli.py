@@ -23,7 +23,7 @@ from evalexport._format import human_size
 if TYPE_CHECKING:
     from evalexport.exporters.base import Exporter
     from evalexport.inspection import RunInspection
-    from evalexport.results import ExportResult
+    from evalexport.results import DryRunPlan, ExportResult
 
 __all__ = ["main"]
 
@@ -478,38 +478,31 @@ class _ProgressLine:
 
 
 def _report(arguments: _Arguments, result: ExportResult) -> int:
-    from evalexport.results import ExportStatus
-
     line = result.summary_line()
-    skip_reason = result.details.get("skip_reason")
-    if result.status is ExportStatus.SKIPPED and skip_reason:
-        line = f"skipped ({skip_reason}): {result.message}"
-    plan = result.details.get("plan")
     if arguments.json:
         print(result.model_dump_json())  # one line: results append to JSON-lines logs as they are
         print(line, file=sys.stderr)
     else:
         print(line)
-        if isinstance(plan, dict):
-            _print_plan(plan)
+        if result.plan is not None:
+            _print_plan(result.plan)
     return int(result.exit_code)
 
 
-def _print_plan(plan: dict[str, Any]) -> None:
-    print(f"target: {plan['target']}")
+def _print_plan(plan: DryRunPlan) -> None:
+    print(f"target: {plan.target}")
     print("files:")
-    for item in plan["files"]:
-        print(f"  {human_size(item['size_bytes']):>9}  {item['path']}")
-    for label, key in (
-        ("metrics", "metric_names"),
-        ("params", "param_names"),
-        ("tags", "tag_names"),
+    for item in plan.files:
+        print(f"  {human_size(item.size_bytes):>9}  {item.path}")
+    for label, names in (
+        ("metrics", plan.metric_names),
+        ("params", plan.param_names),
+        ("tags", plan.tag_names),
     ):
-        names = plan[key]
         print(f"{label} ({len(names)}):" + ("" if names else " none"))
         for name in names:
             print(f"  {name}")
-    print(f"batches: {plan['batches']}")
+    print(f"batches: {plan.batches}")
 
 
 def _exporter_help(exporter_class: type[Exporter[Any]]) -> str:

@@ -14,7 +14,15 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from evalexport.masking import scrub_text, scrub_value
 
-__all__ = ["RECEIPT_KEYS", "ExitCode", "ExportResult", "ExportStatus"]
+__all__ = [
+    "RECEIPT_KEYS",
+    "DryRunPlan",
+    "ExitCode",
+    "ExportResult",
+    "ExportStatus",
+    "PlannedFile",
+    "SkipReason",
+]
 
 RECEIPT_KEYS = frozenset({"upload_token"})
 """Detail keys named like secrets that hold receipts: an EvalRDL upload token identifies one
@@ -47,8 +55,40 @@ class ExportStatus(enum.StrEnum):
     FAILED = "failed"
 
 
+class SkipReason(enum.StrEnum):
+    ALREADY_EXPORTED = "already exported"
+    """The export marker, or the exporter's own output, says this run went there already."""
+    DEDUPED = "deduped"
+    """The service already holds this content (EvalRDL) and stored nothing new."""
+
+
+class PlannedFile(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    size_bytes: int
+
+
+class DryRunPlan(BaseModel):
+    """What an export would do, shown by ``--dry-run`` without doing any of it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    exporter: str
+    target: str
+    files: list[PlannedFile] = []
+    metric_names: list[str] = []
+    param_names: list[str] = []
+    tag_names: list[str] = []
+    batches: int = 0
+
+
 class ExportResult(BaseModel):
-    """The outcome of one export of one run to one exporter."""
+    """The outcome of one export of one run to one exporter.
+
+    What callers read back has a field of its own; ``details`` holds what only a person reads
+    (paths, counts, notices) and may differ between exporters.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -57,6 +97,12 @@ class ExportResult(BaseModel):
     exit_code: ExitCode
     message: str
     run_dir: str
+    run_id: str | None = None
+    """The remote run (MLflow, W&B, EvalRDL) this export made, or found already made."""
+    skip_reason: SkipReason | None = None
+    """Why a skipped export did nothing; set on skipped results only."""
+    plan: DryRunPlan | None = None
+    """What a dry run would do; set on dry-run results only."""
     details: dict[str, Any] = {}
 
     @field_validator("message")
@@ -79,27 +125,49 @@ class ExportResult(BaseModel):
                 f"a {self.status.value} result cannot exit {int(self.exit_code)}: failed results "
                 "exit non-zero, succeeded and skipped ones exit 0"
             )
+        if (self.status is ExportStatus.SKIPPED) != (self.skip_reason is not None):
+            raise ValueError("a skipped result, and only a skipped one, carries a skip_reason")
         return self
 
     @classmethod
-    def succeeded(cls, exporter: str, run_dir: str, message: str, **details: Any) -> ExportResult:
+    def succeeded(
+        cls,
+        exporter: str,
+        run_dir: str,
+        message: str,
+        run_id: str | None = None,
+        plan: DryRunPlan | None = None,
+        **details: Any,
+    ) -> ExportResult:
         return cls(
             exporter=exporter,
             status=ExportStatus.SUCCEEDED,
             exit_code=ExitCode.OK,
             message=message,
             run_dir=run_dir,
+            run_id=run_id,
+            plan=plan,
             details=details,
         )
 
     @classmethod
-    def skipped(cls, exporter: str, run_dir: str, message: str, **details: Any) -> ExportResult:
+    def skipped(
+        cls,
+        exporter: str,
+        run_dir: str,
+        message: str,
+        reason: SkipReason,
+        run_id: str | None = None,
+        **details: Any,
+    ) -> ExportResult:
         return cls(
             exporter=exporter,
             status=ExportStatus.SKIPPED,
             exit_code=ExitCode.OK,
             message=message,
             run_dir=run_dir,
+            run_id=run_id,
+            skip_reason=reason,
             details=details,
         )
 
@@ -123,4 +191,6 @@ class ExportResult(BaseModel):
 
     def summary_line(self) -> str:
         """The one human line the CLI prints, e.g. ``skipped (already exported): ...``."""
+        if self.skip_reason is not None:
+            return f"skipped ({self.skip_reason.value}): {self.message}"
         return f"{self.status.value}: {self.message}"

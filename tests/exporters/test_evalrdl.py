@@ -34,7 +34,7 @@ def test_a_committed_upload_succeeds_with_run_id_and_upload_token(
     )
     assert result.status is ExportStatus.SUCCEEDED, result.message
     assert result.exit_code == 0
-    assert result.message == f"uploaded as EvalRDL run {result.details['run_id']}"
+    assert result.message == f"uploaded as EvalRDL run {result.run_id}"
     assert result.details["upload_token"].startswith("upl-")
     assert result.details["state"] == "committed"
     if evalrdl_sdk.is_fake:
@@ -78,8 +78,8 @@ def test_uploading_the_same_content_again_is_skipped_as_deduped(
     second = export_evalrdl(sample_run)
     assert second.status is ExportStatus.SKIPPED
     assert second.exit_code == 0
-    assert second.details["skip_reason"] == "deduped"
-    assert second.details["run_id"] == first.details["run_id"]
+    assert second.skip_reason == "deduped"
+    assert second.run_id == first.run_id
     assert "nothing new stored" in second.message
     if evalrdl_sdk.is_fake:
         assert len(evalrdl_sdk.stored_runs()) == 1
@@ -200,7 +200,7 @@ def test_a_stored_run_that_needs_binding_logs_one_line(
         result = export_evalrdl(sample_run)
     assert result.status is ExportStatus.SUCCEEDED
     (line,) = [r.getMessage() for r in caplog.records if "binding" in r.getMessage()]
-    assert line.startswith(f"EvalRDL stored run {result.details['run_id']} but it needs binding")
+    assert line.startswith(f"EvalRDL stored run {result.run_id} but it needs binding")
 
 
 def test_a_split_upload_plan_is_refused_before_upload_is_called(
@@ -279,7 +279,7 @@ def test_dry_run_lists_every_file_of_the_directory_and_builds_nothing(
 ) -> None:
     sample = make_sample_run(sidecars=True)
     result = export_evalrdl(sample, dry_run=True)
-    files = [item["path"] for item in result.details["plan"]["files"]]
+    files = [item.path for item in result.plan.files]
     assert str(sample.run.sidecar_dir / "preprocessed_datasets" / "aime24.jsonl") in files
     assert str(sample.run.materialized_inputs) in files
     assert list_environments() == []

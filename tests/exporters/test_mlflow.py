@@ -43,7 +43,7 @@ def test_metrics_params_tags_and_artifacts_read_back_as_the_run_holds_them(
     (run,) = read_runs(
         mlflow_python, mlflow_server.url, "aime24-e2e", ("global_config.json", tmp_path / "dl")
     )
-    assert run["run_id"] == result.details["run_id"]
+    assert run["run_id"] == result.run_id
     assert run["status"] == "FINISHED"
 
     flat = flatten_metrics(sample_run.run.read_aggregate_metrics())
@@ -165,7 +165,7 @@ def test_a_server_that_fails_mid_export_gives_failed_and_no_marker_and_a_rerun_s
         for run in read_runs(mlflow_python, own_mlflow_server.url, "flaky")
         if run["status"] == "FINISHED"
     ]
-    assert [run["run_id"] for run in finished] == [retried.details["run_id"]]
+    assert [run["run_id"] for run in finished] == [retried.run_id]
 
 
 def test_two_concurrent_exports_create_one_run(mlflow_server, mlflow_python, sample_run) -> None:

@@ -152,7 +152,7 @@ def test_the_dry_run_shows_sanitized_names_and_batches_and_builds_nothing(cli, s
         "--json",
     )
     assert run.exit_code == 0, run.output
-    plan = json.loads(run.stdout)["details"]["plan"]
+    plan = json.loads(run.stdout)["plan"]
     assert (
         "aime24_math_tool_agent/pass_at_1_avg-of-4_/no_answer/std_dev_across_runs"
         in plan["metric_names"]

@@ -43,7 +43,7 @@ def test_the_offline_run_holds_config_summary_and_the_rollouts_table(
     assert run_dir.parent == Path(os.environ["WANDB_DIR"]) / "wandb"
     stored = read_offline_run(wandb_python, run_dir)
     assert stored["run"] == {
-        "id": result.details["run_id"],
+        "id": result.run_id,
         "project": "aime24-e2e",
         "name": "nightly",
     }

@@ -173,10 +173,10 @@ def test_a_marker_that_cannot_be_written_after_the_export_is_a_success_with_a_wa
     )
     result = exporter.export(sample_run.run, config)
     assert result.status is ExportStatus.SUCCEEDED
-    assert result.details["run_id"]
+    assert result.run_id
     marker = sample_run.run.export_marker("mlflow")
     assert f"could not write the export marker {marker}" in result.message
-    assert result.details["run_id"] in result.message
+    assert result.run_id in result.message
     assert "marker" not in result.details
     assert result.details["marker_error"]
 

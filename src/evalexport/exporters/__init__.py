@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from evalexport._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from evalexport.exporters.base import DryRunPlan, Exporter, ExporterConfig, OptionError
+    from evalexport.exporters.base import Exporter, ExporterConfig, OptionError
     from evalexport.exporters.registry import (
         ENTRY_POINT_GROUP,
         ExporterEntry,
@@ -19,11 +19,12 @@ if TYPE_CHECKING:
         exporter_entries,
         load_exporter,
     )
+    from evalexport.results import DryRunPlan
 
 _BASE = "evalexport.exporters.base"
 _REGISTRY = "evalexport.exporters.registry"
 _PUBLIC = {
-    "DryRunPlan": _BASE,
+    "DryRunPlan": "evalexport.results",
     "Exporter": _BASE,
     "ExporterConfig": _BASE,
     "OptionError": _BASE,

@@ -20,11 +20,12 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, field_validator
 
-from evalexport.exporters.base import DryRunPlan, Exporter, ExporterConfig, PlannedFile
-from evalexport.results import ExportResult
+from evalexport.exporters.base import Exporter, ExporterConfig
+from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.trajectory.convert import ATIF_SCHEMA_VERSION, TrajectoryIdentity
 from evalexport.trajectory.files import ConvertedRow, FileConversion, convert_file
@@ -129,8 +130,8 @@ class AtifExporter(Exporter[AtifConfig]):
             str(run.run_dir),
             f"dry run: {outcome.converted} trajectories of {run.rollouts.name} would be written "
             f"to {plan.target}",
+            plan=plan,
             dry_run=True,
-            plan=plan.model_dump(),
             **_counts(outcome),
         )
 
@@ -171,8 +172,8 @@ class AtifExporter(Exporter[AtifConfig]):
         )
 
 
-def _counts(conversion: FileConversion) -> dict[str, object]:
-    counts: dict[str, object] = {"trajectory_count": conversion.converted}
+def _counts(conversion: FileConversion) -> dict[str, Any]:
+    counts: dict[str, Any] = {"trajectory_count": conversion.converted}
     if conversion.trajectories_with_gaps:
         counts["trajectories_with_gaps"] = conversion.trajectories_with_gaps
         counts["gap_counts"] = dict(sorted(conversion.gap_counts.items()))

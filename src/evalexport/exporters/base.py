@@ -19,7 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evalexport import guard
 from evalexport.interrupts import Interrupted, deferred, signal_name
 from evalexport.metrics import flatten_metrics
-from evalexport.results import ExitCode, ExportResult, ExportStatus
+from evalexport.results import (
+    DryRunPlan,
+    ExitCode,
+    ExportResult,
+    ExportStatus,
+    PlannedFile,
+    SkipReason,
+)
 from evalexport.run import RunArtifacts, RunFileError
 
 logger = logging.getLogger("evalexport")
@@ -46,27 +53,6 @@ ConfigT = TypeVar("ConfigT", bound=ExporterConfig)
 
 class OptionError(ValueError):
     """The options given to an exporter are unknown or invalid (exit code 2)."""
-
-
-class PlannedFile(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    path: str
-    size_bytes: int
-
-
-class DryRunPlan(BaseModel):
-    """What an export would do, shown by ``--dry-run`` without doing any of it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    exporter: str
-    target: str
-    files: list[PlannedFile] = []
-    metric_names: list[str] = []
-    param_names: list[str] = []
-    tag_names: list[str] = []
-    batches: int = 0
 
 
 class Exporter(abc.ABC, Generic[ConfigT]):
@@ -212,7 +198,7 @@ class Exporter(abc.ABC, Generic[ConfigT]):
                 f"{run.rollouts.name} was exported to {state.marker.target} as run "
                 f"{state.marker.remote_run_id} at {state.marker.exported_at} "
                 f"(delete {state.marker_path} to export it again)",
-                skip_reason="already exported",
+                SkipReason.ALREADY_EXPORTED,
                 run_id=state.marker.remote_run_id,
                 marker=str(state.marker_path),
             )
@@ -235,7 +221,7 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         self, run: RunArtifacts, config: ConfigT, result: ExportResult, fingerprint: str
     ) -> ExportResult:
         """Write the marker of a successful export; a failed write is a warning, not a failure."""
-        run_id = str(result.details.get("run_id", ""))
+        run_id = result.run_id or ""
         marker = guard.ExportMarker.now(self.name, self.target(run, config), run_id, fingerprint)
         details = {**result.details, "fingerprint": fingerprint}
         try:
@@ -269,7 +255,7 @@ class Exporter(abc.ABC, Generic[ConfigT]):
     def _export(self, run: RunArtifacts, config: ConfigT) -> ExportResult:
         """Do the export once every prerequisite holds.
 
-        A tracking exporter puts the remote run id in ``details["run_id"]`` and tags the remote
+        A tracking exporter puts the remote run id in ``ExportResult.run_id`` and tags the remote
         run with ``guard.run_fingerprint(run)``; the marker is written for it on success.
         """
 
@@ -305,8 +291,8 @@ class Exporter(abc.ABC, Generic[ConfigT]):
             self.name,
             str(run.run_dir),
             f"dry run: {run.rollouts.name} would be exported to {plan.target}",
+            plan=plan,
             dry_run=True,
-            plan=plan.model_dump(),
         )
 
     # -- helpers -------------------------------------------------------------------------------

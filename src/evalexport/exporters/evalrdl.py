@@ -16,8 +16,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator
 
-from evalexport.exporters.base import DryRunPlan, PlannedFile
 from evalexport.exporters.isolated import WORKER_BODIES, IsolatedConfig, IsolatedExporter
+from evalexport.results import DryRunPlan, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.workers.protocol import EvalRDLPayload
 

@@ -221,6 +221,8 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
         if isinstance(details, dict):
             for notice in details.get("notices", []):
                 logger.warning("%s", notice)
+        details = dict(details) if isinstance(details, dict) else {}
+        run_id, skip_reason = details.pop("run_id", None), details.pop("skip_reason", None)
         try:
             return ExportResult(
                 exporter=self.name,
@@ -228,10 +230,9 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
                 exit_code=ExitCode(int(result["exit_code"])),
                 message=str(result.get("message", "")),
                 run_dir=str(run.run_dir),
-                details={
-                    **(details if isinstance(details, dict) else {}),
-                    "environment": str(environment),
-                },
+                run_id=None if run_id is None else str(run_id),
+                skip_reason=skip_reason,
+                details={**details, "environment": str(environment)},
             )
         except (KeyError, TypeError, ValueError) as error:  # pydantic's ValidationError too
             return self.failed(

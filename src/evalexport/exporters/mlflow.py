@@ -22,7 +22,6 @@ from typing import Any
 from pydantic import Field, SecretStr
 
 from evalexport import __version__
-from evalexport.exporters.base import DryRunPlan, PlannedFile
 from evalexport.exporters.isolated import WORKER_BODIES, IsolatedConfig, IsolatedExporter
 from evalexport.exporters.mlflow_names import (
     MAX_TAG_VALUE_LENGTH,
@@ -35,6 +34,7 @@ from evalexport.exporters.mlflow_names import (
 from evalexport.exporters.tables import write_rollouts_table
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
+from evalexport.results import DryRunPlan, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.workers.protocol import MlflowBatch, MlflowPayload
 

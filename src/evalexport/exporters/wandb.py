@@ -15,11 +15,11 @@ from typing import Literal
 
 from pydantic import Field, SecretStr
 
-from evalexport.exporters.base import DryRunPlan, PlannedFile
 from evalexport.exporters.isolated import WORKER_BODIES, IsolatedConfig, IsolatedExporter
 from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY, write_rollouts_table
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
+from evalexport.results import DryRunPlan, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.workers.protocol import WandbPayload
 

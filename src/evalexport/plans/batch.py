@@ -46,14 +46,15 @@ def _already_written(task: ExportTask) -> dict[str, Any] | None:
     output = Path(str(task.options["output_dirpath"])).absolute()
     if not (output / "manifest.jsonl").is_file():
         return None
-    return {
-        "exporter": "atif",
-        "status": "skipped",
-        "exit_code": 0,
-        "message": f"{output} already holds this export's trajectories (manifest.jsonl)",
-        "run_dir": str(task.rollouts.parent),
-        "details": {"skip_reason": "already exported", "output_dirpath": str(output)},
-    }
+    from evalexport.results import ExportResult, SkipReason
+
+    return ExportResult.skipped(
+        "atif",
+        str(task.rollouts.parent),
+        f"{output} already holds this export's trajectories (manifest.jsonl)",
+        SkipReason.ALREADY_EXPORTED,
+        output_dirpath=str(output),
+    ).model_dump(mode="json")
 
 
 class _Children:

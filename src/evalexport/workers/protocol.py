@@ -38,7 +38,8 @@ Status = Literal["succeeded", "skipped", "failed"]
 
 
 class WorkerResult(TypedDict):
-    """What every worker returns, and the runner writes to the result file."""
+    """What every worker returns, and the runner writes to the result file. ``run_id`` and
+    ``skip_reason`` in ``details`` become the ``ExportResult`` fields of those names."""
 
     status: Status
     exit_code: int
