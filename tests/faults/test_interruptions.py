@@ -7,12 +7,15 @@ worst moment to be stopped. Then a real signal is sent to a real process.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+import yaml
 
 from evalexport.exporters.mlflow import FINGERPRINT_TAG
 from evalexport.guard import run_fingerprint
@@ -183,3 +186,60 @@ def test_ctrl_c_during_an_atif_export_of_a_large_file_leaves_no_output(
     assert not output.exists()
     assert list(tmp_path.glob(".atif-out.partial-*")) == []
     assert run_files(sample) == before
+
+
+def _pool_processes(lab: FaultLab) -> list[int]:
+    """This test's ``plan run`` export processes (they inherit our per-test ``$TMPDIR``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes()
+            environment = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if b"evalexport.plans.pool_worker" in command and str(lab.tmpdir).encode() in environment:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_stopped_plan_stops_the_export_under_way_and_starts_no_other(
+    lab: FaultLab, own_mlflow_server, mlflow_python, make_sample_run, tmp_path
+) -> None:
+    benchmarks = ["aime24", "gpqa", "math500"]
+    samples = [
+        make_sample_run(f"job/{name}", benchmark=name, seed=i) for i, name in enumerate(benchmarks)
+    ]
+    befores = [run_files(sample) for sample in samples]
+    proxy = FailingProxy(own_mlflow_server.port, trigger=b"/runs/log-batch", hold=True)
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        yaml.safe_dump(
+            {
+                "job": {"benchmarks": benchmarks, "runs_root": str(tmp_path / "job")},
+                "exports": {
+                    "mlflow": {"mlflow_tracking_uri": proxy.url, "mlflow_experiment_name": "plan"}
+                },
+            }
+        )
+    )
+    process = lab.start("plan", "run", str(plan), "--workers", "1", "--json")
+    try:
+        assert proxy.tripped.wait(timeout=180), "the first export never reached log-batch"
+        assert len(_pool_processes(lab)) == 1
+        process.send_signal(signal.SIGTERM)
+        ended = lab.end(process)
+    finally:
+        proxy.close()
+    assert ended.exit_code == 143, ended.output
+    first, *rest = (task["result"] for task in json.loads(ended.stdout))
+    assert first["exit_code"] == 143
+    assert "is marked KILLED" in first["message"]
+    for result in rest:
+        assert result["exit_code"] == 143
+        assert result["message"] == "not started: the plan was interrupted by SIGTERM"
+    assert _pool_processes(lab) == []
+    for sample, before in zip(samples, befores, strict=True):
+        lab.assert_left_clean(sample, before, ended)
+    assert list(_runs_of(mlflow_python, own_mlflow_server, "plan", samples[0])) == ["KILLED"]
+    for sample in samples[1:]:
+        assert _runs_of(mlflow_python, own_mlflow_server, "plan", sample) == {}

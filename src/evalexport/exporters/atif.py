@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from evalexport.exporters.base import Exporter, ExporterConfig
-from evalexport.results import DryRunPlan, ExportResult, PlannedFile
+from evalexport.results import DryRunPlan, ExportResult, PlannedFile, SkipReason
 from evalexport.run import RunArtifacts
 from evalexport.trajectory.convert import ATIF_SCHEMA_VERSION, TrajectoryIdentity
 from evalexport.trajectory.files import ConvertedRow, FileConversion, convert_file
@@ -133,6 +133,20 @@ class AtifExporter(Exporter[AtifConfig]):
             plan=plan,
             dry_run=True,
             **_counts(outcome),
+        )
+
+    def already_exported(self, run: RunArtifacts, config: AtifConfig) -> ExportResult | None:
+        """The output directory holds a ``manifest.jsonl``: it is written last, into the
+        staging directory renamed into place, so its presence means a complete export."""
+        output = config.output_dirpath.absolute()
+        if not (output / "manifest.jsonl").is_file():
+            return None
+        return ExportResult.skipped(
+            self.name,
+            str(run.run_dir),
+            f"{output} already holds this export's trajectories (manifest.jsonl)",
+            SkipReason.ALREADY_EXPORTED,
+            output_dirpath=str(output),
         )
 
     def _export(self, run: RunArtifacts, config: AtifConfig) -> ExportResult:

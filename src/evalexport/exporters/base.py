@@ -152,6 +152,13 @@ class Exporter(abc.ABC, Generic[ConfigT]):
                 reason = guard.unwritable_marker_reason(run, self.name)
         return reason
 
+    def already_exported(self, run: RunArtifacts, config: ConfigT) -> ExportResult | None:
+        """A skipped result if this export's output is already there, for batches (``plan
+        run``, Slurm arrays), whose reruns skip what is done. Tracking exporters need nothing
+        here: their export marker makes :meth:`export` skip. An exporter whose output is its own
+        proof (ATIF's ``manifest.jsonl``) says so by overriding this."""
+        return None
+
     def export(self, run: RunArtifacts, config: ConfigT) -> ExportResult:
         """Export ``run``; every outcome, including unexpected errors, is a result."""
         try:

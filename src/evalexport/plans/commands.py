@@ -104,7 +104,7 @@ def _render(plan: ExportPlan, command: str) -> int:
 
 
 def _progress(done: int, total: int, outcome: TaskOutcome) -> None:
-    status = outcome.result.get("status")
+    status = outcome.result.status.value
     line = f"[{done}/{total}] {outcome.benchmark} -> {outcome.exporter}: {status}"
     if sys.stderr.isatty():
         print(f"\r\033[K{line}", end="" if done < total else "\n", file=sys.stderr, flush=True)
@@ -118,6 +118,7 @@ _STOP_CODES = (129, 130, 143)
 
 def _finish(outcomes: list[TaskOutcome], values: dict[str, str], as_json: bool) -> int:
     from evalexport.plans.batch import summary_table
+    from evalexport.results import ExportStatus
 
     report = [outcome.as_json_data() for outcome in outcomes]
     if "--report" in values:
@@ -126,11 +127,11 @@ def _finish(outcomes: list[TaskOutcome], values: dict[str, str], as_json: bool) 
         write_text_atomically(Path(values["--report"]), json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2) if as_json else summary_table(outcomes))
     stopped = [
-        code for outcome in outcomes if (code := outcome.result.get("exit_code")) in _STOP_CODES
+        code for outcome in outcomes if (code := int(outcome.result.exit_code)) in _STOP_CODES
     ]
     if stopped:  # interrupted: say so as a shell would, 128 + the signal
-        return int(stopped[0])
-    failed = any(outcome.result.get("status") == "failed" for outcome in outcomes)
+        return stopped[0]
+    failed = any(outcome.result.status is ExportStatus.FAILED for outcome in outcomes)
     return 1 if failed else 0
 
 

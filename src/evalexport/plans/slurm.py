@@ -19,8 +19,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from evalexport.plans.batch import TaskOutcome, run_task
+from evalexport.plans.batch import TaskOutcome, timed
 from evalexport.plans.model import ExportTask
+from evalexport.results import ExportResult
 
 __all__ = ["SlurmError", "gather", "run_array_task", "submit", "wait_for"]
 
@@ -101,7 +102,7 @@ def run_array_task(tasks_file: Path, index: int, result_dir: Path) -> TaskOutcom
 
     data: dict[str, Any] = json.loads(tasks_file.read_text())[index]
     task = ExportTask(data["benchmark"], data["exporter"], Path(data["rollouts"]), data["options"])
-    outcome = run_task(task)
+    outcome = timed(task)
     write_text_atomically(result_dir / f"{index}.json", json.dumps(outcome.as_json_data()))
     return outcome
 
@@ -112,22 +113,17 @@ def gather(tasks: list[ExportTask], work_dir: Path) -> list[TaskOutcome]:
     for index, task in enumerate(tasks):
         path = work_dir / "results" / f"{index}.json"
         if path.is_file():
-            outcomes.append(TaskOutcome(**json.loads(path.read_text())))
+            outcomes.append(TaskOutcome.from_json_data(json.loads(path.read_text())))
             continue
         outcomes.append(
-            TaskOutcome(
-                task.benchmark,
-                task.exporter,
-                str(task.rollouts),
+            TaskOutcome.of(
+                task,
                 0.0,
-                {
-                    "exporter": task.exporter,
-                    "status": "failed",
-                    "exit_code": 1,
-                    "message": f"array task {index} left no result; see {work_dir / 'logs'}",
-                    "run_dir": str(task.rollouts.parent),
-                    "details": {},
-                },
+                ExportResult.failed(
+                    task.exporter,
+                    str(task.rollouts.parent),
+                    f"array task {index} left no result; see {work_dir / 'logs'}",
+                ),
             )
         )
     return outcomes

@@ -1,0 +1,43 @@
+"""One export process of a ``plan run`` pool (:mod:`evalexport.plans.pool`).
+
+``python -m evalexport.plans.pool_worker`` reads one task per line on stdin (``{"benchmark",
+"exporter", "rollouts", "options"}``), runs it with :func:`~evalexport.plans.batch.export_task`
+and writes its ``ExportResult`` as one JSON line on stdout, until stdin closes. A stop signal
+stops the export under way, which reports it; the process then exits with 128 + the signal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+
+def main() -> int:
+    from evalexport.interrupts import Interrupted, deferred, signals_raise
+    from evalexport.plans.batch import export_task
+    from evalexport.plans.model import ExportTask
+
+    # Exporters and workers log (e.g. a stored run that needs binding); users read it on stderr.
+    logging.basicConfig(level=logging.INFO, format="evalexport: %(message)s", stream=sys.stderr)
+    try:
+        with signals_raise():
+            for line in sys.stdin:
+                data = json.loads(line)
+                task = ExportTask(
+                    data["benchmark"], data["exporter"], Path(data["rollouts"]), data["options"]
+                )
+                result = export_task(task)
+                with deferred():  # a result half written is a result lost
+                    sys.stdout.write(result.model_dump_json() + "\n")
+                    sys.stdout.flush()
+                if result.exit_code >= 128:  # the export was stopped: so are we
+                    return int(result.exit_code)
+    except Interrupted as interruption:
+        return interruption.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
