@@ -43,13 +43,20 @@ def main() -> None:
     args = parser.parse_args()
     from evalexport.plans.batch import export_task, run_tasks
     from evalexport.plans.model import resolve_tasks
-    from evalexport.testing.factory import make_run
+    from evalexport.testing.factory import DEFAULT_AGENTS, make_run
 
     with tempfile.TemporaryDirectory(prefix="batch-bench-") as scratch:
         root = Path(scratch) / "runs"
         benchmarks = [f"bench{i:03d}" for i in range(args.runs)]
         for seed, name in enumerate(benchmarks):
-            make_run(root / name, benchmark=name, tasks=args.rollouts // 2, repeats=2, seed=seed)
+            make_run(
+                root / name,
+                benchmark=name,
+                agents=DEFAULT_AGENTS[:1],  # ATIF keys rows by (task, rollout): one agent
+                tasks=args.rollouts // 2,
+                repeats=2,
+                seed=seed,
+            )
 
         def clean() -> None:
             for name in benchmarks:
