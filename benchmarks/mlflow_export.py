@@ -127,7 +127,9 @@ def main() -> None:
                     "upload_rollouts": False,
                 }
             )
-            _warm_up(server, environment, scratch, exporter.worker_payload(run, warm, scratch))
+            _warm_up(
+                server, environment, scratch, exporter.worker_payload(run, warm, scratch, None)
+            )
             proxy = FailingProxy(server.port)
             config = exporter.parse_config(
                 {
@@ -162,7 +164,7 @@ def main() -> None:
                 status = outcome.result["status"] if outcome.result else outcome.log_tail()
                 return proxy.requests, seconds, str(status)
 
-            payload = exporter.worker_payload(run, config, scratch)
+            payload = exporter.worker_payload(run, config, scratch, None)
             rows.append(("floor (bare log_batch loop)", *worker(FLOOR_BODY, "floor", payload)))
             values = [
                 (kind, key, value)

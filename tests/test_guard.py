@@ -46,6 +46,45 @@ def test_a_success_writes_a_marker_with_the_fingerprint_and_tags_the_remote_run(
     assert recorded["tags"]["evalexport.fingerprint"] == fingerprint
 
 
+def test_an_export_reads_the_run_for_its_fingerprint_once_under_the_lock(
+    sample_run, tmp_path, monkeypatch
+) -> None:
+    calls: list[bool] = []
+    fingerprint_of = guard.run_fingerprint
+    held = guard.export_lock
+
+    def counted(run):
+        calls.append(locked)
+        return fingerprint_of(run)
+
+    locked = False
+
+    def lock(run, exporter):
+        nonlocal locked
+        inner = held(run, exporter)
+
+        class Held:
+            def __enter__(self):
+                nonlocal locked
+                inner.__enter__()
+                locked = True
+
+            def __exit__(self, *exc):
+                nonlocal locked
+                locked = False
+                return inner.__exit__(*exc)
+
+        return Held()
+
+    monkeypatch.setattr(guard, "run_fingerprint", counted)
+    monkeypatch.setattr(guard, "export_lock", lock)
+    result = _export(sample_run, tmp_path / "store")
+    assert result.status is ExportStatus.SUCCEEDED
+    assert calls == [True]  # once, and under the lock: the marker and the tag name one state
+    (recorded,) = _recorded(tmp_path / "store")
+    assert recorded["tags"]["evalexport.fingerprint"] == result.details["fingerprint"]
+
+
 def test_a_second_export_is_skipped_and_creates_nothing(sample_run, tmp_path) -> None:
     first = _export(sample_run, tmp_path / "store")
     second = _export(sample_run, tmp_path / "store")

@@ -77,7 +77,8 @@ class ExportMarker(BaseModel):
 @final
 @dataclass(frozen=True)
 class NotExported:
-    fingerprint: str
+    fingerprint: str | None
+    """The run's fingerprint, if the caller computed it (under the export lock)."""
 
 
 @final
@@ -120,9 +121,13 @@ class UnreadableMarker:
 GuardState = NotExported | AlreadyExported | ChangedSinceExport | UnreadableMarker
 
 
-def guard_state(run: RunArtifacts, exporter: str) -> GuardState:
-    """Whether ``run`` was exported to ``exporter``, and whether its files changed since."""
-    fingerprint = run_fingerprint(run)
+def guard_state(run: RunArtifacts, exporter: str, fingerprint: str | None = None) -> GuardState:
+    """Whether ``run`` was exported to ``exporter``, and whether its files changed since.
+
+    ``fingerprint`` is the run's as the caller computed it: an export computes it once, under
+    the export lock, so that its marker and its remote run's tag name the same bytes. Without
+    it, the run is read only if a marker is there to compare with.
+    """
     marker_path = run.export_marker(exporter)
     try:
         text = marker_path.read_text(encoding="utf-8")
@@ -134,6 +139,8 @@ def guard_state(run: RunArtifacts, exporter: str) -> GuardState:
         marker = ExportMarker.model_validate_json(text)
     except ValidationError as error:
         return UnreadableMarker(marker_path, f"not a valid marker: {error.error_count()} errors")
+    if fingerprint is None:
+        fingerprint = run_fingerprint(run)
     if marker.fingerprint != fingerprint:
         return ChangedSinceExport(marker, marker_path, fingerprint)
     return AlreadyExported(marker, marker_path)

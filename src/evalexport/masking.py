@@ -25,7 +25,6 @@ __all__ = [
     "mask_config",
     "mask_text",
     "save_run_config",
-    "saved_config_path",
     "scrub_text",
     "scrub_value",
     "shown_override",
@@ -270,12 +269,6 @@ def scrub_value(value: Any, also: Sequence[str] = ()) -> Any:
     return scrub(mask_config(value))
 
 
-def saved_config_path(rollouts_jsonl_fpath: str | os.PathLike[str]) -> Path:
-    """``<dir>/<stem>_resolved_config.yaml`` for the rollouts file ``<dir>/<stem>.jsonl``."""
-    rollouts = Path(rollouts_jsonl_fpath).absolute()
-    return rollouts.with_name(f"{rollouts.stem}_resolved_config.yaml")
-
-
 def _to_yaml_data(value: Any, path: str) -> Any:
     if isinstance(value, Mapping):
         return {
@@ -305,9 +298,10 @@ def save_run_config(
     import yaml
 
     from evalexport._files import write_text_atomically
+    from evalexport.run import RunArtifacts  # run.py imports this module: import on use
 
     data = _to_yaml_data(mask_config(config), "")
-    target = saved_config_path(rollouts_jsonl_fpath)
+    target = RunArtifacts.from_rollouts_path(rollouts_jsonl_fpath).saved_config
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
     write_text_atomically(target, text)
     return target

@@ -86,6 +86,12 @@ class RunArtifacts:
     def from_rollouts_path(cls, rollouts_jsonl_fpath: str | os.PathLike[str]) -> RunArtifacts:
         return cls(Path(rollouts_jsonl_fpath).absolute())
 
+    @classmethod
+    def in_job(cls, runs_root: str | os.PathLike[str], benchmark: str) -> RunArtifacts:
+        """The run of ``benchmark`` in a NeMo Gym job's output directory:
+        ``<runs_root>/<benchmark>/<benchmark>_rollouts.jsonl``."""
+        return cls.from_rollouts_path(Path(runs_root) / benchmark / f"{benchmark}_rollouts.jsonl")
+
     @property
     def run_dir(self) -> Path:
         """``R.absolute().parent``: never the directory a symlinked ``R`` points into."""

@@ -102,7 +102,9 @@ def test_the_payload_built_for_a_run_matches_its_type(
 ) -> None:
     exporter = load_exporter(name)()
     config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample_run.rollouts)})
-    payload = json.loads(json.dumps(exporter.worker_payload(sample_run.run, config, tmp_path)))
+    payload = json.loads(
+        json.dumps(exporter.worker_payload(sample_run.run, config, tmp_path, "sha256:0"))
+    )
     assert _mismatches(payload, _payload_type_of_body(type(exporter).worker_body)) == []
 
 

@@ -26,7 +26,7 @@ class EchoExporter(IsolatedExporter[EchoConfig]):
     worker_body = BODIES / "echo.py"
 
     def worker_payload(
-        self, run: RunArtifacts, config: EchoConfig, scratch: Path
+        self, run: RunArtifacts, config: EchoConfig, scratch: Path, fingerprint: str | None
     ) -> dict[str, Any]:
         return {
             "behaviour": config.behaviour,

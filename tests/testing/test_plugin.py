@@ -27,6 +27,9 @@ def test_needs_wandb(): pass
 @pytest.mark.gym
 def test_needs_gym(): pass
 
+@pytest.mark.slurm
+def test_needs_slurm(): pass
+
 def test_plain(): pass
 """
 

@@ -149,7 +149,9 @@ class AtifExporter(Exporter[AtifConfig]):
             output_dirpath=str(output),
         )
 
-    def _export(self, run: RunArtifacts, config: AtifConfig) -> ExportResult:
+    def _export(
+        self, run: RunArtifacts, config: AtifConfig, *, fingerprint: str | None
+    ) -> ExportResult:
         output = config.output_dirpath.absolute()
         try:
             created_parents = _make_parents(output.parent)

@@ -168,7 +168,7 @@ class Exporter(abc.ABC, Generic[ConfigT]):
             if config.dry_run:
                 return self._dry_run_result(run, config)
             if not self.guards_exports:
-                return self._export(run, config)
+                return self._export(run, config, fingerprint=None)
             with guard.export_lock(run, self.name):
                 return self._guarded_export(run, config)
         except Interrupted as interruption:  # the CLI's signals: stop here, cleanly
@@ -196,8 +196,10 @@ class Exporter(abc.ABC, Generic[ConfigT]):
             )
 
     def _guarded_export(self, run: RunArtifacts, config: ConfigT) -> ExportResult:
+        # Read once, under the lock: the marker and the remote run's tag name the same bytes.
+        fingerprint = guard.run_fingerprint(run)
         # Checked again under the lock: a concurrent export may have finished meanwhile.
-        state = guard.guard_state(run, self.name)
+        state = guard.guard_state(run, self.name, fingerprint)
         if isinstance(state, guard.AlreadyExported):
             return ExportResult.skipped(
                 self.name,
@@ -211,12 +213,12 @@ class Exporter(abc.ABC, Generic[ConfigT]):
             )
         if not isinstance(state, guard.NotExported):
             return self.failed(run, state.message())
-        result = self._export(run, config)
+        result = self._export(run, config, fingerprint=fingerprint)
         if result.status is not ExportStatus.SUCCEEDED:
             return result
         # The remote run exists: a stop signal now must not cost it its marker.
         with deferred() as held:
-            result = self._mark(run, config, result, state.fingerprint)
+            result = self._mark(run, config, result, fingerprint)
         if held.signum is not None:
             logger.warning(
                 "%s arrived while the export marker was written; the export stands",
@@ -259,11 +261,15 @@ class Exporter(abc.ABC, Generic[ConfigT]):
             pass
 
     @abc.abstractmethod
-    def _export(self, run: RunArtifacts, config: ConfigT) -> ExportResult:
+    def _export(
+        self, run: RunArtifacts, config: ConfigT, *, fingerprint: str | None
+    ) -> ExportResult:
         """Do the export once every prerequisite holds.
 
-        A tracking exporter puts the remote run id in ``ExportResult.run_id`` and tags the remote
-        run with ``guard.run_fingerprint(run)``; the marker is written for it on success.
+        A tracking exporter (``guards_exports``) gets the run's ``fingerprint``, computed once
+        under the export lock, puts the remote run id in ``ExportResult.run_id`` and tags the
+        remote run with the fingerprint; the marker is written for it on success. Others get
+        ``None``.
         """
 
     # -- dry run -------------------------------------------------------------------------------

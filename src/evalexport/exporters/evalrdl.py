@@ -119,7 +119,7 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig]):
         return config.timeout + 3600.0 if config.wait else 3600.0
 
     def worker_payload(
-        self, run: RunArtifacts, config: EvalRDLConfig, scratch: Path
+        self, run: RunArtifacts, config: EvalRDLConfig, scratch: Path, fingerprint: str | None
     ) -> EvalRDLPayload:
         return {
             "run_dir": str(run.run_dir),

@@ -68,13 +68,15 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
 
     @abc.abstractmethod
     def worker_payload(
-        self, run: RunArtifacts, config: IsolatedConfigT, scratch: Path
+        self, run: RunArtifacts, config: IsolatedConfigT, scratch: Path, fingerprint: str | None
     ) -> Mapping[str, Any]:
         """The JSON the worker receives, of the worker body's payload type in
         ``workers/protocol.py``. Never put a token here: see :meth:`worker_secrets`.
 
         ``scratch`` is a temporary directory, removed after the worker ends, for files the
         worker should upload (never the run directory, which an export does not change).
+        ``fingerprint`` is the run's, computed once under the export lock, for the remote run's
+        tag (``None`` for an exporter that writes no marker).
         """
 
     def worker_secrets(self, config: IsolatedConfigT) -> dict[str, str]:
@@ -97,8 +99,10 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
         scrub), so they can be removed from whatever the worker reports."""
         return []
 
-    def _export(self, run: RunArtifacts, config: IsolatedConfigT) -> ExportResult:
-        result = self._export_through_worker(run, config)
+    def _export(
+        self, run: RunArtifacts, config: IsolatedConfigT, *, fingerprint: str | None
+    ) -> ExportResult:
+        result = self._export_through_worker(run, config, fingerprint)
         secrets = [secret for secret in self.secrets_the_sdk_may_find(config) if len(secret) >= 8]
         if not secrets:
             return result
@@ -120,7 +124,9 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
         embedded MLflow database): workers writing into one store run one at a time."""
         return None
 
-    def _export_through_worker(self, run: RunArtifacts, config: IsolatedConfigT) -> ExportResult:
+    def _export_through_worker(
+        self, run: RunArtifacts, config: IsolatedConfigT, fingerprint: str | None
+    ) -> ExportResult:
         from evalexport.isolation import (
             EnvironmentBuildError,
             EnvironmentSpec,
@@ -139,7 +145,7 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
             tempfile.TemporaryDirectory(prefix=f"evalexport-{self.name}-") as scratch,
             file_lock(store) if store else contextlib.nullcontext(),
         ):
-            payload = self.worker_payload(run, config, Path(scratch))
+            payload = self.worker_payload(run, config, Path(scratch), fingerprint)
             outcome = run_worker(
                 environment,
                 self.worker_body,

@@ -214,7 +214,7 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
         return {"MLFLOW_TRACKING_TOKEN": token.get_secret_value()} if token else {}
 
     def worker_payload(
-        self, run: RunArtifacts, config: MLflowConfig, scratch: Path
+        self, run: RunArtifacts, config: MLflowConfig, scratch: Path, fingerprint: str | None
     ) -> MlflowPayload:
         plan = self._plan(run, config)
         for warning in plan.warnings:
@@ -223,7 +223,7 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
         run_name = config.mlflow_run_name or run.default_run_name
         uri = resolve_tracking_uri(config.mlflow_tracking_uri)
         run_tags = {
-            FINGERPRINT_TAG: run_fingerprint(run),
+            FINGERPRINT_TAG: fingerprint or run_fingerprint(run),
             "evalexport.version": __version__,
             "evalexport.rollouts": str(run.rollouts),
         }

@@ -105,13 +105,15 @@ class WandbExporter(IsolatedExporter[WandbConfig]):
         key = config.wandb_api_key
         return {"WANDB_API_KEY": key.get_secret_value()} if key else {}
 
-    def worker_payload(self, run: RunArtifacts, config: WandbConfig, scratch: Path) -> WandbPayload:
+    def worker_payload(
+        self, run: RunArtifacts, config: WandbConfig, scratch: Path, fingerprint: str | None
+    ) -> WandbPayload:
         flat = flatten_metrics(run.read_aggregate_metrics())
         saved = run.read_exportable_config()
         for warning in (flat.non_finite_warning(), saved.warning(run.saved_config)):
             if warning:
                 logger.warning("%s", warning)
-        fingerprint = run_fingerprint(run)
+        fingerprint = fingerprint or run_fingerprint(run)
         project = config.wandb_project or run.benchmark
         name = config.wandb_name or run.default_run_name
         table = (

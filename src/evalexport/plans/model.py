@@ -32,6 +32,8 @@ from typing import Any, final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evalexport.run import RunArtifacts
+
 __all__ = ["ExportTask", "PlanError", "load_plan", "resolve_tasks", "validate_plan"]
 
 
@@ -235,7 +237,7 @@ def resolve_tasks(plan: ExportPlan) -> list[ExportTask]:
     for benchmark in plan.job.benchmarks:
         overrides = plan.benchmarks.get(benchmark, {})
         if plan.job.runs_root is not None:
-            rollouts = plan.job.runs_root / benchmark / f"{benchmark}_rollouts.jsonl"
+            rollouts = RunArtifacts.in_job(plan.job.runs_root, benchmark).rollouts
         else:
             rollouts = Path(os.path.expandvars(str(overrides["rollouts"])))
         exporters = list(plan.exports) + [

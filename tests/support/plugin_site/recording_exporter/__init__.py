@@ -16,7 +16,6 @@ from pydantic import Field
 
 from evalexport import ExportResult, RunArtifacts, flatten_metrics
 from evalexport.exporters import Exporter, ExporterConfig
-from evalexport.guard import run_fingerprint
 
 
 class RecordingConfig(ExporterConfig):
@@ -34,7 +33,9 @@ class RecordingExporter(Exporter[RecordingConfig]):
     def target(self, run: RunArtifacts, config: RecordingConfig) -> str:
         return str(config.store_dir)
 
-    def _export(self, run: RunArtifacts, config: RecordingConfig) -> ExportResult:
+    def _export(
+        self, run: RunArtifacts, config: RecordingConfig, *, fingerprint: str | None
+    ) -> ExportResult:
         time.sleep(config.delay_seconds)
         if config.fail_with:
             return self.failed(run, config.fail_with)
@@ -43,7 +44,7 @@ class RecordingExporter(Exporter[RecordingConfig]):
         config.store_dir.mkdir(parents=True, exist_ok=True)
         record = {
             "metrics": flat.metrics,
-            "tags": {**flat.texts, "evalexport.fingerprint": run_fingerprint(run)},
+            "tags": {**flat.texts, "evalexport.fingerprint": fingerprint},
             "params": run.read_saved_config(),
         }
         (config.store_dir / f"{run_id}.json").write_text(json.dumps(record))
@@ -58,7 +59,9 @@ class BrokenExporter(Exporter[ExporterConfig]):
     Config = ExporterConfig
     needs_metrics_and_config = False
 
-    def _export(self, run: RunArtifacts, config: ExporterConfig) -> ExportResult:
+    def _export(
+        self, run: RunArtifacts, config: ExporterConfig, *, fingerprint: str | None
+    ) -> ExportResult:
         raise RuntimeError("backend exploded while holding Bearer abcdefghijklmnop")
 
 
