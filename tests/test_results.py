@@ -76,3 +76,17 @@ def test_a_skip_reason_belongs_to_skipped_results_only() -> None:
         )
     with pytest.raises(ValueError, match="only a skipped one, carries a skip_reason"):
         ExportResult(exporter="x", status="skipped", exit_code=0, message="m", run_dir="/r")
+
+
+def test_a_receipt_is_shown_while_the_same_name_in_details_is_masked() -> None:
+    result = ExportResult(
+        exporter="evalrdl",
+        status="succeeded",
+        exit_code=0,
+        message="uploaded",
+        run_dir="/r",
+        receipts={"upload_token": "upl-0123456789abcdef"},
+        details={"upload_token": "upl-0123456789abcdef", "api_token": "secret-value-123456"},
+    )
+    assert result.receipts == {"upload_token": "upl-0123456789abcdef"}
+    assert result.details == {"upload_token": "****", "api_token": "****"}

@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 from evalexport.masking import scrub_text, scrub_value
 
 __all__ = [
-    "RECEIPT_KEYS",
     "DryRunPlan",
     "ExitCode",
     "ExportResult",
@@ -23,10 +22,6 @@ __all__ = [
     "PlannedFile",
     "SkipReason",
 ]
-
-RECEIPT_KEYS = frozenset({"upload_token"})
-"""Detail keys named like secrets that hold receipts: an EvalRDL upload token identifies one
-upload so its state can be looked up; it grants nothing and is shown to the user."""
 
 
 class ExitCode(enum.IntEnum):
@@ -103,6 +98,10 @@ class ExportResult(BaseModel):
     """Why a skipped export did nothing; set on skipped results only."""
     plan: DryRunPlan | None = None
     """What a dry run would do; set on dry-run results only."""
+    receipts: dict[str, str] = {}
+    """Identifiers a service handed back that grant nothing, shown as they are although named
+    like secrets (EvalRDL's ``upload_token`` looks one upload up). Each exporter names its own
+    (``Exporter.receipt_keys``); everything else named like a secret is masked."""
     details: dict[str, Any] = {}
 
     @field_validator("message")
@@ -113,10 +112,14 @@ class ExportResult(BaseModel):
     @field_validator("details")
     @classmethod
     def _scrub_details(cls, details: dict[str, Any]) -> dict[str, Any]:
-        receipts = {key: scrub_text(str(details[key])) for key in RECEIPT_KEYS if key in details}
-        scrubbed = scrub_value({k: v for k, v in details.items() if k not in receipts})
+        scrubbed = scrub_value(details)
         assert isinstance(scrubbed, dict)
-        return {**scrubbed, **receipts}
+        return scrubbed
+
+    @field_validator("receipts")
+    @classmethod
+    def _scrub_receipts(cls, receipts: dict[str, str]) -> dict[str, str]:
+        return {key: scrub_text(value) for key, value in receipts.items()}
 
     @model_validator(mode="after")
     def _exit_code_matches_status(self) -> ExportResult:

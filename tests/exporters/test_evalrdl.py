@@ -35,7 +35,7 @@ def test_a_committed_upload_succeeds_with_run_id_and_upload_token(
     assert result.status is ExportStatus.SUCCEEDED, result.message
     assert result.exit_code == 0
     assert result.message == f"uploaded as EvalRDL run {result.run_id}"
-    assert result.details["upload_token"].startswith("upl-")
+    assert result.receipts["upload_token"].startswith("upl-")
     assert result.details["state"] == "committed"
     if evalrdl_sdk.is_fake:
         (upload,) = evalrdl_sdk.calls(UPLOAD)
@@ -92,7 +92,7 @@ def test_accepted_without_a_verdict_before_the_timeout_fails_with_exit_3(
     result = export_evalrdl(sample_run, timeout=30)
     assert result.status is ExportStatus.FAILED
     assert result.exit_code == 3
-    token = result.details["upload_token"]
+    token = result.receipts["upload_token"]
     assert result.message == (
         f"stored by EvalRDL without a verdict before the timeout of 30 s (upload token {token}); "
         "check its state on the service"
@@ -106,7 +106,7 @@ def test_not_waiting_succeeds_with_the_upload_token(
     result = export_evalrdl(sample_run, wait=False)
     assert result.status is ExportStatus.SUCCEEDED
     assert result.details["state"] == "accepted"
-    assert result.details["upload_token"] in result.message
+    assert result.receipts["upload_token"] in result.message
     if evalrdl_sdk.is_fake:
         assert evalrdl_sdk.calls(UPLOAD)[0]["kwargs"]["wait"] is False
 

@@ -69,6 +69,10 @@ class Exporter(abc.ABC, Generic[ConfigT]):
     guards_exports: ClassVar[bool] = False
     """Tracking exporters write an export marker and skip a run already exported (§3.3)."""
 
+    receipt_keys: ClassVar[frozenset[str]] = frozenset()
+    """Keys of what the service hands back that are named like secrets but grant nothing
+    (EvalRDL's ``upload_token``): they go to ``ExportResult.receipts``, shown, not masked."""
+
     progress_unit: ClassVar[str] = "bytes"
     """What ``progress(done, total)`` counts: ``bytes`` of input, or ``steps`` of a worker."""
 

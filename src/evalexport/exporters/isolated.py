@@ -229,6 +229,7 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
                 logger.warning("%s", notice)
         details = dict(details) if isinstance(details, dict) else {}
         run_id, skip_reason = details.pop("run_id", None), details.pop("skip_reason", None)
+        receipts = {key: str(details.pop(key)) for key in self.receipt_keys if key in details}
         try:
             return ExportResult(
                 exporter=self.name,
@@ -238,6 +239,7 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
                 run_dir=str(run.run_dir),
                 run_id=None if run_id is None else str(run_id),
                 skip_reason=skip_reason,
+                receipts=receipts,
                 details={**details, "environment": str(environment)},
             )
         except (KeyError, TypeError, ValueError) as error:  # pydantic's ValidationError too
