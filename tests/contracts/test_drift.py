@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from evalexport.contracts.check import load_manifests
-from evalexport.contracts.commands import extract_manifest
+from evalexport.contracts.drift import extract_manifest
 from evalexport.contracts.recorded import check_recorded_calls
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from evalexport.contracts.check import load_manifests
-from evalexport.contracts.commands import check_fake, verify_release
+from evalexport.contracts.drift import check_fake, verify_release
 from evalexport.testing.wheels import wheel_from_tree
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,14 @@ from typing import Any, final
 from evalexport.plans.model import ExportTask
 from evalexport.results import ExitCode, ExportResult
 
-__all__ = ["TaskOutcome", "export_task", "run_tasks", "summary_table", "timed"]
+__all__ = [
+    "TaskOutcome",
+    "exit_code_of",
+    "export_task",
+    "run_tasks",
+    "summary_table",
+    "timed",
+]
 
 
 @final
@@ -99,6 +106,16 @@ def run_tasks(
     from evalexport.plans.pool import ExportPool
 
     return ExportPool(max(1, min(workers, len(tasks) or 1))).run(tasks, progress)
+
+
+def exit_code_of(outcomes: list[TaskOutcome]) -> int:
+    """A batch's exit code: 128 + the signal if it was stopped, 1 if an export failed, else 0."""
+    from evalexport.results import ExportStatus
+
+    stopped = [int(o.result.exit_code) for o in outcomes if int(o.result.exit_code) >= 128]
+    if stopped:  # interrupted: say so as a shell would, 128 + the signal
+        return stopped[0]
+    return 1 if any(o.result.status is ExportStatus.FAILED for o in outcomes) else 0
 
 
 def summary_table(outcomes: list[TaskOutcome]) -> str:

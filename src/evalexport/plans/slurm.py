@@ -23,11 +23,42 @@ from evalexport.plans.batch import TaskOutcome, timed
 from evalexport.plans.model import ExportTask
 from evalexport.results import ExportResult
 
-__all__ = ["SlurmError", "gather", "run_array_task", "submit", "wait_for"]
+__all__ = [
+    "SlurmError",
+    "default_work_dir",
+    "gather",
+    "load_tasks",
+    "run_array_task",
+    "submit",
+    "wait_for",
+]
 
 
 class SlurmError(RuntimeError):
     """Slurm is not reachable, or refused the job; the message says what to check."""
+
+
+def default_work_dir() -> Path:
+    """A new directory under the cache dir (``<cache>/slurm/<time>-<random>``): never the
+    current directory, which may be a checkout or a run's own directory. The cache dir is under
+    HOME, which a cluster's nodes share; pass ``--work-dir`` where it is not."""
+    import secrets
+
+    from evalexport.paths import cache_dir
+
+    return cache_dir() / "slurm" / f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def load_tasks(work_dir: Path) -> list[ExportTask]:
+    """The tasks a job array was submitted with, from its work directory."""
+    try:
+        data = json.loads((work_dir / "tasks.json").read_text())
+        return [
+            ExportTask(d["benchmark"], d["exporter"], Path(d["rollouts"]), d["options"])
+            for d in data
+        ]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise SlurmError(f"{work_dir} is not a plan work directory ({error})") from None
 
 
 def _write_tasks(work_dir: Path, tasks: list[ExportTask]) -> Path:

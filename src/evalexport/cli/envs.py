@@ -1,37 +1,35 @@
-"""``evalexport envs``: list and remove the cached SDK environments (printing only)."""
+"""``evalexport envs``: list and remove the cached SDK environments."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from evalexport._format import human_size
-from evalexport.isolation.environments import (
-    environments_root,
-    list_environments,
-    remove_environment,
-)
+from evalexport.cli._args import OK, Arguments, usage_error
 
-__all__ = ["envs_command"]
+SUMMARY = "list the cached SDK environments; 'envs remove NAME' or 'envs remove --all'"
+FLAGS = ("--json", "--all")
+VALUE_FLAGS: tuple[str, ...] = ()
 
 
-def envs_command(
-    rest: list[str],
-    remove_all: bool,
-    help_asked: bool,
-    as_json: bool,
-    usage_error: Callable[[str], int],
-) -> int:
+def run(arguments: Arguments, rest: list[str]) -> int:
     """``evalexport envs [--json]``, ``evalexport envs remove NAME | --all``."""
+    from evalexport.isolation.environments import (
+        environments_root,
+        list_environments,
+        remove_environment,
+    )
+
+    remove_all, as_json = arguments.all, arguments.json
     environments = list_environments()
-    if help_asked:
+    if arguments.help:
         print(
             "usage: evalexport envs [--json]\n       evalexport envs remove NAME | --all\n\n"
             "NAME is an environment's directory name, or an exporter name for all of its "
             f"environments. Environments live in {environments_root()}."
         )
-        return 0
+        return OK
     if rest[:1] == ["remove"]:
         names = rest[1:]
         if remove_all == bool(names):
@@ -47,7 +45,7 @@ def envs_command(
         for environment in chosen:
             remove_environment(environment)
             print(f"removed {environment.path}")
-        return 0
+        return OK
     if rest:
         return usage_error(f"unknown 'envs' argument {rest[0]!r}; use 'envs' or 'envs remove'")
     rows: list[dict[str, Any]] = [
@@ -75,4 +73,4 @@ def envs_command(
                 f"python {row['python']}  {human_size(row['size_bytes'])}  "
                 f"last used {row['last_used'] or 'never'}\n    {row['path']}"
             )
-    return 0
+    return OK

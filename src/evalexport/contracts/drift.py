@@ -1,4 +1,5 @@
-"""``evalexport contract manifest|check|verify``: extract manifests and check for drift."""
+"""Extract manifests and check for drift: what ``evalexport contract manifest|check|verify``
+returns (the CLI prints it, ``evalexport.cli.contract``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, final
@@ -26,7 +26,6 @@ __all__ = [
     "ContractError",
     "Report",
     "check_fake",
-    "contract_command",
     "extract_manifest",
     "verify_release",
 ]
@@ -208,47 +207,3 @@ def verify_release(sdk: str, contracts: Path, requirement: str | None = None) ->
                 f"{sdk}=={version} > {directory}/{version}.json"
             )
     return report
-
-
-_CONTRACT_HELP = """usage: evalexport contract manifest SDK [--fake PATH | --requirement REQ]
-       evalexport contract check SDK [--fake PATH] [--contracts DIR]
-       evalexport contract verify SDK [--requirement REQ] [--contracts DIR]
-
-manifest  print the surface manifest (signatures, exception bases, version) of SDK as it is
-          installed here, in a fake's source tree (--fake fakes/evalrdl/src), or in a new
-          environment built from a requirement (--requirement mlflow==2.22.1)
-check     compare the fake's manifest with every committed manifest in DIR/SDK/ (default
-          DIR: ./contracts); one finding per line; exit 1 on any finding
-verify    check a real release of SDK (installed here, or built from --requirement REQ in a
-          new environment) against the committed manifest of its version or, for a version
-          with none, the newest one; exit 1 on any change that can break the worker"""
-
-
-def contract_command(
-    rest: list[str], values: dict[str, str], help_asked: bool, usage_error: Callable[[str], int]
-) -> int:
-    """``evalexport contract manifest|check|verify SDK``: printing and exit codes."""
-    if help_asked or len(rest) != 2 or rest[0] not in ("manifest", "check", "verify"):
-        if help_asked:
-            print(_CONTRACT_HELP)
-            return 0
-        return usage_error(
-            "usage: evalexport contract manifest|check|verify SDK (see contract --help)"
-        )
-    action, sdk = rest
-    fake = Path(values["--fake"]) if "--fake" in values else None
-    contracts = Path(values.get("--contracts", "contracts"))
-    try:
-        if action == "manifest":
-            manifest = extract_manifest(sdk, fake=fake, requirement=values.get("--requirement"))
-            print(json.dumps(manifest, indent=2, sort_keys=True))
-            return 0
-        report = (
-            check_fake(sdk, contracts, fake)
-            if action == "check"
-            else verify_release(sdk, contracts, values.get("--requirement"))
-        )
-    except ContractError as error:
-        return usage_error(str(error))
-    print("\n".join(report.lines))
-    return report.exit_code

@@ -1,0 +1,127 @@
+"""The ``evalexport`` command (SPEC §3.2): one module per command, and only this package
+prints. The layers below return data and raise typed errors.
+
+    evalexport EXPORTER +rollouts_jsonl_fpath=PATH [+key=value ...] [--json] [--dry-run]
+    evalexport EXPORTER --help
+    evalexport list | inspect PATH | save-config | envs | contract | plan
+
+Each command module declares ``SUMMARY``, the ``FLAGS`` it takes (among them its
+``VALUE_FLAGS``, and ``SWITCHES`` that take no value) and ``run(arguments, rest)``. Importing
+this package imports no exporter and no SDK: an exporter's module is imported only when that
+exporter is asked for.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TextIO
+
+from evalexport import __version__
+from evalexport.cli import (
+    contract,
+    envs,
+    export,
+    inspect,
+    list_exporters,
+    plan,
+    save_config,
+)
+from evalexport.cli._args import FAILED, OK, USAGE, Arguments, UsageError, parse, usage_error
+
+__all__ = ["main"]
+
+COMMANDS: dict[str, ModuleType] = {
+    "list": list_exporters,
+    "inspect": inspect,
+    "save-config": save_config,
+    "envs": envs,
+    "contract": contract,
+    "plan": plan,
+}
+"""Every command but the export itself (``evalexport EXPORTER``), by the name typed."""
+
+_VALUE_FLAGS = {flag for module in COMMANDS.values() for flag in module.VALUE_FLAGS}
+_SWITCHES = {flag for module in COMMANDS.values() for flag in getattr(module, "SWITCHES", ())}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (SPEC §3.1)."""
+    from evalexport.interrupts import Interrupted, signals_raise
+
+    try:
+        with signals_raise():
+            return _main(list(sys.argv[1:] if argv is None else argv))
+    except Interrupted as interruption:
+        # Whatever was under way unwound on the way here (workers stopped, scratch removed);
+        # an export interrupted mid-way returned its own result instead (SPEC §3.4).
+        print(f"evalexport: {interruption}; stopped", file=sys.stderr)
+        return interruption.exit_code
+    except BrokenPipeError:
+        # The reader went away (``evalexport ... | head``): stop quietly, as cat does.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return FAILED
+
+
+def _main(args: list[str]) -> int:
+    try:
+        arguments = parse(args, _VALUE_FLAGS, _SWITCHES)
+    except UsageError as error:
+        return usage_error(str(error))
+    if arguments.version:
+        print(f"evalexport {__version__}")
+        return OK
+    if arguments.format is not None:
+        print(
+            "evalexport: warning: --format is deprecated; name the exporter first: "
+            f"evalexport {arguments.format} +rollouts_jsonl_fpath=...",
+            file=sys.stderr,
+        )
+        arguments.positionals.insert(0, arguments.format)
+    if not arguments.positionals:
+        _print_overview(sys.stdout if arguments.help else sys.stderr)
+        return OK if arguments.help else USAGE
+    name, *rest = arguments.positionals
+    command = COMMANDS.get(name)
+    if command is None:
+        return export.run(name, arguments, rest)
+    if misplaced := _flags_not_taken(command, arguments):
+        return usage_error(
+            f"{name}: {', '.join(misplaced)} "
+            f"{'is not a flag' if len(misplaced) == 1 else 'are not flags'} of this command; "
+            f"it takes {', '.join(command.FLAGS)} (see evalexport {name} --help)"
+        )
+    code: int = command.run(arguments, rest)
+    return code
+
+
+def _flags_not_taken(command: ModuleType, arguments: Arguments) -> list[str]:
+    return sorted(flag for flag in arguments.given_flags() if flag not in command.FLAGS)
+
+
+def _print_overview(stream: TextIO) -> None:
+    from evalexport.exporters.registry import exporter_entries
+
+    lines = [
+        "usage: evalexport EXPORTER +rollouts_jsonl_fpath=PATH [+key=value ...] "
+        "[--json] [--dry-run]",
+        "       evalexport EXPORTER --help",
+        "       evalexport list | inspect PATH",
+        "",
+        "Export a finished LLM-evaluation run to a tracking system or file format.",
+        "",
+        "commands:",
+        *(f"  {name:<12} {module.SUMMARY}" for name, module in COMMANDS.items()),
+        "",
+        "exporters (evalexport EXPORTER --help for its options):",
+        *(f"  {name}" for name in exporter_entries()),
+        "",
+        "flags: --json (print the result as JSON), --dry-run (check and plan, export nothing),",
+        "       --version, --format NAME (deprecated: name the exporter first)",
+        "exit codes: 0 succeeded or skipped, 1 failed, 2 usage error,",
+        "            3 stored without a verdict before the timeout, 4 refused by the service",
+    ]
+    print("\n".join(lines), file=stream)

@@ -1,0 +1,92 @@
+"""Command-line tokens into :class:`Arguments`, and the usage error every command shares.
+
+Each command declares its own flags (``FLAGS``, and among them the ``VALUE_FLAGS`` that take a
+value); a flag a command does not take is refused by name, never ignored.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+__all__ = ["FAILED", "OK", "USAGE", "Arguments", "UsageError", "parse", "usage_error"]
+
+OK, FAILED, USAGE = 0, 1, 2
+"""Exit codes the CLI returns itself; they are ``ExitCode``'s, without importing pydantic."""
+
+
+class UsageError(Exception):
+    """A command line that cannot be run as written (exit code 2)."""
+
+
+@dataclass
+class Arguments:
+    positionals: list[str] = field(default_factory=list)
+    json: bool = False
+    dry_run: bool = False
+    help: bool = False
+    version: bool = False
+    all: bool = False
+    format: str | None = None
+    values: dict[str, str] = field(default_factory=dict)
+    """Flags given with a value: ``--workers 3``, ``--fake PATH``."""
+    switches: set[str] = field(default_factory=set)
+    """Flags of one command that take no value: ``--slurm``, ``--wait``."""
+
+    def given_flags(self) -> set[str]:
+        given = {*self.values, *self.switches}
+        given |= {flag for flag, on in (("--json", self.json), ("--all", self.all)) if on}
+        if self.dry_run:
+            given.add("--dry-run")
+        if self.format is not None:
+            given.add("--format")
+        return given
+
+
+def parse(argv: Sequence[str], value_flags: Iterable[str], switches: Iterable[str]) -> Arguments:
+    """``argv`` as :class:`Arguments`; ``value_flags`` and ``switches`` are every command's."""
+    value_flags, switches = frozenset(value_flags), frozenset(switches)
+    arguments = Arguments()
+    tokens = list(argv)
+    while tokens:
+        token = tokens.pop(0)
+        if token == "--json":
+            arguments.json = True
+        elif token == "--dry-run":
+            arguments.dry_run = True
+        elif token in ("-h", "--help"):
+            arguments.help = True
+        elif token == "--version":
+            arguments.version = True
+        elif token == "--all":
+            arguments.all = True
+        elif token in switches:
+            arguments.switches.add(token)
+        elif token.split("=", 1)[0] in value_flags:
+            flag, _, value = token.partition("=")
+            if not value:
+                if not tokens:
+                    raise UsageError(f"{flag} needs a value")
+                value = tokens.pop(0)
+            arguments.values[flag] = value
+        elif token == "--format" or token.startswith("--format="):
+            if token == "--format":
+                if not tokens:
+                    raise UsageError("--format needs an exporter name")
+                token = "--format=" + tokens.pop(0)
+            arguments.format = token.partition("=")[2]
+        elif token.startswith("-") and not token.startswith("+"):
+            raise UsageError(
+                f"unknown flag {token}; flags are --json, --dry-run, --help, --version, --all "
+                "(exporter options are written +key=value)"
+            )
+        else:
+            arguments.positionals.append(token)
+    return arguments
+
+
+def usage_error(message: str) -> int:
+    print(f"evalexport: error: {message}", file=sys.stderr)
+    print("Run 'evalexport --help' for usage.", file=sys.stderr)
+    return USAGE

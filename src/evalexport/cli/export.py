@@ -1,0 +1,162 @@
+"""``evalexport EXPORTER +options``: one export, its progress, its result."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from evalexport._format import human_size
+from evalexport.cli._args import OK, Arguments, usage_error
+
+if TYPE_CHECKING:
+    from evalexport.exporters.base import Exporter
+    from evalexport.results import DryRunPlan, ExportResult
+
+FLAGS = ("--json", "--dry-run")
+"""An export's flags; everything else it takes is a +key=value option."""
+
+
+def run(name: str, arguments: Arguments, rest: list[str]) -> int:
+    from evalexport.exporters.base import OptionError
+    from evalexport.exporters.registry import (
+        ExporterLoadError,
+        UnknownExporterError,
+        load_exporter,
+    )
+    from evalexport.overrides import OverrideError, parse_overrides
+    from evalexport.results import ExitCode, ExportResult
+    from evalexport.run import RunArtifacts
+
+    try:
+        exporter_class = load_exporter(name)
+    except UnknownExporterError as error:
+        return usage_error(str(error))
+    except ExporterLoadError as error:
+        return report(arguments, ExportResult.failed(name, "", str(error)))
+    if arguments.help:
+        print(_exporter_help(exporter_class))
+        return OK
+    foreign = sorted(
+        {*arguments.values, *arguments.switches} | ({"--all"} if arguments.all else set())
+    )
+    if foreign:
+        return usage_error(
+            f"{name}: {', '.join(foreign)} "
+            f"{'is not a flag' if len(foreign) == 1 else 'are not flags'} of an export; an export "
+            "takes --json, --dry-run and +key=value options (see evalexport "
+            f"{name} --help)"
+        )
+    try:
+        options = parse_overrides(rest, exporter_class.text_options())
+        if arguments.dry_run:
+            options.setdefault("dry_run", True)
+        config = exporter_class.parse_config(options)
+    except (OverrideError, OptionError) as error:
+        if arguments.json:
+            result = ExportResult.failed(name, "", str(error), exit_code=ExitCode.USAGE)
+            print(result.model_dump_json())  # one line, as every result
+        return usage_error(f"{name}: {error}")
+    import logging
+
+    # Exporters and workers log (e.g. a stored run that needs binding); users read it on stderr.
+    logging.basicConfig(level=logging.INFO, format="evalexport: %(message)s", stream=sys.stderr)
+    run = RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath)
+    progress = _ProgressLine(name, exporter_class.progress_unit) if sys.stderr.isatty() else None
+    result = exporter_class(progress=progress).export(run, config)
+    if progress is not None:
+        progress.close()
+    return report(arguments, result)
+
+
+class _ProgressLine:
+    """``atif: 42% (84.0 MiB of 200.0 MiB)`` rewritten in place on a terminal's stderr."""
+
+    def __init__(self, exporter: str, unit: str = "bytes") -> None:
+        self.exporter = exporter
+        self.unit = unit
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        percent = 100 * done // total if total else 100
+        amount = (
+            f"{human_size(done)} of {human_size(total)}"
+            if self.unit == "bytes"
+            else f"{done} of {total} {self.unit}"
+        )
+        sys.stderr.write(f"\r{self.exporter}: {percent}% ({amount})")
+        sys.stderr.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+
+
+def report(arguments: Arguments, result: ExportResult) -> int:
+    line = result.summary_line()
+    if arguments.json:
+        print(result.model_dump_json())  # one line: results append to JSON-lines logs as they are
+        print(line, file=sys.stderr)
+    else:
+        print(line)
+        if result.plan is not None:
+            _print_plan(result.plan)
+    return int(result.exit_code)
+
+
+def _print_plan(plan: DryRunPlan) -> None:
+    print(f"target: {plan.target}")
+    print("files:")
+    for item in plan.files:
+        print(f"  {human_size(item.size_bytes):>9}  {item.path}")
+    for label, names in (
+        ("metrics", plan.metric_names),
+        ("params", plan.param_names),
+        ("tags", plan.tag_names),
+    ):
+        print(f"{label} ({len(names)}):" + ("" if names else " none"))
+        for name in names:
+            print(f"  {name}")
+    print(f"batches: {plan.batches}")
+
+
+def _exporter_help(exporter_class: type[Exporter[Any]]) -> str:
+    lines = [
+        f"usage: evalexport {exporter_class.name} +rollouts_jsonl_fpath=PATH [+key=value ...] "
+        "[--json] [--dry-run]",
+        "",
+        exporter_class.summary,
+        "",
+        "options:",
+    ]
+    for option, info in exporter_class.Config.model_fields.items():
+        kind = _type_name(info.annotation)
+        default = (
+            "required"
+            if info.is_required()
+            else f"default: {info.get_default(call_default_factory=True)!r}"
+        )
+        lines.append(f"  +{option} ({kind}, {default})")
+        if info.description:
+            lines.append(f"      {info.description}")
+    return "\n".join(lines)
+
+
+def _type_name(annotation: Any) -> str:
+    """``list[str]``, ``str | None``: how a user would write the option's type."""
+    import types
+    import typing
+
+    origin, arguments = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _type_name(arguments[0])
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_type_name(argument) for argument in arguments)
+    if origin is typing.Literal:
+        return " | ".join(repr(argument) for argument in arguments)
+    if origin is not None:
+        inner = ", ".join(_type_name(argument) for argument in arguments)
+        return f"{getattr(origin, '__name__', str(origin))}[{inner}]"
+    if annotation is type(None):
+        return "None"
+    return getattr(annotation, "__name__", str(annotation))

@@ -1,0 +1,93 @@
+"""``evalexport inspect PATH``: what a run directory holds, and what each exporter would say."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from evalexport._format import human_size
+from evalexport.cli._args import FAILED, OK, Arguments, usage_error
+
+if TYPE_CHECKING:
+    from evalexport.inspection import RunInspection
+
+SUMMARY = "show what a run directory holds (files, rollouts, agents, metrics, masking)"
+FLAGS = ("--json",)
+VALUE_FLAGS: tuple[str, ...] = ()
+
+
+def run(arguments: Arguments, rest: list[str]) -> int:
+    from evalexport.inspection import inspect_run
+    from evalexport.run import RunArtifacts
+
+    if arguments.help:
+        print("usage: evalexport inspect PATH [--json]\n\n" + SUMMARY)
+        return OK
+    if len(rest) != 1:
+        return usage_error("'inspect' takes one argument: the run's rollouts file")
+    path = rest[0][1:] if rest[0].startswith("+") else rest[0]
+    path = path.removeprefix("rollouts_jsonl_fpath=")
+    report = inspect_run(RunArtifacts.from_rollouts_path(path))
+    if arguments.json:
+        print(json.dumps(report.as_json_data()))  # --json: one line
+    else:
+        _print_inspection(report)
+    if report.unmasked_secret_paths:
+        print(
+            "evalexport: warning: the saved config holds values that look like live secrets at "
+            + ", ".join(report.unmasked_secret_paths)
+            + "; save it with evalexport.save_run_config so exporters never see them",
+            file=sys.stderr,
+        )
+    return OK if report.readable else FAILED
+
+
+def _print_atif_verdict(report: RunInspection) -> None:
+    verdict = report.atif
+    assert verdict is not None
+    if verdict.accepted:
+        print(f"strict ATIF export: accepts all {report.rollout_count} rollouts")
+        return
+    refused = (
+        f"refuses {verdict.rejected_rows} rollouts" if verdict.rejected_rows else "refuses the run"
+    )
+    print(f"strict ATIF export: {refused}")
+    for reason in verdict.reasons:
+        print(f"  - {reason.splitlines()[0]}")
+    if verdict.accepted_with_gaps_allowed:
+        codes = ",".join(report.gap_counts)
+        print(f"  with +allow_gaps=[{codes}] it would accept every rollout")
+    elif verdict.accepted_with_gaps_allowed is False:
+        print("  allowing the recorded gaps would not be enough")
+
+
+def _print_inspection(report: RunInspection) -> None:
+    print(f"run directory: {report.run_dir}")
+    print(f"rollouts:      {report.rollouts}")
+    print("files:")
+    for item in report.files:
+        print(f"  {human_size(item.size_bytes):>9}  {item.path.name}  ({item.role})")
+    print(
+        f"rollouts: {report.rollout_count} ({report.rollouts_with_trajectory} with ng_trajectory)"
+    )
+    for agent in report.agents:
+        reward = "n/a" if agent.mean_reward is None else f"{agent.mean_reward:.4g}"
+        print(f"  {agent.name}: {agent.rollouts} rollouts, mean reward {reward}")
+    if report.gap_counts:
+        counts = ", ".join(f"{code} x{count}" for code, count in report.gap_counts.items())
+        print(f"coverage gaps: {report.rollouts_with_gaps} rollouts record gaps ({counts})")
+    else:
+        print("coverage gaps: none")
+    if report.atif is not None:
+        _print_atif_verdict(report)
+    print(f"metrics ({len(report.metrics)} after flattening):")
+    for name, value in report.metrics.items():
+        print(f"  {name} = {value:.6g}")
+    for name, text in report.texts.items():
+        print(f"  {name} = {text!r} (text)")
+    print(f"saved config: {report.config_status}")
+    if report.problems:
+        print("problems:")
+        for problem in report.problems:
+            print(f"  - {problem}")

@@ -1,0 +1,34 @@
+"""``evalexport list``: the installed exporters."""
+
+from __future__ import annotations
+
+import json
+
+from evalexport.cli._args import OK, Arguments, usage_error
+
+SUMMARY = "list the installed exporters"
+FLAGS = ("--json",)
+VALUE_FLAGS: tuple[str, ...] = ()
+
+
+def run(arguments: Arguments, rest: list[str]) -> int:
+    from evalexport.exporters.registry import ExporterLoadError, exporter_entries
+
+    if rest:
+        return usage_error(f"'list' takes no arguments, got {' '.join(rest)}")
+    rows: list[dict[str, str]] = []
+    for entry in exporter_entries().values():
+        try:
+            summary = entry.load().summary
+        except ExporterLoadError as error:
+            summary = f"(cannot be loaded: {error})"
+        rows.append({"name": entry.name, "source": entry.source, "summary": summary})
+    if arguments.json:
+        print(json.dumps(rows))  # --json: one line
+    elif not rows:
+        print("No exporters installed.")
+    else:
+        width = max(len(row["name"]) for row in rows)
+        for row in rows:
+            print(f"{row['name']:<{width}}  {row['summary']} [{row['source']}]")
+    return OK
