@@ -125,6 +125,11 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
     Config = MLflowConfig
     guards_exports = True
     worker_body = WORKER_BODIES / "mlflow_worker.py"
+    token_variables = (
+        "MLFLOW_TRACKING_TOKEN",
+        "MLFLOW_TRACKING_USERNAME",
+        "MLFLOW_TRACKING_PASSWORD",
+    )
 
     def target(self, run: RunArtifacts, config: MLflowConfig) -> str:
         from evalexport.masking import mask_text

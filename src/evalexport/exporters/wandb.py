@@ -57,6 +57,7 @@ class WandbExporter(IsolatedExporter[WandbConfig]):
     Config = WandbConfig
     guards_exports = True
     worker_body = WORKER_BODIES / "wandb_worker.py"
+    token_variables = ("WANDB_API_KEY",)
 
     def _offline_dir(self) -> Path:
         return Path(os.environ.get("WANDB_DIR") or Path.cwd()).absolute()
