@@ -12,8 +12,9 @@ if TYPE_CHECKING:
     from evalexport.exporters.base import Exporter
     from evalexport.results import DryRunPlan, ExportResult
 
-FLAGS = ("--json", "--dry-run")
-"""An export's flags; everything else it takes is a +key=value option."""
+FLAGS = ("--json", "--dry-run", "--format")
+"""An export's flags (``--format`` is the deprecated way to name the exporter); everything else
+it takes is a +key=value option."""
 
 
 def run(name: str, arguments: Arguments, rest: list[str]) -> int:
@@ -36,10 +37,7 @@ def run(name: str, arguments: Arguments, rest: list[str]) -> int:
     if arguments.help:
         print(_exporter_help(exporter_class))
         return OK
-    foreign = sorted(
-        {*arguments.values, *arguments.switches} | ({"--all"} if arguments.all else set())
-    )
-    if foreign:
+    if foreign := sorted(flag for flag in arguments.given_flags() if flag not in FLAGS):
         return usage_error(
             f"{name}: {', '.join(foreign)} "
             f"{'is not a flag' if len(foreign) == 1 else 'are not flags'} of an export; an export "
