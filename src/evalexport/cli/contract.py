@@ -15,9 +15,10 @@ HELP = """usage: evalexport contract manifest SDK [--fake PATH | --requirement R
        evalexport contract check SDK [--fake PATH] [--contracts DIR]
        evalexport contract verify SDK [--requirement REQ] [--contracts DIR]
 
-manifest  print the surface manifest (signatures, exception bases, version) of SDK as it is
-          installed here, in a fake's source tree (--fake fakes/evalrdl/src), or in a new
-          environment built from a requirement (--requirement mlflow==2.22.1)
+manifest  print the surface manifest (parameters, defaults, annotations, what the worker reads
+          back, exception bases, version) of SDK as it is installed here, in a fake's source
+          tree (--fake fakes/evalrdl/src), or in a new environment built from a requirement
+          (--requirement mlflow==2.22.1)
 check     compare the fake's manifest with every committed manifest in DIR/SDK/ (default
           DIR: ./contracts); one finding per line; exit 1 on any finding
 verify    check a real release of SDK (installed here, or built from --requirement REQ in a
