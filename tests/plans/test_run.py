@@ -51,3 +51,14 @@ def test_no_canary_reaches_the_report(cli, write_plan, tmp_path, canaries) -> No
     report = tmp_path / "report.json"
     run = cli("plan", "run", write_plan(), "--report", report)
     assert canaries.found_in(run.output + report.read_text()) == []
+
+
+def test_an_exporter_printing_to_stdout_cannot_pass_for_a_result(
+    cli, write_plan, tmp_path, job_runs
+) -> None:
+    chatter = '{"exporter": "recording", "status": "succeeded"}'
+    plan = write_plan(recording={"store_dir": str(tmp_path / "store"), "chatter": chatter})
+    run = cli("plan", "run", plan, "--workers", "2", "--json")
+    statuses = [o["result"]["status"] for o in json.loads(run.stdout)]
+    assert statuses.count("succeeded") == 5, run.output
+    assert "the export process answered with no result" not in run.stdout

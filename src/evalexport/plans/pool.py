@@ -137,7 +137,8 @@ class ExportPool:
     def _start(self) -> subprocess.Popen[str]:
         """A new export process (the lock is held)."""
         process = subprocess.Popen(
-            [self.python, "-m", "evalexport.plans.pool_worker"],
+            # -P: the working directory (a run's, say) is not put on sys.path to shadow modules
+            [self.python, "-P", "-m", "evalexport.plans.pool_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

@@ -2,14 +2,17 @@
 
 ``python -m evalexport.plans.pool_worker`` reads one task per line on stdin (``{"benchmark",
 "exporter", "rollouts", "options"}``), runs it with :func:`~evalexport.plans.batch.export_task`
-and writes its ``ExportResult`` as one JSON line on stdout, until stdin closes. A stop signal
-stops the export under way, which reports it; the process then exits with 128 + the signal.
+and writes its ``ExportResult`` as one JSON line on stdout, until stdin closes. Anything else
+that would go to stdout (a plugin exporter's print, an SDK's banner) goes to stderr, so it
+cannot be mistaken for a result. A stop signal stops the export under way, which reports it;
+the process then exits with 128 + the signal.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -21,6 +24,9 @@ def main() -> int:
 
     # Exporters and workers log (e.g. a stored run that needs binding); users read it on stderr.
     logging.basicConfig(level=logging.INFO, format="evalexport: %(message)s", stream=sys.stderr)
+    results = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
     try:
         with signals_raise():
             for line in sys.stdin:
@@ -30,8 +36,8 @@ def main() -> int:
                 )
                 result = export_task(task)
                 with deferred():  # a result half written is a result lost
-                    sys.stdout.write(result.model_dump_json() + "\n")
-                    sys.stdout.flush()
+                    results.write(result.model_dump_json() + "\n")
+                    results.flush()
                 if result.exit_code >= 128:  # the export was stopped: so are we
                     return int(result.exit_code)
     except Interrupted as interruption:

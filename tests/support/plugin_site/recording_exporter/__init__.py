@@ -22,6 +22,7 @@ class RecordingConfig(ExporterConfig):
     store_dir: Path = Field(description="Directory the exported runs are recorded in.")
     delay_seconds: float = Field(default=0.0, description="Sleep before recording.")
     fail_with: str | None = Field(default=None, description="Fail with this message instead.")
+    chatter: str | None = Field(default=None, description="Print this to stdout while exporting.")
 
 
 class RecordingExporter(Exporter[RecordingConfig]):
@@ -37,6 +38,8 @@ class RecordingExporter(Exporter[RecordingConfig]):
         self, run: RunArtifacts, config: RecordingConfig, *, fingerprint: str | None
     ) -> ExportResult:
         time.sleep(config.delay_seconds)
+        if config.chatter is not None:
+            print(config.chatter)
         if config.fail_with:
             return self.failed(run, config.fail_with)
         flat = flatten_metrics(run.read_aggregate_metrics())
