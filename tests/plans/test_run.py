@@ -62,3 +62,20 @@ def test_an_exporter_printing_to_stdout_cannot_pass_for_a_result(
     statuses = [o["result"]["status"] for o in json.loads(run.stdout)]
     assert statuses.count("succeeded") == 5, run.output
     assert "the export process answered with no result" not in run.stdout
+
+
+def test_an_export_process_that_dies_costs_only_its_own_task(
+    cli, write_plan, tmp_path, job_runs
+) -> None:
+    plan = write_plan(recording={"store_dir": str(tmp_path / "store"), "crash": True})
+    run = cli("plan", "run", plan, "--workers", "1", "--json")
+    results = {(o["benchmark"], o["exporter"]): o["result"] for o in json.loads(run.stdout)}
+    assert [r["status"] for (_, exporter), r in results.items() if exporter == "atif"] == [
+        "succeeded"
+    ] * 3
+    # gpqa's recording export fails its prerequisites before it gets to crash
+    for benchmark in ("aime24", "math500"):
+        assert results[(benchmark, "recording")]["message"] == (
+            "the export process was killed by SIGKILL without a result; see its stderr"
+        )
+    assert run.exit_code == 1

@@ -84,6 +84,7 @@ class ExportPool:
             for _ in range(min(self.size, len(tasks)))
         ]
         self._running = len(threads)
+        self._all_served.clear()
         for thread in threads:
             thread.start()
         # Wait on an event, not on join(): a signal handler raising inside Thread.join() can
@@ -117,11 +118,14 @@ class ExportPool:
         process: subprocess.Popen[str] | None = None
         try:
             while True:
+                if process is not None and process.poll() is not None:
+                    self._close(process)  # it crashed: a new one takes over the rest
+                    process = None
                 with self._lock:
                     if self.stopping is not None or not queue:
                         return
                     index, task = queue.popleft()
-                    if process is None or process.poll() is not None:
+                    if process is None:
                         process = self._start()
                 start = time.perf_counter()
                 result = self._ask(process, task)

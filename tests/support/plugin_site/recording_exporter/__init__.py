@@ -8,6 +8,8 @@ under the ``evalexport.exporters`` entry-point group by the dist-info folder bes
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 import uuid
 from pathlib import Path
@@ -23,6 +25,7 @@ class RecordingConfig(ExporterConfig):
     delay_seconds: float = Field(default=0.0, description="Sleep before recording.")
     fail_with: str | None = Field(default=None, description="Fail with this message instead.")
     chatter: str | None = Field(default=None, description="Print this to stdout while exporting.")
+    crash: bool = Field(default=False, description="Kill the exporting process outright.")
 
 
 class RecordingExporter(Exporter[RecordingConfig]):
@@ -40,6 +43,8 @@ class RecordingExporter(Exporter[RecordingConfig]):
         time.sleep(config.delay_seconds)
         if config.chatter is not None:
             print(config.chatter)
+        if config.crash:
+            os.kill(os.getpid(), signal.SIGKILL)
         if config.fail_with:
             return self.failed(run, config.fail_with)
         flat = flatten_metrics(run.read_aggregate_metrics())
