@@ -37,10 +37,10 @@ __all__ = [
     "annotation_members",
     "apply_allowlist",
     "compare_manifests",
-    "listed",
     "load_allowlist",
     "load_manifests",
     "named_parameters",
+    "values_text",
     "version_key",
 ]
 
@@ -351,8 +351,8 @@ def _compare_attributes(
             yield Finding(
                 path,
                 "values",
-                f'attribute "{name}" takes {listed(ours.get("values"))} in {sides.reference} '
-                f"but {listed(theirs.get('values'))} in {sides.candidate}",
+                f'attribute "{name}" takes {values_text(ours.get("values"))} in {sides.reference} '
+                f"but {values_text(theirs.get('values'))} in {sides.candidate}",
                 name,
             )
         elif _annotation_drift(
@@ -367,7 +367,7 @@ def _compare_attributes(
             )
 
 
-def listed(values: list[Any] | None) -> str:
+def values_text(values: list[Any] | None) -> str:
     return "any value" if values is None else ", ".join(map(repr, values))
 
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from evalexport.contracts.check import listed, named_parameters
+from evalexport.contracts.check import named_parameters, values_text
 
 __all__ = ["bind_call", "check_recorded_calls", "signature_of"]
 
@@ -78,7 +78,7 @@ def _read_problem(manifest: Mapping[str, Any], read: Mapping[str, Any]) -> str |
     if "compared_with" in read and values is not None and read["compared_with"] not in values:
         return (
             f"{where} is compared with {read['compared_with']!r}, a value real {version} never "
-            f"gives ({listed(values)})"
+            f"gives ({values_text(values)})"
         )
     return None
 
