@@ -83,8 +83,7 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     try:
         plan = load_plan(Path(paths[0]))
     except PlanError as error:
-        print(f"evalexport: error: {error}", file=sys.stderr)
-        return USAGE
+        return usage_error(str(error))
     if action == "check":
         tasks = resolve_tasks(plan)
         print(f"{paths[0]}: valid; {len(tasks)} exports over {len(plan.job.benchmarks)} benchmarks")
@@ -162,6 +161,5 @@ def _gather(work_dir: Path, arguments: Arguments) -> int:
     try:
         tasks = load_tasks(work_dir)
     except SlurmError as error:
-        print(f"evalexport: error: {error}", file=sys.stderr)
-        return USAGE
+        return usage_error(str(error))
     return _finish(gather(tasks, work_dir), arguments)
