@@ -30,6 +30,13 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
+def exit_description(returncode: int) -> str:
+    """How a child process ended, from ``subprocess``'s return code (negative: a signal)."""
+    if returncode < 0:
+        return f"was killed by {signal_name(-returncode)}"
+    return f"exited with code {returncode}"
+
+
 @final
 class Interrupted(BaseException):
     """A stop signal arrived. A ``BaseException``, like ``KeyboardInterrupt``: an exporter's

@@ -56,10 +56,11 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
 
     progress_unit = "steps"
     worker_body: ClassVar[Path]
+    """The worker body file: defines ``run(payload: <Sdk>Payload) -> WorkerResult`` with the
+    types of ``workers/protocol.py`` (see ``workers/runner.py``)."""
     token_variables: ClassVar[tuple[str, ...]] = ()
     """The environment variables the SDK reads credentials from: the worker inherits them, the
     pytest plugin's isolation removes them (``testing.plugin.TOKEN_VARIABLES``)."""
-    """The worker body file: defines ``run(payload) -> dict`` (see ``workers/runner.py``)."""
 
     def requirements(self, config: IsolatedConfigT) -> list[str]:
         requirement = config.requirement

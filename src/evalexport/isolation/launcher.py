@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, final
 
-from evalexport.interrupts import Interrupted, signal_name
+from evalexport.interrupts import Interrupted, exit_description
 from evalexport.isolation.environments import Environment
 from evalexport.workers.protocol import RunnerRequest
 from evalexport.workers.runner import PROTOCOL_COPY
@@ -67,9 +67,7 @@ class WorkerOutcome:
         return scrub_text("\n".join(lines[-_TAIL_LINES:]))
 
     def describe_exit(self) -> str:
-        if self.exit_code < 0:
-            return f"was killed by {signal_name(-self.exit_code)}"
-        return f"exited with code {self.exit_code}"
+        return exit_description(self.exit_code)
 
 
 def run_worker(

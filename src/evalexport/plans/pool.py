@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from typing import IO, final
 
-from evalexport.interrupts import Interrupted, signal_name
+from evalexport.interrupts import Interrupted, exit_description, signal_name
 from evalexport.plans.batch import TaskOutcome
 from evalexport.plans.model import ExportTask
 from evalexport.results import ExitCode, ExportResult
@@ -172,10 +172,9 @@ class ExportPool:
                 f"interrupted by {signal_name(self.stopping)} before its export reported",
                 128 + self.stopping,
             )
-        described = (
-            f"was killed by {signal_name(-code)}" if code < 0 else f"exited with code {code}"
+        return _failed(
+            task, f"the export process {exit_description(code)} without a result; see its stderr"
         )
-        return _failed(task, f"the export process {described} without a result; see its stderr")
 
     def _close(self, process: subprocess.Popen[str]) -> None:
         """End a process: its stdin closed, it exits; then nothing of its group is left."""
