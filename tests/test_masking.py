@@ -139,7 +139,14 @@ def test_header_maps_are_masked_by_their_own_keys() -> None:
         ("the bearer of good news", "the bearer of good news"),
         ("https://user:p@ss@host/", "https://user:****@host/"),
         ("https://abcdef0123456789abcd@host/x", "https://****@host/x"),
-        ("https://john@host/x", "https://john@host/x"),
+        ("https://john@host/x", "https://****@host/x"),
+        ("https://glpat0abc12345@github.com/o/r.git", "https://****@github.com/o/r.git"),
+        ("https://ghp0123456789abcdefgh:x-oauth-basic@github.com", "https://****:****@github.com"),
+        ("ssh://git@github.com/o/r.git", "ssh://****@github.com/o/r.git"),
+        ("mail john@host.example", "mail john@host.example"),
+        ("sk-learn-VISIBLE-in-the-docs", "sk-learn-VISIBLE-in-the-docs"),
+        ("hf_TRANSFORMERS_cache_dir", "hf_TRANSFORMERS_cache_dir"),
+        ("sk-ant-api03-abcdefghijklmnop", "sk-****"),
         ("nvapi-abcdefghijklmnopqrstuv", "nvapi-****"),
         ("--hf-token hfsecretvalue1 --max-tokens 100", "--hf-token **** --max-tokens 100"),
         ('{"api_key": "abc123", "model": "m"}', '{"api_key": "****", "model": "m"}'),
@@ -209,3 +216,90 @@ def test_scrub_text_removes_values_of_secret_named_environment_variables(monkeyp
     monkeypatch.setenv("EVALRDL_TOKEN", "plain-looking-value-123")
     monkeypatch.setenv("SHORT_TOKEN", "abc")
     assert scrub_text("failed with plain-looking-value-123 and abc") == "failed with **** and abc"
+
+
+@pytest.mark.parametrize("length", [1, 5, 13, 40])
+def test_any_user_part_of_a_url_is_masked_whatever_its_length(length: int) -> None:
+    token = ("a1" * length)[:length]
+    masked = mask_config({"repo_url": f"https://{token}@github.com/o/r.git"})
+    assert masked == {"repo_url": "https://****@github.com/o/r.git"}
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("abstention_token", "[IDK]"),
+        ("eos_token", "</s>"),
+        ("bos_token", "<|begin_of_text|>"),
+        ("think_end_token", "</think>"),
+    ],
+)
+def test_a_vocabulary_marker_under_a_token_key_is_kept(key: str, value: str) -> None:
+    assert mask_config({key: value}) == {key: value}
+    assert mask_config({key: [value, "live123"]}) == {key: [value, MASK]}
+    assert find_unmasked_secrets({key: value}) == []
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("hf_token", "[abc def]"), ("hf_token", "hf-live-value"), ("password", "<secret>")],
+)
+def test_values_that_are_no_vocabulary_marker_stay_masked(key: str, value: str) -> None:
+    assert mask_config({key: value}) == {key: MASK}
+
+
+# Texts that made some rule backtrack over the whole text from every position it tried.
+ADVERSARIAL_MOTIFS = [
+    "p",
+    "a:",
+    "a.",
+    "sk-",
+    "http://",
+    "https://u:",
+    ";",
+    "?",
+    "&a",
+    "a=",
+    '"a":"',
+    "'a': '",
+    "-a ",
+    "--a ",
+    "Bearer ",
+    "Basic a",
+    "authorization: ",
+    "a@",
+    ":",
+    " ",
+    "\t",
+    "\n",
+    "\r\n",
+    "[",
+    "<",
+    "${",
+    "x" * 100 + " ",
+]
+ADVERSARIAL_TEXTS = [
+    *(motif * (1_000_000 // len(motif)) for motif in ADVERSARIAL_MOTIFS),
+    "a: x" + " " * 1_000_000 + "y",
+    "https://" + "a" * 1_000_000,
+    "https://u:" + "b" * 1_000_000,
+    '"' + "a" * 1_000_000,
+    "api_key: " + "v " * 500_000 + "\r\nmodel: m",
+]
+
+
+def test_masking_a_megabyte_of_any_shape_does_not_hang(tmp_path) -> None:
+    """Masking is linear in the text: a 1 MB value of any shape masks in about a second (see
+    benchmarks/masking.py for the figures). The subprocess's limit is a hang guard, 30x that:
+    a rule that backtracks quadratically takes hours on these texts."""
+    import json
+    import subprocess
+    import sys
+
+    texts = tmp_path / "texts.json"
+    texts.write_text(json.dumps(ADVERSARIAL_TEXTS))
+    code = (
+        "import json, sys; from evalexport.masking import mask_config\n"
+        "for text in json.load(open(sys.argv[1])): mask_config({'prompt': text})"
+    )
+    subprocess.run([sys.executable, "-c", code, str(texts)], check=True, timeout=120)

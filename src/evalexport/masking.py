@@ -52,16 +52,16 @@ _KEY_QUALIFIERS = frozenset(
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _INTERPOLATION = re.compile(r"\$\{[^{}]+\}")
 
+# Every pattern below is linear in the text it scans, whatever the text holds (a saved config
+# may hold a 1 MB few-shot prompt): a URL scheme starts only where no scheme character precedes
+# it and is at most 32 characters long, and no lazy or nested repetition backtracks over a line.
+_SCHEME = r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://"
 # The password runs to the last "@" before the host, so a password may itself hold "@".
-_URL_PASSWORD = re.compile(
-    r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:)[^/?#\s]+(?=@[^@/?#\s]+)"
-)
-# A token as the user part (https://TOKEN@host): long, with letters and digits, no password.
-_URL_USER_TOKEN = re.compile(
-    r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>(?=[^:/?#@\s]*[0-9])(?=[^:/?#@\s]*[A-Za-z])"
-    r"[^:/?#@\s]{16,})(?=@)"
-)
-_QUERY_PARAM = re.compile(r"(?P<head>[?&;](?P<name>[^=&#\s]+)=)(?P<value>[^&#\s]*)")
+_URL_PASSWORD = re.compile(rf"(?P<head>{_SCHEME}(?P<user>[^:/?#@\s]*):)[^/?#\s]+(?=@[^@/?#\s]+)")
+# A user part alone (https://TOKEN@host) is a credential whatever its length: a host is never
+# reached as a bare user name by an evaluation config, but tokens are, short ones too.
+_URL_USER = re.compile(rf"(?P<head>{_SCHEME})(?P<user>[^:/?#@\s]+)(?=@)")
+_QUERY_PARAM = re.compile(r"(?P<head>[?&;](?P<name>[^=&#\s;?]{1,64})=)(?P<value>[^&#\s]*)")
 _ASSIGNMENT = re.compile(
     r"(?<![\w.-])(?P<head>(?P<name>-{0,2}[A-Za-z_][\w.-]*)=)"
     r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s\"'&#]+)"
@@ -86,7 +86,7 @@ _FLAG_VALUE = re.compile(
 )
 # "X-Api-Key: value" header lines and "name: value" lines of YAML text inside a string.
 _HEADER_LINE = re.compile(
-    r"(?m)^(?P<head>[ \t]*(?P<name>[A-Za-z][\w-]*)[ \t]*:[ \t]*)(?P<value>\S.*?)[ \t]*$"
+    r"(?m)^(?P<head>[ \t]*(?P<name>[A-Za-z][\w-]*)[ \t]*:[ \t]*)(?P<value>\S(?:[^\n]*\S)?)[ \t\r]*$"
 )
 # "\"api_key\": \"value\"" pairs of JSON text inside a string.
 _JSON_PAIR = re.compile(
@@ -137,8 +137,8 @@ def mask_text(text: str) -> str:
     """Mask the secrets a string carries by its shape, whatever key it sits under."""
     if not text:
         return text
-    text = _URL_PASSWORD.sub(lambda m: m["head"] + MASK, text)
-    text = _URL_USER_TOKEN.sub(lambda m: m["head"] + MASK, text)
+    text = _URL_PASSWORD.sub(_mask_url_password, text)
+    text = _URL_USER.sub(lambda m: m["head"] + MASK, text)
     text = _QUERY_PARAM.sub(
         lambda m: m["head"] + MASK if is_secret_key(m["name"]) and m["value"] else m[0], text
     )
@@ -149,7 +149,37 @@ def mask_text(text: str) -> str:
         text = _AUTHORIZATION_VALUE.sub(lambda m: m["head"] + MASK, text)
         text = _HEADER_LINE.sub(_mask_named, text)
     text = _BEARER.sub(lambda m: (m["head"] or m["basic"]) + MASK, text)
-    return _KNOWN_CREDENTIAL.sub(lambda m: m["head"] + MASK, text)
+    return _KNOWN_CREDENTIAL.sub(_mask_known_credential, text)
+
+
+def _mask_url_password(match: re.Match[str]) -> str:
+    """``scheme://user:****@``; a user part that is itself a token (GitHub's
+    ``https://TOKEN:x-oauth-basic@``) is masked too."""
+    user = match["user"]
+    if len(user) >= _RANDOM_RUN and _looks_random(user):
+        return match["head"].removesuffix(user + ":") + MASK + ":" + MASK
+    return match["head"] + MASK
+
+
+def _mask_known_credential(match: re.Match[str]) -> str:
+    """A well-known prefix masks what follows only when that looks generated, not written:
+    ``sk-proj-…`` keys hold digits or long random runs; ``sk-learn-VISIBLE`` is words."""
+    if match["head"] == "AKIA" or _looks_random(match["value"]):
+        return match["head"] + MASK
+    return match[0]
+
+
+_RANDOM_RUN = 16
+_SEPARATORS = re.compile(r"[-_.]")
+
+
+def _looks_random(text: str) -> bool:
+    """Whether ``text`` reads as generated: it holds a digit, or a run of 16 characters with no
+    separator. Generated keys of 16 or more characters almost surely do; words joined by
+    ``-`` or ``_`` do not."""
+    if any(character.isdigit() for character in text):
+        return True
+    return any(len(part) >= _RANDOM_RUN for part in _SEPARATORS.split(text))
 
 
 def _mask_named(match: re.Match[str], tail: str = "") -> str:
@@ -167,13 +197,25 @@ def _mask_assignment(match: re.Match[str]) -> str:
     return match["head"] + MASK
 
 
-def _mask_under_secret_key(value: Any) -> Any:
+# A vocabulary marker such as "[IDK]", "</s>" or "<|eot_id|>": a tokenizer's special token, in
+# brackets, with no space. A credential never looks like one.
+_MARKER = re.compile(r"\[[^\s\[\]]{1,62}\]|<[^\s<>]{1,62}>")
+
+
+def _names_a_vocabulary_token(key: object) -> bool:
+    """``abstention_token``, ``eos_token``: "token" is also a word of a model's vocabulary."""
+    words = _key_words(str(key))
+    return bool(words) and words[-1] == "token" and not _SECRET_WORDS.intersection(words)
+
+
+def _mask_under_secret_key(value: Any, keep_markers: bool = False) -> Any:
     if isinstance(value, str):
-        return value if _is_interpolation(value) else MASK
+        keep = _is_interpolation(value) or (keep_markers and _MARKER.fullmatch(value))
+        return value if keep else MASK
     if isinstance(value, Mapping):
         return {key: _mask_under_secret_key(item) for key, item in value.items()}
     if _is_sequence(value):
-        return [_mask_under_secret_key(item) for item in value]
+        return [_mask_under_secret_key(item, keep_markers) for item in value]
     return value
 
 
@@ -189,7 +231,9 @@ def mask_config(config: Any) -> Any:
     """
     if isinstance(config, Mapping):
         return {
-            key: _mask_under_secret_key(value) if is_secret_key(key) else mask_config(value)
+            key: _mask_under_secret_key(value, _names_a_vocabulary_token(key))
+            if is_secret_key(key)
+            else mask_config(value)
             for key, value in config.items()
         }
     if _is_sequence(config):
