@@ -3,9 +3,9 @@
 A hand-written saved config that was never masked holds the factory's canaries and every
 shape that used to leak: a ``nvapi-`` key, a secret flag followed by its value, JSON and header
 lines inside strings, a numbered key, an environment-style ``*_KEY`` name and a token as a
-URL's user part. Every exporter runs over it; stdout, stderr, logs, results, MLflow's store and
-artifacts, the offline W&B run, the EvalRDL store and call log and the environment records are
-searched for every canary.
+URL's user part, long or short. Every exporter runs over it; stdout, stderr, logs, results,
+MLflow's store and artifacts, the offline W&B run, the EvalRDL store and call log and the
+environment records are searched for every canary.
 """
 
 from __future__ import annotations
@@ -29,6 +29,10 @@ SHAPES = {
     "mirror": "https://{c}0123456789abcdef@pkgs.example.com/simple",
     "headers_text": "Accept: json\nX-Api-Key: {c}\n",
 }
+SHORT_SHAPES = {
+    # a short token as a URL's user part: 13 characters, shorter than any rule of length
+    "repo_url": "https://{s}@github.com/o/r.git",
+}
 
 
 def test_every_exporter_over_every_canary_shape_leaks_nothing(
@@ -41,6 +45,10 @@ def test_every_exporter_over_every_canary_shape_leaks_nothing(
         canary = f"CANARYSHAPE{index}x{sample.canaries.suffix}"
         canaries.append(canary)
         config[key] = shape.format(c=canary)
+    for key, shape in SHORT_SHAPES.items():
+        short = f"tk{sample.canaries.suffix}"[:13]
+        canaries.append(short)
+        config[key] = shape.format(s=short)
     sample.run.saved_config.write_text(yaml.safe_dump(config))
 
     outputs: list[str] = []
