@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import final
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from evalexport._files import write_text_atomically
 from evalexport.locks import named_lock
@@ -61,6 +61,14 @@ class ExportMarker(BaseModel):
     remote_run_id: str
     exported_at: str
     fingerprint: str
+
+    @field_validator("target")
+    @classmethod
+    def _scrub_target(cls, target: str) -> str:
+        """The marker is a file in the run directory: its target never holds a credential."""
+        from evalexport.masking import scrub_text
+
+        return scrub_text(target)
 
     @classmethod
     def now(cls, exporter: str, target: str, remote_run_id: str, fingerprint: str) -> ExportMarker:

@@ -77,6 +77,12 @@ class DryRunPlan(BaseModel):
     tag_names: list[str] = []
     batches: int = 0
 
+    @field_validator("target")
+    @classmethod
+    def _scrub_target(cls, target: str) -> str:
+        """A target is often a URL, and a URL may carry a password: shown, it never does."""
+        return scrub_text(target)
+
 
 class ExportResult(BaseModel):
     """The outcome of one export of one run to one exporter.

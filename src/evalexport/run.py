@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -243,6 +244,32 @@ class RunArtifacts:
             "Keep each run in a directory of its own."
         )
 
+    def unreadable_file_reason(self) -> str | None:
+        """Why the run directory cannot be uploaded as it is, or ``None``: every file in it
+        (through symlinks, as an upload walks it) must open for reading and be a regular file.
+
+        Each file is opened, not checked with ``os.access``: root passes every access check,
+        and a permission is not the only way a file fails to open (a dangling symlink, a FIFO).
+        """
+        problems: list[str] = []
+
+        def unlistable(error: OSError) -> None:
+            problems.append(f"{error.filename} cannot be listed ({error.strerror or error})")
+
+        for root, _, names in os.walk(self.run_dir, onerror=unlistable, followlinks=True):
+            for name in sorted(names):
+                if problem := _unreadable(Path(root) / name):
+                    problems.append(problem)
+        if not problems:
+            return None
+        shown = "; ".join(problems[:3]) + (
+            f"; and {len(problems) - 3} more" if problems[3:] else ""
+        )
+        return (
+            f"Cannot upload {self.run_dir} as it is: {shown}. Every file of the run directory "
+            "is uploaded: make each one a readable file (chmod a+r), or move it out."
+        )
+
     # -- reading -----------------------------------------------------------------------------
 
     def iter_rollouts(self) -> Iterator[Rollout]:
@@ -381,6 +408,21 @@ class RunArtifacts:
                 role = "other run's rollouts" if path in others else "other"
             found.append(RunFile(path, role, _size(path)))
         return found
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a regular file, or ``None``."""
+    try:
+        # O_NONBLOCK: a FIFO must not hang the check; it is refused below.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as error:
+        return f"{path} cannot be opened ({error.strerror or error})"
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return f"{path} is not a regular file"
+    finally:
+        os.close(descriptor)
+    return None
 
 
 def _size(path: Path) -> int:

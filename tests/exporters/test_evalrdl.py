@@ -6,11 +6,15 @@ message, and that the planted token appears nowhere.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import shutil
 import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -335,3 +339,83 @@ def test_the_cli_reaches_the_sdk_with_every_setting_and_a_rerun_is_deduped(
     assert result["status"] == "skipped"
     assert "skipped (deduped): EvalRDL already holds this run's content" in second.stderr
     assert evalrdl_sdk.leaks(first.output, second.output) == []
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_a_password_in_the_url_never_shows_in_the_dry_run_target(
+    cli, sample_run, json_flag: list[str]
+) -> None:
+    password = f"pw{sample_run.canaries.suffix}"
+    run = cli(
+        "evalrdl",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+url=https://svc:{password}@evalrdl.example.com",
+        "--dry-run",
+        *json_flag,
+    )
+    assert run.exit_code == 0, run.output
+    assert password not in run.output
+    shown = "EvalRDL https://svc:****@evalrdl.example.com"
+    if json_flag:
+        assert json.loads(run.stdout)["plan"]["target"] == shown
+    else:
+        assert f"target: {shown}" in run.stdout
+
+
+def _dangling_symlink(sample: SampleRun) -> str:
+    (sample.run.run_dir / "notes.txt").symlink_to(sample.run.run_dir / "gone.txt")
+    return f"{sample.run.run_dir / 'notes.txt'} cannot be opened (No such file or directory)"
+
+
+def _fifo(sample: SampleRun) -> str:
+    os.mkfifo(sample.run.run_dir / "progress.pipe")
+    return f"{sample.run.run_dir / 'progress.pipe'} is not a regular file"
+
+
+@pytest.mark.parametrize("plant", [_dangling_symlink, _fifo])
+def test_a_file_that_cannot_be_uploaded_fails_the_dry_run_and_the_export_alike(
+    export_evalrdl, evalrdl_sdk, make_sample_run, plant, monkeypatch
+) -> None:
+    monkeypatch.setenv("EVALEXPORT_WORKER_TIME_LIMIT", "60")  # a FIFO once hung the upload
+    sample = make_sample_run()
+    problem = plant(sample)
+    dry_run, export = export_evalrdl(sample, dry_run=True), export_evalrdl(sample)
+    for result in (dry_run, export):
+        assert result.exit_code == 1
+        assert result.message.startswith(f"Cannot upload {sample.run.run_dir} as it is: {problem}")
+    assert dry_run.message == export.message
+    assert list_environments() == []  # refused before any environment is built
+
+
+@contextlib.contextmanager
+def _without_root_privileges() -> Iterator[None]:
+    """File modes bind only a user without root's privileges: as root, act as ``nobody``
+    (effective ids only, so the test can come back)."""
+    if os.geteuid() != 0:
+        yield
+        return
+    os.setegid(65534)
+    os.seteuid(65534)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
+
+
+def test_an_unreadable_rollouts_file_fails_the_dry_run_and_the_export_alike(
+    export_evalrdl, evalrdl_sdk
+) -> None:
+    from evalexport.testing.factory import make_run
+
+    with tempfile.TemporaryDirectory(prefix="evalexport-unreadable-") as scratch:
+        Path(scratch).chmod(0o755)  # reachable by nobody
+        sample = make_run(Path(scratch) / "run")
+        sample.run.rollouts.chmod(0)
+        with _without_root_privileges():
+            dry_run, export = export_evalrdl(sample, dry_run=True), export_evalrdl(sample)
+    problem = f"{sample.rollouts} cannot be opened (Permission denied)"
+    for result in (dry_run, export):
+        assert result.exit_code == 1
+        assert result.message.startswith(f"Cannot upload {sample.run.run_dir} as it is: {problem}")
+    assert list_environments() == []

@@ -147,7 +147,7 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         """
         reason = run.missing_file_reason(needs_metrics_and_config=self.needs_metrics_and_config)
         if reason is None and self.uploads_directory:
-            reason = run.shared_directory_reason()
+            reason = run.shared_directory_reason() or run.unreadable_file_reason()
         if reason is None and self.guards_exports:
             state = guard.guard_state(run, self.name)
             if isinstance(state, guard.ChangedSinceExport | guard.UnreadableMarker):

@@ -132,9 +132,7 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
     )
 
     def target(self, run: RunArtifacts, config: MLflowConfig) -> str:
-        from evalexport.masking import mask_text
-
-        return mask_text(resolve_tracking_uri(config.mlflow_tracking_uri))
+        return resolve_tracking_uri(config.mlflow_tracking_uri)  # plans and markers mask it
 
     def _plan(self, run: RunArtifacts, config: MLflowConfig) -> _Plan:
         flat = flatten_metrics(run.read_aggregate_metrics())
