@@ -116,3 +116,13 @@ def test_an_old_wandb_pin_writes_the_same_offline_run(sample_run, cli) -> None:
     stored = read_offline_run(python, Path(result["details"]["run_dir"]))
     assert stored["summary"][FINGERPRINT_KEY] == run_fingerprint(sample_run.run)
     assert len(next(iter(stored["tables"].values()))["data"]) == sample_run.rollout_count
+
+
+def test_an_offline_run_goes_into_a_wandb_dir_that_did_not_exist_yet(
+    wandb_python, sample_run, tmp_path, monkeypatch
+) -> None:
+    wandb_dir = tmp_path / "scratch" / "user" / "wandb"  # as a Slurm script sets it
+    monkeypatch.setenv("WANDB_DIR", str(wandb_dir))
+    result = _export(sample_run)
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    assert Path(result.details["run_dir"]).parent == wandb_dir / "wandb"

@@ -28,6 +28,8 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         return usage_error("'inspect' takes one argument: the run's rollouts file")
     path = rest[0][1:] if rest[0].startswith("+") else rest[0]
     path = path.removeprefix("rollouts_jsonl_fpath=")
+    if not path.strip():
+        return usage_error("'inspect' takes the run's rollouts file; the path given is empty")
     report = inspect_run(RunArtifacts.from_rollouts_path(path))
     if arguments.json:
         print(json.dumps(report.as_json_data()))  # --json: one line

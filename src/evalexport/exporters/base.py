@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalexport import guard
 from evalexport.interrupts import Interrupted, deferred, signal_name
@@ -28,6 +28,7 @@ from evalexport.results import (
     SkipReason,
 )
 from evalexport.run import RunArtifacts, RunFileError
+from evalexport.settings import SettingError
 
 logger = logging.getLogger("evalexport")
 
@@ -42,6 +43,15 @@ class ExporterConfig(BaseModel):
     rollouts_jsonl_fpath: Path = Field(
         description="The run's rollouts file; every other file of the run is found beside it."
     )
+
+    @field_validator("rollouts_jsonl_fpath", mode="before")
+    @classmethod
+    def _names_a_file(cls, value: object) -> object:
+        """An empty path would be the current directory: never what a user meant."""
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("expected the path of the run's rollouts file, got an empty value")
+        return value
+
     dry_run: bool = Field(
         default=False,
         description="Run every check and print what would be exported, without exporting.",
@@ -184,6 +194,8 @@ class Exporter(abc.ABC, Generic[ConfigT]):
                 exit_code=ExitCode(interruption.exit_code),
                 interrupted_by=signal_name(interruption.signum),
             )
+        except SettingError as error:
+            return self.failed(run, str(error), exit_code=ExitCode.USAGE)
         except RunFileError as error:
             return self.failed(run, str(error))
         except OSError as error:  # a file that cannot be read or written is no exporter bug

@@ -12,7 +12,6 @@ from __future__ import annotations
 import abc
 import contextlib
 import logging
-import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,6 +23,7 @@ from evalexport.exporters.base import Exporter, ExporterConfig
 from evalexport.locks import file_lock
 from evalexport.results import ExitCode, ExportResult, ExportStatus
 from evalexport.run import RunArtifacts
+from evalexport.settings import TIME_LIMIT_VARIABLE, installer_choice, worker_time_limit
 
 if TYPE_CHECKING:
     from evalexport.isolation.launcher import WorkerOutcome
@@ -32,9 +32,6 @@ __all__ = ["TIME_LIMIT_VARIABLE", "WORKER_BODIES", "IsolatedConfig", "IsolatedEx
 
 WORKER_BODIES = Path(__file__).resolve().parent.parent / "workers"
 """Where the built-in exporters' worker bodies live (``evalexport/workers/``)."""
-
-TIME_LIMIT_VARIABLE = "EVALEXPORT_WORKER_TIME_LIMIT"
-"""Seconds; overrides every worker's time limit (for tests and impatient CI jobs)."""
 
 DEFAULT_TIME_LIMIT = 3600.0
 
@@ -88,15 +85,15 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
         return {}
 
     def _effective_time_limit(self, config: IsolatedConfigT) -> float:
-        override = os.environ.get(TIME_LIMIT_VARIABLE)
-        if override:
-            try:
-                return float(override)
-            except ValueError:
-                logger.warning(
-                    "ignoring %s=%r: not a number of seconds", TIME_LIMIT_VARIABLE, override
-                )
-        return self.time_limit(config)
+        override = worker_time_limit()
+        return self.time_limit(config) if override is None else override
+
+    def unexportable_reason(self, run: RunArtifacts, config: IsolatedConfigT) -> str | None:
+        """The shared checks, after evalexport's own settings: a setting it cannot use raises
+        :class:`~evalexport.settings.SettingError` (exit code 2) before anything is read."""
+        worker_time_limit()
+        installer_choice()
+        return super().unexportable_reason(run, config)
 
     def secrets_the_sdk_may_find(self, config: IsolatedConfigT) -> list[str]:
         """Secrets the SDK finds on its own (not through a variable the results already

@@ -72,24 +72,37 @@ class WandbExporter(IsolatedExporter[WandbConfig]):
 
     def unexportable_reason(self, run: RunArtifacts, config: WandbConfig) -> str | None:
         """W&B writes every run (online ones too) under ``<dir>/wandb``; when it cannot, it
-        falls back to ``/tmp/wandb`` without a word. The directory is checked here instead."""
+        falls back to ``/tmp/wandb`` without a word. The directory is checked here instead.
+
+        The SDK creates what is missing (Slurm scripts set ``WANDB_DIR=/scratch/$USER/wandb``
+        before it exists), so the nearest directory that exists must be writable.
+        """
         reason = super().unexportable_reason(run, config)
         if reason is not None:
             return reason
-        directory = self._offline_dir()
-        runs = directory / "wandb"
-        checked = runs if runs.is_dir() else directory
-        if checked.is_dir() and os.access(checked, os.W_OK | os.X_OK):
+        runs = self._offline_dir() / "wandb"
+        existing = next(path for path in (runs, *runs.parents) if os.path.lexists(path))
+        if existing.is_dir() and os.access(existing, os.W_OK | os.X_OK):
             return None
-        problem = "does not exist" if not checked.is_dir() else "is not writable"
+        if existing.is_dir():
+            problem = f"{existing} is not writable"
+        elif existing.exists():
+            problem = f"{existing} is not a directory"
+        else:
+            problem = f"{existing} is a broken symlink"
         return (
-            f"Cannot write the W&B run under {runs}: {checked} {problem}. Set WANDB_DIR to a "
-            "writable directory, or export from one."
+            f"Cannot write the W&B run under {runs}: {problem}. Set WANDB_DIR to a directory "
+            "you can write to (it may not exist yet), or export from one."
         )
 
     def check_inputs(self, run: RunArtifacts, config: WandbConfig) -> None:
-        flatten_metrics(run.read_aggregate_metrics())
-        run.read_exportable_config()
+        """Read what the export sends and warn of what it will change: the dry run and the
+        export both run this, so they warn alike."""
+        flat = flatten_metrics(run.read_aggregate_metrics())
+        saved = run.read_exportable_config()
+        for warning in (flat.non_finite_warning(), saved.warning(run.saved_config)):
+            if warning:
+                logger.warning("%s", warning)
         if config.upload_rollouts:
             self._read_every_rollout(run)  # each becomes a row of the Rollouts table
 
@@ -110,10 +123,7 @@ class WandbExporter(IsolatedExporter[WandbConfig]):
         self, run: RunArtifacts, config: WandbConfig, scratch: Path, fingerprint: str | None
     ) -> WandbPayload:
         flat = flatten_metrics(run.read_aggregate_metrics())
-        saved = run.read_exportable_config()
-        for warning in (flat.non_finite_warning(), saved.warning(run.saved_config)):
-            if warning:
-                logger.warning("%s", warning)
+        saved = run.read_exportable_config()  # check_inputs warned of what masking changed
         fingerprint = fingerprint or run_fingerprint(run)
         project = config.wandb_project or run.benchmark
         name = config.wandb_name or run.default_run_name

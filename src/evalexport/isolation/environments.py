@@ -156,9 +156,12 @@ class Installer:
 def find_installer(prefer: str | None = None) -> Installer:
     """uv when available (on PATH, then the ``uv`` package), pip otherwise.
 
-    ``prefer`` (or ``$EVALEXPORT_INSTALLER``) set to ``pip`` forces pip.
+    ``prefer`` (or ``$EVALEXPORT_INSTALLER``) set to ``pip`` forces pip, and ``uv`` requires uv.
+    Raises :class:`~evalexport.settings.SettingError` for an installer setting it cannot use.
     """
-    choice = prefer or os.environ.get("EVALEXPORT_INSTALLER", "")
+    from evalexport.settings import INSTALLER_VARIABLE, installer_choice
+
+    choice = prefer or installer_choice()
     if choice != "pip":
         found = shutil.which("uv")
         if found is None:
@@ -170,7 +173,7 @@ def find_installer(prefer: str | None = None) -> Installer:
             return Installer("uv", found)
         if choice == "uv":
             raise EnvironmentBuildError(
-                "EVALEXPORT_INSTALLER=uv, but uv is neither on PATH nor installed as a package"
+                f"{INSTALLER_VARIABLE}=uv, but uv is neither on PATH nor installed as a package"
             )
     return Installer("pip", None)
 

@@ -1,0 +1,72 @@
+"""Settings read from the environment, each read and checked in one place.
+
+An environment variable is input like an option: a value that cannot mean what its name says is
+refused by name (a usage error, exit code 2), never ignored and never taken for something else.
+``EVALEXPORT_WORKER_TIME_LIMIT=nan`` would remove the limit, ``0`` would fail every export, and
+``EVALEXPORT_INSTALLER=bogus`` would quietly pick an installer the user did not ask for.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Literal
+
+__all__ = [
+    "INSTALLER_VARIABLE",
+    "TIME_LIMIT_VARIABLE",
+    "SettingError",
+    "installer_choice",
+    "worker_time_limit",
+]
+
+TIME_LIMIT_VARIABLE = "EVALEXPORT_WORKER_TIME_LIMIT"
+"""Seconds; overrides every worker's time limit (for tests and impatient CI jobs)."""
+
+INSTALLER_VARIABLE = "EVALEXPORT_INSTALLER"
+"""``uv`` or ``pip``: which installer builds SDK environments (default: uv when available)."""
+
+_INSTALLERS = ("uv", "pip")
+
+
+class SettingError(ValueError):
+    """An environment variable of evalexport's holds a value it cannot use (exit code 2)."""
+
+
+def worker_time_limit() -> float | None:
+    """``$EVALEXPORT_WORKER_TIME_LIMIT`` in seconds, or ``None`` when it is unset or empty.
+
+    Raises :class:`SettingError` for anything but a finite number of seconds above 0.
+    """
+    text = os.environ.get(TIME_LIMIT_VARIABLE, "").strip()
+    if not text:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise SettingError(
+            f"{TIME_LIMIT_VARIABLE}={text!r} is not a time limit: give a number of seconds "
+            f"greater than 0 (e.g. {TIME_LIMIT_VARIABLE}=600), or unset it for each "
+            "exporter's own limit"
+        )
+    return seconds
+
+
+def installer_choice() -> Literal["uv", "pip"] | None:
+    """``$EVALEXPORT_INSTALLER`` (``uv`` or ``pip``), or ``None`` when it is unset or empty.
+
+    Raises :class:`SettingError` for any other value.
+    """
+    text = os.environ.get(INSTALLER_VARIABLE, "").strip()
+    if not text:
+        return None
+    if text == "uv":
+        return "uv"
+    if text == "pip":
+        return "pip"
+    raise SettingError(
+        f"{INSTALLER_VARIABLE}={text!r} names no installer: set it to "
+        f"{' or '.join(_INSTALLERS)}, or unset it to use uv when it is available and pip otherwise"
+    )
