@@ -419,3 +419,47 @@ def test_an_unreadable_rollouts_file_fails_the_dry_run_and_the_export_alike(
         assert result.exit_code == 1
         assert result.message.startswith(f"Cannot upload {sample.run.run_dir} as it is: {problem}")
     assert list_environments() == []
+
+
+def _glab(tmp_path, monkeypatch, script: str) -> Path:
+    """A ``glab`` on PATH that logs each call to ``glab.calls`` and then runs ``script``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "glab.calls"
+    glab = bin_dir / "glab"
+    glab.write_text(f'#!/bin/sh\necho "$$ $*" >> {calls}\n{script}\n')
+    glab.chmod(glab.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("EVALRDL_TOKEN")
+    return calls
+
+
+def test_glab_is_asked_for_the_token_once_and_the_worker_gets_it(
+    export_evalrdl, evalrdl_sdk, sample_run, tmp_path, monkeypatch
+) -> None:
+    token = "FromGlabOnce0123456789ab"
+    calls = _glab(tmp_path, monkeypatch, f"echo {token}")
+    result = export_evalrdl(sample_run)
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    assert len(calls.read_text().splitlines()) == 1  # not again by the SDK
+    assert token not in result.model_dump_json()
+
+
+def test_glab_that_does_not_answer_fails_within_the_time_limit_and_leaves_nothing(
+    export_evalrdl, evalrdl_sdk, sample_run, tmp_path, monkeypatch
+) -> None:
+    from evalexport.isolation.reaper import is_running
+
+    monkeypatch.setenv("EVALEXPORT_WORKER_TIME_LIMIT", "2")
+    started = tmp_path / "started"
+    calls = _glab(tmp_path, monkeypatch, f"sleep 300 & echo $! > {started}\nwait")
+    result = export_evalrdl(sample_run)
+    assert result.exit_code == 1
+    assert result.message.startswith(
+        "No EvalRDL token: `glab auth token` did not answer within the worker's time limit of 2 s"
+    )
+    glab_pid = int(calls.read_text().split()[0])
+    assert not is_running(glab_pid)
+    assert not is_running(int(started.read_text()))  # what glab started ended with it
+    if evalrdl_sdk.is_fake:
+        assert evalrdl_sdk.stored_runs() == []

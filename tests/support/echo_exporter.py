@@ -16,6 +16,7 @@ BODIES = Path(__file__).resolve().parent / "worker_bodies"
 class EchoConfig(IsolatedConfig):
     behaviour: str = Field(default="echo", description="What the worker body does.")
     exit_code: int = Field(default=0, description="Exit code to report (behaviour=exit_code).")
+    note_path: str | None = Field(default=None, description="Where the body notes a pid.")
 
 
 class EchoExporter(IsolatedExporter[EchoConfig]):
@@ -32,4 +33,5 @@ class EchoExporter(IsolatedExporter[EchoConfig]):
             "behaviour": config.behaviour,
             "exit_code": config.exit_code,
             "rollouts": str(run.rollouts),
+            "note_path": config.note_path,
         }

@@ -16,7 +16,12 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator
 
-from evalexport.exporters.isolated import WORKER_BODIES, IsolatedConfig, IsolatedExporter
+from evalexport.exporters.isolated import (
+    WORKER_BODIES,
+    IsolatedConfig,
+    IsolatedExporter,
+    WorkerSecretsError,
+)
 from evalexport.results import DryRunPlan, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.workers.protocol import EvalRDLPayload
@@ -100,21 +105,42 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig]):
             )
         return reason
 
-    def secrets_the_sdk_may_find(self, config: EvalRDLConfig) -> list[str]:
-        """The token ``glab`` hands the SDK when no token variable is set."""
+    def worker_secrets(self, config: EvalRDLConfig) -> dict[str, str]:
+        """With no token variable set, the token ``glab auth token`` gives, asked once, within
+        the worker's time limit, and handed to the worker as ``EVALRDL_TOKEN``, so the SDK
+        does not ask ``glab`` again and the token is scrubbed from what the worker reports."""
         if any(os.environ.get(name) for name in TOKEN_VARIABLES):
-            return []
+            return {}  # the worker inherits it; results scrub token variables already
         glab = shutil.which("glab")
         if glab is None:
-            return []
+            return {}  # the SDK says what to set
+        from evalexport.isolation.descendants import run_tracked
+
+        limit = self.worker_time_limit(config)
         try:
-            completed = subprocess.run(
-                [glab, "auth", "token"], capture_output=True, text=True, timeout=30, check=False
-            )
-        except (OSError, subprocess.SubprocessError):
-            return []
+            completed = run_tracked([glab, "auth", "token"], timeout=limit)
+        except subprocess.TimeoutExpired:
+            raise WorkerSecretsError(
+                f"No EvalRDL token: `glab auth token` did not answer within the worker's time "
+                f"limit of {limit:g} s. Set EVALRDL_TOKEN, or check glab (glab auth status)."
+            ) from None
+        except OSError as error:
+            raise WorkerSecretsError(
+                f"No EvalRDL token: `glab auth token` could not run ({error.strerror or error}). "
+                "Set EVALRDL_TOKEN, or check glab (glab auth status)."
+            ) from None
         token = completed.stdout.strip()
-        return [token] if completed.returncode == 0 and token else []
+        if completed.returncode != 0 or not token:
+            from evalexport.masking import scrub_text
+
+            output = (completed.stderr or completed.stdout).strip()
+            said = scrub_text(output.splitlines()[-1]) if output else "no output"
+            raise WorkerSecretsError(
+                f"No EvalRDL token: EVALRDL_TOKEN, GITLAB_TOKEN and GITLAB_PRIVATE_TOKEN are "
+                f"unset, and `glab auth token` gave none (exit code {completed.returncode}: "
+                f"{said}). Set EVALRDL_TOKEN, or log in with glab auth login."
+            )
+        return {"EVALRDL_TOKEN": token}
 
     def time_limit(self, config: EvalRDLConfig) -> float:
         """The upload itself gets an hour, plus the verdict's timeout when waiting for it."""

@@ -13,6 +13,7 @@ import abc
 import contextlib
 import logging
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -28,7 +29,13 @@ from evalexport.settings import TIME_LIMIT_VARIABLE, installer_choice, worker_ti
 if TYPE_CHECKING:
     from evalexport.isolation.launcher import WorkerOutcome
 
-__all__ = ["TIME_LIMIT_VARIABLE", "WORKER_BODIES", "IsolatedConfig", "IsolatedExporter"]
+__all__ = [
+    "TIME_LIMIT_VARIABLE",
+    "WORKER_BODIES",
+    "IsolatedConfig",
+    "IsolatedExporter",
+    "WorkerSecretsError",
+]
 
 WORKER_BODIES = Path(__file__).resolve().parent.parent / "workers"
 """Where the built-in exporters' worker bodies live (``evalexport/workers/``)."""
@@ -36,6 +43,11 @@ WORKER_BODIES = Path(__file__).resolve().parent.parent / "workers"
 DEFAULT_TIME_LIMIT = 3600.0
 
 logger = logging.getLogger("evalexport.worker")
+
+
+class WorkerSecretsError(Exception):
+    """The secrets the worker needs could not be had (a credential helper failed or did not
+    answer in time); the message says why and what to set instead."""
 
 
 class IsolatedConfig(ExporterConfig):
@@ -81,10 +93,19 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
         """
 
     def worker_secrets(self, config: IsolatedConfigT) -> dict[str, str]:
-        """Environment variables to add for the worker only: tokens given as options."""
+        """Environment variables to add for the worker only: tokens given as options, or asked
+        of a credential helper once, here, so the SDK need not ask again.
+
+        Called right before the worker starts; the time it takes counts against the worker's
+        time limit (``self.worker_time_limit(config)``, which bounds any helper it runs). The
+        values are scrubbed from whatever the worker reports. Raises
+        :class:`WorkerSecretsError` when a secret the worker needs cannot be had.
+        """
         return {}
 
-    def _effective_time_limit(self, config: IsolatedConfigT) -> float:
+    def worker_time_limit(self, config: IsolatedConfigT) -> float:
+        """Seconds the worker may run: ``$EVALEXPORT_WORKER_TIME_LIMIT``, else
+        :meth:`time_limit`."""
         override = worker_time_limit()
         return self.time_limit(config) if override is None else override
 
@@ -97,14 +118,18 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
 
     def secrets_the_sdk_may_find(self, config: IsolatedConfigT) -> list[str]:
         """Secrets the SDK finds on its own (not through a variable the results already
-        scrub), so they can be removed from whatever the worker reports."""
+        scrub, nor through :meth:`worker_secrets`), so they can be removed from whatever the
+        worker reports."""
         return []
 
     def _export(
         self, run: RunArtifacts, config: IsolatedConfigT, *, fingerprint: str | None
     ) -> ExportResult:
-        result = self._export_through_worker(run, config, fingerprint)
-        secrets = [secret for secret in self.secrets_the_sdk_may_find(config) if len(secret) >= 8]
+        return self._export_through_worker(run, config, fingerprint)
+
+    @staticmethod
+    def _scrubbed(result: ExportResult, secrets: list[str]) -> ExportResult:
+        secrets = [secret for secret in secrets if len(secret) >= 8]
         if not secrets:
             return result
         from evalexport.masking import scrub_text, scrub_value
@@ -140,26 +165,43 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
             environment = ensure_environment(spec)
         except EnvironmentBuildError as error:
             return self.failed(run, f"Cannot build the {self.name} environment: {error}")
-        limit = self._effective_time_limit(config)
+        limit = self.worker_time_limit(config)
         store = self.local_store(config)
         with (
             tempfile.TemporaryDirectory(prefix=f"evalexport-{self.name}-") as scratch,
             file_lock(store) if store else contextlib.nullcontext(),
         ):
             payload = self.worker_payload(run, config, Path(scratch), fingerprint)
+            started = time.monotonic()
+            try:
+                secrets = self.worker_secrets(config)
+            except WorkerSecretsError as error:
+                return self.failed(run, str(error))
             outcome = run_worker(
                 environment,
                 self.worker_body,
                 payload,
-                limit,
-                secrets={**self.worker_environment(config), **self.worker_secrets(config)},
+                max(limit - (time.monotonic() - started), 0.001),
+                secrets={**self.worker_environment(config), **secrets},
                 progress=self.progress,
                 scratch=[Path(scratch)],
             )
+        result = self._result_of(run, config, outcome, environment.path, limit)
+        return self._scrubbed(result, [*secrets.values(), *self.secrets_the_sdk_may_find(config)])
+
+    def _result_of(
+        self,
+        run: RunArtifacts,
+        config: IsolatedConfigT,
+        outcome: WorkerOutcome,
+        environment: Path,
+        limit: float,
+    ) -> ExportResult:
+        """What the worker's outcome means for the export."""
         for line in outcome.log_tail().splitlines() if outcome.result is None else []:
             logger.debug("%s worker: %s", self.name, line)
         if outcome.interrupted_by is not None:
-            return self._interrupted(run, config, outcome, environment.path)
+            return self._interrupted(run, config, outcome, environment)
         if outcome.timed_out:
             raise_it = (
                 f"Raise +timeout if the service is slow, or set {TIME_LIMIT_VARIABLE}."
@@ -171,7 +213,7 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
                 run,
                 f"The {self.name} worker exceeded its time limit of {limit:g} s and was "
                 f"stopped. {said + ' ' if said else ''}{raise_it}",
-                environment=str(environment.path),
+                environment=str(environment),
             )
         if outcome.result is None:
             return self.failed(
@@ -179,9 +221,9 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
                 f"The {self.name} worker {outcome.describe_exit()} without writing a result. "
                 f"Its output ends with:\n{outcome.log_tail() or '(nothing)'}",
                 worker_exit_code=outcome.exit_code,
-                environment=str(environment.path),
+                environment=str(environment),
             )
-        return self.interpret(run, config, outcome.result, environment.path)
+        return self.interpret(run, config, outcome.result, environment)
 
     def _interrupted(
         self, run: RunArtifacts, config: IsolatedConfigT, outcome: WorkerOutcome, environment: Path

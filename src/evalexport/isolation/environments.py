@@ -209,8 +209,10 @@ def _tail(text: str) -> str:
 
 
 def _run_step(command: list[str], what: str, path: Path) -> None:
+    from evalexport.isolation.descendants import run_tracked
+
     try:
-        completed = subprocess.run(command, capture_output=True, text=True, check=False)
+        completed = run_tracked(command)  # an installer's processes never outlive evalexport
     except OSError as error:
         raise EnvironmentBuildError(f"{what} failed to start ({command[0]}): {error}") from None
     if completed.returncode != 0:

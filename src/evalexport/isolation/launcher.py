@@ -11,8 +11,10 @@ Stopping (SPEC §3.4): the worker runs in a session of its own, so a terminal's 
 only us. When we are interrupted, or the time limit passes, the worker gets the signal and
 :data:`GRACE_SECONDS` to end its remote run (the runner raises it in the body once); a second
 signal, or the end of the grace, kills its whole process group. Whatever the worker started is
-killed with it when it exits, so nothing is orphaned. If we are killed outright (SIGKILL), the
-worker sees its stdin close, stops itself the same way and removes the scratch directories.
+killed with it when it exits, in its group or not (``descendants.py``: an SDK's helper such as
+``wandb-core`` starts a session of its own), so nothing is orphaned. If we are killed outright
+(SIGKILL), the worker sees its stdin close, stops itself the same way and removes the scratch
+directories, and the reaper kills whatever of it is left after the grace.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import IO, Any, final
 
 from evalexport.interrupts import Interrupted, exit_description
+from evalexport.isolation.descendants import tracked_launch
 from evalexport.isolation.environments import Environment
 from evalexport.workers.protocol import RunnerRequest
 from evalexport.workers.runner import PROTOCOL_COPY
@@ -100,7 +103,10 @@ def run_worker(
             "progress_fd": progress_write,
             "scratch": [str(workdir), *map(str, scratch)],
         }
-        with log_path.open("w", encoding="utf-8") as log:
+        with (
+            log_path.open("w", encoding="utf-8") as log,
+            tracked_launch({**os.environ, **(secrets or {})}) as launch,
+        ):
             try:
                 process = subprocess.Popen(
                     [str(environment.python), "-I", str(runner), str(result_path)],
@@ -110,16 +116,18 @@ def run_worker(
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                     pass_fds=(progress_write,),
-                    env={**os.environ, **(secrets or {})},
+                    env=launch.environment,
                 )
             finally:
                 os.close(progress_write)
+            launch.started(process.pid)
             reader = _forward_progress(progress_read, progress)
             try:
                 exit_code, timed_out, interrupted_by = _wait(process, request, time_limit)
             finally:
                 _end(process)
                 reader.join(timeout=5)
+            # Leaving the block kills what the worker started outside its process group.
         result = _read_result(result_path)
         return WorkerOutcome(
             result=result,

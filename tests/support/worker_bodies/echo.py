@@ -8,6 +8,13 @@ def run(payload):
     import tinysdk
 
     behaviour = payload.get("behaviour", "echo")
+    if behaviour.startswith("detach"):  # a helper in a session of its own, as wandb-core is
+        import subprocess
+
+        helper = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        with open(payload["note_path"], "w") as note:
+            note.write(str(helper.pid))
+        behaviour = behaviour.removeprefix("detach_")
     if behaviour == "sleep":
         import time
 

@@ -1,0 +1,144 @@
+"""Every process evalexport causes ends when evalexport is done with it (README "Reliability").
+
+A process group is not enough: an SDK's helper may start a session of its own (``wandb-core``
+does), and a process killed outright (SIGKILL) cleans up nothing. So each launch is tagged
+(:data:`~evalexport.isolation.reaper.TAG_VARIABLE` in its environment, inherited by all it
+starts), and two things end what carries the tag:
+
+- :func:`tracked_launch`, when the caller is done with a launch (the worker ended, the installer
+  returned, the helper timed out), kills every process still tagged with it;
+- the reaper (``reaper.py``), one small process per evalexport process, started with the first
+  launch, does the same for every launch when evalexport itself ends, however it ends: it
+  watches a pipe only evalexport holds, gives the direct processes still running a SIGTERM and
+  the grace a worker needs to end its remote run, then kills everything still tagged.
+
+Linux only (``/proc``); elsewhere tagging is harmless and only process groups are ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, final
+
+from evalexport.isolation.reaper import TAG_VARIABLE, kill_all, tagged_pids
+
+__all__ = ["TAG_VARIABLE", "Launch", "run_tracked", "tracked_launch"]
+
+REAPER = Path(__file__).resolve().with_name("reaper.py")
+
+_lock = threading.Lock()
+_owner: str | None = None
+_reaper: subprocess.Popen[bytes] | None = None
+
+
+def _reset_after_fork() -> None:
+    """A forked child is an owner of its own: the parent's reaper watches the parent."""
+    global _owner, _reaper
+    _owner, _reaper = None, None
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def _reaper_input() -> tuple[str, IO[bytes] | None]:
+    """This process's owner tag, and the reaper's stdin (started on first use; ``None`` if it
+    cannot start, when only :func:`tracked_launch` ends what is left)."""
+    global _owner, _reaper
+    with _lock:
+        if _owner is None:
+            _owner = uuid.uuid4().hex
+        if _reaper is None or _reaper.poll() is not None:
+            environment = {k: v for k, v in os.environ.items() if k != TAG_VARIABLE}
+            try:
+                _reaper = subprocess.Popen(
+                    [sys.executable, "-I", str(REAPER), _owner],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,  # a terminal's Ctrl-C is for us, not for it
+                    env=environment,
+                )
+            except OSError:
+                _reaper = None
+        return _owner, (_reaper.stdin if _reaper is not None else None)
+
+
+def _tell_reaper(line: str) -> None:
+    _, stdin = _reaper_input()
+    if stdin is None:
+        return
+    with _lock, contextlib.suppress(OSError, ValueError):  # a reaper gone is no export's fault
+        stdin.write(line.encode() + b"\n")
+        stdin.flush()
+
+
+@final
+@dataclass
+class Launch:
+    """One tagged launch: start its processes with :attr:`environment`, then name them with
+    :meth:`started`."""
+
+    tag: str
+    environment: dict[str, str]
+    _pids: list[int] = field(default_factory=list)
+
+    def started(self, pid: int) -> None:
+        """``pid`` was started directly: when evalexport ends, it gets the grace first."""
+        self._pids.append(pid)
+        _tell_reaper(f"+{pid}")
+
+
+@contextlib.contextmanager
+def tracked_launch(environment: Mapping[str, str] | None = None) -> Iterator[Launch]:
+    """A launch whose processes, and all they start, are killed when the block ends.
+
+    ``environment`` (default: ours) is what the processes get, plus the tag.
+    """
+    owner, _ = _reaper_input()
+    tag = f"{owner}/{uuid.uuid4().hex[:12]}"
+    launch = Launch(
+        tag, {**(os.environ if environment is None else environment), TAG_VARIABLE: tag}
+    )
+    try:
+        yield launch
+    finally:
+        kill_all(tagged_pids(tag))
+        for pid in launch._pids:
+            _tell_reaper(f"-{pid}")
+
+
+def run_tracked(
+    command: Sequence[str],
+    *,
+    timeout: float | None = None,
+    environment: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """:func:`subprocess.run` with its output captured as text and no stdin, whose process and
+    everything it started end when it returns, times out (``TimeoutExpired``) or is
+    interrupted."""
+    with tracked_launch(environment) as launch:
+        with subprocess.Popen(
+            list(command),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=launch.environment,
+        ) as process:
+            launch.started(process.pid)
+            try:
+                stdout, stderr = process.communicate(timeout=timeout)
+            except BaseException:  # a timeout, or a stop signal: nothing it started outlives it
+                kill_all(tagged_pids(launch.tag))
+                process.kill()
+                process.wait()
+                raise
+        return subprocess.CompletedProcess(list(command), process.returncode, stdout, stderr)
