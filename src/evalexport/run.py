@@ -12,7 +12,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, final
+from typing import Any, Final, final
 
 __all__ = ["ExportableConfig", "Rollout", "RunArtifacts", "RunFile", "RunFileError"]
 
@@ -28,6 +28,8 @@ class Rollout:
 
     line_number: int
     record: dict[str, Any]
+    size_bytes: int = 0
+    """The length of its line in the file, line break included."""
 
     @property
     def task_index(self) -> Any:
@@ -46,6 +48,10 @@ class Rollout:
     @property
     def reward(self) -> Any:
         return self.record.get("reward")
+
+
+_BLANK_LINE: Final = Rollout(0, {})
+"""What :meth:`RunArtifacts._parse_line` returns for a line holding only whitespace."""
 
 
 @final
@@ -178,7 +184,7 @@ class RunArtifacts:
         """Whether the rollouts file has no line but blank ones (read up to the first that is not)."""
         try:
             with self.rollouts.open("rb") as handle:
-                return not any(line.strip() for line in handle)
+                return all(line.isspace() for line in handle)  # no copy of a long line
         except OSError:
             return False  # the reader names the problem
 
@@ -275,33 +281,46 @@ class RunArtifacts:
     def iter_rollouts(self) -> Iterator[Rollout]:
         """Stream the rollouts one line at a time; blank lines are skipped.
 
-        Raises :class:`RunFileError` naming the 1-based line number of a malformed line.
+        Raises :class:`RunFileError` naming the 1-based line number of a malformed line. One
+        line may be very long (a model that never stopped): while it is parsed, only its bytes
+        or its text, and the parsed record, are held, never a further copy.
         """
         try:
             handle = self.rollouts.open("rb")
         except OSError as error:
             raise RunFileError(f"Cannot read rollouts file {self.rollouts}: {error}") from None
         with handle:
-            for line_number, raw in enumerate(handle, start=1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as error:
-                    raise RunFileError(
-                        f"Malformed rollouts file {self.rollouts}: line {line_number} "
-                        f"is not UTF-8 ({error.reason} at byte {error.start})"
-                    ) from None
-                if line.strip():
-                    yield Rollout(line_number, self._parse_rollout(line, line_number))
+            line_number = 0
+            while True:
+                line_number += 1
+                # Passed, not bound: the line's bytes are freed as soon as they are decoded.
+                parsed = self._parse_line(handle.readline(), line_number)
+                if parsed is None:
+                    return
+                if parsed is not _BLANK_LINE:
+                    yield parsed
 
-    def _parse_rollout(self, line: str, line_number: int) -> dict[str, Any]:
+    def _parse_line(self, raw: bytes, line_number: int) -> Rollout | None:
+        """The rollout on one line, ``_BLANK_LINE`` for a blank one, ``None`` at the end of the
+        file."""
+        if not raw:
+            return None
+        size = len(raw)
         try:
-            # Without its line break, so an error's column is the column on the line.
-            record = json.loads(line.rstrip("\r\n"))
-        except json.JSONDecodeError as error:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
             raise RunFileError(
-                f"Malformed rollouts file {self.rollouts}: line {line_number} is not valid JSON "
-                f"({error.msg} at column {error.colno})"
+                f"Malformed rollouts file {self.rollouts}: line {line_number} "
+                f"is not UTF-8 ({error.reason} at byte {error.start})"
             ) from None
+        del raw
+        if line.isspace():
+            return _BLANK_LINE
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            # Told without the line break, so an error's column is the column on the line.
+            raise self._malformed(line.rstrip("\r\n"), line_number) from None
         except RecursionError:
             raise RunFileError(
                 f"Malformed rollouts file {self.rollouts}: line {line_number} is nested too "
@@ -312,7 +331,17 @@ class RunArtifacts:
                 f"Malformed rollouts file {self.rollouts}: line {line_number} is a JSON "
                 f"{type(record).__name__}, expected an object"
             )
-        return record
+        return Rollout(line_number, record, size)
+
+    def _malformed(self, line: str, line_number: int) -> RunFileError:
+        try:
+            json.loads(line)
+        except json.JSONDecodeError as error:
+            return RunFileError(
+                f"Malformed rollouts file {self.rollouts}: line {line_number} is not valid JSON "
+                f"({error.msg} at column {error.colno})"
+            )
+        return RunFileError(f"Malformed rollouts file {self.rollouts}: line {line_number}")
 
     def read_aggregate_metrics(self) -> list[dict[str, Any]]:
         """The aggregate-metrics list, one entry per agent, checked for its shape."""

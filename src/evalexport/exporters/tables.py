@@ -9,7 +9,7 @@ logged live.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -43,13 +43,76 @@ def rollout_for_export(rollout: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def write_rollouts_table(run: RunArtifacts, path: Path) -> Path:
-    """``{"columns": ["Rollout"], "data": [[...], ...]}`` (MLflow's and W&B's table JSON), streamed."""
+    """``{"columns": ["Rollout"], "data": [[...], ...]}`` (MLflow's and W&B's table JSON), streamed.
+
+    Each row is one cell, the rollout's compact JSON as a JSON string. A rollout whose line is
+    long (:data:`STREAMED_ABOVE`) is written piece by piece, so no copy of it is made beyond
+    the record the reader parsed: its cell is the same text either way.
+    """
     with path.open("w", encoding="utf-8") as handle:
         handle.write('{"columns": ["' + ROLLOUT_COLUMN + '"], "data": [')
         for position, rollout in enumerate(run.iter_rollouts()):
-            text = json.dumps(
-                rollout_for_export(rollout.record), ensure_ascii=False, separators=(",", ":")
-            )
-            handle.write(("," if position else "") + "\n" + json.dumps([text], ensure_ascii=False))
+            handle.write(",\n" if position else "\n")
+            row = rollout_for_export(rollout.record)
+            if rollout.size_bytes > STREAMED_ABOVE:
+                handle.write('["')
+                for piece in _escaped_pieces(row):
+                    handle.write(piece)
+                handle.write('"]')
+            else:
+                text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+                handle.write(json.dumps([text], ensure_ascii=False))
         handle.write("\n]}\n")
     return path
+
+
+STREAMED_ABOVE: Final = 4 * 2**20
+"""Rollout lines longer than this many bytes are written to a table piece by piece."""
+_PIECE: Final = 2**20
+
+
+def _escaped_pieces(row: Any) -> Iterator[str]:
+    """``json.dumps(json.dumps(row, ensure_ascii=False, separators=(",", ":")),
+    ensure_ascii=False)`` without its quotes, in pieces of about :data:`_PIECE` characters.
+
+    JSON escapes a string one character at a time, so escaping the pieces of a text one by one
+    gives the escaped text.
+    """
+    pending: list[str] = []
+    size = 0
+    for piece in _compact_pieces(row):
+        pending.append(piece)
+        size += len(piece)
+        if size >= _PIECE:
+            yield json.dumps("".join(pending), ensure_ascii=False)[1:-1]
+            pending, size = [], 0
+    if pending:
+        yield json.dumps("".join(pending), ensure_ascii=False)[1:-1]
+
+
+def _compact_pieces(value: Any) -> Iterator[str]:
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` in pieces; a long
+    string is cut into pieces of :data:`_PIECE` characters. ``value`` is parsed JSON."""
+    if isinstance(value, str):
+        if len(value) <= _PIECE:
+            yield json.dumps(value, ensure_ascii=False)
+            return
+        yield '"'
+        for start in range(0, len(value), _PIECE):
+            yield json.dumps(value[start : start + _PIECE], ensure_ascii=False)[1:-1]
+        yield '"'
+    elif isinstance(value, Mapping):
+        yield "{"
+        for position, (key, item) in enumerate(value.items()):
+            yield ("," if position else "") + json.dumps(str(key), ensure_ascii=False) + ":"
+            yield from _compact_pieces(item)
+        yield "}"
+    elif isinstance(value, list | tuple):
+        yield "["
+        for position, item in enumerate(value):
+            if position:
+                yield ","
+            yield from _compact_pieces(item)
+        yield "]"
+    else:  # a number, true, false, null: as json.dumps writes them
+        yield json.dumps(value)

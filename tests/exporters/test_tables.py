@@ -1,0 +1,110 @@
+"""The rollouts table (``exporters/tables.py``): a long rollout is written piece by piece, into
+the same text, and no export holds more copies of a long line than reading it takes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evalexport.exporters import tables
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(alphabet=st.characters(codec="utf-8"), max_size=40),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(row=JSON_VALUES)
+def test_a_row_written_in_pieces_is_the_cell_written_whole(row, monkeypatch) -> None:
+    monkeypatch.setattr(tables, "_PIECE", 3)  # every string longer than 3 is cut
+    whole = json.dumps(
+        json.dumps(row, ensure_ascii=False, separators=(",", ":")), ensure_ascii=False
+    )
+    assert "".join(tables._escaped_pieces(row)) == whole[1:-1]
+
+
+def test_a_table_with_a_long_rollout_is_the_same_file_either_way(
+    make_sample_run, tmp_path, monkeypatch
+) -> None:
+    sample = make_sample_run()
+    lines = sample.rollouts.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[0])
+    record["note"] = 'a "quoted"\\ line\nwith \u00e9 and \U0001f600 ' * 20_000
+    lines[0] = json.dumps(record, ensure_ascii=False)
+    sample.rollouts.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    whole = tables.write_rollouts_table(sample.run, tmp_path / "whole.json").read_bytes()
+    monkeypatch.setattr(tables, "STREAMED_ABOVE", 1000)
+    monkeypatch.setattr(tables, "_PIECE", 4096)
+    pieces = tables.write_rollouts_table(sample.run, tmp_path / "pieces.json").read_bytes()
+    assert pieces == whole
+    assert json.loads(whole)["data"][0] == [
+        json.dumps(tables.rollout_for_export(record), ensure_ascii=False, separators=(",", ":"))
+    ]
+
+
+# Peak resident memory of this process since the reset (VmHWM after clear_refs 5): not the
+# process's rusage, which Linux carries over from the parent across exec.
+PEAK_OF = """
+import json, sys
+from pathlib import Path
+from evalexport.run import RunArtifacts
+from evalexport.exporters.tables import write_rollouts_table
+run = RunArtifacts.from_rollouts_path(sys.argv[1])
+
+def high_water():
+    status = Path("/proc/self/status").read_text()
+    return int(next(l for l in status.splitlines() if l.startswith("VmHWM")).split()[1]) * 1024
+
+Path("/proc/self/clear_refs").write_text("5")
+before = high_water()
+if sys.argv[2] == "read":
+    for _ in run.iter_rollouts():
+        pass
+else:
+    write_rollouts_table(run, Path(sys.argv[3]))
+print(high_water() - before)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux's /proc")
+def test_a_long_line_costs_the_table_no_more_memory_than_reading_it(
+    make_sample_run, tmp_path
+) -> None:
+    """What bounds an export's memory is the longest line: reading it holds its bytes or its
+    text, and the parsed record (about 2x the line); the table may add nothing to that."""
+    sample = make_sample_run()
+    lines = sample.rollouts.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[0])
+    record["response"]["output"][0]["content"][0]["text"] = "Check once more. " * 2_000_000
+    lines[0] = json.dumps(record)
+    sample.rollouts.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    line = len(lines[0])
+    del lines, record
+
+    def growth(*how: str) -> int:
+        completed = subprocess.run(
+            [sys.executable, "-c", PEAK_OF, str(sample.rollouts), *how],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return int(completed.stdout)
+
+    reading = growth("read")
+    table = growth("table", str(tmp_path / "rollouts.json"))
+    assert reading < 2.6 * line, f"reading holds {reading / line:.2f}x the line"
+    assert table < reading + 0.3 * line, f"the table holds {table / line:.2f}x the line"
