@@ -412,6 +412,7 @@ def test_an_unreadable_rollouts_file_fails_the_dry_run_and_the_export_alike(
         Path(scratch).chmod(0o755)  # reachable by nobody
         sample = make_run(Path(scratch) / "run")
         sample.run.rollouts.chmod(0)
+        evalrdl_sdk.distinct(sample)  # a real service's note file, written while we may
         with _without_root_privileges():
             dry_run, export = export_evalrdl(sample, dry_run=True), export_evalrdl(sample)
     problem = f"{sample.rollouts} cannot be opened (Permission denied)"
