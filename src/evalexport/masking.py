@@ -342,10 +342,10 @@ def save_run_config(
     import yaml
 
     from evalexport._files import write_text_atomically
-    from evalexport.run import RunArtifacts  # run.py imports this module: import on use
+    from evalexport._saved_config_name import saved_config_path
 
     data = _to_yaml_data(mask_config(config), "")
-    target = RunArtifacts.from_rollouts_path(rollouts_jsonl_fpath).saved_config
+    target = saved_config_path(rollouts_jsonl_fpath)
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
     write_text_atomically(target, text)
     return target

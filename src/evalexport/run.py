@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, final
 
+from evalexport._saved_config_name import saved_config_path
+
 __all__ = ["ExportableConfig", "Rollout", "RunArtifacts", "RunFile", "RunFileError"]
 
 
@@ -127,7 +129,7 @@ class RunArtifacts:
 
     @property
     def saved_config(self) -> Path:
-        return self._sibling("_resolved_config.yaml")
+        return saved_config_path(self.rollouts)
 
     @property
     def materialized_inputs(self) -> Path:

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, final
 
-from evalexport.plans.model import ExportTask
+from evalexport.plans.model import ExportTask, TaskOutcome
 from evalexport.results import ExitCode, ExportResult
 
 __all__ = [
@@ -25,39 +23,6 @@ __all__ = [
     "summary_table",
     "timed",
 ]
-
-
-@final
-@dataclass(frozen=True)
-class TaskOutcome:
-    benchmark: str
-    exporter: str
-    rollouts: str
-    seconds: float
-    result: ExportResult
-
-    def as_json_data(self) -> dict[str, Any]:
-        return {
-            "benchmark": self.benchmark,
-            "exporter": self.exporter,
-            "rollouts": self.rollouts,
-            "seconds": self.seconds,
-            "result": self.result.model_dump(mode="json"),
-        }
-
-    @classmethod
-    def from_json_data(cls, data: dict[str, Any]) -> TaskOutcome:
-        return cls(
-            str(data["benchmark"]),
-            str(data["exporter"]),
-            str(data["rollouts"]),
-            float(data["seconds"]),
-            ExportResult.model_validate(data["result"]),
-        )
-
-    @classmethod
-    def of(cls, task: ExportTask, seconds: float, result: ExportResult) -> TaskOutcome:
-        return cls(task.benchmark, task.exporter, str(task.rollouts), seconds, result)
 
 
 def export_task(task: ExportTask) -> ExportResult:

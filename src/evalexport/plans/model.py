@@ -32,9 +32,17 @@ from typing import Any, final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evalexport.results import ExitCode, ExportResult
 from evalexport.run import RunArtifacts
 
-__all__ = ["ExportTask", "PlanError", "load_plan", "resolve_tasks", "validate_plan"]
+__all__ = [
+    "ExportTask",
+    "PlanError",
+    "TaskOutcome",
+    "load_plan",
+    "resolve_tasks",
+    "validate_plan",
+]
 
 
 class PlanError(ValueError):
@@ -89,6 +97,92 @@ class ExportTask:
             text = value if isinstance(value, str) and _plain(value) else json.dumps(value)
             tokens.append(f"+{key}={text}")
         return tokens
+
+    # -- the task as a message: the pool's stdin lines and a Slurm array's tasks.json --------
+
+    def to_json_data(self) -> dict[str, Any]:
+        return {
+            "benchmark": self.benchmark,
+            "exporter": self.exporter,
+            "rollouts": str(self.rollouts),
+            "options": self.options,
+        }
+
+    def to_json(self) -> str:
+        """One line: how a task crosses to an export process."""
+        import json
+
+        return json.dumps(self.to_json_data())
+
+    @classmethod
+    def from_json_data(cls, data: object) -> ExportTask:
+        """Raises :class:`ValueError` naming what is wrong with a task that is not one."""
+        if not isinstance(data, dict) or set(data) != _TASK_KEYS:
+            keys = sorted(data) if isinstance(data, dict) else type(data).__name__
+            raise ValueError(f"an export task has the keys {sorted(_TASK_KEYS)}, got {keys}")
+        text = {key: data[key] for key in ("benchmark", "exporter", "rollouts")}
+        if not all(isinstance(value, str) for value in text.values()):
+            raise ValueError(f"an export task's {', '.join(text)} are text, got {text!r}")
+        if not isinstance(data["options"], dict):
+            raise ValueError(f"an export task's options are a mapping, got {data['options']!r}")
+        return cls(
+            data["benchmark"], data["exporter"], Path(data["rollouts"]), dict(data["options"])
+        )
+
+    @classmethod
+    def from_json(cls, line: str) -> ExportTask:
+        import json
+
+        return cls.from_json_data(json.loads(line))
+
+    def failed(self, message: str, exit_code: int = 1, **details: Any) -> ExportResult:
+        """This task's failed result, for an export that ended without one of its own (a crashed
+        export process, an array task that left no result, a plan stopped before it)."""
+        return ExportResult.failed(
+            self.exporter,
+            str(self.rollouts.parent),
+            message,
+            exit_code=ExitCode(exit_code),
+            **details,
+        )
+
+
+_TASK_KEYS = frozenset({"benchmark", "exporter", "rollouts", "options"})
+
+
+@final
+@dataclass(frozen=True)
+class TaskOutcome:
+    """How one task of a plan ended: its result and how long it took."""
+
+    benchmark: str
+    exporter: str
+    rollouts: str
+    seconds: float
+    result: ExportResult
+
+    def as_json_data(self) -> dict[str, Any]:
+        return {
+            "benchmark": self.benchmark,
+            "exporter": self.exporter,
+            "rollouts": self.rollouts,
+            "seconds": self.seconds,
+            "result": self.result.model_dump(mode="json"),
+        }
+
+    @classmethod
+    def from_json_data(cls, data: dict[str, Any]) -> TaskOutcome:
+        return cls(
+            str(data["benchmark"]),
+            str(data["exporter"]),
+            str(data["rollouts"]),
+            float(data["seconds"]),
+            ExportResult.model_validate(data["result"]),
+        )
+
+    @classmethod
+    def of(cls, task: ExportTask, seconds: float, result: ExportResult) -> TaskOutcome:
+        return cls(task.benchmark, task.exporter, str(task.rollouts), seconds, result)
 
 
 def _plain(text: str) -> bool:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -31,24 +30,12 @@ from collections.abc import Callable
 from typing import IO, final
 
 from evalexport.interrupts import Interrupted, exit_description, signal_name
-from evalexport.plans.batch import TaskOutcome
-from evalexport.plans.model import ExportTask
-from evalexport.results import ExitCode, ExportResult
+from evalexport.plans.model import ExportTask, TaskOutcome
+from evalexport.results import ExportResult
 
 __all__ = ["ExportPool"]
 
 _CLOSE_SECONDS = 10.0
-
-
-def task_line(task: ExportTask) -> str:
-    return json.dumps(
-        {
-            "benchmark": task.benchmark,
-            "exporter": task.exporter,
-            "rollouts": str(task.rollouts),
-            "options": task.options,
-        }
-    )
 
 
 @final
@@ -156,7 +143,7 @@ class ExportPool:
         assert stdin is not None
         assert stdout is not None
         try:
-            _send(stdin, task_line(task))
+            _send(stdin, task.to_json())
             line = stdout.readline()
         except (BrokenPipeError, ValueError):
             line = ""
@@ -164,16 +151,15 @@ class ExportPool:
             try:
                 return ExportResult.model_validate_json(line)
             except ValueError as error:
-                return _failed(task, f"the export process answered with no result ({error})")
+                return task.failed(f"the export process answered with no result ({error})")
         code = process.wait()
         if code < 0 and self.stopping is not None:
-            return _failed(
-                task,
+            return task.failed(
                 f"interrupted by {signal_name(self.stopping)} before its export reported",
                 128 + self.stopping,
             )
-        return _failed(
-            task, f"the export process {exit_description(code)} without a result; see its stderr"
+        return task.failed(
+            f"the export process {exit_description(code)} without a result; see its stderr"
         )
 
     def _close(self, process: subprocess.Popen[str]) -> None:
@@ -193,11 +179,9 @@ class ExportPool:
 
     def _not_started(self, task: ExportTask) -> ExportResult:
         signum = self.stopping or signal.SIGTERM
-        return ExportResult.failed(
-            task.exporter,
-            str(task.rollouts.parent),
+        return task.failed(
             f"not started: the plan was interrupted by {signal_name(signum)}",
-            exit_code=ExitCode(128 + signum),
+            128 + signum,
             interrupted_by=signal_name(signum),
         )
 
@@ -205,9 +189,3 @@ class ExportPool:
 def _send(stdin: IO[str], line: str) -> None:
     stdin.write(line + "\n")
     stdin.flush()
-
-
-def _failed(task: ExportTask, message: str, exit_code: int = 1) -> ExportResult:
-    return ExportResult.failed(
-        task.exporter, str(task.rollouts.parent), message, exit_code=ExitCode(exit_code)
-    )

@@ -10,11 +10,9 @@ the process then exits with 128 + the signal.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
-from pathlib import Path
 
 
 def main() -> int:
@@ -30,10 +28,7 @@ def main() -> int:
     try:
         with signals_raise():
             for line in sys.stdin:
-                data = json.loads(line)
-                task = ExportTask(
-                    data["benchmark"], data["exporter"], Path(data["rollouts"]), data["options"]
-                )
+                task = ExportTask.from_json(line)
                 result = export_task(task)
                 with deferred():  # a result half written is a result lost
                     results.write(result.model_dump_json() + "\n")

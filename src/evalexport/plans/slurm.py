@@ -15,13 +15,10 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
-from evalexport.plans.batch import TaskOutcome, timed
-from evalexport.plans.model import ExportTask
-from evalexport.results import ExportResult
+from evalexport.plans.batch import timed
+from evalexport.plans.model import ExportTask, TaskOutcome
 
 __all__ = [
     "SlurmError",
@@ -53,10 +50,7 @@ def load_tasks(work_dir: Path) -> list[ExportTask]:
     """The tasks a job array was submitted with, from its work directory."""
     try:
         data = json.loads((work_dir / "tasks.json").read_text())
-        return [
-            ExportTask(d["benchmark"], d["exporter"], Path(d["rollouts"]), d["options"])
-            for d in data
-        ]
+        return [ExportTask.from_json_data(item) for item in data]
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise SlurmError(f"{work_dir} is not a plan work directory ({error})") from None
 
@@ -66,9 +60,7 @@ def _write_tasks(work_dir: Path, tasks: list[ExportTask]) -> Path:
     (work_dir / "results").mkdir(exist_ok=True)
     (work_dir / "logs").mkdir(exist_ok=True)
     path = work_dir / "tasks.json"
-    path.write_text(
-        json.dumps([{**asdict(task), "rollouts": str(task.rollouts)} for task in tasks], indent=2)
-    )
+    path.write_text(json.dumps([task.to_json_data() for task in tasks], indent=2))
     return path
 
 
@@ -131,8 +123,7 @@ def run_array_task(tasks_file: Path, index: int, result_dir: Path) -> TaskOutcom
     """Inside the array: run task ``index`` and write its outcome to ``<result_dir>/<index>.json``."""
     from evalexport._files import write_text_atomically
 
-    data: dict[str, Any] = json.loads(tasks_file.read_text())[index]
-    task = ExportTask(data["benchmark"], data["exporter"], Path(data["rollouts"]), data["options"])
+    task = ExportTask.from_json_data(json.loads(tasks_file.read_text())[index])
     outcome = timed(task)
     write_text_atomically(result_dir / f"{index}.json", json.dumps(outcome.as_json_data()))
     return outcome
@@ -150,11 +141,7 @@ def gather(tasks: list[ExportTask], work_dir: Path) -> list[TaskOutcome]:
             TaskOutcome.of(
                 task,
                 0.0,
-                ExportResult.failed(
-                    task.exporter,
-                    str(task.rollouts.parent),
-                    f"array task {index} left no result; see {work_dir / 'logs'}",
-                ),
+                task.failed(f"array task {index} left no result; see {work_dir / 'logs'}"),
             )
         )
     return outcomes
