@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from evalexport.masking import scrub_text, scrub_value
+from evalexport.workers import protocol
 
 __all__ = [
     "DryRunPlan",
@@ -27,14 +28,14 @@ __all__ = [
 class ExitCode(enum.IntEnum):
     """The exit codes of the CLI and of every worker (SPEC §3.1)."""
 
-    OK = 0
+    OK = protocol.SUCCEEDED
     """Succeeded, or skipped because there was nothing new to do."""
-    FAILED = 1
-    USAGE = 2
-    """Unknown exporter, unknown or invalid option."""
-    NO_VERDICT = 3
+    FAILED = protocol.FAILED
+    USAGE = protocol.USAGE
+    """Unknown exporter, unknown or invalid option or setting."""
+    NO_VERDICT = protocol.NO_VERDICT
     """Stored by the service, but no verdict arrived before the timeout."""
-    REFUSED = 4
+    REFUSED = protocol.REFUSED
     """The service refused the upload."""
     HANGUP = 129
     """Stopped by SIGHUP (the terminal went away): 128 + the signal's number, as shells say."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
 
 import pytest
 
-from evalexport.results import ExportStatus
+from evalexport.results import ExportStatus, SkipReason
 from tests.support.echo_exporter import EchoExporter
 
 
@@ -133,3 +134,27 @@ def test_envs_remove_needs_a_name_or_all(cli) -> None:
     missing = cli("envs", "remove", "nope")
     assert missing.exit_code == 2
     assert "no environment named 'nope'" in missing.stderr
+
+
+def test_a_worker_result_with_a_misspelled_key_is_refused_naming_it(echo_export) -> None:
+    result = echo_export(behaviour="misspelled")
+    assert result.status is ExportStatus.FAILED
+    assert "worker returned an invalid result (unknown key(s) 'run_ID'" in result.message
+
+
+def test_typed_keys_become_the_results_fields_and_log_lines(echo_export, caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger="evalexport"):
+        result = echo_export(behaviour="typed")
+    assert result.status is ExportStatus.SKIPPED, result.message
+    assert (result.run_id, result.skip_reason) == ("echo-typed", SkipReason.DEDUPED)
+    assert result.details["state"] == "deduped"
+    assert "run_id" not in result.details
+    assert "a notice for the user" in caplog.text
+
+
+def test_a_body_written_before_the_typed_keys_still_reports_its_run_id(echo_export) -> None:
+    """The 0.1 guide's bodies put run_id in details: read from there, with a notice."""
+    result = echo_export()
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    assert result.run_id == "echo-1"
+    assert "run_id" not in result.details

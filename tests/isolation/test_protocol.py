@@ -128,3 +128,66 @@ def test_a_payload_of_the_wrong_shape_is_refused_by_the_check() -> None:
         "payload.url is missing",
         "payload.wait is 'maybe', not bool",
     ]
+
+
+# -- the worker's result --------------------------------------------------------------------
+
+
+def test_a_result_carries_what_the_parent_reads_back_as_typed_keys() -> None:
+    built = protocol.result(
+        "skipped",
+        protocol.SUCCEEDED,
+        "already there",
+        run_id="r-1",
+        skip_reason="deduped",
+        notices=["bind it"],
+        receipts={"upload_token": "upl-1"},
+        state="deduped",
+    )
+    assert built == {
+        "status": "skipped",
+        "exit_code": 0,
+        "message": "already there",
+        "details": {"state": "deduped"},
+        "run_id": "r-1",
+        "skip_reason": "deduped",
+        "notices": ["bind it"],
+        "receipts": {"upload_token": "upl-1"},
+    }
+    assert protocol.worker_result_from(json.loads(json.dumps(built))) == built
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"status": "succeeded", "exit_code": 0, "message": "", "run_ID": "r"}, "'run_ID'"),
+        ({"status": "succeeded", "exit_code": 0, "message": "", "notice": []}, "'notice'"),
+        ({"status": "succeeded", "exit_code": 0}, "needs 'message'"),
+        ({"status": "done", "exit_code": 0, "message": ""}, "status 'done'"),
+        ({"status": "failed", "exit_code": "1", "message": ""}, "not an integer"),
+        ({"status": "failed", "exit_code": 1, "message": "", "run_id": 5}, "run_id 5"),
+        ({"status": "failed", "exit_code": 1, "message": "", "notices": [1]}, "not all text"),
+        (["succeeded"], "a JSON object"),
+    ],
+)
+def test_a_worker_result_with_a_misspelled_key_or_a_wrong_type_is_refused(
+    data: Any, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        protocol.worker_result_from(data)
+
+
+def test_exit_codes_and_the_fingerprint_tag_are_defined_once() -> None:
+    from evalexport.cli import _args
+    from evalexport.exporters import mlflow
+    from evalexport.results import ExitCode
+
+    assert [int(code) for code in list(ExitCode)[:5]] == [
+        protocol.SUCCEEDED,
+        protocol.FAILED,
+        protocol.USAGE,
+        protocol.NO_VERDICT,
+        protocol.REFUSED,
+    ]
+    assert (_args.OK, _args.FAILED, _args.USAGE) == (0, 1, 2)
+    assert mlflow.FINGERPRINT_TAG is protocol.FINGERPRINT_TAG

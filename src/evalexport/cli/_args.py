@@ -10,10 +10,11 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["FAILED", "OK", "USAGE", "Arguments", "UsageError", "parse", "usage_error"]
+# The exit codes the CLI returns itself: ``ExitCode``'s values, without importing pydantic.
+from evalexport.workers.protocol import FAILED, USAGE
+from evalexport.workers.protocol import SUCCEEDED as OK
 
-OK, FAILED, USAGE = 0, 1, 2
-"""Exit codes the CLI returns itself; they are ``ExitCode``'s, without importing pydantic."""
+__all__ = ["FAILED", "OK", "USAGE", "Arguments", "UsageError", "parse", "usage_error"]
 
 
 class UsageError(Exception):

@@ -28,6 +28,7 @@ from evalexport.settings import TIME_LIMIT_VARIABLE, installer_choice, worker_ti
 
 if TYPE_CHECKING:
     from evalexport.isolation.launcher import WorkerOutcome
+    from evalexport.workers.protocol import WorkerResult
 
 __all__ = [
     "TIME_LIMIT_VARIABLE",
@@ -43,6 +44,10 @@ WORKER_BODIES = Path(__file__).resolve().parent.parent / "workers"
 DEFAULT_TIME_LIMIT = 3600.0
 
 logger = logging.getLogger("evalexport.worker")
+
+
+_READ_BACK = ("run_id", "skip_reason", "notices", "receipts")
+"""The keys of a worker's result that become fields of the ``ExportResult`` or log lines."""
 
 
 class WorkerSecretsError(Exception):
@@ -262,26 +267,43 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
         self,
         run: RunArtifacts,
         config: IsolatedConfigT,
-        result: dict[str, Any],
+        result: WorkerResult,
         environment: Path,
     ) -> ExportResult:
-        """Turn the worker's result into an :class:`ExportResult`; exporters may refine it."""
-        details = result.get("details")
-        if isinstance(details, dict):
-            for notice in details.get("notices", []):
-                logger.warning("%s", notice)
-        details = dict(details) if isinstance(details, dict) else {}
-        run_id, skip_reason = details.pop("run_id", None), details.pop("skip_reason", None)
-        receipts = {key: str(details.pop(key)) for key in self.receipt_keys if key in details}
+        """Turn the worker's result into an :class:`ExportResult`; exporters may refine it.
+
+        What the parent reads back comes from the result's typed keys. A worker body written
+        before they existed put ``run_id``, ``skip_reason``, ``notices`` and its receipts in
+        ``details``: they are still read from there, with a deprecation notice in the log.
+        """
+        details = dict(result["details"])
+        typed = {key: result[key] for key in _READ_BACK if key in result}  # type: ignore[literal-required]
+        if smuggled := sorted(
+            key for key in (*_READ_BACK, *self.receipt_keys) if key in details and key != "receipts"
+        ):
+            logger.info(
+                "the %s worker returns %s in details, which is deprecated: return them with "
+                "result(..., run_id=..., skip_reason=..., notices=[...], receipts={...})",
+                self.name,
+                ", ".join(smuggled),
+            )
+            for key in _READ_BACK:
+                if key in details:
+                    typed.setdefault(key, details.pop(key))
+        receipts = {str(k): str(v) for k, v in dict(typed.get("receipts") or {}).items()}
+        receipts |= {key: str(details.pop(key)) for key in self.receipt_keys if key in details}
+        for notice in typed.get("notices") or []:
+            logger.warning("%s", notice)
+        run_id = typed.get("run_id")
         try:
             return ExportResult(
                 exporter=self.name,
                 status=ExportStatus(result["status"]),
                 exit_code=ExitCode(int(result["exit_code"])),
-                message=str(result.get("message", "")),
+                message=str(result["message"]),
                 run_dir=str(run.run_dir),
                 run_id=None if run_id is None else str(run_id),
-                skip_reason=skip_reason,
+                skip_reason=typed.get("skip_reason"),
                 receipts=receipts,
                 details={**details, "environment": str(environment)},
             )

@@ -34,13 +34,12 @@ from evalexport.exporters.mlflow_names import (
 from evalexport.exporters.tables import write_rollouts_table
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
-from evalexport.results import DryRunPlan, PlannedFile
+from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
-from evalexport.workers.protocol import MlflowBatch, MlflowPayload
+from evalexport.workers.protocol import FINGERPRINT_TAG, MlflowBatch, MlflowPayload, WorkerResult
 
 __all__ = ["FINGERPRINT_TAG", "MLflowConfig", "MLflowExporter", "resolve_tracking_uri"]
 
-FINGERPRINT_TAG = "evalexport.fingerprint"
 _RELATIVE_SQLITE = re.compile(r"^sqlite:///(?!/)(?P<path>.+)$")
 
 DEFAULT_REQUEST_TIMEOUT = 30
@@ -261,8 +260,8 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
         }
 
     def interpret(
-        self, run: RunArtifacts, config: MLflowConfig, result: dict[str, Any], environment: Path
-    ) -> Any:
+        self, run: RunArtifacts, config: MLflowConfig, result: WorkerResult, environment: Path
+    ) -> ExportResult:
         exported = super().interpret(run, config, result, environment)
         if live_run_id := run.live_run_id(self.name):
             details = {**exported.details, "live_run_id": live_run_id}

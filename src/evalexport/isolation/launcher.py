@@ -35,7 +35,7 @@ from typing import IO, Any, final
 from evalexport.interrupts import Interrupted, exit_description
 from evalexport.isolation.descendants import tracked_launch
 from evalexport.isolation.environments import Environment
-from evalexport.workers.protocol import RunnerRequest
+from evalexport.workers.protocol import RunnerRequest, WorkerResult, result, worker_result_from
 from evalexport.workers.runner import PROTOCOL_COPY
 
 __all__ = ["GRACE_SECONDS", "WorkerOutcome", "run_worker"]
@@ -54,7 +54,7 @@ _TAIL_LINES = 20
 class WorkerOutcome:
     """What a worker left behind: its result (if it wrote one), exit code and log."""
 
-    result: dict[str, Any] | None
+    result: WorkerResult | None
     exit_code: int
     """The process's exit code; negative for a signal, as ``subprocess`` reports it."""
     log: str
@@ -201,9 +201,14 @@ def _forward_progress(fd: int, progress: Callable[[int, int], None] | None) -> t
     return thread
 
 
-def _read_result(path: Path) -> dict[str, Any] | None:
+def _read_result(path: Path) -> WorkerResult | None:
+    """The worker's result, checked as the protocol's type; one that is not a result is a
+    failed one saying so (the runner writes only checked results: this is the boundary)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
+    try:
+        return worker_result_from(data)
+    except ValueError as error:
+        return result("failed", 1, f"The worker wrote an invalid result ({error})")

@@ -92,10 +92,10 @@ def _outcome(uploads: list[Any], payload: EvalRDLPayload) -> WorkerResult:
     upload = uploads[0]
     details: dict[str, Any] = {
         "run_id": upload.run_id,
-        "upload_token": upload.upload_token,
+        "receipts": {"upload_token": upload.upload_token},
         "state": upload.state,
         "url": payload["url"],
-    }
+    }  # run_id, receipts and notices are typed keys of the result; the rest is for people
     if getattr(upload, "needs_binding", False):
         details["notices"] = [
             f"EvalRDL stored run {upload.run_id} but it needs binding to a model before it is "

@@ -12,6 +12,7 @@ from typing import Any
 
 from evalexport.workers.protocol import (
     FAILED,
+    FINGERPRINT_TAG,
     SUCCEEDED,
     MlflowPayload,
     WorkerResult,
@@ -19,7 +20,6 @@ from evalexport.workers.protocol import (
 )
 
 _MAX_ERROR = 600
-_FINGERPRINT_TAG = "evalexport.fingerprint"
 
 
 def _short(error: BaseException) -> str:
@@ -47,7 +47,7 @@ def _end_abandoned_runs(client: Any, experiment_id: str, fingerprint: str) -> li
     could end their run (the guard's lock means none of them is still going on this machine)."""
     abandoned = client.search_runs(
         [experiment_id],
-        filter_string=f"tags.`{_FINGERPRINT_TAG}` = '{fingerprint}' and "
+        filter_string=f"tags.`{FINGERPRINT_TAG}` = '{fingerprint}' and "
         "attributes.status = 'RUNNING'",
     )
     for each in abandoned:
@@ -85,9 +85,7 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
         experiment_id = _experiment_id(
             client, payload["experiment_name"], payload["artifact_location"]
         )
-        abandoned = _end_abandoned_runs(
-            client, experiment_id, payload["run_tags"][_FINGERPRINT_TAG]
-        )
+        abandoned = _end_abandoned_runs(client, experiment_id, payload["run_tags"][FINGERPRINT_TAG])
         progress(1, total)
         created = client.create_run(
             experiment_id, run_name=payload["run_name"], tags=payload["run_tags"]

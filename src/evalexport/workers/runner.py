@@ -38,7 +38,6 @@ import types
 from pathlib import Path
 from typing import Any
 
-_STATUSES = ("succeeded", "skipped", "failed")
 PROTOCOL_MODULE = "evalexport.workers.protocol"
 PROTOCOL_COPY = "evalexport_worker_protocol.py"
 """The name the launcher gives its copy of ``protocol.py`` beside this file."""
@@ -120,7 +119,7 @@ def _interrupted_result(interruption: Interrupted, orphaned: bool) -> dict[str, 
     """Failed with ``128 + signal``; the message is what the body noted of its cleanup."""
     name = signal.Signals(interruption.signum).name
     result = _failed(" ".join(getattr(interruption, "__notes__", [])), 128 + interruption.signum)
-    result["details"] = {"stopped_by": "parent died" if orphaned else name}
+    result["stopped_by"] = "parent died" if orphaned else name
     return result
 
 
@@ -150,8 +149,10 @@ def main(argv: list[str]) -> int:
         _ignore_stop_signals()
         if result is None:  # a signal after the body returned does not undo what it did
             result = _interrupted_result(interruption, orphaned.is_set())
-    if not isinstance(result, dict) or result.get("status") not in _STATUSES:
-        result = _failed(f"worker returned an invalid result: {result!r}")
+    try:
+        result = sys.modules[PROTOCOL_MODULE].worker_result_from(result)
+    except ValueError as error:
+        result = _failed(f"worker returned an invalid result ({error}): {result!r}")
     if orphaned.is_set() or os.getppid() != parent:  # the parent died while we worked
         for directory in request.get("scratch", []):
             shutil.rmtree(directory, ignore_errors=True)

@@ -31,6 +31,18 @@ def run(payload):
         os._exit(0)
     if behaviour == "raise":
         raise ValueError("the SDK said no")
+    if behaviour == "misspelled":  # a typed key written wrong
+        return {"status": "succeeded", "exit_code": 0, "message": "m", "details": {}, "run_ID": "x"}
+    if behaviour == "typed":  # the protocol's typed keys, as today's bodies return them
+        return {
+            "status": "skipped",
+            "exit_code": 0,
+            "message": "already stored",
+            "details": {"state": "deduped"},
+            "run_id": "echo-typed",
+            "skip_reason": "deduped",
+            "notices": ["a notice for the user"],
+        }
     if behaviour == "exit_code":
         return {
             "status": "failed",
