@@ -49,13 +49,15 @@ def test_a_success_writes_a_marker_with_the_fingerprint_and_tags_the_remote_run(
 def test_an_export_reads_the_run_for_its_fingerprint_once_under_the_lock(
     sample_run, tmp_path, monkeypatch
 ) -> None:
+    from evalexport.exporters import prepared
+
     calls: list[bool] = []
-    fingerprint_of = guard.run_fingerprint
+    prepare = prepared.prepare
     held = guard.export_lock
 
-    def counted(run):
+    def counted(run, **options):
         calls.append(locked)
-        return fingerprint_of(run)
+        return prepare(run, **options)
 
     locked = False
 
@@ -76,7 +78,8 @@ def test_an_export_reads_the_run_for_its_fingerprint_once_under_the_lock(
 
         return Held()
 
-    monkeypatch.setattr(guard, "run_fingerprint", counted)
+    monkeypatch.setattr(prepared, "prepare", counted)
+    monkeypatch.setattr(guard, "run_fingerprint", lambda run: pytest.fail("read again"))
     monkeypatch.setattr(guard, "export_lock", lock)
     result = _export(sample_run, tmp_path / "store")
     assert result.status is ExportStatus.SUCCEEDED

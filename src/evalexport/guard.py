@@ -11,6 +11,7 @@ import contextlib
 import datetime
 import hashlib
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import final
@@ -28,8 +29,12 @@ __all__ = [
     "GuardState",
     "NotExported",
     "UnreadableMarker",
+    "compare",
     "export_lock",
+    "fingerprint_of",
+    "fingerprinted_files",
     "guard_state",
+    "read_marker",
     "run_fingerprint",
     "unwritable_marker_reason",
     "write_marker",
@@ -38,17 +43,31 @@ __all__ = [
 _CHUNK = 1 << 20
 
 
+def fingerprinted_files(run: RunArtifacts) -> tuple[Path, Path, Path]:
+    """The files a fingerprint covers, in the order it hashes them."""
+    return (run.rollouts, run.aggregate_metrics, run.saved_config)
+
+
+def fingerprint_of(file_digests: Iterable[tuple[str, bytes]]) -> str:
+    """``sha256:<hex>`` of ``(file name, sha256 digest of its bytes)`` pairs, in the order of
+    :func:`fingerprinted_files`: for a caller that hashed the files while it read them."""
+    digest = hashlib.sha256()
+    for name, file_digest in file_digests:
+        digest.update(name.encode() + b"\0")
+        digest.update(file_digest)
+    return f"sha256:{digest.hexdigest()}"
+
+
 def run_fingerprint(run: RunArtifacts) -> str:
     """``sha256:<hex>`` over the rollouts, aggregate-metrics and saved-config files."""
-    digest = hashlib.sha256()
-    for path in (run.rollouts, run.aggregate_metrics, run.saved_config):
-        digest.update(path.name.encode() + b"\0")
+    digests: list[tuple[str, bytes]] = []
+    for path in fingerprinted_files(run):
         file_digest = hashlib.sha256()
         with path.open("rb") as handle:
             while chunk := handle.read(_CHUNK):
                 file_digest.update(chunk)
-        digest.update(file_digest.digest())
-    return f"sha256:{digest.hexdigest()}"
+        digests.append((path.name, file_digest.digest()))
+    return fingerprint_of(digests)
 
 
 class ExportMarker(BaseModel):
@@ -129,6 +148,22 @@ class UnreadableMarker:
 GuardState = NotExported | AlreadyExported | ChangedSinceExport | UnreadableMarker
 
 
+def read_marker(run: RunArtifacts, exporter: str) -> ExportMarker | UnreadableMarker | None:
+    """The export marker of ``run`` for ``exporter``, without reading the run: ``None`` when
+    there is none."""
+    marker_path = run.export_marker(exporter)
+    try:
+        text = marker_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        return UnreadableMarker(marker_path, str(error))
+    try:
+        return ExportMarker.model_validate_json(text)
+    except ValidationError as error:
+        return UnreadableMarker(marker_path, f"not a valid marker: {error.error_count()} errors")
+
+
 def guard_state(run: RunArtifacts, exporter: str, fingerprint: str | None = None) -> GuardState:
     """Whether ``run`` was exported to ``exporter``, and whether its files changed since.
 
@@ -136,19 +171,20 @@ def guard_state(run: RunArtifacts, exporter: str, fingerprint: str | None = None
     the export lock, so that its marker and its remote run's tag name the same bytes. Without
     it, the run is read only if a marker is there to compare with.
     """
-    marker_path = run.export_marker(exporter)
-    try:
-        text = marker_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    marker = read_marker(run, exporter)
+    if marker is None:
         return NotExported(fingerprint)
-    except (OSError, UnicodeDecodeError) as error:
-        return UnreadableMarker(marker_path, str(error))
-    try:
-        marker = ExportMarker.model_validate_json(text)
-    except ValidationError as error:
-        return UnreadableMarker(marker_path, f"not a valid marker: {error.error_count()} errors")
+    if isinstance(marker, UnreadableMarker):
+        return marker
     if fingerprint is None:
         fingerprint = run_fingerprint(run)
+    return compare(marker, run.export_marker(exporter), fingerprint)
+
+
+def compare(
+    marker: ExportMarker, marker_path: Path, fingerprint: str
+) -> AlreadyExported | ChangedSinceExport:
+    """Whether the run, now hashing to ``fingerprint``, is the one ``marker`` records."""
     if marker.fingerprint != fingerprint:
         return ChangedSinceExport(marker, marker_path, fingerprint)
     return AlreadyExported(marker, marker_path)

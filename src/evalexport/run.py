@@ -9,14 +9,21 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, final
+from typing import Any, BinaryIO, Final, Protocol, final
 
 from evalexport._saved_config_name import saved_config_path
 
 __all__ = ["ExportableConfig", "Rollout", "RunArtifacts", "RunFile", "RunFileError"]
+
+
+class _Digest(Protocol):
+    """What :meth:`RunArtifacts.iter_rollouts` feeds the bytes it reads: a :mod:`hashlib`
+    hash."""
+
+    def update(self, data: bytes, /) -> None: ...
 
 
 class RunFileError(Exception):
@@ -161,14 +168,21 @@ class RunArtifacts:
 
     # -- prerequisites -----------------------------------------------------------------------
 
-    def missing_file_reason(self, *, needs_metrics_and_config: bool) -> str | None:
-        """The first required file that is missing, as the message a user sees, or ``None``."""
+    def missing_file_reason(
+        self, *, needs_metrics_and_config: bool, check_records: bool = True
+    ) -> str | None:
+        """The first required file that is missing, as the message a user sees, or ``None``.
+
+        ``check_records=False`` leaves out the one check that opens a file (whether the
+        rollouts file holds a record): for a caller that reads the rollouts anyway and says
+        :attr:`no_records_message` itself, so the file is opened once.
+        """
         if not self.rollouts.is_file():
             return f"Rollouts file not found: {self.rollouts}"
         if needs_metrics_and_config:
             # ATIF export names an empty file's lines itself, as NeMo Gym's exporter does.
-            if self.holds_no_rollouts():
-                return f"Rollouts file contains no records: {self.rollouts}: nothing to export"
+            if check_records and self.holds_no_rollouts():
+                return self.no_records_message
             if not self.aggregate_metrics.is_file():
                 return f"Aggregate metrics not found: {self.aggregate_metrics}" + (
                     self._aggregate_hint()
@@ -181,6 +195,10 @@ class RunArtifacts:
                     "[CONFIG.yaml ...] [key=value ...]"
                 )
         return None
+
+    @property
+    def no_records_message(self) -> str:
+        return f"Rollouts file contains no records: {self.rollouts}: nothing to export"
 
     def holds_no_rollouts(self) -> bool:
         """Whether the rollouts file has no line but blank ones (read up to the first that is not)."""
@@ -252,13 +270,19 @@ class RunArtifacts:
             "Keep each run in a directory of its own."
         )
 
-    def unreadable_file_reason(self) -> str | None:
+    def unreadable_file_reason(
+        self, readers: Mapping[Path, Callable[[BinaryIO], None]] | None = None
+    ) -> str | None:
         """Why the run directory cannot be uploaded as it is, or ``None``: every file in it
         (through symlinks, as an upload walks it) must open for reading and be a regular file.
 
         Each file is opened, not checked with ``os.access``: root passes every access check,
         and a permission is not the only way a file fails to open (a dangling symlink, a FIFO).
+        ``readers`` maps a file of the run (its path as :class:`RunArtifacts` names it) to a
+        function that reads it through the handle this check opened, so a file that is both
+        checked and read is opened once; a reader may raise :class:`RunFileError`.
         """
+        readers = {Path(path): read for path, read in (readers or {}).items()}
         problems: list[str] = []
 
         def unlistable(error: OSError) -> None:
@@ -266,7 +290,8 @@ class RunArtifacts:
 
         for root, _, names in os.walk(self.run_dir, onerror=unlistable, followlinks=True):
             for name in sorted(names):
-                if problem := _unreadable(Path(root) / name):
+                path = Path(root) / name
+                if problem := _unreadable(path, readers.get(path)):
                     problems.append(problem)
         if not problems:
             return None
@@ -280,27 +305,51 @@ class RunArtifacts:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def iter_rollouts(self) -> Iterator[Rollout]:
+    def iter_rollouts(self, digest: _Digest | None = None) -> Iterator[Rollout]:
         """Stream the rollouts one line at a time; blank lines are skipped.
 
         Raises :class:`RunFileError` naming the 1-based line number of a malformed line. One
         line may be very long (a model that never stopped): while it is parsed, only its bytes
-        or its text, and the parsed record, are held, never a further copy.
+        or its text, and the parsed record, are held, never a further copy. ``digest`` (a
+        :mod:`hashlib` hash) is fed every byte of the file as it is read, so one pass both
+        parses and hashes it.
         """
+        with self._open_rollouts() as handle:
+            yield from self.read_rollouts(handle, digest)
+
+    def count_rollouts(self, digest: _Digest | None = None) -> int:
+        """How many lines of the rollouts file are not blank, without parsing them; ``digest``
+        is fed the file's bytes as for :meth:`iter_rollouts`."""
+        count = 0
+        with self._open_rollouts() as handle:
+            for line in handle:
+                if digest is not None:
+                    digest.update(line)
+                count += not line.isspace()
+        return count
+
+    def _open_rollouts(self) -> BinaryIO:
         try:
-            handle = self.rollouts.open("rb")
+            return self.rollouts.open("rb")
         except OSError as error:
             raise RunFileError(f"Cannot read rollouts file {self.rollouts}: {error}") from None
-        with handle:
-            line_number = 0
-            while True:
-                line_number += 1
-                # Passed, not bound: the line's bytes are freed as soon as they are decoded.
+
+    def read_rollouts(self, handle: BinaryIO, digest: _Digest | None = None) -> Iterator[Rollout]:
+        """:meth:`iter_rollouts` from a handle the caller opened on the rollouts file."""
+        line_number = 0
+        while True:
+            line_number += 1
+            # Passed, not bound: the line's bytes are freed as soon as they are decoded.
+            if digest is None:
                 parsed = self._parse_line(handle.readline(), line_number)
-                if parsed is None:
-                    return
-                if parsed is not _BLANK_LINE:
-                    yield parsed
+            else:
+                held = [handle.readline()]
+                digest.update(held[0])
+                parsed = self._parse_line(held.pop(), line_number)
+            if parsed is None:
+                return
+            if parsed is not _BLANK_LINE:
+                yield parsed
 
     def _parse_line(self, raw: bytes, line_number: int) -> Rollout | None:
         """The rollout on one line, ``_BLANK_LINE`` for a blank one, ``None`` at the end of the
@@ -345,14 +394,27 @@ class RunArtifacts:
             )
         return RunFileError(f"Malformed rollouts file {self.rollouts}: line {line_number}")
 
+    def read_file(self, path: Path) -> bytes:
+        """The bytes of the aggregate metrics or the saved config, read once; a file that is
+        missing or cannot be read is a :class:`RunFileError` naming it."""
+        what = "Aggregate metrics" if path == self.aggregate_metrics else "Saved run config"
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            raise RunFileError(f"{what} not found: {path}") from None
+        except OSError as error:
+            raise RunFileError(f"Cannot read {what[0].lower()}{what[1:]} {path}: {error}") from None
+
     def read_aggregate_metrics(self) -> list[dict[str, Any]]:
         """The aggregate-metrics list, one entry per agent, checked for its shape."""
+        return self.parse_aggregate_metrics(self.read_file(self.aggregate_metrics))
+
+    def parse_aggregate_metrics(self, data: bytes) -> list[dict[str, Any]]:
+        """:meth:`read_aggregate_metrics` of the file's bytes, read by the caller."""
         path = self.aggregate_metrics
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise RunFileError(f"Aggregate metrics not found: {path}") from None
-        except (OSError, UnicodeDecodeError) as error:
+            data = json.loads(data.decode("utf-8"))
+        except UnicodeDecodeError as error:
             raise RunFileError(f"Cannot read aggregate metrics {path}: {error}") from None
         except json.JSONDecodeError as error:
             raise RunFileError(
@@ -378,23 +440,29 @@ class RunArtifacts:
     def read_exportable_config(self) -> ExportableConfig:
         """The saved config masked again (masking is idempotent), with what that pass changed:
         a hand-written or older unmasked config never reaches a backend (SPEC §2)."""
+        return self.exportable_config(self.read_saved_config())
+
+    @staticmethod
+    def exportable_config(config: dict[str, Any]) -> ExportableConfig:
+        """:meth:`read_exportable_config` of a saved config already read."""
         from evalexport.masking import find_unmasked_secrets, mask_config
 
-        config = self.read_saved_config()
         masked = mask_config(config)
         assert isinstance(masked, dict)
         return ExportableConfig(masked, find_unmasked_secrets(config))
 
     def read_saved_config(self) -> dict[str, Any]:
         """The saved (masked, unresolved) run config."""
+        return self.parse_saved_config(self.read_file(self.saved_config))
+
+    def parse_saved_config(self, data: bytes) -> dict[str, Any]:
+        """:meth:`read_saved_config` of the file's bytes, read by the caller."""
         import yaml
 
         path = self.saved_config
         try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise RunFileError(f"Saved run config not found: {path}") from None
-        except (OSError, UnicodeDecodeError) as error:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
             raise RunFileError(f"Cannot read saved run config {path}: {error}") from None
         try:
             # libyaml's parser where PyYAML has it: the same safe types, ten times faster.
@@ -441,18 +509,20 @@ class RunArtifacts:
         return found
 
 
-def _unreadable(path: Path) -> str | None:
-    """Why ``path`` cannot be read as a regular file, or ``None``."""
+def _unreadable(path: Path, read: Callable[[BinaryIO], None] | None = None) -> str | None:
+    """Why ``path`` cannot be read as a regular file, or ``None``; ``read`` reads it through
+    the same handle when it can be."""
     try:
         # O_NONBLOCK: a FIFO must not hang the check; it is refused below.
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as error:
         return f"{path} cannot be opened ({error.strerror or error})"
-    try:
+    with os.fdopen(descriptor, "rb") as handle:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
             return f"{path} is not a regular file"
-    finally:
-        os.close(descriptor)
+        if read is not None:
+            os.set_blocking(descriptor, True)
+            read(handle)
     return None
 
 

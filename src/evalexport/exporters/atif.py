@@ -20,7 +20,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
@@ -29,6 +29,9 @@ from evalexport.results import DryRunPlan, ExportResult, PlannedFile, SkipReason
 from evalexport.run import RunArtifacts
 from evalexport.trajectory.convert import ATIF_SCHEMA_VERSION, TrajectoryIdentity
 from evalexport.trajectory.files import ConvertedRow, FileConversion, convert_file
+
+if TYPE_CHECKING:
+    from evalexport.exporters.prepared import PreparedRun
 
 __all__ = ["AtifConfig", "AtifExporter"]
 
@@ -116,7 +119,11 @@ class AtifExporter(Exporter[AtifConfig]):
             return self.failed(run, problem)
         return conversion
 
-    def _dry_run_result(self, run: RunArtifacts, config: AtifConfig) -> ExportResult:
+    def _dry_run_result(
+        self, run: RunArtifacts, config: AtifConfig, prepared: PreparedRun | None = None
+    ) -> ExportResult:
+        """The conversion without its files: ATIF prepares nothing (``prepared`` is ``None``),
+        the conversion is its one read of the run."""
         outcome = self._convert(run, config, output=None)
         if isinstance(outcome, ExportResult):
             return outcome

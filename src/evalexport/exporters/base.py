@@ -9,14 +9,16 @@ already-exported guard for tracking exporters, and turns every unexpected error 
 from __future__ import annotations
 
 import abc
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalexport import guard
+from evalexport._hooks import call_hook
 from evalexport.interrupts import Interrupted, deferred, signal_name
 from evalexport.metrics import flatten_metrics
 from evalexport.results import (
@@ -29,6 +31,9 @@ from evalexport.results import (
 )
 from evalexport.run import RunArtifacts, RunFileError
 from evalexport.settings import SettingError
+
+if TYPE_CHECKING:
+    from evalexport.exporters.prepared import PreparedRun
 
 logger = logging.getLogger("evalexport")
 
@@ -151,18 +156,21 @@ class Exporter(abc.ABC, Generic[ConfigT]):
     def unexportable_reason(self, run: RunArtifacts, config: ConfigT) -> str | None:
         """Why this run cannot be exported here, or ``None``: the one shared prerequisite check.
 
-        It runs before any environment is built, any network is touched or anything is written.
-        A run already exported is not unexportable (it is skipped); a run that changed since it
-        was exported is.
+        It runs before any environment is built, any network is touched or anything is written,
+        and opens no file of the run (:meth:`check_inputs` reads them, once). A run already
+        exported is not unexportable (it is skipped); a run that changed since it was exported
+        is, once its files are read.
         """
-        reason = run.missing_file_reason(needs_metrics_and_config=self.needs_metrics_and_config)
+        reason = run.missing_file_reason(
+            needs_metrics_and_config=self.needs_metrics_and_config, check_records=False
+        )
         if reason is None and self.uploads_directory:
-            reason = run.shared_directory_reason() or run.unreadable_file_reason()
+            reason = run.shared_directory_reason()
         if reason is None and self.guards_exports:
-            state = guard.guard_state(run, self.name)
-            if isinstance(state, guard.ChangedSinceExport | guard.UnreadableMarker):
-                reason = state.message()
-            elif isinstance(state, guard.NotExported):
+            marker = guard.read_marker(run, self.name)
+            if isinstance(marker, guard.UnreadableMarker):
+                reason = marker.message()
+            elif marker is None:
                 reason = guard.unwritable_marker_reason(run, self.name)
         return reason
 
@@ -174,17 +182,27 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         return None
 
     def export(self, run: RunArtifacts, config: ConfigT) -> ExportResult:
-        """Export ``run``; every outcome, including unexpected errors, is a result."""
+        """Export ``run``; every outcome, including unexpected errors, is a result.
+
+        The run's files are read once, by :meth:`check_inputs`: a dry run describes what it
+        read, an export sends it. A tracking exporter reads them under its export lock, so the
+        marker it writes names the bytes it sent.
+        """
         try:
             if reason := self.unexportable_reason(run, config):
                 return self.failed(run, reason)
-            self.check_inputs(run, config)
-            if config.dry_run:
-                return self._dry_run_result(run, config)
-            if not self.guards_exports:
-                return self._export(run, config, fingerprint=None)
-            with guard.export_lock(run, self.name):
-                return self._guarded_export(run, config)
+            if self.guards_exports and not config.dry_run:
+                with guard.export_lock(run, self.name):
+                    return self._guarded_export(run, config)
+            with self._inputs(run, config) as prepared:
+                if not config.dry_run:
+                    return call_hook(self._export, run, config, fingerprint=None, prepared=prepared)
+                if self.guards_exports:
+                    fingerprint = prepared.fingerprint if prepared else None
+                    state = guard.guard_state(run, self.name, fingerprint)
+                    if isinstance(state, guard.ChangedSinceExport | guard.UnreadableMarker):
+                        return self.failed(run, state.message())
+                return call_hook(self._dry_run_result, run, config, prepared=prepared)
         except Interrupted as interruption:  # the CLI's signals: stop here, cleanly
             return ExportResult.failed(
                 self.name,
@@ -211,25 +229,41 @@ class Exporter(abc.ABC, Generic[ConfigT]):
                 f"unexpected error in the {self.name} exporter: {type(error).__name__}: {error}",
             )
 
+    @contextlib.contextmanager
+    def _inputs(self, run: RunArtifacts, config: ConfigT) -> Iterator[PreparedRun | None]:
+        """:meth:`check_inputs`, and what it wrote removed when the export is done."""
+        prepared = self.check_inputs(run, config)
+        try:
+            yield prepared
+        finally:
+            if prepared is not None:
+                prepared.discard()
+
     def _guarded_export(self, run: RunArtifacts, config: ConfigT) -> ExportResult:
-        # Read once, under the lock: the marker and the remote run's tag name the same bytes.
-        fingerprint = guard.run_fingerprint(run)
-        # Checked again under the lock: a concurrent export may have finished meanwhile.
-        state = guard.guard_state(run, self.name, fingerprint)
-        if isinstance(state, guard.AlreadyExported):
+        # Under the lock: a concurrent export may have finished meanwhile.
+        marker = guard.read_marker(run, self.name)
+        if isinstance(marker, guard.UnreadableMarker):
+            return self.failed(run, marker.message())
+        if marker is not None:  # exported before: the run is read only to compare
+            state = guard.compare(marker, run.export_marker(self.name), guard.run_fingerprint(run))
+            if isinstance(state, guard.ChangedSinceExport):
+                return self.failed(run, state.message())
             return ExportResult.skipped(
                 self.name,
                 str(run.run_dir),
-                f"{run.rollouts.name} was exported to {state.marker.target} as run "
-                f"{state.marker.remote_run_id} at {state.marker.exported_at} "
+                f"{run.rollouts.name} was exported to {marker.target} as run "
+                f"{marker.remote_run_id} at {marker.exported_at} "
                 f"(delete {state.marker_path} to export it again)",
                 SkipReason.ALREADY_EXPORTED,
-                run_id=state.marker.remote_run_id,
+                run_id=marker.remote_run_id,
                 marker=str(state.marker_path),
             )
-        if not isinstance(state, guard.NotExported):
-            return self.failed(run, state.message())
-        result = self._export(run, config, fingerprint=fingerprint)
+        with self._inputs(run, config) as prepared:
+            # The bytes read, under the lock: the marker and the remote run's tag name them.
+            fingerprint = prepared.fingerprint if prepared else guard.run_fingerprint(run)
+            result = call_hook(
+                self._export, run, config, fingerprint=fingerprint, prepared=prepared
+            )
         if result.status is not ExportStatus.SUCCEEDED:
             return result
         # The remote run exists: a stop signal now must not cost it its marker.
@@ -265,12 +299,31 @@ class Exporter(abc.ABC, Generic[ConfigT]):
             )
         return result.model_copy(update={"details": details})
 
-    def check_inputs(self, run: RunArtifacts, config: ConfigT) -> None:
+    def check_inputs(self, run: RunArtifacts, config: ConfigT) -> PreparedRun | None:
         """Read every input the export will read, before anything is built, sent or written.
 
         The dry run and the export both call it, so they fail on the same runs (SPEC §3.3a).
-        Raises :class:`RunFileError` naming the file and what is wrong with it.
+        Raises :class:`RunFileError` naming the file and what is wrong with it. An exporter
+        that sends the aggregate metrics, the saved config or the rollouts returns what
+        :func:`~evalexport.exporters.prepared.prepare` read, so that the export sends it
+        without reading the files again; its hooks receive it as ``prepared``.
+
+        By default, a tracking exporter (:attr:`guards_exports`) prepares the run without
+        parsing its rollouts: the metrics and the config are checked, the rollouts file must
+        hold a record, and the fingerprint is had from the same pass. Another exporter that
+        :attr:`needs_metrics_and_config` checks that the rollouts file holds a record; a
+        directory exporter (:attr:`uploads_directory`), that every file of the run directory
+        opens, since it is uploaded as it is. An override does these itself (or calls this).
         """
+        if self.uploads_directory and (reason := run.unreadable_file_reason()):
+            raise RunFileError(reason)
+        if self.guards_exports and self.needs_metrics_and_config:
+            from evalexport.exporters.prepared import prepare
+
+            return prepare(run, parse_rollouts=False)
+        if self.needs_metrics_and_config and run.holds_no_rollouts():
+            raise RunFileError(run.no_records_message)
+        return None
 
     def _read_every_rollout(self, run: RunArtifacts) -> None:
         for _ in run.iter_rollouts():
@@ -282,15 +335,19 @@ class Exporter(abc.ABC, Generic[ConfigT]):
     ) -> ExportResult:
         """Do the export once every prerequisite holds.
 
-        A tracking exporter (``guards_exports``) gets the run's ``fingerprint``, computed once
-        under the export lock, puts the remote run id in ``ExportResult.run_id`` and tags the
-        remote run with the fingerprint; the marker is written for it on success. Others get
-        ``None``.
+        A tracking exporter (``guards_exports``) gets the run's ``fingerprint`` (always a
+        ``str`` for it), computed once under the export lock, puts the remote run id in
+        ``ExportResult.run_id`` and tags the remote run with the fingerprint; the marker is
+        written for it on success. Others get ``None``. An exporter whose
+        :meth:`check_inputs` prepares the run adds ``prepared: PreparedRun | None = None``
+        to receive it: each hook is called with only the arguments it declares.
         """
 
     # -- dry run -------------------------------------------------------------------------------
 
-    def dry_run_plan(self, run: RunArtifacts, config: ConfigT) -> DryRunPlan:
+    def dry_run_plan(
+        self, run: RunArtifacts, config: ConfigT, prepared: PreparedRun | None = None
+    ) -> DryRunPlan:
         """The generic plan: the run's files and the flattened metric names.
 
         Exporters extend it with sanitized names, params and batch counts.
@@ -303,7 +360,7 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         metric_names: list[str] = []
         tag_names: list[str] = []
         if self.needs_metrics_and_config:
-            flat = flatten_metrics(run.read_aggregate_metrics())
+            flat = prepared.metrics if prepared else flatten_metrics(run.read_aggregate_metrics())
             metric_names, tag_names = list(flat.metrics), list(flat.texts)
         return DryRunPlan(
             exporter=self.name,
@@ -314,8 +371,10 @@ class Exporter(abc.ABC, Generic[ConfigT]):
             batches=1,
         )
 
-    def _dry_run_result(self, run: RunArtifacts, config: ConfigT) -> ExportResult:
-        plan = self.dry_run_plan(run, config)
+    def _dry_run_result(
+        self, run: RunArtifacts, config: ConfigT, prepared: PreparedRun | None = None
+    ) -> ExportResult:
+        plan = call_hook(self.dry_run_plan, run, config, prepared=prepared)
         return ExportResult.succeeded(
             self.name,
             str(run.run_dir),

@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 from pydantic import BeforeValidator, Field, field_validator
 
@@ -23,7 +23,10 @@ from evalexport.exporters.isolated import (
     WorkerSecretsError,
 )
 from evalexport.results import DryRunPlan, PlannedFile
-from evalexport.run import RunArtifacts
+from evalexport.run import RunArtifacts, RunFileError
+
+if TYPE_CHECKING:
+    from evalexport.exporters.prepared import PreparedRun
 from evalexport.workers.protocol import EvalRDLPayload
 
 __all__ = ["EvalRDLConfig", "EvalRDLExporter"]
@@ -93,17 +96,34 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig]):
     def target(self, run: RunArtifacts, config: EvalRDLConfig) -> str:
         return f"EvalRDL {config.url}"
 
-    def unexportable_reason(self, run: RunArtifacts, config: EvalRDLConfig) -> str | None:
-        reason = super().unexportable_reason(run, config)
-        if reason is None and (live := run.read_exportable_config().masked_paths):
+    def check_inputs(self, run: RunArtifacts, config: EvalRDLConfig) -> None:
+        """Every file of the run directory opens (it is uploaded as it is), each once: the
+        rollouts file is read through that open for a record, the saved config for values
+        that look like live secrets."""
+        live: list[str] = []
+        records = False
+
+        def read_config(handle: BinaryIO) -> None:
+            live.extend(run.exportable_config(run.parse_saved_config(handle.read())).masked_paths)
+
+        def read_rollouts(handle: BinaryIO) -> None:
+            nonlocal records
+            records = not all(line.isspace() for line in handle)  # stops at the first record
+
+        if reason := run.unreadable_file_reason(
+            {run.saved_config: read_config, run.rollouts: read_rollouts}
+        ):
+            raise RunFileError(reason)
+        if not records:
+            raise RunFileError(run.no_records_message)
+        if live:
             # The directory is uploaded as it is: masking a copy would not keep these out.
-            reason = (
+            raise RunFileError(
                 f"The saved config {run.saved_config} holds values that look like live secrets "
                 f"({', '.join(live)}), and EvalRDL uploads the run directory as it is. Save the "
                 "config masked (delete it, then evalexport save-config, or "
                 "evalexport.save_run_config) and upload again."
             )
-        return reason
 
     def worker_secrets(self, config: EvalRDLConfig) -> dict[str, str]:
         """With no token variable set, the token ``glab auth token`` gives, asked once, within
@@ -160,7 +180,9 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig]):
             "url": config.url,
         }
 
-    def dry_run_plan(self, run: RunArtifacts, config: EvalRDLConfig) -> DryRunPlan:
+    def dry_run_plan(
+        self, run: RunArtifacts, config: EvalRDLConfig, prepared: PreparedRun | None = None
+    ) -> DryRunPlan:
         """Every file of the run directory: it is uploaded as it is."""
         files = [
             PlannedFile(path=str(Path(root) / name), size_bytes=(Path(root) / name).stat().st_size)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import Field
 
+from evalexport._hooks import call_hook
 from evalexport.exporters.base import Exporter, ExporterConfig
 from evalexport.locks import file_lock
 from evalexport.results import ExitCode, ExportResult, ExportStatus
@@ -27,6 +28,7 @@ from evalexport.run import RunArtifacts
 from evalexport.settings import TIME_LIMIT_VARIABLE, installer_choice, worker_time_limit
 
 if TYPE_CHECKING:
+    from evalexport.exporters.prepared import PreparedRun
     from evalexport.isolation.launcher import WorkerOutcome
     from evalexport.workers.protocol import WorkerResult
 
@@ -48,6 +50,12 @@ logger = logging.getLogger("evalexport.worker")
 
 _READ_BACK = ("run_id", "skip_reason", "notices", "receipts")
 """The keys of a worker's result that become fields of the ``ExportResult`` or log lines."""
+
+
+def _written_by(prepared: PreparedRun | None) -> list[Path]:
+    """The scratch directories :func:`~evalexport.exporters.prepared.prepare` wrote into."""
+    table = prepared.rollouts_table if prepared else None
+    return [table.parent] if table else []
 
 
 class WorkerSecretsError(Exception):
@@ -94,7 +102,9 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
         ``scratch`` is a temporary directory, removed after the worker ends, for files the
         worker should upload (never the run directory, which an export does not change).
         ``fingerprint`` is the run's, computed once under the export lock, for the remote run's
-        tag (``None`` for an exporter that writes no marker).
+        tag (``None`` for an exporter that writes no marker). An exporter whose
+        :meth:`check_inputs` prepares the run adds ``prepared: PreparedRun | None = None`` to
+        receive what it read (``None`` when called outside an export).
         """
 
     def worker_secrets(self, config: IsolatedConfigT) -> dict[str, str]:
@@ -128,9 +138,14 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
         return []
 
     def _export(
-        self, run: RunArtifacts, config: IsolatedConfigT, *, fingerprint: str | None
+        self,
+        run: RunArtifacts,
+        config: IsolatedConfigT,
+        *,
+        fingerprint: str | None,
+        prepared: PreparedRun | None = None,
     ) -> ExportResult:
-        return self._export_through_worker(run, config, fingerprint)
+        return self._export_through_worker(run, config, fingerprint, prepared)
 
     @staticmethod
     def _scrubbed(result: ExportResult, secrets: list[str]) -> ExportResult:
@@ -156,7 +171,11 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
         return None
 
     def _export_through_worker(
-        self, run: RunArtifacts, config: IsolatedConfigT, fingerprint: str | None
+        self,
+        run: RunArtifacts,
+        config: IsolatedConfigT,
+        fingerprint: str | None,
+        prepared: PreparedRun | None = None,
     ) -> ExportResult:
         from evalexport.isolation import (
             EnvironmentBuildError,
@@ -176,7 +195,9 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
             tempfile.TemporaryDirectory(prefix=f"evalexport-{self.name}-") as scratch,
             file_lock(store) if store else contextlib.nullcontext(),
         ):
-            payload = self.worker_payload(run, config, Path(scratch), fingerprint)
+            payload = call_hook(
+                self.worker_payload, run, config, Path(scratch), fingerprint, prepared=prepared
+            )
             started = time.monotonic()
             try:
                 secrets = self.worker_secrets(config)
@@ -189,7 +210,7 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
                 max(limit - (time.monotonic() - started), 0.001),
                 secrets={**self.worker_environment(config), **secrets},
                 progress=self.progress,
-                scratch=[Path(scratch)],
+                scratch=[Path(scratch), *_written_by(prepared)],
             )
         result = self._result_of(run, config, outcome, environment.path, limit)
         return self._scrubbed(result, [*secrets.values(), *self.secrets_the_sdk_may_find(config)])

@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import re
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,9 +30,8 @@ from evalexport.exporters.mlflow_names import (
     plan_batches,
     sanitize_names,
 )
+from evalexport.exporters.prepared import PreparedRun, prepare
 from evalexport.exporters.tables import write_rollouts_table
-from evalexport.guard import run_fingerprint
-from evalexport.metrics import flatten_metrics
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.workers.protocol import FINGERPRINT_TAG, MlflowBatch, MlflowPayload, WorkerResult
@@ -133,9 +131,9 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
     def target(self, run: RunArtifacts, config: MLflowConfig) -> str:
         return resolve_tracking_uri(config.mlflow_tracking_uri)  # plans and markers mask it
 
-    def _plan(self, run: RunArtifacts, config: MLflowConfig) -> _Plan:
-        flat = flatten_metrics(run.read_aggregate_metrics())
-        saved = run.read_exportable_config()
+    def _plan(self, prepared: PreparedRun) -> _Plan:
+        flat = prepared.metrics
+        saved = prepared.saved_config
         raw_params = flatten_params(saved.config)
         metric_names = sanitize_names(flat.metrics, "metric")
         param_names = sanitize_names(raw_params, "param")
@@ -150,20 +148,22 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
             if k in tag_names.names
         }
         warnings = metric_names.warnings + param_names.warnings + tag_names.warnings
-        if unmasked := saved.warning(run.saved_config):
+        if unmasked := saved.warning(prepared.run.saved_config):
             warnings.append(unmasked)
         if non_finite := flat.non_finite_warning():
             warnings.append(non_finite)
         batches = plan_batches(metrics, params, tags)
         return _Plan(metrics, params, tags, batches, saved.config, warnings)
 
-    def check_inputs(self, run: RunArtifacts, config: MLflowConfig) -> None:
-        self._plan(run, config)  # the aggregate metrics and the saved config
-        if config.upload_rollouts:
-            self._read_every_rollout(run)  # each becomes a row of rollouts.json
+    def check_inputs(self, run: RunArtifacts, config: MLflowConfig) -> PreparedRun:
+        """Read the run once; an export that uploads the rollouts writes ``rollouts.json``
+        while it reads them (each rollout is a row)."""
+        return prepare(run, rollouts_table=config.upload_rollouts and not config.dry_run)
 
-    def dry_run_plan(self, run: RunArtifacts, config: MLflowConfig) -> DryRunPlan:
-        plan = self._plan(run, config)
+    def dry_run_plan(
+        self, run: RunArtifacts, config: MLflowConfig, prepared: PreparedRun | None = None
+    ) -> DryRunPlan:
+        plan = self._plan(prepared or prepare(run))
         for warning in plan.warnings:
             logger.warning("%s", warning)
         sources = [run.saved_config, run.aggregate_metrics]
@@ -216,16 +216,32 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
         return {"MLFLOW_TRACKING_TOKEN": token.get_secret_value()} if token else {}
 
     def worker_payload(
-        self, run: RunArtifacts, config: MLflowConfig, scratch: Path, fingerprint: str | None
+        self,
+        run: RunArtifacts,
+        config: MLflowConfig,
+        scratch: Path,
+        fingerprint: str | None,
+        prepared: PreparedRun | None = None,
     ) -> MlflowPayload:
-        plan = self._plan(run, config)
+        """What the worker sends: from ``prepared`` in an export; read here when called on its
+        own (a benchmark, a test), with the rollouts table written into ``scratch``."""
+        if prepared is None:
+            prepared = prepare(run)
+            table = (
+                write_rollouts_table(run, scratch / "rollouts.json")
+                if config.upload_rollouts
+                else None
+            )
+        else:
+            table = prepared.rollouts_table
+        plan = self._plan(prepared)
         for warning in plan.warnings:
             logger.warning("%s", warning)
         experiment = config.mlflow_experiment_name or run.benchmark
         run_name = config.mlflow_run_name or run.default_run_name
         uri = resolve_tracking_uri(config.mlflow_tracking_uri)
         run_tags = {
-            FINGERPRINT_TAG: fingerprint or run_fingerprint(run),
+            FINGERPRINT_TAG: fingerprint or prepared.fingerprint,
             "evalexport.version": __version__,
             "evalexport.rollouts": str(run.rollouts),
         }
@@ -236,13 +252,11 @@ class MLflowExporter(IsolatedExporter[MLflowConfig]):
                 live_run_id,
             )
             run_tags["evalexport.live_run_id"] = live_run_id
-        artifacts = [
-            _write_global_config(plan.saved_config, scratch),
-            scratch / run.aggregate_metrics.name,
-        ]
-        shutil.copyfile(run.aggregate_metrics, artifacts[1])
-        if config.upload_rollouts:
-            artifacts.append(write_rollouts_table(run, scratch / "rollouts.json"))
+        metrics_file = scratch / run.aggregate_metrics.name
+        metrics_file.write_bytes(prepared.aggregate_metrics)  # the file as it was read
+        artifacts = [_write_global_config(plan.saved_config, scratch), metrics_file]
+        if config.upload_rollouts and table is not None:
+            artifacts.append(table)
             run_tags["mlflow.loggedArtifacts"] = json.dumps(
                 [{"path": "rollouts.json", "type": "table"}]
             )

@@ -9,13 +9,19 @@ logged live.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from evalexport.run import RunArtifacts
+from evalexport.run import Rollout, RunArtifacts
 
-__all__ = ["ROLLOUTS_TABLE_KEY", "ROLLOUT_COLUMN", "rollout_for_export", "write_rollouts_table"]
+__all__ = [
+    "ROLLOUTS_TABLE_KEY",
+    "ROLLOUT_COLUMN",
+    "rollout_for_export",
+    "write_rollouts_table",
+    "write_table_rows",
+]
 
 ROLLOUT_COLUMN: Final = "Rollout"
 ROLLOUTS_TABLE_KEY: Final = "Rollouts"
@@ -43,7 +49,13 @@ def rollout_for_export(rollout: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def write_rollouts_table(run: RunArtifacts, path: Path) -> Path:
-    """``{"columns": ["Rollout"], "data": [[...], ...]}`` (MLflow's and W&B's table JSON), streamed.
+    """The rollouts of ``run`` as a table file (:func:`write_table_rows`)."""
+    return write_table_rows(run.iter_rollouts(), path)
+
+
+def write_table_rows(rollouts: Iterable[Rollout], path: Path) -> Path:
+    """``{"columns": ["Rollout"], "data": [[...], ...]}`` (MLflow's and W&B's table JSON),
+    written as the rollouts arrive, never held whole.
 
     Each row is one cell, the rollout's compact JSON as a JSON string. A rollout whose line is
     long (:data:`STREAMED_ABOVE`) is written piece by piece, so no copy of it is made beyond
@@ -51,7 +63,7 @@ def write_rollouts_table(run: RunArtifacts, path: Path) -> Path:
     """
     with path.open("w", encoding="utf-8") as handle:
         handle.write('{"columns": ["' + ROLLOUT_COLUMN + '"], "data": [')
-        for position, rollout in enumerate(run.iter_rollouts()):
+        for position, rollout in enumerate(rollouts):
             handle.write(",\n" if position else "\n")
             row = rollout_for_export(rollout.record)
             if rollout.size_bytes > STREAMED_ABOVE:

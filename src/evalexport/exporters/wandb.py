@@ -16,9 +16,8 @@ from typing import Literal
 from pydantic import Field, SecretStr
 
 from evalexport.exporters.isolated import WORKER_BODIES, IsolatedConfig, IsolatedExporter
+from evalexport.exporters.prepared import PreparedRun, prepare
 from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY, write_rollouts_table
-from evalexport.guard import run_fingerprint
-from evalexport.metrics import flatten_metrics
 from evalexport.results import DryRunPlan, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.workers.protocol import WandbPayload
@@ -95,19 +94,19 @@ class WandbExporter(IsolatedExporter[WandbConfig]):
             "you can write to (it may not exist yet), or export from one."
         )
 
-    def check_inputs(self, run: RunArtifacts, config: WandbConfig) -> None:
-        """Read what the export sends and warn of what it will change: the dry run and the
-        export both run this, so they warn alike."""
-        flat = flatten_metrics(run.read_aggregate_metrics())
-        saved = run.read_exportable_config()
-        for warning in (flat.non_finite_warning(), saved.warning(run.saved_config)):
-            if warning:
-                logger.warning("%s", warning)
-        if config.upload_rollouts:
-            self._read_every_rollout(run)  # each becomes a row of the Rollouts table
+    def check_inputs(self, run: RunArtifacts, config: WandbConfig) -> PreparedRun:
+        """Read the run once and warn of what the export will change: the dry run and the
+        export both run this, so they warn alike. An export that logs the rollouts writes
+        their table while it reads them (each rollout is a row)."""
+        prepared = prepare(run, rollouts_table=config.upload_rollouts and not config.dry_run)
+        for warning in prepared.warnings():
+            logger.warning("%s", warning)
+        return prepared
 
-    def dry_run_plan(self, run: RunArtifacts, config: WandbConfig) -> DryRunPlan:
-        plan = super().dry_run_plan(run, config)
+    def dry_run_plan(
+        self, run: RunArtifacts, config: WandbConfig, prepared: PreparedRun | None = None
+    ) -> DryRunPlan:
+        plan = super().dry_run_plan(run, config, prepared)
         files = [PlannedFile(path=str(p), size_bytes=p.stat().st_size) for p in (run.saved_config,)]
         if config.upload_rollouts:
             files.append(
@@ -120,16 +119,29 @@ class WandbExporter(IsolatedExporter[WandbConfig]):
         return {"WANDB_API_KEY": key.get_secret_value()} if key else {}
 
     def worker_payload(
-        self, run: RunArtifacts, config: WandbConfig, scratch: Path, fingerprint: str | None
+        self,
+        run: RunArtifacts,
+        config: WandbConfig,
+        scratch: Path,
+        fingerprint: str | None,
+        prepared: PreparedRun | None = None,
     ) -> WandbPayload:
-        flat = flatten_metrics(run.read_aggregate_metrics())
-        saved = run.read_exportable_config()  # check_inputs warned of what masking changed
-        fingerprint = fingerprint or run_fingerprint(run)
+        """What the worker logs: from ``prepared`` in an export; read here when called on its
+        own (a benchmark, a test), with the rollouts table written into ``scratch``."""
+        if prepared is None:
+            prepared = prepare(run)
+            table = (
+                write_rollouts_table(run, scratch / "rollouts.json")
+                if config.upload_rollouts
+                else None
+            )
+        else:
+            table = prepared.rollouts_table if config.upload_rollouts else None
+        flat = prepared.metrics
+        saved = prepared.saved_config  # check_inputs warned of what masking changed
+        fingerprint = fingerprint or prepared.fingerprint
         project = config.wandb_project or run.benchmark
         name = config.wandb_name or run.default_run_name
-        table = (
-            write_rollouts_table(run, scratch / "rollouts.json") if config.upload_rollouts else None
-        )
         return {
             "project": project,
             "entity": config.wandb_entity,
