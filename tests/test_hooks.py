@@ -1,0 +1,52 @@
+"""Hooks are called with only the arguments they declare: an exporter written before an
+argument was added keeps exporting (the 0.1.0 guide's ``_export(self, run, config)``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalexport._hooks import call_hook
+from evalexport.exporters.base import Exporter, ExporterConfig
+from evalexport.results import ExportResult, ExportStatus
+from evalexport.run import RunArtifacts
+
+
+def test_a_keyword_the_hook_does_not_declare_is_left_out() -> None:
+    def old(run: str, config: str) -> tuple[str, str]:
+        return run, config
+
+    def new(run: str, config: str, *, fingerprint: str | None) -> tuple[str, str, str | None]:
+        return run, config, fingerprint
+
+    def anything(run: str, **keywords: Any) -> dict[str, Any]:
+        return keywords
+
+    assert call_hook(old, "r", "c", fingerprint="f", prepared=None) == ("r", "c")
+    assert call_hook(new, "r", "c", fingerprint="f", prepared=None) == ("r", "c", "f")
+    assert call_hook(anything, "r", fingerprint="f") == {"fingerprint": "f"}
+
+
+class _Config(ExporterConfig):
+    pass
+
+
+class _OldStyleExporter(Exporter[_Config]):
+    """As the 0.1.0 guide wrote one: no fingerprint, no prepared run."""
+
+    name = "oldstyle"
+    summary = "An exporter written from the 0.1.0 guide."
+    Config = _Config
+    guards_exports = True
+
+    def _export(self, run: RunArtifacts, config: _Config) -> ExportResult:  # type: ignore[override]
+        return ExportResult.succeeded(self.name, str(run.run_dir), "exported", run_id="old-1")
+
+
+def test_an_exporter_whose_export_takes_run_and_config_only_still_exports(sample_run) -> None:
+    exporter = _OldStyleExporter()
+    config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample_run.rollouts)})
+    first = exporter.export(sample_run.run, config)
+    assert first.status is ExportStatus.SUCCEEDED, first.message
+    assert first.details["fingerprint"].startswith("sha256:")  # guarded all the same
+    second = exporter.export(sample_run.run, config)
+    assert second.status is ExportStatus.SKIPPED, second.message
