@@ -14,6 +14,14 @@ worker process in that environment (so each pays the same start-up and ``import 
 
 Prints tracking requests and wall time side by side and evalexport's time as a ratio to the
 floor. Needs the package index the first time (the environment is cached after that).
+
+    python benchmarks/mlflow_export.py --big-run 50,200
+
+A big run instead: for each size (MB of rollouts, rows as the factory makes them), the whole
+``evalexport mlflow`` export with ``upload_rollouts=true`` against the local server, in a fresh
+process, against its floor: reading and hashing the three files once, then a worker that logs
+the same batched metrics and a bare ``log_artifact`` of the rollouts file's bytes. Prints wall
+time, the ratio, and the peak RSS of the evalexport process and of its worker.
 """
 
 from __future__ import annotations
@@ -98,12 +106,147 @@ def make_big_run(directory: Path, metrics: int, params: int) -> Path:
     return sample.rollouts
 
 
+ARTIFACT_FLOOR_BODY = """
+def run(payload):
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+    import time
+    client = MlflowClient(tracking_uri=payload["tracking_uri"])
+    experiment = client.get_experiment_by_name(payload["experiment_name"])
+    experiment_id = experiment.experiment_id if experiment else client.create_experiment(payload["experiment_name"])
+    run_id = client.create_run(experiment_id, run_name="floor").info.run_id
+    stamp = int(time.time() * 1000)
+    metrics = [Metric(k, v, stamp, 0) for b in payload["batches"] for k, v in b["metrics"].items()]
+    for start in range(0, len(metrics), 1000):
+        client.log_batch(run_id, metrics=metrics[start:start + 1000])
+    client.log_artifact(run_id, payload["artifact"])
+    client.set_terminated(run_id, "FINISHED")
+    return {"status": "succeeded", "exit_code": 0, "message": "floor", "details": {}}
+"""
+
+EXPORT_IN_A_PROCESS = """
+import json, resource, sys, time
+from evalexport.exporters.mlflow import MLflowExporter
+from evalexport.run import RunArtifacts
+exporter = MLflowExporter()
+config = exporter.parse_config(json.loads(sys.argv[1]))
+start = time.perf_counter()
+result = exporter.export(RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath), config)
+print(json.dumps({
+    "seconds": time.perf_counter() - start,
+    "status": result.status.value,
+    "message": result.message,
+    "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "worker_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+}))
+"""
+
+
+def make_rollouts(directory: Path, megabytes: int) -> Path:
+    """A run whose rollouts file holds ``megabytes`` MB of the factory's rows, each task
+    index its own."""
+    from evalexport.testing.factory import make_run
+
+    sample = make_run(directory, tasks=4, repeats=2)
+    rows = [json.loads(line) for line in sample.rollouts.read_text().splitlines() if line]
+    target = megabytes * 2**20
+    written = 0
+    with sample.rollouts.open("w") as handle:
+        index = 0
+        while written < target:
+            row = {**rows[index % len(rows)], "_ng_task_index": index}
+            line = json.dumps(row) + "\n"
+            handle.write(line)
+            written += len(line.encode())
+            index += 1
+    return sample.rollouts
+
+
+def big_run(sizes: list[int]) -> None:
+    import hashlib
+    import resource
+    import subprocess
+    import sys
+
+    from evalexport.exporters.mlflow import MLflowExporter
+    from evalexport.isolation import EnvironmentSpec, ensure_environment, run_worker
+    from evalexport.run import RunArtifacts
+    from evalexport.testing.mlflow_server import MLflowServer
+
+    exporter = MLflowExporter()
+    requirement = exporter.Config.model_fields["requirement"].default
+    environment = ensure_environment(EnvironmentSpec("mlflow", (requirement,)))
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="mlflow-big-") as scratch_name:
+        scratch = Path(scratch_name)
+        with MLflowServer(environment.python, scratch / "server") as server:
+            body = scratch / "artifact_floor.py"
+            body.write_text(ARTIFACT_FLOOR_BODY)
+            for megabytes in sizes:
+                rollouts = make_rollouts(scratch / f"run{megabytes}", megabytes)
+                run = RunArtifacts.from_rollouts_path(rollouts)
+                options = {
+                    "rollouts_jsonl_fpath": str(rollouts),
+                    "mlflow_tracking_uri": server.url,
+                    "mlflow_experiment_name": f"big{megabytes}",
+                }
+                ours = json.loads(
+                    subprocess.run(
+                        [sys.executable, "-c", EXPORT_IN_A_PROCESS, json.dumps(options)],
+                        check=True,
+                        capture_output=True,
+                        text=True,
+                    ).stdout
+                )
+                payload = exporter.worker_payload(
+                    run, exporter.parse_config({**options, "upload_rollouts": False}), scratch, ""
+                )
+                before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+                start = time.perf_counter()
+                for path in (run.rollouts, run.aggregate_metrics, run.saved_config):
+                    digest = hashlib.sha256()
+                    with path.open("rb") as handle:
+                        while chunk := handle.read(2**20):
+                            digest.update(chunk)
+                outcome = run_worker(
+                    environment,
+                    body,
+                    {**payload, "experiment_name": f"floor{megabytes}", "artifact": str(rollouts)},
+                    time_limit=3600,
+                )
+                floor = time.perf_counter() - start
+                after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+                status = outcome.result["status"] if outcome.result else outcome.log_tail()
+                rows.append((megabytes, ours, floor, status, max(before, after) / 1024))
+    print(
+        f"{'rollouts':>9} {'evalexport s':>13} {'floor s':>8} {'ratio':>6} {'RSS MB':>7} "
+        f"{'worker RSS MB':>14}  status"
+    )
+    for megabytes, ours, floor, status, _ in rows:
+        print(
+            f"{megabytes:>6} MB {ours['seconds']:13.2f} {floor:8.2f} "
+            f"{ours['seconds'] / floor:5.2f}x {ours['rss_mb']:7.0f} {ours['worker_rss_mb']:14.0f}"
+            f"  {ours['status']} / floor {status}"
+        )
+    first, last = rows[0][1], rows[-1][1]
+    print(
+        f"peak RSS from {rows[0][0]} MB to {rows[-1][0]} MB: evalexport "
+        f"{last['rss_mb'] / first['rss_mb']:.2f}x, its worker "
+        f"{last['worker_rss_mb'] / first['worker_rss_mb']:.2f}x (goal: within 1.2x); "
+        "time: goal within 1.3x of the floor"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--metrics", type=int, default=10_000)
     parser.add_argument("--params", type=int, default=2_000)
     parser.add_argument("--naive-values", type=int, default=1_000)
+    parser.add_argument("--big-run", default="", help="comma-separated MB of rollouts, e.g. 50,200")
     args = parser.parse_args()
+    if args.big_run:
+        big_run([int(size) for size in args.big_run.split(",")])
+        return
     from evalexport.exporters.mlflow import MLflowExporter
     from evalexport.isolation import EnvironmentSpec, ensure_environment, run_worker
     from evalexport.run import RunArtifacts
@@ -150,7 +293,7 @@ def main() -> None:
                 )
             )
             proxy.close()
-            plan = exporter.dry_run_plan(run, config)
+            plan = exporter.dry_run_plan(run, config)  # reads the run itself, called alone
 
             def worker(body: str, name: str, payload: dict) -> tuple[int, float, str]:
                 path = scratch / f"{name}.py"

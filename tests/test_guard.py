@@ -156,3 +156,22 @@ def test_two_concurrent_exports_of_one_run_create_one_remote_run(sample_run, tmp
     results = [json.loads(process.communicate(timeout=120)[0]) for process in processes]
     assert sorted(result["status"] for result in results) == ["skipped", "succeeded"]
     assert len(_recorded(store)) == 1
+
+
+def test_the_guard_object_checks_marks_and_tells_an_earlier_export(sample_run) -> None:
+    export_guard = guard.ExportGuard(sample_run.run, "tracker")
+    assert export_guard.unexportable_reason() is None
+    assert export_guard.earlier_export() is None
+    fingerprint = guard.run_fingerprint(sample_run.run)
+    path = export_guard.mark("https://tracker.example", "run-1", fingerprint)
+    assert path == sample_run.run.export_marker("tracker") == export_guard.marker_path
+    earlier = export_guard.earlier_export()
+    assert isinstance(earlier, guard.AlreadyExported)
+    assert earlier.marker.remote_run_id == "run-1"
+    with sample_run.rollouts.open("a") as handle:
+        handle.write("\n")
+    assert isinstance(export_guard.earlier_export(), guard.ChangedSinceExport)
+    assert isinstance(export_guard.state(fingerprint), guard.AlreadyExported)  # as it was read
+    path.write_text("{not json")
+    assert "Cannot read the export marker" in (export_guard.unexportable_reason() or "")
+    assert isinstance(export_guard.earlier_export(), guard.UnreadableMarker)

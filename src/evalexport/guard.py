@@ -25,6 +25,7 @@ from evalexport.run import RunArtifacts
 __all__ = [
     "AlreadyExported",
     "ChangedSinceExport",
+    "ExportGuard",
     "ExportMarker",
     "GuardState",
     "NotExported",
@@ -230,3 +231,55 @@ def export_lock(run: RunArtifacts, exporter: str) -> contextlib.AbstractContextM
     directory = run.run_dir.stat()
     marker = run.export_marker(exporter).name
     return named_lock(f"export:{directory.st_dev}:{directory.st_ino}:{marker}")
+
+
+@final
+@dataclass(frozen=True)
+class ExportGuard:
+    """The already-exported guard of one run for one exporter, as one object: the check made
+    before anything is read, the lock, the verdict on an earlier export, and the marker.
+
+    A tracking export goes ``unexportable_reason()`` → ``with locked():`` →
+    ``earlier_export()`` (skip or refuse) → read the run and export, fingerprinting the bytes
+    read → ``mark(...)``. The exporter template (:class:`~evalexport.exporters.base.Exporter`)
+    does this; an exporter only declares ``guards_exports = True``.
+    """
+
+    run: RunArtifacts
+    exporter: str
+
+    @property
+    def marker_path(self) -> Path:
+        return self.run.export_marker(self.exporter)
+
+    def unexportable_reason(self) -> str | None:
+        """Why the export must not start, read off the marker alone: it cannot be read, or
+        there is none and none could be written after the export."""
+        marker = read_marker(self.run, self.exporter)
+        if isinstance(marker, UnreadableMarker):
+            return marker.message()
+        if marker is None:
+            return unwritable_marker_reason(self.run, self.exporter)
+        return None
+
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        """Exports of this run to this exporter, one at a time (:func:`export_lock`)."""
+        return export_lock(self.run, self.exporter)
+
+    def earlier_export(self) -> AlreadyExported | ChangedSinceExport | UnreadableMarker | None:
+        """What a marker says, under the lock and before the run is read for an export:
+        ``None`` when there is no marker. With one, the run is read once, only to compare."""
+        marker = read_marker(self.run, self.exporter)
+        if marker is None or isinstance(marker, UnreadableMarker):
+            return marker
+        return compare(marker, self.marker_path, run_fingerprint(self.run))
+
+    def state(self, fingerprint: str | None = None) -> GuardState:
+        """:func:`guard_state` of the run as it was read (``fingerprint``): for a dry run."""
+        return guard_state(self.run, self.exporter, fingerprint)
+
+    def mark(self, target: str, remote_run_id: str, fingerprint: str) -> Path:
+        """Write the marker of a complete success, atomically."""
+        return write_marker(
+            self.run, ExportMarker.now(self.exporter, target, remote_run_id, fingerprint)
+        )

@@ -167,11 +167,7 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         if reason is None and self.uploads_directory:
             reason = run.shared_directory_reason()
         if reason is None and self.guards_exports:
-            marker = guard.read_marker(run, self.name)
-            if isinstance(marker, guard.UnreadableMarker):
-                reason = marker.message()
-            elif marker is None:
-                reason = guard.unwritable_marker_reason(run, self.name)
+            reason = guard.ExportGuard(run, self.name).unexportable_reason()
         return reason
 
     def already_exported(self, run: RunArtifacts, config: ConfigT) -> ExportResult | None:
@@ -192,14 +188,15 @@ class Exporter(abc.ABC, Generic[ConfigT]):
             if reason := self.unexportable_reason(run, config):
                 return self.failed(run, reason)
             if self.guards_exports and not config.dry_run:
-                with guard.export_lock(run, self.name):
-                    return self._guarded_export(run, config)
+                export_guard = guard.ExportGuard(run, self.name)
+                with export_guard.locked():
+                    return self._guarded_export(run, config, export_guard)
             with self._inputs(run, config) as prepared:
                 if not config.dry_run:
                     return call_hook(self._export, run, config, fingerprint=None, prepared=prepared)
                 if self.guards_exports:
                     fingerprint = prepared.fingerprint if prepared else None
-                    state = guard.guard_state(run, self.name, fingerprint)
+                    state = guard.ExportGuard(run, self.name).state(fingerprint)
                     if isinstance(state, guard.ChangedSinceExport | guard.UnreadableMarker):
                         return self.failed(run, state.message())
                 return call_hook(self._dry_run_result, run, config, prepared=prepared)
@@ -239,25 +236,25 @@ class Exporter(abc.ABC, Generic[ConfigT]):
             if prepared is not None:
                 prepared.discard()
 
-    def _guarded_export(self, run: RunArtifacts, config: ConfigT) -> ExportResult:
+    def _guarded_export(
+        self, run: RunArtifacts, config: ConfigT, export_guard: guard.ExportGuard
+    ) -> ExportResult:
         # Under the lock: a concurrent export may have finished meanwhile.
-        marker = guard.read_marker(run, self.name)
-        if isinstance(marker, guard.UnreadableMarker):
-            return self.failed(run, marker.message())
-        if marker is not None:  # exported before: the run is read only to compare
-            state = guard.compare(marker, run.export_marker(self.name), guard.run_fingerprint(run))
-            if isinstance(state, guard.ChangedSinceExport):
-                return self.failed(run, state.message())
+        earlier = export_guard.earlier_export()
+        if isinstance(earlier, guard.AlreadyExported):
+            marker = earlier.marker
             return ExportResult.skipped(
                 self.name,
                 str(run.run_dir),
                 f"{run.rollouts.name} was exported to {marker.target} as run "
                 f"{marker.remote_run_id} at {marker.exported_at} "
-                f"(delete {state.marker_path} to export it again)",
+                f"(delete {earlier.marker_path} to export it again)",
                 SkipReason.ALREADY_EXPORTED,
                 run_id=marker.remote_run_id,
-                marker=str(state.marker_path),
+                marker=str(earlier.marker_path),
             )
+        if earlier is not None:
+            return self.failed(run, earlier.message())
         with self._inputs(run, config) as prepared:
             # The bytes read, under the lock: the marker and the remote run's tag name them.
             fingerprint = prepared.fingerprint if prepared else guard.run_fingerprint(run)
@@ -268,7 +265,7 @@ class Exporter(abc.ABC, Generic[ConfigT]):
             return result
         # The remote run exists: a stop signal now must not cost it its marker.
         with deferred() as held:
-            result = self._mark(run, config, result, fingerprint)
+            result = self._mark(run, config, result, fingerprint, export_guard)
         if held.signum is not None:
             logger.warning(
                 "%s arrived while the export marker was written; the export stands",
@@ -277,14 +274,20 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         return result
 
     def _mark(
-        self, run: RunArtifacts, config: ConfigT, result: ExportResult, fingerprint: str
+        self,
+        run: RunArtifacts,
+        config: ConfigT,
+        result: ExportResult,
+        fingerprint: str,
+        export_guard: guard.ExportGuard,
     ) -> ExportResult:
         """Write the marker of a successful export; a failed write is a warning, not a failure."""
         run_id = result.run_id or ""
-        marker = guard.ExportMarker.now(self.name, self.target(run, config), run_id, fingerprint)
         details = {**result.details, "fingerprint": fingerprint}
         try:
-            details["marker"] = str(guard.write_marker(run, marker))
+            details["marker"] = str(
+                export_guard.mark(self.target(run, config), run_id, fingerprint)
+            )
         except OSError as error:
             # The remote run exists: the export succeeded. Say so, with what a rerun needs.
             path = run.export_marker(self.name)
