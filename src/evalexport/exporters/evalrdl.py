@@ -84,7 +84,7 @@ class EvalRDLConfig(IsolatedConfig):
         raise ValueError(f"expected prod, stg or an http(s) URL, got {url!r}")
 
 
-class EvalRDLExporter(IsolatedExporter[EvalRDLConfig]):
+class EvalRDLExporter(IsolatedExporter[EvalRDLConfig, EvalRDLPayload]):
     name = "evalrdl"
     summary = "Upload the run directory as it is to the EvalRDL service."
     Config = EvalRDLConfig

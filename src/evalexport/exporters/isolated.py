@@ -16,9 +16,10 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 from pydantic import Field
+from typing_extensions import TypeVar
 
 from evalexport._hooks import call_hook
 from evalexport.exporters.base import Exporter, ExporterConfig
@@ -71,10 +72,14 @@ class IsolatedConfig(ExporterConfig):
 
 
 IsolatedConfigT = TypeVar("IsolatedConfigT", bound=IsolatedConfig)
+PayloadT = TypeVar("PayloadT", bound=Mapping[str, Any], default=Mapping[str, Any])
+"""The worker body's payload type (a ``TypedDict`` of ``workers/protocol.py``); an exporter
+that names none (``IsolatedExporter[MyConfig]``) sends a ``Mapping[str, Any]``."""
 
 
-class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
-    """An exporter that drives its SDK through a worker subprocess in its own environment."""
+class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, PayloadT]):
+    """An exporter that drives its SDK through a worker subprocess in its own environment:
+    ``IsolatedExporter[MyConfig, MyPayload]``."""
 
     progress_unit = "steps"
     worker_body: ClassVar[Path]
@@ -95,7 +100,7 @@ class IsolatedExporter(Exporter[IsolatedConfigT], abc.ABC):
     @abc.abstractmethod
     def worker_payload(
         self, run: RunArtifacts, config: IsolatedConfigT, scratch: Path, fingerprint: str | None
-    ) -> Mapping[str, Any]:
+    ) -> PayloadT:
         """The JSON the worker receives, of the worker body's payload type in
         ``workers/protocol.py``. Never put a token here: see :meth:`worker_secrets`.
 

@@ -116,7 +116,7 @@ class _Plan:
     warnings: list[str] = field(default_factory=list)
 
 
-class MLflowExporter(IsolatedExporter[MLflowConfig]):
+class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
     name = "mlflow"
     summary = "Log the run to MLflow: metrics, the saved config as params, artifacts."
     Config = MLflowConfig

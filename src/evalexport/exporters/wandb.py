@@ -50,7 +50,7 @@ class WandbConfig(IsolatedConfig):
     )
 
 
-class WandbExporter(IsolatedExporter[WandbConfig]):
+class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
     name = "wandb"
     summary = "Log the run to Weights & Biases: config, summary metrics, a rollouts table."
     Config = WandbConfig
