@@ -107,8 +107,8 @@ class ExportResult(BaseModel):
     """What a dry run would do; set on dry-run results only."""
     receipts: dict[str, str] = {}
     """Identifiers a service handed back that grant nothing, shown as they are although named
-    like secrets (EvalRDL's ``upload_token`` looks one upload up). Each exporter names its own
-    (``Exporter.receipt_keys``); everything else named like a secret is masked."""
+    like secrets (EvalRDL's ``upload_token`` looks one upload up). A worker body returns its own
+    (``protocol.result(..., receipts={...})``); everything else named like a secret is masked."""
     details: dict[str, Any] = {}
 
     @field_validator("message")

@@ -158,3 +158,36 @@ def test_a_body_written_before_the_typed_keys_still_reports_its_run_id(echo_expo
     assert result.status is ExportStatus.SUCCEEDED, result.message
     assert result.run_id == "echo-1"
     assert "run_id" not in result.details
+
+
+def test_the_deprecated_hooks_warn_naming_the_new_form_and_still_work(
+    sample_run, tinysdk_1
+) -> None:
+    """``receipt_keys`` and ``secrets_the_sdk_may_find`` (earlier guides) are still honoured."""
+    from tests.support.echo_exporter import EchoConfig, EchoExporter
+
+    with pytest.warns(DeprecationWarning) as warned:
+
+        class LegacyExporter(EchoExporter):
+            receipt_keys = frozenset({"upload_token"})
+
+            def secrets_the_sdk_may_find(self, config: EchoConfig) -> list[str]:
+                return [config.note_path or ""]
+
+    said = " ".join(str(warning.message) for warning in warned)
+    assert "receipt_keys is deprecated" in said and "receipts={...}" in said
+    assert "secrets_the_sdk_may_find is deprecated" in said and "worker_secrets" in said
+    exporter = LegacyExporter()
+    found = "sdk-found-credential-0123456789"
+    config = exporter.parse_config(
+        {
+            "rollouts_jsonl_fpath": str(sample_run.rollouts),
+            "requirement": tinysdk_1,
+            "behaviour": "legacy_receipt",
+            "note_path": found,
+        }
+    )
+    result = exporter.export(sample_run.run, config)
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    assert result.receipts == {"upload_token": "upl-echo-1"}
+    assert found not in result.model_dump_json()

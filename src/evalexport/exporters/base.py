@@ -11,9 +11,10 @@ from __future__ import annotations
 import abc
 import contextlib
 import logging
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -66,6 +67,16 @@ class ExporterConfig(BaseModel):
 ConfigT = TypeVar("ConfigT", bound=ExporterConfig)
 
 
+DEPRECATED_HOOKS: Final = {
+    "receipt_keys": "return receipts={...} from the worker body instead "
+    "(protocol.result(..., receipts={...})): they reach ExportResult.receipts unmasked",
+    "secrets_the_sdk_may_find": "return such secrets from worker_secrets(config) instead: "
+    "the worker receives them and they are scrubbed from what it reports",
+}
+"""Hooks of earlier plugin guides that are still called when a plugin defines them, with the
+form that replaces each (docs/architecture.md, "The exporter template")."""
+
+
 class OptionError(ValueError):
     """The options given to an exporter are unknown or invalid (exit code 2)."""
 
@@ -84,12 +95,21 @@ class Exporter(abc.ABC, Generic[ConfigT]):
     guards_exports: ClassVar[bool] = False
     """Tracking exporters write an export marker and skip a run already exported (§3.3)."""
 
-    receipt_keys: ClassVar[frozenset[str]] = frozenset()
-    """Keys of what the service hands back that are named like secrets but grant nothing
-    (EvalRDL's ``upload_token``): they go to ``ExportResult.receipts``, shown, not masked."""
-
     progress_unit: ClassVar[str] = "bytes"
     """What ``progress(done, total)`` counts: ``bytes`` of input, or ``steps`` of a worker."""
+
+    def __init_subclass__(cls, **keywords: Any) -> None:
+        """Warn, naming the new form, of each deprecated hook a subclass still defines; it
+        keeps working (see :data:`DEPRECATED_HOOKS`)."""
+        super().__init_subclass__(**keywords)
+        for hook, instead in DEPRECATED_HOOKS.items():
+            if hook in cls.__dict__:
+                warnings.warn(
+                    f"{cls.__module__}.{cls.__qualname__}.{hook} is deprecated and still "
+                    f"honoured; {instead}",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
 
     def __init__(self, progress: Callable[[int, int], None] | None = None) -> None:
         self.progress = progress
@@ -327,10 +347,6 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         if self.needs_metrics_and_config and run.holds_no_rollouts():
             raise RunFileError(run.no_records_message)
         return None
-
-    def _read_every_rollout(self, run: RunArtifacts) -> None:
-        for _ in run.iter_rollouts():
-            pass
 
     @abc.abstractmethod
     def _export(

@@ -91,7 +91,6 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig, EvalRDLPayload]):
     uploads_directory = True
     worker_body = WORKER_BODIES / "evalrdl_worker.py"
     token_variables = TOKEN_VARIABLES
-    receipt_keys = frozenset({"upload_token"})
 
     def target(self, run: RunArtifacts, config: EvalRDLConfig) -> str:
         return f"EvalRDL {config.url}"

@@ -136,12 +136,6 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
         installer_choice()
         return super().unexportable_reason(run, config)
 
-    def secrets_the_sdk_may_find(self, config: IsolatedConfigT) -> list[str]:
-        """Secrets the SDK finds on its own (not through a variable the results already
-        scrub, nor through :meth:`worker_secrets`), so they can be removed from whatever the
-        worker reports."""
-        return []
-
     def _export(
         self,
         run: RunArtifacts,
@@ -218,7 +212,12 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
                 scratch=[Path(scratch), *_written_by(prepared)],
             )
         result = self._result_of(run, config, outcome, environment.path, limit)
-        return self._scrubbed(result, [*secrets.values(), *self.secrets_the_sdk_may_find(config)])
+        return self._scrubbed(result, [*secrets.values(), *self._found_by_the_sdk(config)])
+
+    def _found_by_the_sdk(self, config: IsolatedConfigT) -> list[str]:
+        """What a plugin's deprecated ``secrets_the_sdk_may_find`` names, to be scrubbed."""
+        deprecated = getattr(self, "secrets_the_sdk_may_find", None)
+        return list(deprecated(config)) if deprecated else []
 
     def _result_of(
         self,
@@ -304,8 +303,9 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
         """
         details = dict(result["details"])
         typed = {key: result[key] for key in _READ_BACK if key in result}  # type: ignore[literal-required]
+        receipt_keys: frozenset[str] = getattr(self, "receipt_keys", frozenset())  # deprecated
         if smuggled := sorted(
-            key for key in (*_READ_BACK, *self.receipt_keys) if key in details and key != "receipts"
+            key for key in (*_READ_BACK, *receipt_keys) if key in details and key != "receipts"
         ):
             logger.info(
                 "the %s worker returns %s in details, which is deprecated: return them with "
@@ -317,7 +317,7 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
                 if key in details:
                     typed.setdefault(key, details.pop(key))
         receipts = {str(k): str(v) for k, v in dict(typed.get("receipts") or {}).items()}
-        receipts |= {key: str(details.pop(key)) for key in self.receipt_keys if key in details}
+        receipts |= {key: str(details.pop(key)) for key in receipt_keys if key in details}
         for notice in typed.get("notices") or []:
             logger.warning("%s", notice)
         run_id = typed.get("run_id")

@@ -43,6 +43,13 @@ def run(payload):
             "skip_reason": "deduped",
             "notices": ["a notice for the user"],
         }
+    if behaviour == "legacy_receipt":  # as bodies of the 0.1 guide returned a receipt
+        return {
+            "status": "succeeded",
+            "exit_code": 0,
+            "message": f"stored with the SDK's own credential {payload['note_path']}",
+            "details": {"upload_token": "upl-echo-1"},
+        }
     if behaviour == "exit_code":
         return {
             "status": "failed",
