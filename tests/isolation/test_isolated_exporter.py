@@ -166,7 +166,7 @@ def test_the_deprecated_hooks_warn_naming_the_new_form_and_still_work(
     """``receipt_keys`` and ``secrets_the_sdk_may_find`` (earlier guides) are still honoured."""
     from tests.support.echo_exporter import EchoConfig, EchoExporter
 
-    with pytest.warns(DeprecationWarning) as warned:
+    with pytest.warns(DeprecationWarning, match="is deprecated and still honoured") as warned:
 
         class LegacyExporter(EchoExporter):
             receipt_keys = frozenset({"upload_token"})
@@ -175,8 +175,10 @@ def test_the_deprecated_hooks_warn_naming_the_new_form_and_still_work(
                 return [config.note_path or ""]
 
     said = " ".join(str(warning.message) for warning in warned)
-    assert "receipt_keys is deprecated" in said and "receipts={...}" in said
-    assert "secrets_the_sdk_may_find is deprecated" in said and "worker_secrets" in said
+    assert "receipt_keys is deprecated" in said
+    assert "receipts={...}" in said
+    assert "secrets_the_sdk_may_find is deprecated" in said
+    assert "worker_secrets" in said
     exporter = LegacyExporter()
     found = "sdk-found-credential-0123456789"
     config = exporter.parse_config(
