@@ -28,11 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, final
 
-from evalexport.isolation.reaper import TAG_VARIABLE, kill_all, tagged_pids
+from evalexport.isolation.reaper import TAG_VARIABLE, kill_all, tagged_pids, wait_until_ended
 
 __all__ = ["TAG_VARIABLE", "Launch", "run_tracked", "tracked_launch"]
 
 REAPER = Path(__file__).resolve().with_name("reaper.py")
+
+_KILLED_WITHIN = 5.0
+"""Seconds to wait for killed processes to end (SIGKILL takes effect when one next runs)."""
 
 _lock = threading.Lock()
 _owner: str | None = None
@@ -110,7 +113,9 @@ def tracked_launch(environment: Mapping[str, str] | None = None) -> Iterator[Lau
     try:
         yield launch
     finally:
-        kill_all(tagged_pids(tag))
+        left = tagged_pids(tag)
+        kill_all(left)
+        wait_until_ended(left, _KILLED_WITHIN)  # ended when the caller goes on, not later
         for pid in launch._pids:
             _tell_reaper(f"-{pid}")
 

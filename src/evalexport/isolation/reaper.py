@@ -69,7 +69,9 @@ def kill_all(pids: Iterable[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def _wait_until_ended(pids: list[int], seconds: float) -> None:
+def wait_until_ended(pids: list[int], seconds: float) -> None:
+    """Return once every one of ``pids`` has ended (a signal is delivered when its process
+    next runs, not when it is sent), or after ``seconds``."""
     deadline = time.monotonic() + seconds
     while any(is_running(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(_POLL_SECONDS)
@@ -83,7 +85,7 @@ def end_owned(owner: str, direct: Iterable[int], grace: float = GRACE_SECONDS) -
     for pid in stopping:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
-    _wait_until_ended(stopping, grace)
+    wait_until_ended(stopping, grace)
     kill_all(tagged_pids(f"{owner}/", prefix=True))
 
 
