@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 from evalexport._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from evalexport.api import dry_run, export, inspect
+    from evalexport.inspection import RunInspection
     from evalexport.masking import mask_config, save_run_config
     from evalexport.metrics import FlatMetrics, flatten_metrics
     from evalexport.results import ExitCode, ExportResult, ExportStatus
@@ -18,7 +20,15 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
+PLUGIN_API_VERSION = 2
+"""The exporter plugin API that ``docs/plugins.md`` describes. Plugins written from every
+earlier guide keep working (``tests/test_plugin_guides.py``): 1 is the 0.1.0 guide."""
+
 _PUBLIC = {
+    "dry_run": "evalexport.api",
+    "export": "evalexport.api",
+    "inspect": "evalexport.api",
+    "RunInspection": "evalexport.inspection",
     "ExitCode": "evalexport.results",
     "ExportResult": "evalexport.results",
     "ExportStatus": "evalexport.results",
@@ -32,6 +42,7 @@ _PUBLIC = {
 }
 
 __all__ = [
+    "PLUGIN_API_VERSION",
     "ExitCode",
     "ExportResult",
     "ExportStatus",
@@ -39,8 +50,12 @@ __all__ = [
     "Rollout",
     "RunArtifacts",
     "RunFileError",
+    "RunInspection",
     "__version__",
+    "dry_run",
+    "export",
     "flatten_metrics",
+    "inspect",
     "mask_config",
     "save_run_config",
 ]

@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["call_hook"]
+__all__ = ["call_hook", "positional_count"]
 
 T = TypeVar("T")
 
@@ -36,3 +36,15 @@ def _keywords_of(function: Callable[..., Any]) -> tuple[frozenset[str], bool]:
         if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
     )
     return declared, takes_any
+
+
+def positional_count(hook: Callable[..., Any]) -> int:
+    """How many arguments ``hook`` takes by position (``self`` of a bound method excluded);
+    a hook that takes ``*args`` counts as many as any caller gives."""
+    parameters = inspect.signature(hook).parameters.values()
+    if any(parameter.kind is parameter.VAR_POSITIONAL for parameter in parameters):
+        return 1_000
+    return sum(
+        parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)
+        for parameter in parameters
+    )

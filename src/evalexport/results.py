@@ -166,7 +166,7 @@ class ExportResult(BaseModel):
         exporter: str,
         run_dir: str,
         message: str,
-        reason: SkipReason,
+        reason: SkipReason = SkipReason.ALREADY_EXPORTED,
         run_id: str | None = None,
         **details: Any,
     ) -> ExportResult:

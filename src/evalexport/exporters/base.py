@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalexport import guard
-from evalexport._hooks import call_hook
+from evalexport._hooks import call_hook, positional_count
 from evalexport.interrupts import Interrupted, deferred, signal_name
 from evalexport.metrics import flatten_metrics
 from evalexport.results import (
@@ -72,6 +72,10 @@ DEPRECATED_HOOKS: Final = {
     "(protocol.result(..., receipts={...})): they reach ExportResult.receipts unmasked",
     "secrets_the_sdk_may_find": "return such secrets from worker_secrets(config) instead: "
     "the worker receives them and they are scrubbed from what it reports",
+    "target(self, config)": "define target(self, run, config) instead (plugin API 1, the "
+    "0.1.0 guide, took the config only)",
+    'details["run_id"]': "return ExportResult.succeeded(..., run_id=...) instead: run_id is a "
+    "field of the result (plugin API 1, the 0.1.0 guide, put it in details)",
 }
 """Hooks of earlier plugin guides that are still called when a plugin defines them, with the
 form that replaces each (docs/architecture.md, "The exporter template")."""
@@ -102,14 +106,17 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         """Warn, naming the new form, of each deprecated hook a subclass still defines; it
         keeps working (see :data:`DEPRECATED_HOOKS`)."""
         super().__init_subclass__(**keywords)
-        for hook, instead in DEPRECATED_HOOKS.items():
-            if hook in cls.__dict__:
-                warnings.warn(
-                    f"{cls.__module__}.{cls.__qualname__}.{hook} is deprecated and still "
-                    f"honoured; {instead}",
-                    DeprecationWarning,
-                    stacklevel=2,
-                )
+        deprecated = [hook for hook in DEPRECATED_HOOKS if hook in cls.__dict__]
+        target = cls.__dict__.get("target")
+        if callable(target) and positional_count(target) == 2:  # self, config
+            deprecated.append("target(self, config)")
+        for hook in deprecated:
+            warnings.warn(
+                f"{cls.__module__}.{cls.__qualname__}.{hook} is deprecated and still "
+                f"honoured; {DEPRECATED_HOOKS[hook]}",
+                DeprecationWarning,
+                stacklevel=2,
+            )
 
     def __init__(self, progress: Callable[[int, int], None] | None = None) -> None:
         self.progress = progress
@@ -173,6 +180,13 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         """Where the run goes, in words a user recognizes (a URL, a path, a project)."""
         return self.name
 
+    def target_of(self, run: RunArtifacts, config: ConfigT) -> str:
+        """:meth:`target`, called as the exporter defines it (plugin API 1 took the config
+        only)."""
+        if positional_count(self.target) == 1:
+            return self.target(config)  # type: ignore[call-arg,arg-type]
+        return self.target(run, config)
+
     def unexportable_reason(self, run: RunArtifacts, config: ConfigT) -> str | None:
         """Why this run cannot be exported here, or ``None``: the one shared prerequisite check.
 
@@ -213,7 +227,7 @@ class Exporter(abc.ABC, Generic[ConfigT]):
                     return self._guarded_export(run, config, export_guard)
             with self._inputs(run, config) as prepared:
                 if not config.dry_run:
-                    return call_hook(self._export, run, config, fingerprint=None, prepared=prepared)
+                    return self._call_export(run, config, None, prepared)
                 if self.guards_exports:
                     fingerprint = prepared.fingerprint if prepared else None
                     state = guard.ExportGuard(run, self.name).state(fingerprint)
@@ -256,6 +270,31 @@ class Exporter(abc.ABC, Generic[ConfigT]):
             if prepared is not None:
                 prepared.discard()
 
+    def _call_export(
+        self,
+        run: RunArtifacts,
+        config: ConfigT,
+        fingerprint: str | None,
+        prepared: PreparedRun | None,
+    ) -> ExportResult:
+        """:meth:`_export` with the arguments it declares; a result of plugin API 1 (the remote
+        run id in ``details["run_id"]``) gets it as :attr:`ExportResult.run_id`."""
+        result = call_hook(self._export, run, config, fingerprint=fingerprint, prepared=prepared)
+        if result.run_id is None and "run_id" in result.details:
+            instead = DEPRECATED_HOOKS['details["run_id"]']
+            warnings.warn(
+                f"{type(self).__module__}.{type(self).__qualname__}._export puts the remote run "
+                f'id in details["run_id"], which is deprecated and still honoured; {instead}',
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            details = dict(result.details)
+            run_id = details.pop("run_id")
+            result = result.model_copy(
+                update={"run_id": None if run_id is None else str(run_id), "details": details}
+            )
+        return result
+
     def _guarded_export(
         self, run: RunArtifacts, config: ConfigT, export_guard: guard.ExportGuard
     ) -> ExportResult:
@@ -278,9 +317,7 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         with self._inputs(run, config) as prepared:
             # The bytes read, under the lock: the marker and the remote run's tag name them.
             fingerprint = prepared.fingerprint if prepared else guard.run_fingerprint(run)
-            result = call_hook(
-                self._export, run, config, fingerprint=fingerprint, prepared=prepared
-            )
+            result = self._call_export(run, config, fingerprint, prepared)
         if result.status is not ExportStatus.SUCCEEDED:
             return result
         # The remote run exists: a stop signal now must not cost it its marker.
@@ -306,7 +343,7 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         details = {**result.details, "fingerprint": fingerprint}
         try:
             details["marker"] = str(
-                export_guard.mark(self.target(run, config), run_id, fingerprint)
+                export_guard.mark(self.target_of(run, config), run_id, fingerprint)
             )
         except OSError as error:
             # The remote run exists: the export succeeded. Say so, with what a rerun needs.
@@ -383,7 +420,7 @@ class Exporter(abc.ABC, Generic[ConfigT]):
             metric_names, tag_names = list(flat.metrics), list(flat.texts)
         return DryRunPlan(
             exporter=self.name,
-            target=self.target(run, config),
+            target=self.target_of(run, config),
             files=files,
             metric_names=metric_names,
             tag_names=tag_names,

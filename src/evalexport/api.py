@@ -1,0 +1,113 @@
+"""The Python API: what the command line does, for a pipeline or a notebook, without printing.
+
+``export`` and ``dry_run`` run the same checks and return the same
+:class:`~evalexport.results.ExportResult` (status, message, exit code) as
+``evalexport EXPORTER +rollouts_jsonl_fpath=R [+key=value ...] [--dry-run] --json``; ``inspect``
+returns the report ``evalexport inspect R --json`` prints. Options are typed Python values
+(``upload_rollouts=False``, ``tags=["a", "b"]``, ``meta={"source": "ci"}``); an unknown or invalid
+one is a usage error (exit code 2) that names it, as on the command line. Nothing is printed:
+what the exporters log goes to the ``evalexport`` logger, progress to ``progress`` if given.
+``docs/python-api.md`` has examples (a test runs them)::
+
+    import evalexport
+
+    result = evalexport.export("mlflow", "run/aime24_rollouts.jsonl", upload_rollouts=False)
+    if result.exit_code:
+        raise SystemExit(result.message)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalexport.exporters.base import Exporter
+    from evalexport.inspection import RunInspection
+    from evalexport.results import ExportResult
+
+__all__ = ["Progress", "dry_run", "export", "inspect"]
+
+Progress = Callable[[int, int], None]
+"""Called as ``progress(done, total)`` during long work; the exporter's ``progress_unit`` says
+what is counted (``bytes`` of input, or ``steps`` of a worker)."""
+
+
+def export(
+    exporter: str | type[Exporter[Any]],
+    rollouts: str | os.PathLike[str],
+    *,
+    progress: Progress | None = None,
+    **options: Any,
+) -> ExportResult:
+    """Export the run whose rollouts file is ``rollouts`` with ``exporter`` (a name that
+    ``evalexport list`` shows, or an exporter class), as ``evalexport EXPORTER`` does.
+
+    Every outcome is a result, never an exception: ``result.exit_code`` is the command's
+    (``0`` succeeded or skipped, ``1`` failed, ``2`` usage error, ...).
+    """
+    from evalexport.exporters.base import OptionError
+    from evalexport.exporters.registry import ExporterLoadError, UnknownExporterError
+    from evalexport.results import ExitCode, ExportResult
+    from evalexport.run import RunArtifacts
+
+    name = exporter if isinstance(exporter, str) else getattr(exporter, "name", str(exporter))
+    try:
+        exporter_class = _exporter_class(exporter)
+    except UnknownExporterError as error:
+        return ExportResult.failed(name, "", str(error), exit_code=ExitCode.USAGE)
+    except ExporterLoadError as error:
+        return ExportResult.failed(name, "", str(error))
+    if "rollouts_jsonl_fpath" in options:
+        return ExportResult.failed(
+            name,
+            "",
+            "rollouts_jsonl_fpath is the second argument of evalexport.export, not an option: "
+            f"evalexport.export({name!r}, {str(options['rollouts_jsonl_fpath'])!r}, ...)",
+            exit_code=ExitCode.USAGE,
+        )
+    try:
+        config = exporter_class.parse_config({"rollouts_jsonl_fpath": rollouts, **options})
+    except OptionError as error:
+        return ExportResult.failed(name, "", str(error), exit_code=ExitCode.USAGE)
+    run = RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath)
+    return exporter_class(progress=progress).export(run, config)
+
+
+def dry_run(
+    exporter: str | type[Exporter[Any]],
+    rollouts: str | os.PathLike[str],
+    *,
+    progress: Progress | None = None,
+    **options: Any,
+) -> ExportResult:
+    """:func:`export` with ``dry_run=True``: every check, and ``result.plan`` says what would be
+    exported (files and sizes, metric, param and tag names, target); nothing is exported."""
+    return export(exporter, rollouts, progress=progress, **{**options, "dry_run": True})
+
+
+def inspect(rollouts: str | os.PathLike[str]) -> RunInspection:
+    """What the run holds and what an export would make of it (``evalexport inspect``): its
+    files, rollouts, agents, metrics, the saved config's masking, the strict ATIF verdict, and
+    every problem found (``report.problems``), not only the first."""
+    from evalexport.inspection import inspect_run
+    from evalexport.run import RunArtifacts
+
+    if not os.fspath(rollouts).strip():
+        raise ValueError("expected the path of a run's rollouts file, got an empty value")
+    return inspect_run(RunArtifacts.from_rollouts_path(rollouts))
+
+
+def _exporter_class(exporter: str | type[Exporter[Any]]) -> type[Exporter[Any]]:
+    from evalexport.exporters.base import Exporter
+    from evalexport.exporters.registry import ExporterLoadError, load_exporter
+
+    if isinstance(exporter, str):
+        return load_exporter(exporter)
+    if isinstance(exporter, type) and issubclass(exporter, Exporter):
+        return exporter
+    raise ExporterLoadError(
+        f"{exporter!r} is not an exporter: give an exporter's name (evalexport list) or a "
+        "subclass of evalexport.exporters.Exporter"
+    )
