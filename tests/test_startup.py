@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pytest
 
-SDKS = ("mlflow", "wandb", "evalrdl", "atif", "harbor")
+from evalexport.contracts.installed import installed_surfaces
+
+SDKS = (*installed_surfaces(), "atif", "harbor")
+"""Every SDK an installed exporter declares, and the ATIF validators (the atif exporter
+imports them in its worker processes only)."""
 
 
 @pytest.fixture

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from evalexport.contracts.check import load_manifests
-from evalexport.contracts.surfaces import SURFACES
+from evalexport.contracts.installed import installed_surfaces
+
+SURFACES = installed_surfaces()
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKERS = ROOT / "src" / "evalexport" / "workers"

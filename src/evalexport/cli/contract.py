@@ -9,21 +9,28 @@ from evalexport.cli._args import OK, Arguments, usage_error
 
 SUMMARY = "SDK contracts: 'contract manifest|check|verify SDK' (see contract --help)"
 VALUE_FLAGS = ("--requirement", "--fake", "--contracts")
+_WITH_SDK = ("manifest", "check", "verify")
 FLAGS = VALUE_FLAGS
 
 HELP = """usage: evalexport contract manifest SDK [--fake PATH | --requirement REQ]
        evalexport contract check SDK [--fake PATH] [--contracts DIR]
        evalexport contract verify SDK [--requirement REQ] [--contracts DIR]
+       evalexport contract matrix [SDK ...] [--contracts DIR]
+
+SDK is one an installed exporter declares (its sdk_contract: built-in or plugin).
 
 manifest  print the surface manifest (parameters, defaults, annotations, what the worker reads
           back, exception bases, version) of SDK as it is installed here, in a fake's source
           tree (--fake fakes/evalrdl/src), or in a new environment built from a requirement
           (--requirement mlflow==2.22.1)
-check     compare the fake's manifest with every committed manifest in DIR/SDK/ (default
-          DIR: ./contracts); one finding per line; exit 1 on any finding
+check     compare the fake's manifest (default: the fake the exporter declares) with every
+          committed manifest in DIR/SDK/ (default: where the exporter keeps them, else
+          ./contracts/SDK); one finding per line; exit 1 on any finding
 verify    check a real release of SDK (installed here, or built from --requirement REQ in a
           new environment) against the committed manifest of its version or, for a version
-          with none, the newest one; exit 1 on any change that can break the worker"""
+          with none, the newest one; exit 1 on any change that can break the worker
+matrix    every installed exporter's SDK (or those named): check its fake, or verify each
+          release it has a committed manifest of (each in a new environment, from the index)"""
 
 
 def run(arguments: Arguments, rest: list[str]) -> int:
@@ -31,21 +38,31 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     from evalexport.contracts.drift import (
         ContractError,
         check_fake,
+        check_matrix,
         extract_manifest,
         verify_release,
     )
 
     help_asked, values = arguments.help, arguments.values
-    if help_asked or len(rest) != 2 or rest[0] not in ("manifest", "check", "verify"):
+    matrix = rest[:1] == ["matrix"]
+    if help_asked or not (matrix or (len(rest) == 2 and rest[0] in _WITH_SDK)):
         if help_asked:
             print(HELP)
             return OK
         return usage_error(
-            "usage: evalexport contract manifest|check|verify SDK (see contract --help)"
+            "usage: evalexport contract manifest|check|verify SDK, or contract matrix "
+            "(see contract --help)"
         )
+    contracts = Path(values["--contracts"]) if "--contracts" in values else None
+    if matrix:
+        try:
+            report = check_matrix(contracts, rest[1:])
+        except ContractError as error:
+            return usage_error(str(error))
+        print("\n".join(report.lines))
+        return report.exit_code
     action, sdk = rest
     fake = Path(values["--fake"]) if "--fake" in values else None
-    contracts = Path(values.get("--contracts", "contracts"))
     try:
         if action == "manifest":
             manifest = extract_manifest(sdk, fake=fake, requirement=values.get("--requirement"))

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, final
 
 __all__ = [
+    "ContractError",
     "Finding",
     "Sides",
     "annotation_members",
@@ -92,9 +93,29 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(number) for number in re.findall(r"\d+", version))
 
 
+class ContractError(Exception):
+    """The command cannot run as asked (unknown SDK, nothing to extract from, a committed
+    manifest that is not one); the message says what to do."""
+
+
 def load_manifests(directory: Path) -> list[dict[str, Any]]:
-    """Every committed manifest (``<version>.json``) in ``directory``, oldest version first."""
-    manifests = [json.loads(path.read_text(encoding="utf-8")) for path in directory.glob("*.json")]
+    """Every committed manifest (``<version>.json``) in ``directory``, oldest version first;
+    a file that is not a manifest is a :class:`ContractError` naming it."""
+    manifests = []
+    for path in sorted(directory.glob("*.json")):
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ContractError(
+                f"{path} is not a manifest ({error}); extract it again: evalexport contract "
+                f"manifest SDK [--fake PATH | --requirement REQ] > {path}"
+            ) from None
+        if not isinstance(manifest, dict) or "version" not in manifest or "entries" not in manifest:
+            raise ContractError(
+                f"{path} is not a manifest (no version and entries); extract it again with "
+                "evalexport contract manifest"
+            )
+        manifests.append(manifest)
     return sorted(manifests, key=lambda manifest: version_key(str(manifest["version"])))
 
 

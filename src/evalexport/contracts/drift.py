@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, final
 
 from evalexport.contracts.check import (
+    ContractError,
     Finding,
     Sides,
     apply_allowlist,
@@ -19,14 +20,17 @@ from evalexport.contracts.check import (
     load_allowlist,
     load_manifests,
 )
-from evalexport.contracts.surfaces import SURFACES, Surface
+from evalexport.contracts.installed import installed_surfaces
+from evalexport.contracts.surfaces import Surface
 from evalexport.workers.protocol import ManifestPayload
 
 __all__ = [
     "ContractError",
     "Report",
     "check_fake",
+    "check_matrix",
     "extract_manifest",
+    "surface_of",
     "verify_release",
 ]
 
@@ -38,10 +42,6 @@ sys.path.insert(0, sys.argv[1])
 extractor = runpy.run_path(sys.argv[2])
 print(json.dumps(extractor["extract"](sys.argv[3], json.loads(sys.argv[4]))))
 """
-
-
-class ContractError(Exception):
-    """The command cannot run as asked (unknown SDK, nothing to extract from)."""
 
 
 @final
@@ -60,14 +60,19 @@ def _found(findings: list[Finding]) -> str:
 
 
 def surface_of(sdk: str) -> Surface:
+    """The surface an installed exporter declares for ``sdk`` (its ``sdk_contract``)."""
+    surfaces = installed_surfaces()
     try:
-        return SURFACES[sdk]
+        return surfaces[sdk]
     except KeyError:
-        raise ContractError(f"unknown SDK {sdk!r}; known: {', '.join(SURFACES)}") from None
+        raise ContractError(
+            f"unknown SDK {sdk!r}: no installed exporter declares it (sdk_contract); known: "
+            f"{', '.join(surfaces) or 'none'}"
+        ) from None
 
 
 def extract_manifest(
-    sdk: str, *, fake: Path | None = None, requirement: str | None = None
+    sdk: str, *, fake: Path | None = None, requirement: str | tuple[str, ...] | None = None
 ) -> dict[str, Any]:
     """The manifest of ``sdk`` from a source tree, a new environment, or this interpreter."""
     surface = surface_of(sdk)
@@ -113,7 +118,7 @@ def extract_manifest(
     return extracted
 
 
-def _extract_in_environment(surface: Surface, requirement: str) -> dict[str, Any]:
+def _extract_in_environment(surface: Surface, requirement: str | tuple[str, ...]) -> dict[str, Any]:
     from evalexport.isolation import (
         EnvironmentBuildError,
         EnvironmentSpec,
@@ -122,7 +127,8 @@ def _extract_in_environment(surface: Surface, requirement: str) -> dict[str, Any
     )
 
     try:
-        environment = ensure_environment(EnvironmentSpec(f"contract-{surface.sdk}", (requirement,)))
+        requirements = (requirement,) if isinstance(requirement, str) else requirement
+        environment = ensure_environment(EnvironmentSpec(f"contract-{surface.sdk}", requirements))
     except EnvironmentBuildError as error:
         raise ContractError(str(error)) from None
     payload: ManifestPayload = {
@@ -139,16 +145,19 @@ def _extract_in_environment(surface: Surface, requirement: str) -> dict[str, Any
     return manifest
 
 
-def check_fake(sdk: str, contracts: Path, fake: Path | None = None) -> Report:
-    """The fake's manifest against every committed manifest of the real SDK."""
+def check_fake(sdk: str, contracts: Path | None = None, fake: Path | None = None) -> Report:
+    """The fake's manifest against every committed manifest of the real SDK.
+
+    ``contracts``: a directory holding ``<sdk>/`` (default: where the surface keeps its
+    manifests); ``fake``: the fake's source root (default: the surface's ``fake``)."""
     surface = surface_of(sdk)
     if surface.fake is None:
         raise ContractError(f"{sdk} has no fake to check; use 'evalexport contract verify {sdk}'")
-    directory = contracts / sdk
+    directory = surface.manifest_directory(contracts)
     manifests = load_manifests(directory)
     if not manifests:
         raise ContractError(f"no committed manifests in {directory}")
-    fake_manifest = extract_manifest(sdk, fake=fake)
+    fake_manifest = extract_manifest(sdk, fake=fake or Path(surface.fake))
     findings = [
         finding
         for real in manifests
@@ -165,7 +174,9 @@ def check_fake(sdk: str, contracts: Path, fake: Path | None = None) -> Report:
     return report
 
 
-def verify_release(sdk: str, contracts: Path, requirement: str | None = None) -> Report:
+def verify_release(
+    sdk: str, contracts: Path | None = None, requirement: str | tuple[str, ...] | None = None
+) -> Report:
     """A real release of ``sdk`` against the committed manifests: the one of its own version,
     or, for a version with none yet, the newest. Any change that can break the worker is a
     finding, whether or not the version has a committed manifest.
@@ -173,7 +184,7 @@ def verify_release(sdk: str, contracts: Path, requirement: str | None = None) ->
     The release is the one installed here, or the one ``requirement`` installs in a new
     environment (``mlflow==3.18.0``, or a wheel's path).
     """
-    directory = contracts / sdk
+    directory = surface_of(sdk).manifest_directory(contracts)
     committed = load_manifests(directory)
     if not committed:
         raise ContractError(
@@ -206,4 +217,34 @@ def verify_release(sdk: str, contracts: Path, requirement: str | None = None) ->
                 f"Commit its manifest: evalexport contract manifest {sdk} --requirement "
                 f"{sdk}=={version} > {directory}/{version}.json"
             )
+    return report
+
+
+def check_matrix(contracts: Path | None = None, sdks: list[str] | None = None) -> Report:
+    """Every installed exporter's SDK contract, derived from what is installed and committed:
+    an SDK with a fake has the fake checked against its manifests; one without has each
+    release of its committed manifests verified in an environment of its own (with the
+    surface's companions). What the tox contract environment runs: a new exporter's SDK is in
+    it once its exporter declares ``sdk_contract`` and its manifests are committed.
+    ``sdks``: only these (each must be installed)."""
+    report = Report()
+    surfaces = {sdk: surface_of(sdk) for sdk in sdks} if sdks else installed_surfaces()
+    for sdk, surface in surfaces.items():
+        if surface.fake is not None:
+            checked = [check_fake(sdk, contracts)]
+        else:
+            versions = [
+                str(m["version"]) for m in load_manifests(surface.manifest_directory(contracts))
+            ]
+            if not versions:
+                raise ContractError(
+                    f"no committed manifests of {sdk} in {surface.manifest_directory(contracts)}"
+                )
+            checked = [
+                verify_release(sdk, contracts, (f"{sdk}=={version}", *surface.companions))
+                for version in versions
+            ]
+        for part in checked:
+            report.findings.extend(part.findings)
+            report.lines.extend(f"{sdk}: {line}" for line in part.lines)
     return report

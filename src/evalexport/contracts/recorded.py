@@ -11,13 +11,15 @@ must be one of them.
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from evalexport.contracts.check import named_parameters, values_text
 
-__all__ = ["bind_call", "check_recorded_calls", "signature_of"]
+__all__ = ["bind_call", "check_call_log", "check_recorded_calls", "signature_of"]
 
 
 def signature_of(entry: Mapping[str, Any]) -> inspect.Signature:
@@ -110,3 +112,22 @@ def check_recorded_calls(
                 f"{site}: {reason}" for reason in reasons if f"{site}: {reason}" not in problems
             )
     return problems
+
+
+def check_call_log(
+    sdk: str,
+    call_log: Path,
+    contracts: Path | None = None,
+    site_names: Mapping[str, str] | None = None,
+) -> list[str]:
+    """:func:`check_recorded_calls` of a fake's call log (one JSON record per line) against the
+    committed manifests of ``sdk``, wherever its exporter's ``sdk_contract`` keeps them: what
+    a plugin's tests call after running its worker on its fake."""
+    from evalexport.contracts.check import load_manifests
+    from evalexport.contracts.drift import surface_of
+
+    records = [
+        json.loads(line) for line in call_log.read_text(encoding="utf-8").splitlines() if line
+    ]
+    manifests = load_manifests(surface_of(sdk).manifest_directory(contracts))
+    return check_recorded_calls(records, manifests, site_names)

@@ -1,76 +1,55 @@
-"""The SDK surface each worker uses: the names the contract checks hold the fakes and the real
-SDKs to. Keep these in step with ``evalexport/workers/*_worker.py``.
+"""The SDK surface a worker uses, declared by its exporter: the names the contract checks hold
+the fakes and the real SDKs to. Keep each in step with the exporter's worker body.
 
 A surface lists what the worker calls and what it reads back: the classes of the objects the
 SDK returns (``evalrdl.Upload``: ``.state``, ``.run_id``) and the exceptions whose attributes
 it reads (``IntakeRefused.stage``). The manifest records their attributes, so a renamed field
-is drift like a renamed parameter."""
+is drift like a renamed parameter.
+
+An isolated exporter declares its surface as ``sdk_contract = Surface(...)``, built-in or
+plugin alike; :func:`evalexport.contracts.installed.installed_surfaces` collects them from the
+installed exporters, so ``evalexport contract``, the pytest plugin's ``--with_<sdk>_sdk``
+switches and token isolation, and the startup tripwire know every SDK without a list to keep.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import final
 
-__all__ = ["SURFACES", "Surface"]
+__all__ = ["Surface"]
 
 
 @final
 @dataclass(frozen=True)
 class Surface:
     sdk: str
+    """The SDK's top-level package (``mlflow``), also its distribution name on the index."""
     paths: tuple[str, ...]
+    """What the worker calls and reads back, as dotted paths (``mlflow.MlflowClient.log_batch``,
+    ``evalrdl.Client().uploads.upload`` for a method of an object a call returns)."""
     environment: dict[str, str] = field(default_factory=dict)
     """Set while extracting (never real secrets): what building an instance needs."""
     fake: str | None = None
-    """``fakes/<name>/src`` holds a fake of this SDK, checked against the real manifests."""
+    """The source root of a fake of this SDK (the directory holding its package), checked
+    against the real manifests: relative to the current directory (``fakes/evalrdl/src``, for
+    a checkout) or absolute (a plugin's own fake)."""
+    manifests: str | None = None
+    """The directory of the committed manifests (``<version>.json``): default
+    ``contracts/<sdk>`` in the current directory; a plugin names its own, absolute."""
+    switch: str | None = None
+    """What the pytest plugin's ``--with_<sdk>_sdk`` switch does, in the words of its help
+    (default: run the marked tests against the real SDK)."""
+    companions: tuple[str, ...] = ()
+    """Requirements installed beside each release when it is verified (``sqlalchemy<2.1``)."""
 
+    def manifest_directory(self, contracts: Path | None = None) -> Path:
+        """``contracts/<sdk>`` when ``contracts`` is given, else where this surface keeps them."""
+        if contracts is not None:
+            return contracts / self.sdk
+        return Path(self.manifests) if self.manifests else Path("contracts") / self.sdk
 
-SURFACES: dict[str, Surface] = {
-    "evalrdl": Surface(
-        "evalrdl",
-        (
-            "evalrdl.Client",
-            "evalrdl.Client().uploads.upload",
-            "evalrdl.Upload",
-            "evalrdl.sdk.api.upload_plan",
-            "evalrdl.EvalRDLError",
-            "evalrdl.IntakeRefused",
-            "evalrdl.ClientTooOld",
-            "evalrdl.TokenNotFound",
-        ),
-        environment={"EVALRDL_TOKEN": "manifest-extraction-not-a-token"},
-        fake="evalrdl",
-    ),
-    "mlflow": Surface(
-        "mlflow",
-        (
-            "mlflow.tracking.MlflowClient",
-            "mlflow.tracking.MlflowClient.get_experiment_by_name",
-            "mlflow.tracking.MlflowClient.create_experiment",
-            "mlflow.tracking.MlflowClient.create_run",
-            "mlflow.tracking.MlflowClient.log_batch",
-            "mlflow.tracking.MlflowClient.log_artifact",
-            "mlflow.tracking.MlflowClient.set_terminated",
-            "mlflow.tracking.MlflowClient.search_runs",
-            "mlflow.entities.Experiment",
-            "mlflow.entities.Run",
-            "mlflow.entities.RunInfo",
-            "mlflow.entities.Metric",
-            "mlflow.entities.Param",
-            "mlflow.entities.RunTag",
-            "mlflow.exceptions.MlflowException",
-        ),
-    ),
-    "wandb": Surface(
-        "wandb",
-        (
-            "wandb.init",
-            "wandb.Settings",
-            "wandb.Table",
-            "wandb.sdk.wandb_run.Run",
-            "wandb.sdk.wandb_run.Run.log",
-            "wandb.sdk.wandb_run.Run.finish",
-            "wandb.sdk.wandb_summary.Summary.update",
-        ),
-    ),
-}
+    @property
+    def switch_help(self) -> str:
+        return self.switch or f"runs against the real {self.sdk} SDK"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 from pydantic import BeforeValidator, Field, field_validator
 
+from evalexport.contracts.surfaces import Surface
 from evalexport.exporters.isolated import (
     WORKER_BODIES,
     IsolatedConfig,
@@ -91,6 +92,22 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig, EvalRDLPayload]):
     uploads_directory = True
     worker_body = WORKER_BODIES / "evalrdl_worker.py"
     token_variables = TOKEN_VARIABLES
+    sdk_contract = Surface(
+        "evalrdl",
+        (
+            "evalrdl.Client",
+            "evalrdl.Client().uploads.upload",
+            "evalrdl.Upload",
+            "evalrdl.sdk.api.upload_plan",
+            "evalrdl.EvalRDLError",
+            "evalrdl.IntakeRefused",
+            "evalrdl.ClientTooOld",
+            "evalrdl.TokenNotFound",
+        ),
+        environment={"EVALRDL_TOKEN": "manifest-extraction-not-a-token"},
+        fake="fakes/evalrdl/src",
+        switch="runs against the real evalrdl SDK",
+    )
 
     def target(self, run: RunArtifacts, config: EvalRDLConfig) -> str:
         return f"EvalRDL {config.url}"

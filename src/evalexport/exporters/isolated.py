@@ -22,6 +22,7 @@ from pydantic import Field
 from typing_extensions import TypeVar
 
 from evalexport._hooks import call_hook
+from evalexport.contracts.surfaces import Surface
 from evalexport.exporters.base import Exporter, ExporterConfig
 from evalexport.locks import file_lock
 from evalexport.results import ExitCode, ExportResult, ExportStatus
@@ -87,7 +88,12 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
     types of ``workers/protocol.py`` (see ``workers/runner.py``)."""
     token_variables: ClassVar[tuple[str, ...]] = ()
     """The environment variables the SDK reads credentials from: the worker inherits them, the
-    pytest plugin's isolation removes them (``testing.plugin.TOKEN_VARIABLES``)."""
+    pytest plugin's isolation removes them (``testing.plugin.token_variables()``)."""
+    sdk_contract: ClassVar[Surface | None] = None
+    """The SDK surface the worker body uses (what it calls and reads back), where its fake
+    and its committed manifests are: ``evalexport contract manifest|check|verify|matrix SDK``,
+    the recorded-call checks and the pytest plugin's ``--with_<sdk>_sdk`` switch serve it
+    (``docs/plugins.md``, "SDK contracts")."""
 
     def requirements(self, config: IsolatedConfigT) -> list[str]:
         requirement = config.requirement

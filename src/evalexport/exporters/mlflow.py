@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import Field, SecretStr
 
 from evalexport import __version__
+from evalexport.contracts.surfaces import Surface
 from evalexport.exporters.isolated import WORKER_BODIES, IsolatedConfig, IsolatedExporter
 from evalexport.exporters.mlflow_names import (
     MAX_TAG_VALUE_LENGTH,
@@ -126,6 +127,28 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
         "MLFLOW_TRACKING_TOKEN",
         "MLFLOW_TRACKING_USERNAME",
         "MLFLOW_TRACKING_PASSWORD",
+    )
+    sdk_contract = Surface(
+        "mlflow",
+        (
+            "mlflow.tracking.MlflowClient",
+            "mlflow.tracking.MlflowClient.get_experiment_by_name",
+            "mlflow.tracking.MlflowClient.create_experiment",
+            "mlflow.tracking.MlflowClient.create_run",
+            "mlflow.tracking.MlflowClient.log_batch",
+            "mlflow.tracking.MlflowClient.log_artifact",
+            "mlflow.tracking.MlflowClient.set_terminated",
+            "mlflow.tracking.MlflowClient.search_runs",
+            "mlflow.entities.Experiment",
+            "mlflow.entities.Run",
+            "mlflow.entities.RunInfo",
+            "mlflow.entities.Metric",
+            "mlflow.entities.Param",
+            "mlflow.entities.RunTag",
+            "mlflow.exceptions.MlflowException",
+        ),
+        switch="runs another MLflow version of the matrix",
+        companions=("sqlalchemy<2.1",),  # MLflow 2.x clients break on SQLAlchemy 2.1
     )
 
     def target(self, run: RunArtifacts, config: MLflowConfig) -> str:

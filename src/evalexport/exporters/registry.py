@@ -6,9 +6,12 @@ is used, so listing exporters or starting the CLI imports no exporter and no SDK
 
 from __future__ import annotations
 
+import functools
 import importlib
+import re
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
 if TYPE_CHECKING:
@@ -19,19 +22,34 @@ __all__ = [
     "ExporterEntry",
     "ExporterLoadError",
     "UnknownExporterError",
+    "builtin_exporters",
     "exporter_entries",
     "load_exporter",
 ]
 
 ENTRY_POINT_GROUP = "evalexport.exporters"
 
-_BUILTINS: dict[str, str] = {
-    "atif": "evalexport.exporters.atif:AtifExporter",
-    "evalrdl": "evalexport.exporters.evalrdl:EvalRDLExporter",
-    "mlflow": "evalexport.exporters.mlflow:MLflowExporter",
-    "wandb": "evalexport.exporters.wandb:WandbExporter",
-}
-"""Built-in exporters: name -> ``module:Class``."""
+_EXPORTER_CLASS = re.compile(r"^class (\w+)\((?:Isolated)?Exporter\[")
+_NAME = re.compile(r"^    name = \"([\w.-]+)\"")
+
+
+@functools.cache
+def builtin_exporters() -> dict[str, str]:
+    """Built-in exporters: name -> ``module:Class``, read off this package's modules without
+    importing them (a CLI start stays cheap): a top-level ``class X(Exporter[...])`` or
+    ``class X(IsolatedExporter[...])`` whose body sets ``name = "..."``. Adding a built-in
+    exporter is adding its module; nothing lists it."""
+    found: dict[str, str] = {}
+    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        exporter_class = None
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("class "):
+                match = _EXPORTER_CLASS.match(line)
+                exporter_class = match[1] if match else None
+            elif exporter_class and (named := _NAME.match(line)):
+                found[named[1]] = f"{__package__}.{path.stem}:{exporter_class}"
+                exporter_class = None
+    return dict(sorted(found.items()))
 
 
 class UnknownExporterError(LookupError):
@@ -72,7 +90,10 @@ class ExporterEntry:
 
 def exporter_entries() -> dict[str, ExporterEntry]:
     """Every known exporter by name, sorted; a plugin cannot replace a built-in."""
-    entries = {name: ExporterEntry(name, target, "built-in") for name, target in _BUILTINS.items()}
+    entries = {
+        name: ExporterEntry(name, target, "built-in")
+        for name, target in builtin_exporters().items()
+    }
     for point in entry_points(group=ENTRY_POINT_GROUP):
         if point.name in entries:
             continue

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import Field, SecretStr
 
+from evalexport.contracts.surfaces import Surface
 from evalexport.exporters.isolated import WORKER_BODIES, IsolatedConfig, IsolatedExporter
 from evalexport.exporters.prepared import PreparedRun, prepare
 from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY, write_rollouts_table
@@ -57,6 +58,19 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
     guards_exports = True
     worker_body = WORKER_BODIES / "wandb_worker.py"
     token_variables = ("WANDB_API_KEY",)
+    sdk_contract = Surface(
+        "wandb",
+        (
+            "wandb.init",
+            "wandb.Settings",
+            "wandb.Table",
+            "wandb.sdk.wandb_run.Run",
+            "wandb.sdk.wandb_run.Run.log",
+            "wandb.sdk.wandb_run.Run.finish",
+            "wandb.sdk.wandb_summary.Summary.update",
+        ),
+        switch="runs another wandb version of the matrix",
+    )
 
     def _offline_dir(self) -> Path:
         return Path(os.environ.get("WANDB_DIR") or Path.cwd()).absolute()

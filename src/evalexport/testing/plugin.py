@@ -5,10 +5,10 @@ the same switches and fixtures by installing it:
 
 ``--with_downloads``
     run tests that build an environment from the package index.
-``--with_evalrdl_sdk``
-    run the EvalRDL contract tests against the real SDK instead of the fake.
-``--with_mlflow_sdk`` / ``--with_wandb_sdk``
-    add the other SDK versions of the matrix (they need the index too).
+``--with_<sdk>_sdk``, one per SDK an installed exporter declares (``sdk_contract``)
+    ``--with_evalrdl_sdk`` runs the EvalRDL contract tests against the real SDK instead of the
+    fake; ``--with_mlflow_sdk`` / ``--with_wandb_sdk`` add the other SDK versions of the matrix
+    (they need the index too); a plugin's SDK gets its own, with the help its surface gives.
 ``--with_gym``
     run the tests that hold evalexport to NeMo Gym 0.7.0's own code (its ``TrajectoryRecord``
     and its ATIF exporter), in an environment built from the index (fixture ``gym_oracle``).
@@ -17,8 +17,7 @@ the same switches and fixtures by installing it:
     run the tests that start a one-node Slurm cluster (as root, with Debian's slurm-wlm and
     munge installed).
 
-A test marked ``downloads``, ``evalrdl_sdk``, ``mlflow_sdk``, ``wandb_sdk``, ``gym`` or
-``slurm`` is skipped unless its switch is on, and the skip reason names the switch. A test whose
+A test marked ``downloads``, ``<sdk>_sdk``, ``gym`` or ``slurm`` is skipped unless its switch is on, and the skip reason names the switch. A test whose
 switch is on fails, never skips, when what it needs is missing: the switch asked for it.
 """
 
@@ -31,34 +30,39 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from evalexport.contracts.installed import installed_surfaces, installed_token_variables
 from evalexport.masking import is_secret_variable
 from evalexport.testing.factory import CanarySecrets, SampleRun, make_run
 
 if TYPE_CHECKING:
     from evalexport.testing.gym import GymOracle
 
-SWITCHES: dict[str, tuple[str, str]] = {
-    "downloads": ("--with_downloads", "builds an environment from the package index"),
-    "evalrdl_sdk": ("--with_evalrdl_sdk", "runs against the real evalrdl SDK"),
-    "mlflow_sdk": ("--with_mlflow_sdk", "runs another MLflow version of the matrix"),
-    "wandb_sdk": ("--with_wandb_sdk", "runs another wandb version of the matrix"),
-    "gym": ("--with_gym", "runs NeMo Gym 0.7.0 as the test oracle"),
-    "slurm": ("--with_slurm", "starts a one-node Slurm cluster (root, slurm-wlm and munge)"),
-}
-"""Marker name -> (command-line switch, what the marked tests need)."""
 
-TOKEN_VARIABLES = (
-    "EVALRDL_TOKEN",
-    "GITLAB_TOKEN",
-    "GITLAB_PRIVATE_TOKEN",
-    "MLFLOW_TRACKING_TOKEN",
-    "MLFLOW_TRACKING_USERNAME",
-    "MLFLOW_TRACKING_PASSWORD",
-    "WANDB_API_KEY",
-    "HF_TOKEN",
-    "OPENAI_API_KEY",
-)
-"""Token variables always removed, on top of every variable whose name is secret."""
+def switches() -> dict[str, tuple[str, str]]:
+    """Marker name -> (command-line switch, what the marked tests need): the fixed ones, and
+    ``--with_<sdk>_sdk`` for every SDK an installed exporter declares."""
+    sdks = {
+        f"{sdk}_sdk": (f"--with_{sdk}_sdk", surface.switch_help)
+        for sdk, surface in installed_surfaces().items()
+    }
+    return {
+        "downloads": ("--with_downloads", "builds an environment from the package index"),
+        **sdks,
+        "gym": ("--with_gym", "runs NeMo Gym 0.7.0 as the test oracle"),
+        "slurm": ("--with_slurm", "starts a one-node Slurm cluster (root, slurm-wlm and munge)"),
+    }
+
+
+def token_variables() -> tuple[str, ...]:
+    """Token variables always removed by the isolation, on top of every variable whose name is
+    secret: each installed exporter's ``token_variables``, and the model providers'."""
+    return tuple(dict.fromkeys((*installed_token_variables(), "HF_TOKEN", "OPENAI_API_KEY")))
+
+
+SWITCHES = switches()
+"""The switches of the exporters installed when the plugin loaded."""
+TOKEN_VARIABLES = token_variables()
+"""The token variables of the exporters installed when the plugin loaded."""
 
 _STORE_VARIABLES = (
     "MLFLOW_TRACKING_URI",
