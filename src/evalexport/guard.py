@@ -92,6 +92,7 @@ class ExportMarker(BaseModel):
 
     @classmethod
     def now(cls, exporter: str, target: str, remote_run_id: str, fingerprint: str) -> ExportMarker:
+        """A marker of an export that succeeded now, its target scrubbed of credentials."""
         exported_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         return cls(
             exporter=exporter,
@@ -105,6 +106,8 @@ class ExportMarker(BaseModel):
 @final
 @dataclass(frozen=True)
 class NotExported:
+    """No marker: the run was not exported to this exporter."""
+
     fingerprint: str | None
     """The run's fingerprint, if the caller computed it (under the export lock)."""
 
@@ -112,6 +115,8 @@ class NotExported:
 @final
 @dataclass(frozen=True)
 class AlreadyExported:
+    """A marker whose fingerprint is the run's: the export is skipped."""
+
     marker: ExportMarker
     marker_path: Path
 
@@ -119,11 +124,14 @@ class AlreadyExported:
 @final
 @dataclass(frozen=True)
 class ChangedSinceExport:
+    """A marker whose fingerprint is not the run's: the run changed since, and is refused."""
+
     marker: ExportMarker
     marker_path: Path
     fingerprint: str
 
     def message(self) -> str:
+        """What changed and how to export the run again, for the user."""
         return (
             f"The run changed since it was exported to {self.marker.exporter} "
             f"({self.marker.target}, run {self.marker.remote_run_id}) at "
@@ -136,10 +144,13 @@ class ChangedSinceExport:
 @final
 @dataclass(frozen=True)
 class UnreadableMarker:
+    """A marker that cannot be read or is not a marker: refused until it is deleted."""
+
     marker_path: Path
     problem: str
 
     def message(self) -> str:
+        """What is wrong with the marker and what to do, for the user."""
         return (
             f"Cannot read the export marker {self.marker_path} ({self.problem}). "
             "Delete it to export the run again."
@@ -250,6 +261,7 @@ class ExportGuard:
 
     @property
     def marker_path(self) -> Path:
+        """``<stem>_<exporter>_export_done`` beside the rollouts file."""
         return self.run.export_marker(self.exporter)
 
     def unexportable_reason(self) -> str | None:

@@ -23,6 +23,8 @@ _LISTED_REASONS = 3
 @final
 @dataclass(frozen=True)
 class AgentSummary:
+    """One agent of a run: its rollouts and their mean reward."""
+
     name: str
     rollouts: int
     mean_reward: float | None
@@ -44,6 +46,8 @@ class AtifVerdict:
 @final
 @dataclass
 class RunInspection:
+    """What ``evalexport inspect`` reports of a run, every problem included (``problems``)."""
+
     rollouts: str
     run_dir: str
     files: list[RunFile] = field(default_factory=list)
@@ -63,6 +67,7 @@ class RunInspection:
     """False when the rollouts themselves cannot be read: nothing could be exported."""
 
     def as_json_data(self) -> dict[str, Any]:
+        """The report as JSON-ready data (what ``inspect --json`` prints)."""
         data = asdict(self)
         data["files"] = [
             {"path": str(item.path), "role": item.role, "size_bytes": item.size_bytes}
@@ -72,6 +77,8 @@ class RunInspection:
 
 
 def inspect_run(run: RunArtifacts) -> RunInspection:
+    """Read every file of ``run`` an exporter would read and report all it finds, not only the
+    first problem."""
     report = RunInspection(rollouts=str(run.rollouts), run_dir=str(run.run_dir))
     if not run.run_dir.is_dir():
         report.readable = False

@@ -24,6 +24,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def signal_name(signum: int) -> str:
+    """``SIGTERM`` for 15: a signal's name as a user knows it."""
     try:
         return signal.Signals(signum).name
     except ValueError:
@@ -48,6 +49,7 @@ class Interrupted(BaseException):
 
     @property
     def exit_code(self) -> int:
+        """``128 + signal``, as a shell reports a process a signal ended."""
         return 128 + self.signum
 
     @classmethod
@@ -90,6 +92,7 @@ class Deferred:
         self.signum: int | None = None
 
     def record(self, signum: int, frame: FrameType | None) -> None:
+        """The signal handler while deferred: remember the first signal that arrived."""
         self.signum = self.signum or signum
 
 

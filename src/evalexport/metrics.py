@@ -28,6 +28,8 @@ class FlatMetrics:
     those faithfully: MLflow stores ±inf as ±1.8e308); exporters warn naming them."""
 
     def non_finite_warning(self) -> str | None:
+        """A warning naming the metrics that are NaN or infinite (dropped by the trackers), or
+        ``None``."""
         if not self.non_finite:
             return None
         return (

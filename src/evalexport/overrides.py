@@ -35,6 +35,8 @@ _OverrideLoader.yaml_implicit_resolvers = {
 
 
 def parse_value(text: str) -> Any:
+    """A ``+key=value`` value as YAML reads a scalar or a flow list or mapping; raises
+    :class:`OverrideError`."""
     if text == "":
         return ""
     try:

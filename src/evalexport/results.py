@@ -46,12 +46,16 @@ class ExitCode(enum.IntEnum):
 
 
 class ExportStatus(enum.StrEnum):
+    """How an export ended: succeeded, skipped or failed."""
+
     SUCCEEDED = "succeeded"
     SKIPPED = "skipped"
     FAILED = "failed"
 
 
 class SkipReason(enum.StrEnum):
+    """Why a skipped export did nothing."""
+
     ALREADY_EXPORTED = "already exported"
     """The export marker, or the exporter's own output, says this run went there already."""
     DEDUPED = "deduped"
@@ -59,6 +63,8 @@ class SkipReason(enum.StrEnum):
 
 
 class PlannedFile(BaseModel):
+    """A file a dry run says the export would read or send, with its size."""
+
     model_config = ConfigDict(frozen=True)
 
     path: str
@@ -149,6 +155,7 @@ class ExportResult(BaseModel):
         plan: DryRunPlan | None = None,
         **details: Any,
     ) -> ExportResult:
+        """A succeeded result; ``run_id`` names the remote run; ``details`` are for people."""
         return cls(
             exporter=exporter,
             status=ExportStatus.SUCCEEDED,
@@ -170,6 +177,7 @@ class ExportResult(BaseModel):
         run_id: str | None = None,
         **details: Any,
     ) -> ExportResult:
+        """A skipped result, with why (default: already exported) and the remote run it found."""
         return cls(
             exporter=exporter,
             status=ExportStatus.SKIPPED,
@@ -190,6 +198,7 @@ class ExportResult(BaseModel):
         exit_code: ExitCode = ExitCode.FAILED,
         **details: Any,
     ) -> ExportResult:
+        """A failed result with exit code 1 (or the one given) and a message a user can act on."""
         return cls(
             exporter=exporter,
             status=ExportStatus.FAILED,

@@ -43,20 +43,24 @@ class Rollout:
 
     @property
     def task_index(self) -> Any:
+        """``_ng_task_index``: which task of the benchmark this rollout answers."""
         return self.record.get("_ng_task_index")
 
     @property
     def rollout_index(self) -> Any:
+        """``_ng_rollout_index``: which repeat of its task this rollout is."""
         return self.record.get("_ng_rollout_index")
 
     @property
     def agent_name(self) -> str | None:
+        """``agent_ref.name``, or ``None`` when the record names no agent."""
         agent_ref = self.record.get("agent_ref")
         name = agent_ref.get("name") if isinstance(agent_ref, dict) else None
         return name if isinstance(name, str) else None
 
     @property
     def reward(self) -> Any:
+        """``reward`` as the record holds it."""
         return self.record.get("reward")
 
 
@@ -74,6 +78,7 @@ class ExportableConfig:
     """Where the file held a value that looks like a live secret (now masked)."""
 
     def warning(self, path: Path) -> str | None:
+        """A warning naming the values that looked like live secrets and were masked, or ``None``."""
         if not self.masked_paths:
             return None
         return (
@@ -86,6 +91,8 @@ class ExportableConfig:
 @final
 @dataclass(frozen=True)
 class RunFile:
+    """A file or directory of the run directory, the role it plays and its size."""
+
     path: Path
     role: str
     size_bytes: int
@@ -101,6 +108,8 @@ class RunArtifacts:
 
     @classmethod
     def from_rollouts_path(cls, rollouts_jsonl_fpath: str | os.PathLike[str]) -> RunArtifacts:
+        """The run whose rollouts file is at ``rollouts_jsonl_fpath`` (made absolute, not
+        resolved)."""
         return cls(Path(rollouts_jsonl_fpath).absolute())
 
     @classmethod
@@ -116,6 +125,7 @@ class RunArtifacts:
 
     @property
     def stem(self) -> str:
+        """The rollouts file's name without ``.jsonl``: every file of the run starts with it."""
         return self.rollouts.stem
 
     def _sibling(self, suffix: str) -> Path:
@@ -133,25 +143,31 @@ class RunArtifacts:
 
     @property
     def aggregate_metrics(self) -> Path:
+        """``<stem>_aggregate_metrics.json``: the aggregate metrics, one entry per agent."""
         return self._sibling("_aggregate_metrics.json")
 
     @property
     def saved_config(self) -> Path:
+        """The saved (masked) config of the run, ``<stem>_resolved_config.yaml``."""
         return saved_config_path(self.rollouts)
 
     @property
     def materialized_inputs(self) -> Path:
+        """``<stem>_materialized_inputs.jsonl``: the inputs the run was given."""
         return self._sibling("_materialized_inputs.jsonl")
 
     @property
     def failures(self) -> Path:
+        """``<stem>_failures.jsonl``: rollouts that failed to run."""
         return self._sibling("_failures.jsonl")
 
     @property
     def sidecar_dir(self) -> Path:
+        """``<dir>/<stem>/``: files the run wrote beside its rollouts."""
         return self.run_dir / self.stem
 
     def export_marker(self, exporter: str) -> Path:
+        """``<stem>_<exporter>_export_done``: the marker of an export of this run."""
         return self._sibling(f"_{exporter}_export_done")
 
     def live_run_record(self, exporter: str) -> Path:
@@ -199,6 +215,7 @@ class RunArtifacts:
 
     @property
     def no_records_message(self) -> str:
+        """What a user is told when the rollouts file holds no record."""
         return f"Rollouts file contains no records: {self.rollouts}: nothing to export"
 
     def holds_no_rollouts(self) -> bool:

@@ -23,6 +23,8 @@ class UsageError(Exception):
 
 @dataclass
 class Arguments:
+    """A command line split into its command, flags with and without values, and the rest."""
+
     positionals: list[str] = field(default_factory=list)
     json: bool = False
     dry_run: bool = False
@@ -36,6 +38,7 @@ class Arguments:
     """Flags of one command that take no value: ``--slurm``, ``--wait``."""
 
     def given_flags(self) -> set[str]:
+        """Every flag given, with or without a value."""
         given = {*self.values, *self.switches}
         given |= {flag for flag, on in (("--json", self.json), ("--all", self.all)) if on}
         if self.dry_run:
@@ -88,6 +91,7 @@ def parse(argv: Sequence[str], value_flags: Iterable[str], switches: Iterable[st
 
 
 def usage_error(message: str) -> int:
+    """Print ``evalexport: error: MESSAGE`` and the help hint on stderr; return exit code 2."""
     print(f"evalexport: error: {message}", file=sys.stderr)
     print("Run 'evalexport --help' for usage.", file=sys.stderr)
     return USAGE

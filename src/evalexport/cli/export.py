@@ -18,6 +18,7 @@ it takes is a +key=value option."""
 
 
 def run(name: str, arguments: Arguments, rest: list[str]) -> int:
+    """``evalexport NAME ...``: parse the options, export, print the result; the exit code."""
     from evalexport.exporters.base import OptionError
     from evalexport.exporters.registry import (
         ExporterLoadError,
@@ -91,6 +92,7 @@ class _ProgressLine:
 
 
 def report(arguments: Arguments, result: ExportResult) -> int:
+    """Print ``result`` (one JSON line with ``--json``, else its summary and plan); its exit code."""
     line = result.summary_line()
     if arguments.json:
         print(result.model_dump_json())  # one line: results append to JSON-lines logs as they are

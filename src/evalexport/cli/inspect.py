@@ -18,6 +18,7 @@ VALUE_FLAGS: tuple[str, ...] = ()
 
 
 def run(arguments: Arguments, rest: list[str]) -> int:
+    """``evalexport inspect PATH [--json]``: print what the run holds; exit 1 if it is unreadable."""
     from evalexport.inspection import inspect_run
     from evalexport.run import RunArtifacts
 

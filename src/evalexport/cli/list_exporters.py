@@ -12,6 +12,7 @@ VALUE_FLAGS: tuple[str, ...] = ()
 
 
 def run(arguments: Arguments, rest: list[str]) -> int:
+    """``evalexport list``: the installed exporters, where each comes from, and its summary."""
     from evalexport.exporters.registry import ExporterLoadError, exporter_entries
 
     if rest:

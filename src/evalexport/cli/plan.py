@@ -44,6 +44,7 @@ gather  gather the results of a submitted job array from its work directory"""
 
 
 def run(arguments: Arguments, rest: list[str]) -> int:
+    """``evalexport plan check|render|run PLAN.yaml``: printing and exit codes."""
     from evalexport.plans.model import PlanError, load_plan, resolve_tasks
 
     values = arguments.values

@@ -24,6 +24,7 @@ masked. An existing saved config is never overwritten: delete it to save it agai
 
 
 def run(arguments: Arguments, rest: list[str]) -> int:
+    """``evalexport save-config ROLLOUTS CONFIG.yaml [...] [key=value ...]``."""
     from evalexport.launch_config import LaunchConfigError, merge_launch_config
     from evalexport.masking import find_unmasked_secrets, save_run_config
     from evalexport.run import RunArtifacts

@@ -51,6 +51,8 @@ _VARIADIC = ("VAR_POSITIONAL", "VAR_KEYWORD")
 @final
 @dataclass(frozen=True)
 class Finding:
+    """One difference between two manifests that can break the worker, as stubtest words it."""
+
     path: str
     code: str
     message: str
@@ -59,9 +61,11 @@ class Finding:
 
     @property
     def id(self) -> str:
+        """``path:code[:name]``: what ``allowlist.txt`` names to excuse the finding."""
         return ":".join(filter(None, [self.path, self.code, self.name]))
 
     def line(self) -> str:
+        """``error: PATH: MESSAGE``, the line the commands print."""
         return f"error: {self.path}: {self.message}"
 
 
@@ -77,10 +81,12 @@ class Sides:
 
     @classmethod
     def fake(cls, real: Mapping[str, Any]) -> Sides:
+        """A fake held to a real manifest exactly: anything extra or missing is a finding."""
         return cls(f"real {real['version']}", "the fake", exact=True)
 
     @classmethod
     def release(cls, committed: Mapping[str, Any], installed: Mapping[str, Any]) -> Sides:
+        """A release held to a committed manifest: only what can break the worker is a finding."""
         return cls(
             f"committed {committed['version']}",
             f"{installed['sdk']} {installed['version']}",
@@ -120,6 +126,7 @@ def load_manifests(directory: Path) -> list[dict[str, Any]]:
 
 
 def load_allowlist(directory: Path) -> list[str]:
+    """The finding ids ``allowlist.txt`` in ``directory`` excuses (comments and blanks left out)."""
     path = directory / "allowlist.txt"
     if not path.exists():
         return []
@@ -190,6 +197,7 @@ def _parameters(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def named_parameters(entry: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """A manifest entry's parameters by name."""
     return {p["name"]: p for p in _parameters(entry) if p["kind"] not in _VARIADIC}
 
 
@@ -389,6 +397,7 @@ def _compare_attributes(
 
 
 def values_text(values: list[Any] | None) -> str:
+    """The allowed values of a field as a finding shows them, or ``any``."""
     return "any value" if values is None else ", ".join(map(repr, values))
 
 

@@ -47,11 +47,14 @@ print(json.dumps(extractor["extract"](sys.argv[3], json.loads(sys.argv[4]))))
 @final
 @dataclass
 class Report:
+    """What a contract command found: the lines it prints and the findings behind them."""
+
     lines: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
+        """1 on any finding, else 0."""
         return 1 if self.findings else 0
 
 

@@ -24,6 +24,8 @@ __all__ = ["Surface"]
 @final
 @dataclass(frozen=True)
 class Surface:
+    """The SDK surface a worker uses, and where its fake and committed manifests are."""
+
     sdk: str
     """The SDK's top-level package (``mlflow``), also its distribution name on the index."""
     paths: tuple[str, ...]
@@ -52,4 +54,5 @@ class Surface:
 
     @property
     def switch_help(self) -> str:
+        """What the pytest plugin's ``--with_<sdk>_sdk`` says it does."""
         return self.switch or f"runs against the real {self.sdk} SDK"

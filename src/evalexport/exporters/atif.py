@@ -39,6 +39,8 @@ _LISTED_ROWS = 20
 
 
 class AtifConfig(ExporterConfig):
+    """Options of the ``atif`` exporter (SPEC §4)."""
+
     output_dirpath: Path = Field(
         description="Directory to create for the trajectories; it must not exist yet."
     )
@@ -66,6 +68,9 @@ class AtifConfig(ExporterConfig):
 
 
 class AtifExporter(Exporter[AtifConfig]):
+    """Write each rollout's ``ng_trajectory`` as one ATIF v1.7 trajectory file, as NeMo Gym's
+    strict exporter does, atomically, with ``manifest.jsonl``."""
+
     name = "atif"
     summary = f"Write each rollout's ng_trajectory as an {ATIF_SCHEMA_VERSION} trajectory file."
     Config = AtifConfig

@@ -442,4 +442,5 @@ class Exporter(abc.ABC, Generic[ConfigT]):
     # -- helpers -------------------------------------------------------------------------------
 
     def failed(self, run: RunArtifacts, message: str, **details: Any) -> ExportResult:
+        """A failed result of this exporter for ``run``; ``details`` are for people to read."""
         return ExportResult.failed(self.name, str(run.run_dir), message, **details)

@@ -50,6 +50,8 @@ TOKEN_VARIABLES = ("EVALRDL_TOKEN", "GITLAB_TOKEN", "GITLAB_PRIVATE_TOKEN")
 
 
 class EvalRDLConfig(IsolatedConfig):
+    """Options of the ``evalrdl`` exporter (SPEC §3.5)."""
+
     label: str | None = Field(default=None, description="Label of the stored run.")
     tags: list[Text] = Field(default=[], description="Tags of the stored run, e.g. [a,b].")
     meta: dict[str, Text] = Field(
@@ -86,6 +88,9 @@ class EvalRDLConfig(IsolatedConfig):
 
 
 class EvalRDLExporter(IsolatedExporter[EvalRDLConfig, EvalRDLPayload]):
+    """Upload the run directory as it is to the EvalRDL service, through its SDK in an environment
+    of its own."""
+
     name = "evalrdl"
     summary = "Upload the run directory as it is to the EvalRDL service."
     Config = EvalRDLConfig

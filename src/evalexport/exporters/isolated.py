@@ -66,6 +66,8 @@ class WorkerSecretsError(Exception):
 
 
 class IsolatedConfig(ExporterConfig):
+    """Options every isolated exporter takes: ``requirement`` picks the SDK's environment."""
+
     requirement: str | list[str] = Field(
         description="The SDK requirement(s) of the exporter's environment, e.g. PKG==VER; "
         "a new pin builds a new environment."
@@ -96,6 +98,7 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
     (``docs/plugins.md``, "SDK contracts")."""
 
     def requirements(self, config: IsolatedConfigT) -> list[str]:
+        """The requirements of the SDK's environment (``+requirement=``, one or a list)."""
         requirement = config.requirement
         return [requirement] if isinstance(requirement, str) else list(requirement)
 

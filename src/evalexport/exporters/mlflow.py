@@ -71,6 +71,8 @@ def _local_artifact_location(uri: str) -> str | None:
 
 
 class MLflowConfig(IsolatedConfig):
+    """Options of the ``mlflow`` exporter (SPEC §3.6)."""
+
     mlflow_tracking_uri: str = Field(
         default="sqlite:///mlruns.db",
         description="Tracking URI: a server (http://...), or a database; default: an "
@@ -118,6 +120,9 @@ class _Plan:
 
 
 class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
+    """Log the run to MLflow as one run: metrics, the saved config as params, tags, and artifacts,
+    named as NeMo Gym's live MLflow exporter names them."""
+
     name = "mlflow"
     summary = "Log the run to MLflow: metrics, the saved config as params, artifacts."
     Config = MLflowConfig

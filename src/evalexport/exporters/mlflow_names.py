@@ -76,6 +76,9 @@ def sanitize_name(name: str) -> str:
 @final
 @dataclass(frozen=True)
 class SanitizedNames:
+    """Names made valid for MLflow (original -> sent), with a warning for each one changed or
+    dropped."""
+
     names: dict[str, str] = field(default_factory=dict)
     """Original name -> the name sent to MLflow."""
     warnings: list[str] = field(default_factory=list)
@@ -132,11 +135,14 @@ def cut_value(value: Any, limit: int) -> str:
 @final
 @dataclass
 class Batch:
+    """One ``log_batch`` request's worth of metrics, params and tags, within MLflow's limits."""
+
     metrics: dict[str, float] = field(default_factory=dict)
     params: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
 
     def entity_count(self) -> int:
+        """Metrics, params and tags in this batch (MLflow takes at most 1,000 a request)."""
         return len(self.metrics) + len(self.params) + len(self.tags)
 
 

@@ -63,6 +63,8 @@ class ExporterLoadError(ImportError):
 @final
 @dataclass(frozen=True)
 class ExporterEntry:
+    """A known exporter: its name, ``module:Class`` and where it comes from (built-in or plugin)."""
+
     name: str
     target: str
     """``module:attribute`` of the exporter class."""
@@ -70,6 +72,7 @@ class ExporterEntry:
     """``built-in``, or the distribution that registered it."""
 
     def load(self) -> type[Exporter[Any]]:
+        """Import the exporter's class; :class:`ExporterLoadError` says why it cannot be."""
         from evalexport.exporters.base import Exporter
 
         module_name, _, attribute = self.target.partition(":")
@@ -103,6 +106,7 @@ def exporter_entries() -> dict[str, ExporterEntry]:
 
 
 def load_exporter(name: str) -> type[Exporter[Any]]:
+    """The exporter class named ``name``; :class:`UnknownExporterError` lists the known ones."""
     entries = exporter_entries()
     entry = entries.get(name)
     if entry is None:

@@ -31,6 +31,8 @@ logger = logging.getLogger("evalexport.wandb")
 
 
 class WandbConfig(IsolatedConfig):
+    """Options of the ``wandb`` exporter (SPEC §3.7)."""
+
     wandb_project: str | None = Field(
         default=None, description="Project; default: the benchmark (the stem without _rollouts)."
     )
@@ -52,6 +54,9 @@ class WandbConfig(IsolatedConfig):
 
 
 class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
+    """Log the run to Weights & Biases as one run: config, summary metrics, and NeMo Gym's
+    ``Rollouts`` table."""
+
     name = "wandb"
     summary = "Log the run to Weights & Biases: config, summary metrics, a rollouts table."
     Config = WandbConfig

@@ -64,6 +64,7 @@ class EnvironmentSpec:
 
     @property
     def python_version(self) -> str:
+        """``3.11``: the version of the Python the environment is built from."""
         if self.python == sys.executable:
             return f"{sys.version_info.major}.{sys.version_info.minor}"
         completed = subprocess.run(
@@ -75,18 +76,22 @@ class EnvironmentSpec:
         return completed.stdout.strip()
 
     def key(self) -> str:
+        """16 hex digits naming the exporter, its sorted requirements and the Python version."""
         identity = json.dumps(
             [self.exporter, sorted(self.requirements), self.python_version], separators=(",", ":")
         )
         return hashlib.sha256(identity.encode()).hexdigest()[:16]
 
     def directory_name(self) -> str:
+        """``<exporter>-py<version>-<key>``: the environment's directory under the cache."""
         return f"{self.exporter}-py{self.python_version}-{self.key()}"
 
 
 @final
 @dataclass(frozen=True)
 class Environment:
+    """A built SDK environment: its directory, its build record, and whether this call built it."""
+
     path: Path
     record: dict[str, Any]
     built: bool = False
@@ -94,10 +99,12 @@ class Environment:
 
     @property
     def python(self) -> Path:
+        """The environment's interpreter."""
         return self.path / "bin" / "python"
 
     @property
     def exporter(self) -> str:
+        """The exporter the environment was built for, from its build record."""
         return str(self.record.get("exporter", "?"))
 
     @property
@@ -108,6 +115,7 @@ class Environment:
         return [mask_text(str(item)) for item in self.record.get("requirements", [])]
 
     def last_used(self) -> datetime.datetime | None:
+        """When an export last used it, or ``None`` if never recorded."""
         marker = self.path / LAST_USED_NAME
         try:
             stamp = marker.stat().st_mtime
@@ -116,6 +124,7 @@ class Environment:
         return datetime.datetime.fromtimestamp(stamp, datetime.UTC)
 
     def size_bytes(self) -> int:
+        """The bytes its files take on disk."""
         total = 0
         for root, _, files in os.walk(self.path):
             for name in files:
@@ -136,9 +145,11 @@ class Installer:
 
     def virtualenv_arguments(self) -> list[str]:
         # uv installs into an environment without pip; pip needs to be seeded into it.
+        """What ``virtualenv`` needs for this installer (uv brings no pip; pip must be seeded)."""
         return ["--no-seed"] if self.name == "uv" else ["--no-setuptools", "--no-wheel"]
 
     def install_command(self, python: Path, requirements: Sequence[str]) -> list[str]:
+        """The command that installs ``requirements`` into the environment of ``python``."""
         if self.name == "uv":
             assert self.executable is not None
             return [self.executable, "pip", "install", "--python", str(python), *requirements]
@@ -179,6 +190,7 @@ def find_installer(prefer: str | None = None) -> Installer:
 
 
 def environments_root() -> Path:
+    """Where SDK environments are kept: ``<cache>/envs``."""
     return cache_dir() / "envs"
 
 

@@ -64,12 +64,14 @@ class WorkerOutcome:
     """The stop signal we received while the worker ran, if any (it was passed on)."""
 
     def log_tail(self) -> str:
+        """The last lines the worker wrote on stdout and stderr, for a message."""
         from evalexport.masking import scrub_text
 
         lines = [line for line in self.log.splitlines() if line.strip()]
         return scrub_text("\n".join(lines[-_TAIL_LINES:]))
 
     def describe_exit(self) -> str:
+        """``exited with code 3``, ``was killed by SIGKILL``: how the worker ended, in words."""
         return exit_description(self.exit_code)
 
 

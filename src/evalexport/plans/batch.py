@@ -52,6 +52,7 @@ def export_task(task: ExportTask) -> ExportResult:
 
 
 def timed(task: ExportTask) -> TaskOutcome:
+    """Run one task and record how long it took."""
     start = time.perf_counter()
     result = export_task(task)
     return TaskOutcome.of(task, time.perf_counter() - start, result)
@@ -84,6 +85,7 @@ def exit_code_of(outcomes: list[TaskOutcome]) -> int:
 
 
 def summary_table(outcomes: list[TaskOutcome]) -> str:
+    """The outcomes as an aligned text table, one row per task."""
     rows = [("benchmark", "exporter", "status", "exit", "seconds", "message")]
     for outcome in outcomes:
         result = outcome.result

@@ -57,6 +57,8 @@ class PlanError(ValueError):
 
 
 class JobSection(BaseModel):
+    """The ``job:`` section of a plan: where the job's runs are and what it runs."""
+
     model_config = ConfigDict(extra="forbid")
 
     benchmarks: list[str] = Field(min_length=1)
@@ -71,6 +73,8 @@ class JobSection(BaseModel):
 
 
 class ExportPlan(BaseModel):
+    """A validated export plan: the job, and what to export after each benchmark."""
+
     model_config = ConfigDict(extra="forbid")
 
     job: JobSection
@@ -101,6 +105,7 @@ class ExportTask:
     # -- the task as a message: the pool's stdin lines and a Slurm array's tasks.json --------
 
     def to_json_data(self) -> dict[str, Any]:
+        """The task as JSON-ready data (:meth:`to_json` without the encoding)."""
         return {
             "benchmark": self.benchmark,
             "exporter": self.exporter,
@@ -131,6 +136,7 @@ class ExportTask:
 
     @classmethod
     def from_json(cls, line: str) -> ExportTask:
+        """The task a :meth:`to_json` line holds; :class:`PlanError` if it is not one."""
         import json
 
         return cls.from_json_data(json.loads(line))
@@ -162,6 +168,7 @@ class TaskOutcome:
     result: ExportResult
 
     def as_json_data(self) -> dict[str, Any]:
+        """The outcome as JSON-ready data, its result included."""
         return {
             "benchmark": self.benchmark,
             "exporter": self.exporter,
@@ -172,6 +179,7 @@ class TaskOutcome:
 
     @classmethod
     def from_json_data(cls, data: dict[str, Any]) -> TaskOutcome:
+        """The outcome :meth:`as_json_data` wrote."""
         return cls(
             str(data["benchmark"]),
             str(data["exporter"]),
@@ -182,6 +190,7 @@ class TaskOutcome:
 
     @classmethod
     def of(cls, task: ExportTask, seconds: float, result: ExportResult) -> TaskOutcome:
+        """The outcome of ``task``: its result and how long it took."""
         return cls(task.benchmark, task.exporter, str(task.rollouts), seconds, result)
 
 
@@ -366,6 +375,7 @@ def _fill(value: Any, placeholders: Mapping[str, str]) -> Any:
 
 
 def load_plan(path: Path) -> ExportPlan:
+    """Read and validate a plan file; :class:`PlanError` names every problem."""
     import yaml
 
     try:

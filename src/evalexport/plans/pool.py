@@ -40,6 +40,9 @@ _CLOSE_SECONDS = 10.0
 
 @final
 class ExportPool:
+    """Long-lived export processes that run plan tasks in parallel, each task in-process as the
+    CLI would."""
+
     def __init__(self, size: int, python: str = sys.executable) -> None:
         self.size = size
         self.python = python

@@ -16,6 +16,7 @@ import sys
 
 
 def main() -> int:
+    """One process of the pool: read tasks on stdin, write outcomes on stdout, until stdin closes."""
     from evalexport.interrupts import Interrupted, deferred, signals_raise
     from evalexport.plans.batch import export_task
     from evalexport.plans.model import ExportTask

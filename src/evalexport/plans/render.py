@@ -32,6 +32,7 @@ def render_tail(
     command: str = "evalexport",
     log_dir: Path | None = None,
 ) -> str:
+    """The shell tail a job script runs after ``benchmark``'s driver step: its exports, logged."""
     if not tasks:
         return f"# evalexport: no exports for {benchmark}\n"
     log_path = export_log(benchmark, tasks[0].rollouts.parent, log_dir)

@@ -81,6 +81,7 @@ class CanarySecrets:
 
     @property
     def all(self) -> tuple[str, ...]:
+        """Every canary planted, under secret-named keys and inside values."""
         return (*self.by_key.values(), *self.in_values.values())
 
     def found_in(self, text: str) -> list[str]:
@@ -307,12 +308,15 @@ def aggregate_metrics(
 @final
 @dataclass(frozen=True)
 class SampleRun:
+    """A run the factory wrote: its files, the canaries planted in its config, its rollout count."""
+
     run: RunArtifacts
     canaries: CanarySecrets
     rollout_count: int
 
     @property
     def rollouts(self) -> Path:
+        """The run's rollouts file."""
         return self.run.rollouts
 
 

@@ -43,6 +43,7 @@ def input_message(role: str, content: str | list[str]) -> dict[str, Any]:
 
 
 def output_message(item_id: str, texts: list[str], status: str = "completed") -> dict[str, Any]:
+    """A Responses API output message item, as Gym's agents record one."""
     return {
         "id": item_id,
         "content": [

@@ -40,6 +40,7 @@ print(json.dumps(out))
 
 
 def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -63,9 +64,11 @@ class MLflowServer:
 
     @property
     def url(self) -> str:
+        """``http://127.0.0.1:PORT``: the tracking URI of the server."""
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 120) -> None:
+        """Start ``mlflow server`` and wait until it answers."""
         self.root.mkdir(parents=True, exist_ok=True)
         scratch = self.root / "tmp"
         scratch.mkdir(exist_ok=True)
@@ -118,6 +121,7 @@ class MLflowServer:
         self._kill_group()
 
     def kill(self) -> None:
+        """Kill the server outright (SIGKILL), as a crash would."""
         if self.process and self.process.poll() is None:
             self.process.kill()
             self.process.wait()

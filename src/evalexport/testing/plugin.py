@@ -78,6 +78,7 @@ _STORE_VARIABLES = (
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add the ``--with_*`` switches."""
     group = parser.getgroup("evalexport", "evalexport contract tests")
     for switch, needs in SWITCHES.values():
         group.addoption(
@@ -89,6 +90,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Register a marker per switch, saying which switch runs its tests."""
     for marker, (switch, needs) in SWITCHES.items():
         config.addinivalue_line(
             "markers", f"{marker}: the test {needs}; skipped unless {switch} is given"
@@ -96,6 +98,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the marked tests whose switch is off, naming the switch."""
     for marker, (switch, needs) in SWITCHES.items():
         if config.getoption(switch):
             continue

@@ -44,6 +44,7 @@ class FailingProxy:
 
     @property
     def url(self) -> str:
+        """``http://127.0.0.1:PORT``: point the SDK here instead of at the server."""
         return f"http://127.0.0.1:{self.port}"
 
     def _accept(self) -> None:
@@ -86,6 +87,7 @@ class FailingProxy:
                 end.close()
 
     def close(self) -> None:
+        """Stop the proxy and close its connections."""
         self._stopped = True
         self._listener.close()
         for end in self._held:

@@ -62,6 +62,7 @@ class Item:
     """The item as the record holds it."""
 
     def get(self, key: str) -> Any:
+        """The item's field ``key`` in its canonical form, or ``None``: an item reads like a mapping."""
         return self.canonical.get(key)
 
 

@@ -82,6 +82,7 @@ class ConvertedTrajectory:
 
     @property
     def file_name(self) -> str:
+        """``<task>-<rollout>.json``: the trajectory's file name, as Gym names it."""
         return f"{self.task_index}-{self.rollout_index}.json"
 
     def encode(self) -> bytes:

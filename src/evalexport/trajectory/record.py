@@ -56,6 +56,7 @@ class GymModelRef(BaseModel):
     name: str
 
     def as_json(self) -> dict[str, str]:
+        """The model reference as Gym's JSON holds it."""
         return {"type": self.type, "name": self.name}
 
 
@@ -74,6 +75,8 @@ class ModelCallReference(_Strict):
 
 
 class TokenStats(_Strict):
+    """Token counts of one model call (``TrajectoryRecord`` schema 1.0)."""
+
     prompt_tokens: NonNegativeInt | None = None
     completion_tokens: NonNegativeInt | None = None
     reasoning_tokens: NonNegativeInt | None = None
@@ -82,6 +85,8 @@ class TokenStats(_Strict):
 
 
 class ResponseMetadata(_Strict):
+    """What a model call's response said about itself: id, model, finish reason."""
+
     response_id: str | None = None
     model_ref: GymModelRef | None = None
     model: str | None = None
@@ -98,6 +103,8 @@ class ResponseMetadata(_Strict):
 
 
 class ModelCallRecord(_Strict):
+    """One model call of a turn, as ``ng_trajectory`` records it."""
+
     model_call_id: str | None = None
     started_at: float | None = None
     completed_at: float | None = None
@@ -109,6 +116,8 @@ class ModelCallRecord(_Strict):
 
 
 class TurnRecord(_Strict):
+    """One turn of an agent: its model calls and tool calls."""
+
     invocation_id: str
     task_id: str
     rollout_id: str
@@ -123,6 +132,8 @@ class TurnRecord(_Strict):
 
 
 class InvocationRecord(_Strict):
+    """One invocation of the agent: its status and turns."""
+
     kind: Literal["agent_invocation"] = "agent_invocation"
     invocation_id: str
     parent_invocation_id: str | None = None
@@ -135,6 +146,8 @@ class InvocationRecord(_Strict):
 
 
 class ToolCallRecord(_Strict):
+    """One tool call of a turn: the call, its output and status."""
+
     kind: Literal["tool_call"] = "tool_call"
     invocation_id: str
     tool_call_id: str
@@ -162,12 +175,17 @@ class ToolCallRecord(_Strict):
 
 
 class Gap(_Strict):
+    """A coverage gap the recorder declared: what is missing from the trajectory, and why."""
+
     code: str
     invocation_id: str | None = None
     detail: str | None = None
 
 
 class TrajectoryRecord(_Strict):
+    """``ng_trajectory`` as NeMo Gym's ``rollout_observability.TrajectoryRecord`` (schema 1.0)
+    defines it."""
+
     schema_version: Literal["1.0"] = "1.0"
     task_id: str
     rollout_id: str

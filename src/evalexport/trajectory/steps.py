@@ -51,6 +51,7 @@ class Step:
     extra: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The step as ATIF's JSON, keys in Gym's order."""
         document: dict[str, Any] = {
             "step_id": self.step_id,
             "source": self.source,

@@ -154,6 +154,8 @@ class RunnerRequest(TypedDict):
 
 
 class EvalRDLPayload(TypedDict):
+    """What the EvalRDL worker receives: the directory to upload and the upload's options."""
+
     run_dir: str
     label: str | None
     tags: list[str]
@@ -173,6 +175,9 @@ class MlflowBatch(TypedDict):
 
 
 class MlflowPayload(TypedDict):
+    """What the MLflow worker receives: where to log, names, tags, the batches and the artifact
+    files."""
+
     tracking_uri: str
     artifact_location: str | None
     experiment_name: str
@@ -183,6 +188,8 @@ class MlflowPayload(TypedDict):
 
 
 class WandbPayload(TypedDict):
+    """What the W&B worker receives: project, names, mode, config, summary and the table file."""
+
     project: str
     entity: str | None
     name: str

@@ -26,6 +26,7 @@ class GymExport:
 
     @property
     def succeeded(self) -> bool:
+        """Whether Gym's exporter wrote the files rather than refusing."""
         return self.error is None
 
 
@@ -68,6 +69,7 @@ class GymOracle:
     def export_atif(
         self, rollouts: Path, output: Path, *, session_id: str, agent_version: str
     ) -> GymExport:
+        """What NeMo Gym's own ATIF exporter writes for ``rollouts``: its files, or its refusal."""
         answer = self._ask(
             {
                 "action": "atif",
@@ -110,6 +112,7 @@ class GymOracle:
         return answer
 
     def close(self) -> None:
+        """Stop the oracle's worker process."""
         if self._process.poll() is None:
             assert self._process.stdin is not None
             self._process.stdin.close()
