@@ -20,8 +20,9 @@ floor. Needs the package index the first time (the environment is cached after t
 A big run instead: for each size (MB of rollouts, rows as the factory makes them), the whole
 ``evalexport mlflow`` export with ``upload_rollouts=true`` against the local server, in a fresh
 process, against its floor: reading and hashing the three files once, then a worker that logs
-the same batched metrics and a bare ``log_artifact`` of the rollouts file's bytes. Prints wall
-time, the ratio, and the peak RSS of the evalexport process and of its worker.
+the same batched metrics and a bare ``log_artifact`` of the rollouts file's bytes, alternated
+``--repeat`` times (default 3). Prints the median wall times, their ratio, and the peak RSS of
+the evalexport process and of its worker.
 """
 
 from __future__ import annotations
@@ -162,9 +163,9 @@ def make_rollouts(directory: Path, megabytes: int) -> Path:
     return sample.rollouts
 
 
-def big_run(sizes: list[int]) -> None:
+def big_run(sizes: list[int], repeat: int = 3) -> None:
     import hashlib
-    import resource
+    import statistics
     import subprocess
     import sys
 
@@ -205,39 +206,56 @@ def big_run(sizes: list[int]) -> None:
             for megabytes in sizes:
                 rollouts = make_rollouts(scratch / f"run{megabytes}", megabytes)
                 run = RunArtifacts.from_rollouts_path(rollouts)
-                options = {
-                    "rollouts_jsonl_fpath": str(rollouts),
-                    "mlflow_tracking_uri": server.url,
-                    "mlflow_experiment_name": f"big{megabytes}",
+                ours_runs, floors = [], []
+                for attempt in range(repeat):  # alternated, so load hits both alike
+                    options = {
+                        "rollouts_jsonl_fpath": str(rollouts),
+                        "mlflow_tracking_uri": server.url,
+                        "mlflow_experiment_name": f"big{megabytes}-{attempt}",
+                    }
+                    run.export_marker("mlflow").unlink(missing_ok=True)  # export anew each time
+                    ours_runs.append(
+                        json.loads(
+                            subprocess.run(
+                                [sys.executable, "-c", EXPORT_IN_A_PROCESS, json.dumps(options)],
+                                check=True,
+                                capture_output=True,
+                                text=True,
+                            ).stdout
+                        )
+                    )
+                    payload = exporter.worker_payload(
+                        run,
+                        exporter.parse_config({**options, "upload_rollouts": False}),
+                        scratch,
+                        "",
+                    )
+                    start = time.perf_counter()
+                    for path in (run.rollouts, run.aggregate_metrics, run.saved_config):
+                        digest = hashlib.sha256()
+                        with path.open("rb") as handle:
+                            while chunk := handle.read(2**20):
+                                digest.update(chunk)
+                    outcome = run_worker(
+                        environment,
+                        body,
+                        {
+                            **payload,
+                            "experiment_name": f"floor{megabytes}-{attempt}",
+                            "artifact": str(rollouts),
+                        },
+                        time_limit=3600,
+                    )
+                    floors.append(time.perf_counter() - start)
+                    if outcome.result is None or outcome.result["status"] != "succeeded":
+                        raise SystemExit(f"the floor failed: {outcome.log_tail()}")
+                ours = {
+                    **ours_runs[-1],
+                    "seconds": statistics.median(r["seconds"] for r in ours_runs),
+                    "rss_mb": max(r["rss_mb"] for r in ours_runs),
+                    "worker_rss_mb": max(r["worker_rss_mb"] for r in ours_runs),
                 }
-                ours = json.loads(
-                    subprocess.run(
-                        [sys.executable, "-c", EXPORT_IN_A_PROCESS, json.dumps(options)],
-                        check=True,
-                        capture_output=True,
-                        text=True,
-                    ).stdout
-                )
-                payload = exporter.worker_payload(
-                    run, exporter.parse_config({**options, "upload_rollouts": False}), scratch, ""
-                )
-                before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-                start = time.perf_counter()
-                for path in (run.rollouts, run.aggregate_metrics, run.saved_config):
-                    digest = hashlib.sha256()
-                    with path.open("rb") as handle:
-                        while chunk := handle.read(2**20):
-                            digest.update(chunk)
-                outcome = run_worker(
-                    environment,
-                    body,
-                    {**payload, "experiment_name": f"floor{megabytes}", "artifact": str(rollouts)},
-                    time_limit=3600,
-                )
-                floor = time.perf_counter() - start
-                after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-                status = outcome.result["status"] if outcome.result else outcome.log_tail()
-                rows.append((megabytes, ours, floor, status, max(before, after) / 1024))
+                rows.append((megabytes, ours, statistics.median(floors), "succeeded", 0.0))
     print(
         f"{'rollouts':>9} {'evalexport s':>13} {'floor s':>8} {'ratio':>6} {'RSS MB':>7} "
         f"{'worker RSS MB':>14}  status"
@@ -263,9 +281,10 @@ def main() -> None:
     parser.add_argument("--params", type=int, default=2_000)
     parser.add_argument("--naive-values", type=int, default=1_000)
     parser.add_argument("--big-run", default="", help="comma-separated MB of rollouts, e.g. 50,200")
+    parser.add_argument("--repeat", type=int, default=3, help="big-run attempts (medians)")
     args = parser.parse_args()
     if args.big_run:
-        big_run([int(size) for size in args.big_run.split(",")])
+        big_run([int(size) for size in args.big_run.split(",")], args.repeat)
         return
     from evalexport.exporters.mlflow import MLflowExporter
     from evalexport.isolation import EnvironmentSpec, ensure_environment, run_worker

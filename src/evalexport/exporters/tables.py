@@ -72,11 +72,15 @@ def write_table_rows(rollouts: Iterable[Rollout], path: Path) -> Path:
                     handle.write(piece)
                 handle.write('"]')
             else:
-                text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
-                handle.write(json.dumps([text], ensure_ascii=False))
+                handle.write("[" + _as_string(_COMPACT.encode(row)) + "]")
         handle.write("\n]}\n")
     return path
 
+
+_COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""``json.dumps(row, ensure_ascii=False, separators=(",", ":"))``, one encoder for all rows."""
+_as_string: Final = json.encoder.encode_basestring
+"""``json.dumps(text, ensure_ascii=False)`` of a ``str``, without building an encoder."""
 
 STREAMED_ABOVE: Final = 4 * 2**20
 """Rollout lines longer than this many bytes are written to a table piece by piece."""
