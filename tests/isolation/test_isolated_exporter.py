@@ -193,3 +193,38 @@ def test_the_deprecated_hooks_warn_naming_the_new_form_and_still_work(
     assert result.status is ExportStatus.SUCCEEDED, result.message
     assert result.receipts == {"upload_token": "upl-echo-1"}
     assert found not in result.model_dump_json()
+
+
+def test_a_built_environments_worker_starts_before_the_run_is_read(
+    echo_export, monkeypatch
+) -> None:
+    """The SDK loads while the run is read; a run the checks refuse lets the worker go."""
+    from evalexport.exporters import isolated
+    from evalexport.isolation.reaper import is_running
+    from evalexport.run import RunFileError
+
+    assert echo_export().status is ExportStatus.SUCCEEDED  # builds the environment
+    seen: list[int] = []
+
+    def check_inputs(self, run, config):
+        early = isolated._EARLY.get()
+        if config.dry_run:  # a dry run starts nothing
+            assert early is None
+            return None
+        assert early is not None
+        assert early.worker is not None
+        seen.append(early.worker._process.pid)
+        assert is_running(seen[-1])  # started, waiting for its payload
+        if config.behaviour == "refused":
+            raise RunFileError("the run is refused")
+        return None
+
+    monkeypatch.setattr(EchoExporter, "check_inputs", check_inputs)
+    result = echo_export()
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    assert result.details["payload"]["behaviour"] == "echo"
+    refused = echo_export(behaviour="refused")
+    assert (refused.status, refused.message) == (ExportStatus.FAILED, "the run is refused")
+    assert len(seen) == 2
+    assert not any(map(is_running, seen))  # the one never given a payload is gone too
+    assert echo_export(dry_run=True).status is ExportStatus.SUCCEEDED

@@ -14,9 +14,11 @@ import contextlib
 import logging
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, final
 
 from pydantic import Field
 from typing_extensions import TypeVar
@@ -31,7 +33,8 @@ from evalexport.settings import TIME_LIMIT_VARIABLE, installer_choice, worker_ti
 
 if TYPE_CHECKING:
     from evalexport.exporters.prepared import PreparedRun
-    from evalexport.isolation.launcher import WorkerOutcome
+    from evalexport.isolation.environments import Environment
+    from evalexport.isolation.launcher import StartedWorker, WorkerOutcome
     from evalexport.workers.protocol import WorkerResult
 
 __all__ = [
@@ -52,6 +55,23 @@ logger = logging.getLogger("evalexport.worker")
 
 _READ_BACK = ("run_id", "skip_reason", "notices", "receipts")
 """The keys of a worker's result that become fields of the ``ExportResult`` or log lines."""
+
+
+@final
+@dataclass(frozen=True)
+class _EarlyWorker:
+    """A worker started before the run was read (``IsolatedExporter._inputs``), and what
+    starting it took."""
+
+    environment: Environment
+    worker: StartedWorker | None
+    secrets: dict[str, str]
+    secrets_seconds: float
+    secrets_error: str | None = None
+    """Why the secrets could not be had (no worker was started): the export says it."""
+
+
+_EARLY: ContextVar[_EarlyWorker | None] = ContextVar("evalexport_early_worker", default=None)
 
 
 def _written_by(prepared: PreparedRun | None) -> list[Path]:
@@ -178,6 +198,48 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
         embedded MLflow database): workers writing into one store run one at a time."""
         return None
 
+    @contextlib.contextmanager
+    def _inputs(self, run: RunArtifacts, config: IsolatedConfigT) -> Iterator[PreparedRun | None]:
+        """:meth:`check_inputs`; for an export whose environment is built already, with its
+        worker started first, so that it loads the SDK (seconds, for MLflow) while the run is
+        read. Nothing is built before the checks: a missing environment is built after them."""
+        environment = None if config.dry_run else self._built_environment(config)
+        if environment is None:
+            with super()._inputs(run, config) as prepared:
+                yield prepared
+            return
+        from evalexport.isolation import started_worker
+
+        started = time.monotonic()
+        try:
+            secrets = self.worker_secrets(config)
+        except WorkerSecretsError as error:  # said by the export, after the run's checks
+            token = _EARLY.set(_EarlyWorker(environment, None, {}, 0.0, str(error)))
+            try:
+                with super()._inputs(run, config) as prepared:
+                    yield prepared
+            finally:
+                _EARLY.reset(token)
+            return
+        spent = time.monotonic() - started
+        with started_worker(
+            environment,
+            self.worker_body,
+            {**self.worker_environment(config), **secrets},
+            self.progress,
+        ) as worker:
+            token = _EARLY.set(_EarlyWorker(environment, worker, secrets, spent))
+            try:
+                with super()._inputs(run, config) as prepared:
+                    yield prepared
+            finally:
+                _EARLY.reset(token)
+
+    def _built_environment(self, config: IsolatedConfigT) -> Environment | None:
+        from evalexport.isolation import EnvironmentSpec, existing_environment
+
+        return existing_environment(EnvironmentSpec(self.name, tuple(self.requirements(config))))
+
     def _export_through_worker(
         self,
         run: RunArtifacts,
@@ -192,11 +254,17 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
             run_worker,
         )
 
-        spec = EnvironmentSpec(self.name, tuple(self.requirements(config)))
-        try:
-            environment = ensure_environment(spec)
-        except EnvironmentBuildError as error:
-            return self.failed(run, f"Cannot build the {self.name} environment: {error}")
+        early = _EARLY.get()
+        if early is not None and early.secrets_error is not None:
+            return self.failed(run, early.secrets_error)
+        if early is not None:
+            environment = early.environment
+        else:
+            spec = EnvironmentSpec(self.name, tuple(self.requirements(config)))
+            try:
+                environment = ensure_environment(spec)
+            except EnvironmentBuildError as error:
+                return self.failed(run, f"Cannot build the {self.name} environment: {error}")
         limit = self.worker_time_limit(config)
         store = self.local_store(config)
         with (
@@ -206,20 +274,27 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
             payload = call_hook(
                 self.worker_payload, run, config, Path(scratch), fingerprint, prepared=prepared
             )
-            started = time.monotonic()
-            try:
-                secrets = self.worker_secrets(config)
-            except WorkerSecretsError as error:
-                return self.failed(run, str(error))
-            outcome = run_worker(
-                environment,
-                self.worker_body,
-                payload,
-                max(limit - (time.monotonic() - started), 0.001),
-                secrets={**self.worker_environment(config), **secrets},
-                progress=self.progress,
-                scratch=[Path(scratch), *_written_by(prepared)],
-            )
+            scratches = [Path(scratch), *_written_by(prepared)]
+            if early is not None and early.worker is not None:
+                secrets = early.secrets
+                outcome = early.worker.run(
+                    payload, max(limit - early.secrets_seconds, 0.001), scratches
+                )
+            else:
+                started = time.monotonic()
+                try:
+                    secrets = self.worker_secrets(config)
+                except WorkerSecretsError as error:
+                    return self.failed(run, str(error))
+                outcome = run_worker(
+                    environment,
+                    self.worker_body,
+                    payload,
+                    max(limit - (time.monotonic() - started), 0.001),
+                    secrets={**self.worker_environment(config), **secrets},
+                    progress=self.progress,
+                    scratch=scratches,
+                )
         result = self._result_of(run, config, outcome, environment.path, limit)
         return self._scrubbed(result, [*secrets.values(), *self._found_by_the_sdk(config)])
 

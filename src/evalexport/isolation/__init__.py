@@ -8,21 +8,25 @@ from evalexport.isolation.environments import (
     EnvironmentSpec,
     Installer,
     ensure_environment,
+    existing_environment,
     find_installer,
     list_environments,
     remove_environment,
 )
-from evalexport.isolation.launcher import WorkerOutcome, run_worker
+from evalexport.isolation.launcher import StartedWorker, WorkerOutcome, run_worker, started_worker
 
 __all__ = [
     "Environment",
     "EnvironmentBuildError",
     "EnvironmentSpec",
     "Installer",
+    "StartedWorker",
     "WorkerOutcome",
     "ensure_environment",
+    "existing_environment",
     "find_installer",
     "list_environments",
     "remove_environment",
     "run_worker",
+    "started_worker",
 ]

@@ -252,6 +252,16 @@ def ensure_environment(spec: EnvironmentSpec, installer: Installer | None = None
     return Environment(path, record, built)
 
 
+def existing_environment(spec: EnvironmentSpec) -> Environment | None:
+    """The environment for ``spec`` if it is built already, else ``None``: nothing is built."""
+    path = environments_root() / spec.directory_name()
+    record = _read_record(path)
+    if record is None:
+        return None
+    (path / LAST_USED_NAME).touch()
+    return Environment(path, record, built=False)
+
+
 def _build(spec: EnvironmentSpec, path: Path, installer: Installer) -> dict[str, Any]:
     try:
         _run_step(

@@ -27,7 +27,7 @@ import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, final
@@ -90,6 +90,70 @@ def run_worker(
     ``progress(done, total)`` is called as the worker reports progress. ``scratch`` lists the
     caller's temporary directories, which the worker removes if we die before it ends.
     """
+    with started_worker(environment, body, secrets, progress) as worker:
+        return worker.run(payload, time_limit, scratch)
+
+
+@final
+class StartedWorker:
+    """A worker started ahead of its payload (:func:`started_worker`): it loads its body and
+    imports its SDK while the caller prepares the payload; :meth:`run` sends it, once."""
+
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        workdir: Path,
+        body: Path,
+        log_path: Path,
+        progress_fd: int,
+    ) -> None:
+        self._process = process
+        self._workdir = workdir
+        self._body = body
+        self._log_path = log_path
+        self._progress_fd = progress_fd
+        """The number the worker knows its progress pipe by (inherited as it is here)."""
+        self.ran = False
+
+    def run(
+        self, payload: Mapping[str, Any], time_limit: float, scratch: Sequence[Path] = ()
+    ) -> WorkerOutcome:
+        """Send ``payload``, wait at most ``time_limit`` s from now, and say how it ended."""
+        assert not self.ran, "a started worker runs one payload"
+        self.ran = True
+        request: RunnerRequest = {
+            "body": str(self._body),
+            "payload": payload,
+            "progress_fd": self._progress_fd,
+            "scratch": [str(self._workdir), *map(str, scratch)],
+        }
+        try:
+            exit_code, timed_out, interrupted_by = _wait(self._process, request, time_limit)
+        finally:
+            _end(self._process)
+        return WorkerOutcome(
+            result=_read_result(self._workdir / "result.json"),
+            exit_code=exit_code,
+            log=self._log_path.read_text(encoding="utf-8", errors="replace"),
+            timed_out=timed_out,
+            time_limit=time_limit,
+            interrupted_by=interrupted_by,
+        )
+
+
+@contextlib.contextmanager
+def started_worker(
+    environment: Environment,
+    body: Path,
+    secrets: dict[str, str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[StartedWorker]:
+    """A worker for ``body`` in ``environment``, started now, given its payload later with
+    :meth:`StartedWorker.run`. However the block ends, nothing it started outlives it: a worker
+    never given a payload is let go (its stdin closed) and killed with its process group.
+
+    ``secrets`` go to the worker's environment variables only, never to disk.
+    """
     with tempfile.TemporaryDirectory(prefix="evalexport-worker-") as directory:
         workdir = Path(directory)
         runner = workdir / "evalexport_worker_runner.py"
@@ -97,21 +161,21 @@ def run_worker(
         shutil.copyfile(RUNNER, runner)
         shutil.copyfile(PROTOCOL, workdir / PROTOCOL_COPY)
         shutil.copyfile(body, body_copy)
-        result_path, log_path = workdir / "result.json", workdir / "worker.log"
+        log_path = workdir / "worker.log"
         progress_read, progress_write = os.pipe()
-        request: RunnerRequest = {
-            "body": str(body_copy),
-            "payload": payload,
-            "progress_fd": progress_write,
-            "scratch": [str(workdir), *map(str, scratch)],
-        }
         with (
             log_path.open("w", encoding="utf-8") as log,
             tracked_launch({**os.environ, **(secrets or {})}) as launch,
         ):
             try:
                 process = subprocess.Popen(
-                    [str(environment.python), "-I", str(runner), str(result_path)],
+                    [
+                        str(environment.python),
+                        "-I",
+                        str(runner),
+                        str(workdir / "result.json"),
+                        str(body_copy),
+                    ],
                     cwd=workdir,
                     stdin=subprocess.PIPE,
                     stdout=log,
@@ -120,25 +184,19 @@ def run_worker(
                     pass_fds=(progress_write,),
                     env=launch.environment,
                 )
+            except BaseException:
+                os.close(progress_read)
+                raise
             finally:
-                os.close(progress_write)
+                os.close(progress_write)  # the worker's copy is the one that counts
             launch.started(process.pid)
             reader = _forward_progress(progress_read, progress)
             try:
-                exit_code, timed_out, interrupted_by = _wait(process, request, time_limit)
+                yield StartedWorker(process, workdir, body_copy, log_path, progress_write)
             finally:
                 _end(process)
                 reader.join(timeout=5)
             # Leaving the block kills what the worker started outside its process group.
-        result = _read_result(result_path)
-        return WorkerOutcome(
-            result=result,
-            exit_code=exit_code,
-            log=log_path.read_text(encoding="utf-8", errors="replace"),
-            timed_out=timed_out,
-            time_limit=time_limit,
-            interrupted_by=interrupted_by,
-        )
 
 
 def _wait(

@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from evalexport.trajectory.convert import (
     ROLLOUT_INDEX,
@@ -37,6 +37,9 @@ from evalexport.trajectory.convert import (
 )
 from evalexport.trajectory.steps import TrajectoryError
 from evalexport.trajectory.strict_json import loads_strict
+
+if TYPE_CHECKING:
+    from evalexport.interrupts import Deferred
 
 __all__ = ["ConvertedRow", "FileConversion", "convert_file"]
 
@@ -222,20 +225,47 @@ def _outcomes(path: Path, job: _Job, workers: int) -> Iterator[tuple[list[_Outco
         for first, lines, done in _chunks(path):
             yield _convert_chunk(first, lines, job), done
         return
+    from evalexport.interrupts import deferred
+
     pending: deque[tuple[Future[list[_Outcome]], int]] = deque()
-    with ProcessPoolExecutor(max_workers=workers, initializer=_leave_ctrl_c_to_the_parent) as pool:
+    # A stop signal is held while the pool works and raised between its calls, never inside
+    # one: an exception inside the executor's machinery (a submit forking a worker, a queue
+    # being fed), or in a worker not yet past its initializer, can leave the pool hung.
+    with (
+        deferred() as held,
+        ProcessPoolExecutor(max_workers=workers, initializer=_leave_ctrl_c_to_the_parent) as pool,
+    ):
         try:
             for first, lines, done in _chunks(path):
+                _stop_if_signalled(held.signum)
                 pending.append((pool.submit(_convert_chunk, first, lines, job), done))
                 if len(pending) >= workers * _IN_FLIGHT_PER_WORKER:
                     future, read = pending.popleft()
-                    yield future.result(), read
+                    yield _result(future, held), read
             while pending:
                 future, read = pending.popleft()
-                yield future.result(), read
+                yield _result(future, held), read
+            _stop_if_signalled(held.signum)
         except BaseException:  # interrupted, or the consumer stopped: queued chunks are moot
             pool.shutdown(wait=True, cancel_futures=True)
             raise
+
+
+def _result(future: Future[list[_Outcome]], held: Deferred) -> list[_Outcome]:
+    """The chunk's outcomes; a stop signal held meanwhile is raised within a tenth of a second."""
+    while True:
+        _stop_if_signalled(held.signum)
+        try:
+            return future.result(timeout=0.1)
+        except TimeoutError:
+            continue
+
+
+def _stop_if_signalled(signum: int | None) -> None:
+    if signum is not None:
+        from evalexport.interrupts import Interrupted
+
+        raise Interrupted(signum)
 
 
 def _leave_ctrl_c_to_the_parent() -> None:

@@ -21,6 +21,9 @@ from evalexport.workers.protocol import (
     result,
 )
 
+WARM_UP = ("evalrdl", "evalrdl.sdk.api")
+"""Imported by the runner before the payload arrives (while the parent reads the run)."""
+
 TOKEN_HELP = (
     "No EvalRDL token found: set EVALRDL_TOKEN, GITLAB_TOKEN or GITLAB_PRIVATE_TOKEN "
     "(or log in with the glab CLI) where the export runs."

@@ -19,6 +19,9 @@ from evalexport.workers.protocol import (
     result,
 )
 
+WARM_UP = ("mlflow.entities", "mlflow.tracking")
+"""Imported by the runner before the payload arrives (while the parent reads the run)."""
+
 _MAX_ERROR = 600
 
 

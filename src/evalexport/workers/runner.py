@@ -1,4 +1,8 @@
-"""The worker protocol, run as ``<env>/bin/python -I runner.py RESULT`` (SPEC §3.4).
+"""The worker protocol, run as ``<env>/bin/python -I runner.py RESULT [BODY]`` (SPEC §3.4).
+
+Given ``BODY``, the runner loads the body and imports what it names in ``WARM_UP`` (its SDK)
+before it reads its request, so a worker started while the parent still reads the run is ready
+when the payload comes; stdin closing before a request means the parent let it go.
 
 The request arrives as one JSON line on stdin (a ``RunnerRequest`` of
 ``evalexport/workers/protocol.py``), so nothing it holds (a tracking URI with a password, say)
@@ -123,11 +127,34 @@ def _interrupted_result(interruption: Interrupted, orphaned: bool) -> dict[str, 
     return result
 
 
+def _load_body(path: str) -> dict[str, Any]:
+    """The body's namespace, and what it asks to import before its payload arrives
+    (``WARM_UP``, module names: its SDK), so that importing the SDK overlaps the parent's
+    reading of the run. A module that fails to import here fails again, with its error, in
+    ``run``."""
+    namespace = runpy.run_path(path, run_name="evalexport_worker_body")
+    for module in namespace.get("WARM_UP", ()):
+        with contextlib.suppress(Exception):
+            importlib.import_module(module)
+    return namespace
+
+
 def main(argv: list[str]) -> int:
     result_path = Path(argv[1])
     _install_protocol()
     parent = os.getppid()
-    request = json.loads(sys.stdin.buffer.readline())
+    body: dict[str, Any] | Exception | None = None
+    if len(argv) > 2:  # started ahead of its request: load the body (and its SDK) now
+        try:
+            body = _load_body(argv[2])
+        except Exception as error:  # reported as the body's error once the request arrives
+            body = error
+    line = sys.stdin.buffer.readline()
+    if not line:  # the parent let us go before sending a request: nothing was asked
+        if os.getppid() != parent:
+            shutil.rmtree(Path(__file__).parent, ignore_errors=True)
+        return 0
+    request = json.loads(line)
     orphaned = threading.Event()
     for signum in _STOP_SIGNALS:
         signal.signal(signum, _stop_on_first_signal)
@@ -135,7 +162,11 @@ def main(argv: list[str]) -> int:
     result: Any = None
     try:
         try:
-            run = runpy.run_path(request["body"], run_name="evalexport_worker_body")["run"]
+            if isinstance(body, Exception):
+                raise body
+            run = (body or runpy.run_path(request["body"], run_name="evalexport_worker_body"))[
+                "run"
+            ]
             if "progress" in inspect.signature(run).parameters:
                 progress = _progress_reporter(request.get("progress_fd"))
                 result = run(request["payload"], progress=progress)

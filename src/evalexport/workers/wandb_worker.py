@@ -20,6 +20,9 @@ from evalexport.workers.protocol import (
     result,
 )
 
+WARM_UP = ("wandb",)
+"""Imported by the runner before the payload arrives (while the parent reads the run)."""
+
 _MAX_ERROR = 600
 
 
