@@ -31,8 +31,7 @@ from evalexport.exporters.mlflow_names import (
     plan_batches,
     sanitize_names,
 )
-from evalexport.exporters.prepared import PreparedRun, prepare
-from evalexport.exporters.tables import write_rollouts_table
+from evalexport.exporters.prepared import PreparedRun, for_payload, prepare
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.workers.protocol import FINGERPRINT_TAG, MlflowBatch, MlflowPayload, WorkerResult
@@ -253,15 +252,7 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
     ) -> MlflowPayload:
         """What the worker sends: from ``prepared`` in an export; read here when called on its
         own (a benchmark, a test), with the rollouts table written into ``scratch``."""
-        if prepared is None:
-            prepared = prepare(run)
-            table = (
-                write_rollouts_table(run, scratch / "rollouts.json")
-                if config.upload_rollouts
-                else None
-            )
-        else:
-            table = prepared.rollouts_table
+        prepared, table = for_payload(run, prepared, scratch, rollouts_table=config.upload_rollouts)
         plan = self._plan(prepared)
         for warning in plan.warnings:
             logger.warning("%s", warning)

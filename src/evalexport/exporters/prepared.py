@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import final
 
-from evalexport.exporters.tables import write_table_rows
+from evalexport.exporters.tables import write_rollouts_table, write_table_rows
 from evalexport.guard import fingerprint_of
 from evalexport.metrics import FlatMetrics, flatten_metrics
 from evalexport.run import ExportableConfig, Rollout, RunArtifacts, RunFileError
 
-__all__ = ["PreparedRun", "prepare"]
+__all__ = ["PreparedRun", "for_payload", "prepare"]
 
 
 @final
@@ -116,3 +116,15 @@ def prepare(
         rollout_count=count,
         rollouts_table=table,
     )
+
+
+def for_payload(
+    run: RunArtifacts, prepared: PreparedRun | None, scratch: Path, *, rollouts_table: bool
+) -> tuple[PreparedRun, Path | None]:
+    """What a worker payload is built from, and the rollouts table if it is wanted: what the
+    export read (``prepared``), or, for a payload built on its own (a benchmark, a test), the
+    run read now, its table written into ``scratch``."""
+    if prepared is not None:
+        return prepared, prepared.rollouts_table if rollouts_table else None
+    table = write_rollouts_table(run, scratch / "rollouts.json") if rollouts_table else None
+    return prepare(run), table

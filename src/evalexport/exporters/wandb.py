@@ -17,8 +17,8 @@ from pydantic import Field, SecretStr
 
 from evalexport.contracts.surfaces import Surface
 from evalexport.exporters.isolated import WORKER_BODIES, IsolatedConfig, IsolatedExporter
-from evalexport.exporters.prepared import PreparedRun, prepare
-from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY, write_rollouts_table
+from evalexport.exporters.prepared import PreparedRun, for_payload, prepare
+from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY
 from evalexport.results import DryRunPlan, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.workers.protocol import WandbPayload
@@ -147,15 +147,7 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
     ) -> WandbPayload:
         """What the worker logs: from ``prepared`` in an export; read here when called on its
         own (a benchmark, a test), with the rollouts table written into ``scratch``."""
-        if prepared is None:
-            prepared = prepare(run)
-            table = (
-                write_rollouts_table(run, scratch / "rollouts.json")
-                if config.upload_rollouts
-                else None
-            )
-        else:
-            table = prepared.rollouts_table if config.upload_rollouts else None
+        prepared, table = for_payload(run, prepared, scratch, rollouts_table=config.upload_rollouts)
         flat = prepared.metrics
         saved = prepared.saved_config  # check_inputs warned of what masking changed
         fingerprint = fingerprint or prepared.fingerprint
