@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalexport._hooks import call_hook
+import pytest
+
+from evalexport._hooks import call_hook, positional_count
 from evalexport.exporters.base import Exporter, ExporterConfig
 from evalexport.results import ExportResult, ExportStatus
 from evalexport.run import RunArtifacts
@@ -50,3 +52,24 @@ def test_an_exporter_whose_export_takes_run_and_config_only_still_exports(sample
     assert first.details["fingerprint"].startswith("sha256:")  # guarded all the same
     second = exporter.export(sample_run.run, config)
     assert second.status is ExportStatus.SKIPPED, second.message
+
+
+def test_the_target_form_is_told_by_the_arguments_it_requires(sample_run) -> None:
+    with pytest.warns(
+        DeprecationWarning, match=r"Old.target\(self, config\) is deprecated"
+    ) as said:
+
+        class Old(_OldStyleExporter):
+            def target(self, config, extra=None):  # type: ignore[no-untyped-def,override]
+                return f"old {extra}"
+
+    assert said[0].filename == __file__  # the warning points at the plugin's class
+
+    class New(_OldStyleExporter):
+        def target(self, run, config):  # type: ignore[no-untyped-def]
+            return f"new {run.benchmark}"
+
+    config = _Config(rollouts_jsonl_fpath=sample_run.rollouts)
+    assert positional_count(Old().target) == 1
+    assert Old().target_of(sample_run.run, config) == "old None"
+    assert New().target_of(sample_run.run, config) == "new aime24"

@@ -39,12 +39,14 @@ def _keywords_of(function: Callable[..., Any]) -> tuple[frozenset[str], bool]:
 
 
 def positional_count(hook: Callable[..., Any]) -> int:
-    """How many arguments ``hook`` takes by position (``self`` of a bound method excluded);
-    a hook that takes ``*args`` counts as many as any caller gives."""
+    """How many arguments ``hook`` requires by position (``self`` of a bound method excluded):
+    ``target(self, config, extra=None)`` requires one, as the 0.1.0 guide's ``target(self,
+    config)`` did. A hook that takes ``*args`` counts as many as any caller gives."""
     parameters = inspect.signature(hook).parameters.values()
     if any(parameter.kind is parameter.VAR_POSITIONAL for parameter in parameters):
         return 1_000
     return sum(
         parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)
+        and parameter.default is parameter.empty
         for parameter in parameters
     )

@@ -115,7 +115,7 @@ class Exporter(abc.ABC, Generic[ConfigT]):
                 f"{cls.__module__}.{cls.__qualname__}.{hook} is deprecated and still "
                 f"honoured; {DEPRECATED_HOOKS[hook]}",
                 DeprecationWarning,
-                stacklevel=2,
+                stacklevel=3,  # the class statement (through ABCMeta.__new__)
             )
 
     def __init__(self, progress: Callable[[int, int], None] | None = None) -> None:
