@@ -81,6 +81,9 @@ DEPRECATED_HOOKS: Final = {
 form that replaces each (docs/architecture.md, "The exporter template")."""
 
 
+_TEMPLATE_MODULES: Final = frozenset({__name__, "evalexport.exporters.isolated"})
+
+
 class OptionError(ValueError):
     """The options given to an exporter are unknown or invalid (exit code 2)."""
 
@@ -99,6 +102,10 @@ class Exporter(abc.ABC, Generic[ConfigT]):
     guards_exports: ClassVar[bool] = False
     """Tracking exporters write an export marker and skip a run already exported (§3.3)."""
 
+    receipt_keys: ClassVar[frozenset[str]] = frozenset()
+    """Deprecated (``DEPRECATED_HOOKS``): keys of ``details`` shown as receipts. Kept so that a
+    plugin reading or extending it still works; a worker body returns ``receipts={...}``."""
+
     progress_unit: ClassVar[str] = "bytes"
     """What ``progress(done, total)`` counts: ``bytes`` of input, or ``steps`` of a worker."""
 
@@ -106,6 +113,8 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         """Warn, naming the new form, of each deprecated hook a subclass still defines; it
         keeps working (see :data:`DEPRECATED_HOOKS`)."""
         super().__init_subclass__(**keywords)
+        if cls.__module__ in _TEMPLATE_MODULES:  # the template defines them, for old plugins
+            return
         deprecated = [hook for hook in DEPRECATED_HOOKS if hook in cls.__dict__]
         target = cls.__dict__.get("target")
         if callable(target) and positional_count(target) == 2:  # self, config

@@ -152,6 +152,12 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
         """
         return {}
 
+    def secrets_the_sdk_may_find(self, config: IsolatedConfigT) -> list[str]:
+        """Deprecated (``DEPRECATED_HOOKS``): secrets to scrub from what the worker reports.
+        Kept so that a plugin overriding it, or calling ``super()``, still works; return such
+        secrets from :meth:`worker_secrets` instead."""
+        return []
+
     def worker_time_limit(self, config: IsolatedConfigT) -> float:
         """Seconds the worker may run: ``$EVALEXPORT_WORKER_TIME_LIMIT``, else
         :meth:`time_limit`."""
@@ -204,31 +210,28 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
         worker started first, so that it loads the SDK (seconds, for MLflow) while the run is
         read. Nothing is built before the checks: a missing environment is built after them."""
         environment = None if config.dry_run else self._built_environment(config)
-        if environment is None:
-            with super()._inputs(run, config) as prepared:
-                yield prepared
-            return
-        from evalexport.isolation import started_worker
+        with contextlib.ExitStack() as stack:
+            early = None
+            if environment is not None:
+                from evalexport.isolation import started_worker
 
-        started = time.monotonic()
-        try:
-            secrets = self.worker_secrets(config)
-        except WorkerSecretsError as error:  # said by the export, after the run's checks
-            token = _EARLY.set(_EarlyWorker(environment, None, {}, 0.0, str(error)))
-            try:
-                with super()._inputs(run, config) as prepared:
-                    yield prepared
-            finally:
-                _EARLY.reset(token)
-            return
-        spent = time.monotonic() - started
-        with started_worker(
-            environment,
-            self.worker_body,
-            {**self.worker_environment(config), **secrets},
-            self.progress,
-        ) as worker:
-            token = _EARLY.set(_EarlyWorker(environment, worker, secrets, spent))
+                started = time.monotonic()
+                try:
+                    secrets = self.worker_secrets(config)
+                except WorkerSecretsError as error:  # said by the export, after the checks
+                    early = _EarlyWorker(environment, None, {}, 0.0, str(error))
+                else:
+                    spent = time.monotonic() - started
+                    worker = stack.enter_context(
+                        started_worker(
+                            environment,
+                            self.worker_body,
+                            {**self.worker_environment(config), **secrets},
+                            self.progress,
+                        )
+                    )
+                    early = _EarlyWorker(environment, worker, secrets, spent)
+            token = _EARLY.set(early)
             try:
                 with super()._inputs(run, config) as prepared:
                     yield prepared
@@ -296,12 +299,8 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
                     scratch=scratches,
                 )
         result = self._result_of(run, config, outcome, environment.path, limit)
-        return self._scrubbed(result, [*secrets.values(), *self._found_by_the_sdk(config)])
-
-    def _found_by_the_sdk(self, config: IsolatedConfigT) -> list[str]:
-        """What a plugin's deprecated ``secrets_the_sdk_may_find`` names, to be scrubbed."""
-        deprecated = getattr(self, "secrets_the_sdk_may_find", None)
-        return list(deprecated(config)) if deprecated else []
+        found = self.secrets_the_sdk_may_find(config)  # deprecated; [] unless a plugin's
+        return self._scrubbed(result, [*secrets.values(), *found])
 
     def _result_of(
         self,
@@ -387,7 +386,7 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
         """
         details = dict(result["details"])
         typed = {key: result[key] for key in _READ_BACK if key in result}  # type: ignore[literal-required]
-        receipt_keys: frozenset[str] = getattr(self, "receipt_keys", frozenset())  # deprecated
+        receipt_keys = self.receipt_keys  # deprecated; empty unless a plugin's
         if smuggled := sorted(
             key for key in (*_READ_BACK, *receipt_keys) if key in details and key != "receipts"
         ):
