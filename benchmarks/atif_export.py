@@ -1,10 +1,18 @@
 """ATIF export throughput: a bare JSON parse, NeMo Gym's own exporter and evalexport, side by side.
 
-    python benchmarks/atif_export.py [--small-mb 50] [--large-mb 200] [--gym-env DIR]
+    python benchmarks/atif_export.py [--small-mb 50] [--large-mb 200] [--two-turn-mb 105]
+                                     [--gym-env DIR] [--breakdown]
 
-Generates two rollouts files of real-shaped NeMo Gym records (one agent that calls tools and
-reasons; every record one Gym's ``TrajectoryRecord`` accepts) of about the given sizes. On each
-file, in fresh child processes, it times:
+Generates rollouts files of real-shaped NeMo Gym records, every record one Gym's
+``TrajectoryRecord`` accepts, in two shapes:
+
+* ``tool-agent``: ~10 KB rows of a math agent that reasons and makes parallel tool calls, as
+  rollout collection dumps them (full request and response bodies, ``null`` for unset fields),
+  at ``--small-mb`` and ``--large-mb``;
+* ``two-turn``: ~5.6 KB rows of a two-turn agent with one tool call and reasoning, as Gym's own
+  exporter tests build them, at ``--two-turn-mb``.
+
+On each file, in fresh child processes, it times:
 
 * ``json.loads`` of every line, and nothing else: the floor any exporter stands on;
 * ``nemo_gym.atif_export.export_rollouts_to_atif``, in a NeMo Gym 0.7.0 environment (built on
@@ -14,25 +22,37 @@ file, in fresh child processes, it times:
 It prints trajectories/s, MB/s and peak RSS (of the largest process) of each, evalexport's speed as
 a ratio to Gym's and to the bare parse, and evalexport's peak memory growth from the small file
 to the large one. The two exporters' outputs are compared file for file, too.
+
+``--breakdown`` prints instead where evalexport's CPU time per row goes, stage by stage, in one
+process (see :func:`breakdown`).
 """
 
 from __future__ import annotations
 
 import argparse
 import filecmp
+import gc
 import json
+import math
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from evalexport.testing.factory import make_rollout
+from evalexport.testing.factory import make_rollout, make_two_turn_rollout
 from evalexport.testing.gym import ensure_gym_environment
 
 AGENT = "aime24_math_tool_agent"
+SHAPES = {
+    "tool-agent": lambda rng, task, rollout: make_rollout(rng, task, rollout, AGENT),
+    "two-turn": make_two_turn_rollout,
+}
 _MEASURE = """
 import json, resource, sys, time
 start = time.perf_counter()
@@ -82,13 +102,13 @@ def run(rollouts, output):
 )
 
 
-def write_rollouts(path: Path, target_bytes: int) -> int:
+def write_rollouts(path: Path, target_bytes: int, shape: str) -> int:
     rng = random.Random(7)
     written = rows = 0
     with path.open("w", encoding="utf-8") as handle:
         while written < target_bytes:
             task, rollout = divmod(rows, 4)
-            line = json.dumps(make_rollout(rng, task, rollout, AGENT), ensure_ascii=False) + "\n"
+            line = json.dumps(SHAPES[shape](rng, task, rollout), ensure_ascii=False) + "\n"
             handle.write(line)
             written += len(line.encode())
             rows += 1
@@ -109,9 +129,13 @@ def _run(python: str, program: str, rollouts: Path, output: Path) -> dict[str, f
     return figures
 
 
-def measure(directory: Path, megabytes: int, gym_python: Path) -> dict[str, dict[str, float]]:
-    rollouts = directory / f"bench{megabytes}_rollouts.jsonl"
-    rows = write_rollouts(rollouts, megabytes * 1_000_000)
+def measure(
+    directory: Path, shape: str, megabytes: int, gym_python: Path
+) -> dict[str, dict[str, float]]:
+    directory = directory / f"{shape}-{megabytes}"
+    directory.mkdir()
+    rollouts = directory / "bench_rollouts.jsonl"
+    rows = write_rollouts(rollouts, megabytes * 1_000_000, shape)
     size_mb = rollouts.stat().st_size / 1e6
     results = {}
     for name, python, program in (
@@ -119,7 +143,7 @@ def measure(directory: Path, megabytes: int, gym_python: Path) -> dict[str, dict
         ("NeMo Gym 0.7.0", str(gym_python), GYM),
         ("evalexport", sys.executable, EVALEXPORT),
     ):
-        figures = _run(python, program, rollouts, directory / f"{name.split()[0]}{megabytes}")
+        figures = _run(python, program, rollouts, directory / name.split()[0])
         assert figures["count"] == rows, (name, figures, rows)
         results[name] = {
             "file_mb": size_mb,
@@ -129,51 +153,144 @@ def measure(directory: Path, megabytes: int, gym_python: Path) -> dict[str, dict
             "mb_per_s": size_mb / figures["seconds"],
             "peak_rss_mib": figures["peak_rss_kib"] / 1024,
         }
-    gym_out, our_out = directory / f"NeMo{megabytes}", directory / f"evalexport{megabytes}"
+    gym_out, our_out = directory / "NeMo", directory / "evalexport"
     comparison = filecmp.dircmp(gym_out, our_out)
     same = not (comparison.left_only or comparison.right_only) and all(
         filecmp.cmp(gym_out / name, our_out / name, shallow=False)
         for name in comparison.common_files
     )
     results["evalexport"]["same_files_as_gym"] = float(same)
+    shutil.rmtree(directory)  # a large run's 100,000 files must not crowd the next measurement
     return results
+
+
+def _best_of_three(
+    work: Callable[[Any], Any], inputs: list[Any], *, collect: bool
+) -> tuple[float, list[Any]]:
+    """Microseconds per input of ``work``, the best of three rounds, and its outputs.
+
+    Here every row's input and output stays alive, which would make the garbage collector's
+    rounds ever longer: it is off unless ``collect`` is set, and then the outputs are dropped
+    as they come, as in an export.
+    """
+    best = math.inf
+    outputs: list[Any] = []
+    for _ in range(3):
+        gc.collect()
+        if not collect:
+            gc.disable()
+        started = time.perf_counter()
+        if collect:
+            for item in inputs:
+                work(item)
+        else:
+            outputs = [work(item) for item in inputs]
+        best = min(best, time.perf_counter() - started)
+        gc.enable()
+    return best / len(inputs) * 1e6, outputs
+
+
+def breakdown(rows_per_shape: int = 2000) -> None:
+    """Where evalexport's CPU time per row goes, stage by stage, on one core.
+
+    Each stage runs over every row before the next starts (so a stage's figure is its own):
+    reading a line as strict JSON, validating the ``ng_trajectory`` record, converting it to an
+    ATIF document (validation included), encoding the file's bytes, and writing the file with
+    its SHA-256; these without the garbage collector. The last figure is the whole of one
+    line's work as the export does it, collector included. The bare ``json.loads`` of the same
+    lines, collector included, is the reference.
+    """
+    from evalexport.trajectory import files
+    from evalexport.trajectory.convert import TrajectoryIdentity, convert_rollout
+    from evalexport.trajectory.record import validate_record
+    from evalexport.trajectory.strict_json import loads_strict_line
+
+    identity = TrajectoryIdentity("bench", "1.0")
+    for shape, make in SHAPES.items():
+        rng = random.Random(7)
+        lines = [
+            json.dumps(make(rng, *divmod(row, 4)), ensure_ascii=False).encode() + b"\n"
+            for row in range(rows_per_shape)
+        ]
+        figures: dict[str, float] = {}
+        figures["bare json.loads"], _ = _best_of_three(json.loads, lines, collect=True)
+        figures["strict parse"], rows = _best_of_three(loads_strict_line, lines, collect=False)
+        figures["validate record"], _ = _best_of_three(
+            lambda row: validate_record(row["ng_trajectory"]), rows, collect=False
+        )
+        figures["convert (validation included)"], converted = _best_of_three(
+            lambda row: convert_rollout(row, identity), rows, collect=False
+        )
+        figures["encode"], data = _best_of_three(
+            lambda trajectory: trajectory.encode(), converted, collect=False
+        )
+        with tempfile.TemporaryDirectory(prefix="atif-breakdown-") as output:
+            figures["write file + sha256"], _ = _best_of_three(
+                lambda pair: files._write(0, pair[0], pair[1], Path(output)),
+                list(zip(converted, data, strict=True)),
+                collect=False,
+            )
+        with tempfile.TemporaryDirectory(prefix="atif-breakdown-") as output:
+            job = files._Job(identity, frozenset(), Path(output))
+            figures["whole line, as exported"], _ = _best_of_three(
+                lambda numbered: files._convert_line(numbered[0], numbered[1], job),  # noqa: B023
+                list(enumerate(lines, 1)),
+                collect=True,
+            )
+        size = sum(map(len, lines)) / len(lines)
+        print(f"{shape}: {len(lines)} rows of {size / 1e3:.1f} KB, microseconds of CPU per row")
+        for name, micros in figures.items():
+            print(f"  {name:<32} {micros:8.1f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--small-mb", type=int, default=50)
     parser.add_argument("--large-mb", type=int, default=200)
+    parser.add_argument("--two-turn-mb", type=int, default=105)
     parser.add_argument(
         "--gym-env", type=Path, default=Path.home() / ".cache" / "evalexport" / "gym-benchmark-env"
     )
+    parser.add_argument("--breakdown", action="store_true", help=breakdown.__doc__)
     args = parser.parse_args()
+    if args.breakdown:
+        breakdown()
+        return
     gym_python = ensure_gym_environment(args.gym_env)
     started = time.perf_counter()
-    by_size = {}
+    measured: list[tuple[str, int, dict[str, dict[str, float]]]] = []
     with tempfile.TemporaryDirectory(prefix="atif-bench-") as scratch:
-        for size in (args.small_mb, args.large_mb):
-            by_size[size] = measure(Path(scratch), size, gym_python)
+        for shape, size in (
+            ("tool-agent", args.small_mb),
+            ("tool-agent", args.large_mb),
+            ("two-turn", args.two_turn_mb),
+        ):
+            measured.append((shape, size, measure(Path(scratch), shape, size, gym_python)))
     print(
-        f"{'file':>7} {'contestant':<16} {'traj/s':>8} {'MB/s':>7} {'seconds':>8} {'peak RSS MiB':>13}"
+        f"{'file':>7} {'shape':<11} {'contestant':<16} {'traj/s':>8} {'MB/s':>7} {'seconds':>8} "
+        f"{'peak RSS MiB':>13}"
     )
-    for size, results in by_size.items():
+    for shape, _size, results in measured:
         for name, row in results.items():
             print(
-                f"{row['file_mb']:5.0f}MB {name:<16} {row['per_s']:8.0f} {row['mb_per_s']:7.2f} "
-                f"{row['seconds']:8.2f} {row['peak_rss_mib']:13.1f}"
+                f"{row['file_mb']:5.0f}MB {shape:<11} {name:<16} {row['per_s']:8.0f} "
+                f"{row['mb_per_s']:7.2f} {row['seconds']:8.2f} {row['peak_rss_mib']:13.1f}"
             )
+    print()
+    for shape, size, results in measured:
         ours, gym, bare = (
             results["evalexport"],
             results["NeMo Gym 0.7.0"],
             results["bare json.loads"],
         )
         print(
-            f"  {size} MB ({ours['rows']} rows of {ours['file_mb'] * 1e6 / ours['rows'] / 1e3:.1f} KB): "
-            f"evalexport is {ours['per_s'] / gym['per_s']:.1f}x Gym's throughput and takes "
+            f"{shape} {size} MB ({ours['rows']:.0f} rows of "
+            f"{ours['file_mb'] * 1e6 / ours['rows'] / 1e3:.1f} KB): evalexport is "
+            f"{ours['per_s'] / gym['per_s']:.1f}x Gym's throughput and takes "
             f"{ours['seconds'] / bare['seconds']:.2f}x the bare parse's time; "
             f"same files as Gym: {'yes' if ours['same_files_as_gym'] else 'NO'}"
         )
-    small, large = (by_size[size]["evalexport"] for size in (args.small_mb, args.large_mb))
+    small, large = (results["evalexport"] for _, _, results in measured[:2])
     print(
         f"evalexport peak memory {small['peak_rss_mib']:.1f} -> {large['peak_rss_mib']:.1f} MiB "
         f"({large['peak_rss_mib'] / small['peak_rss_mib']:.2f}x for "

@@ -36,7 +36,7 @@ from evalexport.trajectory.convert import (
     rollout_index,
 )
 from evalexport.trajectory.steps import TrajectoryError
-from evalexport.trajectory.strict_json import loads_strict
+from evalexport.trajectory.strict_json import loads_strict_line
 
 if TYPE_CHECKING:
     from evalexport.interrupts import Deferred
@@ -127,8 +127,7 @@ def _convert_line(line_number: int, raw: bytes, job: _Job) -> _Outcome:
     if not raw.strip():
         return line_number, None, None, f"{where}: blank JSONL records are not supported"
     try:
-        # Without its line break, so an error's column is the column on the line.
-        row = loads_strict(raw.decode("utf-8").rstrip("\r\n"))
+        row = loads_strict_line(raw)
     except UnicodeDecodeError as error:
         return (
             line_number,
