@@ -64,7 +64,7 @@ def _same(left: Any, right: Any) -> bool:
     return bool(left == right)
 
 
-def _outcome(read: Any, line: bytes) -> Any:
+def _outcome(read: Any, line: bytes | str) -> Any:
     try:
         return ("value", read(line))
     except (ValueError, RecursionError) as error:  # JSONDecodeError, StrictJsonError, Unicode
@@ -72,7 +72,8 @@ def _outcome(read: Any, line: bytes) -> Any:
 
 
 def _strictly(line: bytes) -> Any:
-    return strict_json.loads_strict(line.decode("utf-8").rstrip("\r\n"))
+    """The strict parser alone, never msgspec."""
+    return strict_json._STRICT_DECODER.decode(line.decode("utf-8").rstrip("\r\n"))
 
 
 @given(text=TEXTS, line_break=st.sampled_from(["\n", "\r\n", ""]), noise=st.sampled_from(["", " "]))
@@ -85,6 +86,20 @@ def _strictly(line: bytes) -> Any:
 def test_a_line_reads_as_the_strict_parser_reads_it(text: str, line_break: str, noise: str) -> None:
     line = (noise + text + noise + line_break).encode("utf-8", "surrogatepass")
     fast, strict = _outcome(loads_strict_line, line), _outcome(_strictly, line)
+    assert fast[0] == strict[0], (fast, strict)
+    if fast[0] == "value":
+        assert _same(fast[1], strict[1])
+    else:
+        assert fast[1:] == strict[1:]
+
+
+@given(text=TEXTS)
+@example(text='{"a": 1, "a": 2}')
+@example(text='"\ud800"')
+def test_a_text_reads_as_the_strict_parser_reads_it(text: str) -> None:
+    """``loads_strict`` of a string (a tool call's arguments) takes the same fast path."""
+    fast = _outcome(strict_json.loads_strict, text)
+    strict = _outcome(strict_json._STRICT_DECODER.decode, text)
     assert fast[0] == strict[0], (fast, strict)
     if fast[0] == "value":
         assert _same(fast[1], strict[1])
@@ -119,10 +134,11 @@ def test_without_msgspec_every_line_goes_to_the_strict_parser(
 
 
 def test_the_fast_path_is_taken_for_an_ordinary_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    def no_strict_parse(text: str) -> Any:
-        raise AssertionError(f"the strict parser was asked about {text!r}")
+    class NoStrictParse:
+        def decode(self, text: str) -> Any:
+            raise AssertionError(f"the strict parser was asked about {text!r}")
 
-    monkeypatch.setattr(strict_json, "loads_strict", no_strict_parse)
+    monkeypatch.setattr(strict_json, "_STRICT_DECODER", NoStrictParse())
     assert loads_strict_line(b'{"a": {"b": "c:d"}, "n": 1.5}\n') == {
         "a": {"b": "c:d"},
         "n": 1.5,

@@ -8,6 +8,7 @@ the same rows.
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import tempfile
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from evalexport.testing.factory import make_run
+from evalexport.testing.factory import make_run, make_two_turn_rollout
 from evalexport.testing.gym import GymOracle
 from tests.trajectory.parity import compare
 from tests.trajectory.strategies import FAULTS, rollout_files
@@ -56,6 +57,20 @@ def test_a_factory_run_gives_the_same_files_as_gyms_exporter(
     assert comparison.gym.succeeded, comparison.gym.error
     assert comparison.disagreement() is None
     assert len(comparison.our_tree) == sample.rollout_count + 1
+
+
+def test_the_two_turn_benchmark_shape_is_gyms_and_converts_as_gym_converts_it(
+    gym_oracle: GymOracle, tmp_path
+) -> None:
+    rng = random.Random(3)
+    rows = [make_two_turn_rollout(rng, task, rollout) for task in range(3) for rollout in range(4)]
+    for row in rows:
+        assert gym_oracle.record_error(row["ng_trajectory"]) is None
+    rollouts = tmp_path / "two_turn_rollouts.jsonl"
+    rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    comparison = compare(gym_oracle, rollouts, tmp_path / "work")
+    assert comparison.gym.succeeded, comparison.gym.error
+    assert comparison.disagreement() is None
 
 
 @pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()))

@@ -67,6 +67,8 @@ class Item:
 
 
 def _unknown_fields(item: dict[str, Any], allowed: frozenset[str], path: str) -> None:
+    if allowed.issuperset(item):
+        return
     unknown = sorted(repr(key) for key in item if key not in allowed)
     if unknown:
         raise ItemError(path, f"unsupported fields would be dropped: {', '.join(unknown)}")
@@ -287,8 +289,8 @@ def read_item(item: Any, path: str) -> Item:
     if not isinstance(item, dict):
         raise ItemError(path, "expected a Responses item object")
     item_type = item.get("type")
-    present = sorted(_TRAINING_FIELDS.intersection(item))
-    if present:
+    if not _TRAINING_FIELDS.isdisjoint(item):
+        present = sorted(_TRAINING_FIELDS.intersection(item))
         raise ItemError(
             path,
             "training token IDs, log probabilities, and routed-expert metadata are outside "

@@ -10,7 +10,7 @@ kept: the turn for that step must hold the same items as its ``question``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from evalexport.trajectory.conversation import Item, read_items
 from evalexport.trajectory.record import InvocationRecord, ToolCallRecord
@@ -95,12 +95,12 @@ def text_content(value: Any, path: str) -> str | list[dict[str, Any]]:
 
 
 def _message_content(item: Item) -> str | list[dict[str, Any]]:
-    status = item.get("status")
+    status = item.canonical.get("status")
     if status is not None and status != "completed":
         raise TrajectoryError(f"{item.path}.status", f"expected completed, got {status!r}")
-    if item.kind == "output_message" and not item.get("content"):
+    if item.kind == "output_message" and not item.canonical.get("content"):
         raise TrajectoryError(f"{item.path}.content", "expected at least one output_text part")
-    return text_content(item.get("content"), f"{item.path}.content")
+    return text_content(item.canonical.get("content"), f"{item.path}.content")
 
 
 def reasoning_text(items: list[Item], path: str) -> str | None:
@@ -109,9 +109,9 @@ def reasoning_text(items: list[Item], path: str) -> str | None:
         return None
     segments: list[str] = []
     for index, item in enumerate(items):
-        content = item.get("content") or []
-        summary = item.get("summary") or []
-        if item.get("encrypted_content") is not None:
+        content = item.canonical.get("content") or []
+        summary = item.canonical.get("summary") or []
+        if item.canonical.get("encrypted_content") is not None:
             raise TrajectoryError(f"{path}[{index}]", "encrypted reasoning is not supported")
         if content and summary:
             raise TrajectoryError(
@@ -134,7 +134,7 @@ def reasoning_text(items: list[Item], path: str) -> str | None:
 
 def _arguments(call: Item, path: str) -> dict[str, Any]:
     try:
-        arguments = loads_strict(call.get("arguments"))
+        arguments = loads_strict(call.canonical["arguments"])
     except ValueError:  # json.JSONDecodeError and StrictJsonError are both ValueErrors
         raise TrajectoryError(f"{path}.arguments", "expected a JSON object string") from None
     if not isinstance(arguments, dict):
@@ -142,12 +142,14 @@ def _arguments(call: Item, path: str) -> dict[str, Any]:
     return arguments
 
 
+_TOOL_TIMING: Final = ("sandbox_id", "started_at", "completed_at", "duration_ms", "timing_source")
+"""The tool record's fields a tool result keeps as evidence, in the record's field order."""
+
+
 def _tool_result_extra(record: ToolCallRecord, source_item_id: str | None) -> dict[str, Any] | None:
-    source = record.model_dump(
-        mode="json",
-        include={"sandbox_id", "started_at", "completed_at", "duration_ms", "timing_source"},
-        exclude_none=True,
-    )
+    # What model_dump(mode="json", include=..., exclude_none=True) gives: these fields are
+    # strings and floats, already JSON values.
+    source = {name: value for name in _TOOL_TIMING if (value := getattr(record, name)) is not None}
     if source_item_id is not None:
         source["source_item_id"] = source_item_id
     return {"nemo_gym": source} if source else None
@@ -197,7 +199,7 @@ class _StepBuilder:
         return self.steps, self.groups
 
     def _source_message(self, item: Item) -> None:
-        role = item.get("role")
+        role = item.canonical["role"]
         if role == "developer":
             raise TrajectoryError(f"{item.path}.role", "developer messages are not supported")
         if item.kind == "assistant_context":
@@ -231,26 +233,26 @@ class _StepBuilder:
         self.steps.append(step)
         group = AgentGroup(question, reasoning, answer, step, tool_call_count=len(calls))
         if reasoning:
-            group.source_items["reasoning_ids"] = [item.get("id") for item in reasoning]
+            group.source_items["reasoning_ids"] = [item.canonical.get("id") for item in reasoning]
         if not calls:
-            group.source_items["message_id"] = answer[0].get("id")
+            group.source_items["message_id"] = answer[0].canonical.get("id")
         self.groups.append(group)
 
     def _take_calls(self) -> list[Item]:
         calls: list[Item] = []
         while (call := self._peek("function_call")) is not None:
-            if not call.get("call_id").strip():
+            if not call.canonical["call_id"].strip():
                 raise TrajectoryError(f"{call.path}.call_id", "cannot be empty")
-            if not call.get("name").strip():
+            if not call.canonical["name"].strip():
                 raise TrajectoryError(f"{call.path}.name", "cannot be empty")
-            status = call.get("status")
+            status = call.canonical.get("status")
             if status not in (None, "completed"):
                 raise TrajectoryError(f"{call.path}.status", f"expected completed, got {status!r}")
-            if call.get("call_id") in self.used_tool_ids:
+            if call.canonical["call_id"] in self.used_tool_ids:
                 raise TrajectoryError(
-                    call.path, f"duplicate function call ID {call.get('call_id')!r}"
+                    call.path, f"duplicate function call ID {call.canonical['call_id']!r}"
                 )
-            self.used_tool_ids.add(call.get("call_id"))
+            self.used_tool_ids.add(call.canonical["call_id"])
             calls.append(call)
             self.prefix.append(call)
             self.position += 1
@@ -259,14 +261,14 @@ class _StepBuilder:
     def _tool_step(self, step_id: int, calls: list[Item], path: str) -> Step:
         outputs: dict[str, Item] = {}
         for output in self._take("function_call_output"):
-            call_id = output.get("call_id")
+            call_id = output.canonical["call_id"]
             if call_id in outputs:
                 raise TrajectoryError(path, f"duplicate function result ID {call_id!r}")
-            status = output.get("status")
+            status = output.canonical.get("status")
             if status not in (None, "completed"):
                 raise TrajectoryError(path, f"function result {call_id!r} is {status!r}")
             outputs[call_id] = output
-        expected = {call.get("call_id") for call in calls}
+        expected = {call.canonical["call_id"] for call in calls}
         if set(outputs) != expected:
             raise TrajectoryError(
                 path,
@@ -277,36 +279,40 @@ class _StepBuilder:
         records: dict[str, ToolCallRecord] = {}
         contents: dict[str, Any] = {}
         for call in calls:
-            call_id = call.get("call_id")
+            call_id = call.canonical["call_id"]
             record = self._tool_record(call, path)
             output = outputs[call_id]
             contents[call_id] = text_content(
-                output.get("output"), f"{path}.tool_results[{call_id!r}].output"
+                output.canonical["output"], f"{path}.tool_results[{call_id!r}].output"
             )
-            if record.output is not None and not json_equal(record.output, output.get("output")):
+            if record.output is not None and not json_equal(
+                record.output, output.canonical["output"]
+            ):
                 raise TrajectoryError(
                     path, f"tool execution {call_id!r} has a different recorded output"
                 )
             records[call_id] = record
             tool_call: dict[str, Any] = {
                 "tool_call_id": call_id,
-                "function_name": call.get("name"),
+                "function_name": call.canonical["name"],
                 "arguments": _arguments(call, call.path),
             }
-            if call.get("id") is not None:
-                tool_call["extra"] = {"nemo_gym": {"source_item_id": call.get("id")}}
+            if call.canonical.get("id") is not None:
+                tool_call["extra"] = {"nemo_gym": {"source_item_id": call.canonical.get("id")}}
             tool_calls.append(tool_call)
         results = []
         for output in outputs.values():
-            call_id = output.get("call_id")
+            call_id = output.canonical["call_id"]
             result: dict[str, Any] = {"source_call_id": call_id, "content": contents[call_id]}
-            if (extra := _tool_result_extra(records[call_id], output.get("id"))) is not None:
+            if (
+                extra := _tool_result_extra(records[call_id], output.canonical.get("id"))
+            ) is not None:
                 result["extra"] = extra
             results.append(result)
         return Step(step_id, "agent", "", tool_calls=tool_calls, observation={"results": results})
 
     def _tool_record(self, call: Item, path: str) -> ToolCallRecord:
-        call_id = call.get("call_id")
+        call_id = call.canonical["call_id"]
         record = self.tools.get(call_id)
         if record is None:
             raise TrajectoryError(path, f"missing tool execution record for {call_id!r}")
@@ -320,11 +326,11 @@ class _StepBuilder:
             raise TrajectoryError(
                 path, f"completed tool execution {call_id!r} records error {record.error_type!r}"
             )
-        if record.tool_name is not None and record.tool_name != call.get("name"):
+        if record.tool_name is not None and record.tool_name != call.canonical["name"]:
             raise TrajectoryError(
                 path,
                 f"tool execution {call_id!r} records tool {record.tool_name!r}, "
-                f"the call names {call.get('name')!r}",
+                f"the call names {call.canonical['name']!r}",
             )
         return record
 

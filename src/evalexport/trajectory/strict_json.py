@@ -75,17 +75,35 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def loads_strict(text: str | bytes) -> Any:
-    """Parse ``text``, raising :class:`StrictJsonError` (or ``json.JSONDecodeError``)."""
-    return json.loads(
-        text,
-        parse_constant=_reject_constant,
-        parse_float=_finite_float,
-        object_pairs_hook=_unique_keys,
-    )
-
-
 _UNDECIDED: Final = object()
+"""What the fast decoder gives for a text it leaves to the strict parser."""
+_STRICT_DECODER: Final = json.JSONDecoder(
+    parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_unique_keys
+)
+"""Made once: ``json.loads`` with hooks builds a decoder on every call."""
+
+
+def loads_strict(text: str | bytes) -> Any:
+    """Parse ``text``, raising :class:`StrictJsonError` (or ``json.JSONDecodeError``).
+
+    A text msgspec can decide exactly (see :func:`_fast_strict_decoder`) is read by msgspec;
+    every other text by ``json`` with the strict hooks, whose verdict and message stand.
+    """
+    if isinstance(text, bytes):
+        return json.loads(
+            text,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            object_pairs_hook=_unique_keys,
+        )
+    if (fast := _fast_strict_decoder()) is not None:
+        try:
+            value = fast(text.encode("utf-8"))
+        except UnicodeEncodeError:  # a lone surrogate: the strict parser tells
+            value = _UNDECIDED
+        if value is not _UNDECIDED:
+            return value
+    return _STRICT_DECODER.decode(text)
 
 
 @functools.cache
@@ -140,7 +158,7 @@ def loads_strict_line(raw: bytes) -> Any:
         value = fast(raw)
         if value is not _UNDECIDED:
             return value
-    return loads_strict(raw.decode("utf-8").rstrip("\r\n"))
+    return _STRICT_DECODER.decode(raw.decode("utf-8").rstrip("\r\n"))
 
 
 def unencodable_path(value: Any, path: str) -> str | None:
