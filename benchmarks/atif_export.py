@@ -1,7 +1,7 @@
 """ATIF export throughput: a bare JSON parse, NeMo Gym's own exporter and evalexport, side by side.
 
     python benchmarks/atif_export.py [--small-mb 50] [--large-mb 200] [--two-turn-mb 105]
-                                     [--gym-env DIR] [--breakdown]
+                                     [--gym-env DIR] [--drop-caches] [--breakdown]
 
 Generates rollouts files of real-shaped NeMo Gym records, every record one Gym's
 ``TrajectoryRecord`` accepts, in two shapes:
@@ -15,6 +15,8 @@ Generates rollouts files of real-shaped NeMo Gym records, every record one Gym's
 On each file, in fresh child processes, it times:
 
 * ``json.loads`` of every line, and nothing else: the floor any exporter stands on;
+* the same, writing one file per line of twice its size (a trajectory file's size): the floor
+  with the file system's share, which on some machines is most of an export's time;
 * ``nemo_gym.atif_export.export_rollouts_to_atif``, in a NeMo Gym 0.7.0 environment (built on
   first use in ``--gym-env``, default ``~/.cache/evalexport/gym-benchmark-env``, ~420 MB);
 * ``evalexport atif``, as installed here.
@@ -22,6 +24,10 @@ On each file, in fresh child processes, it times:
 It prints trajectories/s, MB/s and peak RSS (of the largest process) of each, evalexport's speed as
 a ratio to Gym's and to the bare parse, and evalexport's peak memory growth from the small file
 to the large one. The two exporters' outputs are compared file for file, too.
+
+Files are written under the system's temporary directory (``TMPDIR``): its file system is
+measured too. ``--drop-caches`` (root) empties the page cache before each contestant, for
+figures that do not depend on the order the contestants run in.
 
 ``--breakdown`` prints instead where evalexport's CPU time per row goes, stage by stage, in one
 process (see :func:`breakdown`).
@@ -74,6 +80,22 @@ def run(rollouts, output):
 """
     + _MEASURE
 )
+BARE_WITH_FILES = (
+    """
+import json, os
+def run(rollouts, output):
+    os.mkdir(output)
+    count = 0
+    with open(rollouts, "rb") as handle:
+        for line in handle:
+            json.loads(line)
+            count += 1
+            with open(os.path.join(output, f"{count}.json"), "wb") as file:
+                file.write(line * 2)  # a trajectory file is about twice its line
+    return count
+"""
+    + _MEASURE
+)
 GYM = (
     """
 from pathlib import Path
@@ -114,8 +136,15 @@ def write_rollouts(path: Path, target_bytes: int, shape: str) -> int:
     return rows
 
 
-def _run(python: str, program: str, rollouts: Path, output: Path) -> dict[str, float]:
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+
+
+def _run(
+    python: str, program: str, rollouts: Path, output: Path, *, drop_caches: bool = False
+) -> dict[str, float]:
     os.sync()  # the previous contestant's writes must not be flushed on this one's time
+    if drop_caches:
+        DROP_CACHES.write_text("3\n")
     completed = subprocess.run(
         [python, "-c", program, str(rollouts), str(output)],
         capture_output=True,
@@ -129,7 +158,7 @@ def _run(python: str, program: str, rollouts: Path, output: Path) -> dict[str, f
 
 
 def measure(
-    directory: Path, shape: str, megabytes: int, gym_python: Path
+    directory: Path, shape: str, megabytes: int, gym_python: Path, *, drop_caches: bool = False
 ) -> dict[str, dict[str, float]]:
     directory = directory / f"{shape}-{megabytes}"
     directory.mkdir()
@@ -139,10 +168,13 @@ def measure(
     results = {}
     for name, python, program in (
         ("bare json.loads", sys.executable, BARE),
+        ("json.loads+files", sys.executable, BARE_WITH_FILES),
         ("NeMo Gym 0.7.0", str(gym_python), GYM),
         ("evalexport", sys.executable, EVALEXPORT),
     ):
-        figures = _run(python, program, rollouts, directory / name.split()[0])
+        figures = _run(
+            python, program, rollouts, directory / name.split()[0], drop_caches=drop_caches
+        )
         assert figures["count"] == rows, (name, figures, rows)
         results[name] = {
             "file_mb": size_mb,
@@ -239,6 +271,13 @@ def main() -> None:
         "--gym-env", type=Path, default=Path.home() / ".cache" / "evalexport" / "gym-benchmark-env"
     )
     parser.add_argument("--breakdown", action="store_true", help=breakdown.__doc__)
+    parser.add_argument(
+        "--drop-caches",
+        action="store_true",
+        help="empty the page cache before each contestant (needs root): on a VM whose page "
+        "cache grows into memory the host has not backed yet, creating a file costs ten times "
+        "as much once the cache has grown, and the later contestants would pay for it",
+    )
     args = parser.parse_args()
     if args.breakdown:
         breakdown()
@@ -252,7 +291,13 @@ def main() -> None:
             ("tool-agent", args.large_mb),
             ("two-turn", args.two_turn_mb),
         ):
-            measured.append((shape, size, measure(Path(scratch), shape, size, gym_python)))
+            measured.append(
+                (
+                    shape,
+                    size,
+                    measure(Path(scratch), shape, size, gym_python, drop_caches=args.drop_caches),
+                )
+            )
     print(
         f"{'file':>7} {'shape':<11} {'contestant':<16} {'traj/s':>8} {'MB/s':>7} {'seconds':>8} "
         f"{'peak RSS MiB':>13}"
@@ -265,16 +310,18 @@ def main() -> None:
             )
     print()
     for shape, size, results in measured:
-        ours, gym, bare = (
+        ours, gym, bare, floor = (
             results["evalexport"],
             results["NeMo Gym 0.7.0"],
             results["bare json.loads"],
+            results["json.loads+files"],
         )
         print(
             f"{shape} {size} MB ({ours['rows']:.0f} rows of "
             f"{ours['file_mb'] * 1e6 / ours['rows'] / 1e3:.1f} KB): evalexport is "
             f"{ours['per_s'] / gym['per_s']:.1f}x Gym's throughput and takes "
-            f"{ours['seconds'] / bare['seconds']:.2f}x the bare parse's time; "
+            f"{ours['seconds'] / bare['seconds']:.2f}x the bare parse's time "
+            f"({ours['seconds'] / floor['seconds']:.2f}x parse and files); "
             f"same files as Gym: {'yes' if ours['same_files_as_gym'] else 'NO'}"
         )
     small, large = (results["evalexport"] for _, _, results in measured[:2])

@@ -166,7 +166,7 @@ def _convert_line(line_number: int, raw: bytes, job: _Job) -> _Outcome:
             row,
             job.identity,
             allowed_gaps=job.allowed_gaps,
-            check_strings=_SURROGATE_ESCAPE.search(raw) is not None,
+            check_strings=b"\\u" in raw and _SURROGATE_ESCAPE.search(raw) is not None,
         )
     except TrajectoryError as error:
         return line_number, label, key, f"{where}: {error}"
