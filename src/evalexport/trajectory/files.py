@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, final
 
 from evalexport.trajectory.convert import (
     ROLLOUT_INDEX,
@@ -52,10 +52,11 @@ _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
 """A JSON escape of a UTF-16 surrogate: the only way a lone surrogate gets into a row."""
 
 
-@final
-@dataclass(frozen=True)
-class ConvertedRow:
-    """One converted row, its trajectory file written (unless converting in memory only)."""
+class ConvertedRow(NamedTuple):
+    """One converted row, its trajectory file written (unless converting in memory only).
+
+    A tuple, so a pool worker sends it back to the parent at the cost of its fields alone.
+    """
 
     line_number: int
     file_name: str
@@ -65,16 +66,19 @@ class ConvertedRow:
     gap_codes: tuple[str, ...]
 
     def manifest_line(self) -> str:
-        """The row's ``manifest.jsonl`` line: Gym's four fields, and its gaps when it has any."""
-        entry: dict[str, Any] = {
-            "trajectory_path": self.file_name,
-            TASK_INDEX: self.task_index,
-            ROLLOUT_INDEX: self.rollout_index,
-            "expected_sha256": self.sha256,
-        }
+        """The row's ``manifest.jsonl`` line: Gym's four fields, and its gaps when it has any.
+
+        ``json.dumps(entry, sort_keys=True, separators=(",", ":"))`` of those fields, written
+        from a template (a file name is ASCII digits, a dash and ``.json``; a hash is hex).
+        """
+        gaps = ""
         if self.gap_codes:
-            entry["gap_codes"] = sorted(set(self.gap_codes))
-        return json.dumps(entry, sort_keys=True, separators=(",", ":"))
+            codes = json.dumps(sorted(set(self.gap_codes)), separators=(",", ":"))
+            gaps = f'"gap_codes":{codes},'
+        return (
+            f'{{"{ROLLOUT_INDEX}":{self.rollout_index},"{TASK_INDEX}":{self.task_index},'
+            f'"expected_sha256":"{self.sha256}",{gaps}"trajectory_path":"{self.file_name}"}}'
+        )
 
 
 @dataclass
