@@ -8,7 +8,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalexport.trajectory.files import ConvertedRow
+from evalexport.trajectory.files import ConvertedRow, _FirstLines
 
 
 @given(
@@ -30,3 +30,21 @@ def test_a_manifest_line_is_the_json_gym_writes(
     if gaps:
         entry["gap_codes"] = sorted(set(gaps))
     assert row.manifest_line() == json.dumps(entry, sort_keys=True, separators=(",", ":"))
+
+
+@given(
+    keys=st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=5),
+            st.integers(min_value=0, max_value=12) | st.integers(min_value=0, max_value=2**40),
+        ),
+        max_size=60,
+    )
+)
+def test_the_first_line_of_each_rollout_key_is_remembered_as_a_dict_would(
+    keys: list[tuple[int, int]],
+) -> None:
+    first_lines, reference = _FirstLines(), {}
+    for line_number, key in enumerate(keys, 1):
+        assert first_lines.earlier(key, line_number) == reference.get(key)
+        reference.setdefault(key, line_number)

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import signal
+from array import array
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -110,6 +111,41 @@ class FileConversion:
         if self.rows == 0:
             return f"Rollouts file contains no records: {path}"
         return self.agents_problem(path)
+
+
+class _FirstLines:
+    """The line each ``(task, rollout)`` key first appeared on, in a few bytes a row.
+
+    Gym numbers a task's rollouts 0, 1, 2, ...: those go into one array of line numbers per
+    task (8 bytes a row; a dict of tuple keys costs about 175). A rollout index far past its
+    task's array goes into a plain dict, so no file can make an array grow out of proportion.
+    """
+
+    _MAX_GAP: Final = 8
+
+    def __init__(self) -> None:
+        self._dense: dict[int, array[int]] = {}
+        self._sparse: dict[tuple[int, int], int] = {}
+
+    def earlier(self, key: tuple[int, int], line_number: int) -> int | None:
+        """The line ``key`` was first seen on; ``None``, and ``line_number`` recorded, if new."""
+        task, rollout = key
+        lines = self._dense.get(task)
+        if lines is None:
+            lines = self._dense[task] = array("q")
+        if rollout < len(lines):
+            if first := lines[rollout]:
+                return first
+            lines[rollout] = line_number
+            return None
+        if rollout - len(lines) < self._MAX_GAP:
+            lines.frombytes(bytes(8 * (rollout - len(lines))))  # zeros: not seen
+            lines.append(line_number)
+            return None
+        if (earlier := self._sparse.get(key)) is not None:
+            return earlier
+        self._sparse[key] = line_number
+        return None
 
 
 # One line's outcome, as a worker reports it: (line number, label, key, trajectory or error).
@@ -302,21 +338,20 @@ def convert_file(
     """
     total = path.stat().st_size
     result = FileConversion()
-    keys: dict[tuple[int, int], int] = {}
+    first_lines = _FirstLines()
     job = _Job(identity, frozenset(allowed_gaps), output)
     for outcomes, read in _outcomes(path, job, workers or default_workers(path)):
         for line_number, label, key, outcome in outcomes:
             result.rows += 1
             if key is not None:
-                if key in keys:
+                if (earlier := first_lines.earlier(key, line_number)) is not None:
                     result.rejected.append(
                         f"line {line_number}: duplicate Gym rollout key (task {key[0]}, "
-                        f"rollout {key[1]}), first on line {keys[key]}"
+                        f"rollout {key[1]}), first on line {earlier}"
                     )
                     if isinstance(label, str):
                         result.agents.add(label)
                     continue
-                keys[key] = line_number
                 if isinstance(label, str):
                     result.agents.add(label)
             if isinstance(outcome, str):
