@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from evalexport.trajectory.files import ConvertedRow, _FirstLines
@@ -32,6 +32,7 @@ def test_a_manifest_line_is_the_json_gym_writes(
     assert row.manifest_line() == json.dumps(entry, sort_keys=True, separators=(",", ":"))
 
 
+@example(keys=[(0, 8), (0, 0), (0, 8)])  # first far past its task's array, then within reach
 @given(
     keys=st.lists(
         st.tuples(

@@ -281,11 +281,7 @@ class _Conversion:
     ) -> dict[str, Any]:
         steps, groups = build_steps(self.invocation, self.trajectory.tool_calls)
         used = set() if self.without_turns else self._apply_turns(groups)
-        surplus = [
-            call.model_dump(mode="json", exclude_none=True)
-            for index, call in enumerate(self.calls)
-            if index not in used
-        ]
+        surplus = [call.as_json() for index, call in enumerate(self.calls) if index not in used]
         names = [group.step.model_name for group in groups]
         model_name = names[0] if None not in names and len(set(names)) == 1 else None
         agent: dict[str, Any] = {"name": agent_name, "version": identity.agent_version}
@@ -512,7 +508,7 @@ def _describe_step(group: AgentGroup, turn: TurnRecord, call: ModelCallRecord, p
         turn_facts["resolved"] = turn.resolved
     evidence: dict[str, Any] = {
         "turn": turn_facts,
-        "model_call": call.model_dump(mode="json", exclude_none=True),
+        "model_call": call.as_json(),
     }
     if group.source_items:
         evidence["source_items"] = group.source_items

@@ -138,13 +138,13 @@ class _FirstLines:
                 return first
             lines[rollout] = line_number
             return None
+        if self._sparse and (earlier := self._sparse.get(key)) is not None:
+            return earlier  # seen when it was still far past its task's array
         if rollout - len(lines) < self._MAX_GAP:
             lines.frombytes(bytes(8 * (rollout - len(lines))))  # zeros: not seen
             lines.append(line_number)
-            return None
-        if (earlier := self._sparse.get(key)) is not None:
-            return earlier
-        self._sparse[key] = line_number
+        else:
+            self._sparse[key] = line_number
         return None
 
 

@@ -13,7 +13,7 @@ them, since only four item types are convertible and each needs its own precise 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -83,6 +83,10 @@ class TokenStats(_Strict):
     total_tokens: NonNegativeInt | None = None
     cached_tokens: NonNegativeInt | None = None
 
+    def as_json(self) -> dict[str, int]:
+        """``model_dump(mode="json", exclude_none=True)``, without pydantic's serializer."""
+        return {name: value for name in _TOKEN_FIELDS if (value := getattr(self, name)) is not None}
+
 
 class ResponseMetadata(_Strict):
     """What a model call's response said about itself: id, model, finish reason."""
@@ -101,6 +105,15 @@ class ResponseMetadata(_Strict):
     error_category: str | None = None
     latency_ttft_ms: NonNegativeFloat | None = None
 
+    def as_json(self) -> dict[str, Any]:
+        """``model_dump(mode="json", exclude_none=True)``, without pydantic's serializer."""
+        dumped: dict[str, Any] = {}
+        for name in _METADATA_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                dumped[name] = value.as_json() if name == "model_ref" else value
+        return dumped
+
 
 class ModelCallRecord(_Strict):
     """One model call of a turn, as ``ng_trajectory`` records it."""
@@ -113,6 +126,26 @@ class ModelCallRecord(_Strict):
     response: Any = None
     response_metadata: ResponseMetadata = Field(default_factory=ResponseMetadata)
     token_stats: TokenStats = Field(default_factory=TokenStats)
+
+    def as_json(self) -> dict[str, Any]:
+        """``model_dump(mode="json", exclude_none=True)`` at a third of its cost: an ATIF step
+        cites its model call this way. ``request`` and ``response`` are the row's JSON as it
+        came (pydantic's dump would copy them unchanged); every other field is a JSON scalar
+        or a model of this module. ``tests/trajectory/test_record_json.py`` holds it to
+        pydantic's dump."""
+        dumped: dict[str, Any] = {}
+        for name in _CALL_SCALARS:
+            if (value := getattr(self, name)) is not None:
+                dumped[name] = value
+        dumped["response_metadata"] = self.response_metadata.as_json()
+        dumped["token_stats"] = self.token_stats.as_json()
+        return dumped
+
+
+_TOKEN_FIELDS: Final = tuple(TokenStats.model_fields)
+_METADATA_FIELDS: Final = tuple(ResponseMetadata.model_fields)
+_CALL_SCALARS: Final = tuple(ModelCallRecord.model_fields)[:-2]
+"""Every field of a model call before its two nested models, in the model's order."""
 
 
 class TurnRecord(_Strict):
