@@ -1,7 +1,7 @@
 """ATIF export throughput: a bare JSON parse, NeMo Gym's own exporter and evalexport, side by side.
 
     python benchmarks/atif_export.py [--small-mb 50] [--large-mb 200] [--two-turn-mb 105]
-                                     [--gym-env DIR] [--drop-caches] [--breakdown]
+                                     [--repeat 3] [--gym-env DIR] [--drop-caches] [--breakdown]
 
 Generates rollouts files of real-shaped NeMo Gym records, every record one Gym's
 ``TrajectoryRecord`` accepts, in two shapes:
@@ -21,7 +21,8 @@ On each file, in fresh child processes, it times:
   first use in ``--gym-env``, default ``~/.cache/evalexport/gym-benchmark-env``, ~420 MB);
 * ``evalexport atif``, as installed here.
 
-It prints trajectories/s, MB/s and peak RSS (of the largest process) of each, evalexport's speed as
+It prints trajectories/s, MB/s (from the median of ``--repeat`` rounds, the contestants taking
+turns) and peak RSS (of the largest process) of each, evalexport's speed as
 a ratio to Gym's and to the bare parse, and evalexport's peak memory growth from the small file
 to the large one. The two exporters' outputs are compared file for file, too.
 
@@ -43,12 +44,14 @@ import math
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Final
 
 from evalexport.testing.factory import make_rollout, make_two_turn_rollout
 from evalexport.testing.gym import ensure_gym_environment
@@ -99,6 +102,7 @@ def run(rollouts, output):
 GYM = (
     """
 from pathlib import Path
+from typing import Final
 from nemo_gym.atif_export import ExportAtifConfig, export_rollouts_to_atif
 def run(rollouts, output):
     config = ExportAtifConfig(rollouts_jsonl_fpath=Path(rollouts), output_dirpath=Path(output),
@@ -157,41 +161,69 @@ def _run(
     return figures
 
 
+CONTESTANTS: Final = ("bare json.loads", "json.loads+files", "NeMo Gym 0.7.0", "evalexport")
+
+
 def measure(
-    directory: Path, shape: str, megabytes: int, gym_python: Path, *, drop_caches: bool = False
+    directory: Path,
+    shape: str,
+    megabytes: int,
+    gym_python: Path,
+    *,
+    repeat: int = 1,
+    drop_caches: bool = False,
 ) -> dict[str, dict[str, float]]:
+    """Each contestant's figures on one generated file: the median time of ``repeat`` rounds
+    (the contestants take turns in each round) and the largest peak RSS."""
     directory = directory / f"{shape}-{megabytes}"
     directory.mkdir()
     rollouts = directory / "bench_rollouts.jsonl"
     rows = write_rollouts(rollouts, megabytes * 1_000_000, shape)
     size_mb = rollouts.stat().st_size / 1e6
-    results = {}
-    for name, python, program in (
-        ("bare json.loads", sys.executable, BARE),
-        ("json.loads+files", sys.executable, BARE_WITH_FILES),
-        ("NeMo Gym 0.7.0", str(gym_python), GYM),
-        ("evalexport", sys.executable, EVALEXPORT),
-    ):
-        figures = _run(
-            python, program, rollouts, directory / name.split()[0], drop_caches=drop_caches
+    programs = dict(
+        zip(
+            CONTESTANTS,
+            (
+                (sys.executable, BARE),
+                (sys.executable, BARE_WITH_FILES),
+                (str(gym_python), GYM),
+                (sys.executable, EVALEXPORT),
+            ),
+            strict=True,
         )
-        assert figures["count"] == rows, (name, figures, rows)
+    )
+    seconds: dict[str, list[float]] = {name: [] for name in CONTESTANTS}
+    peaks: dict[str, list[float]] = {name: [] for name in CONTESTANTS}
+    same = True
+    for _ in range(repeat):
+        for name, (python, program) in programs.items():
+            output = directory / name.split()[0]
+            figures = _run(python, program, rollouts, output, drop_caches=drop_caches)
+            assert figures["count"] == rows, (name, figures, rows)
+            seconds[name].append(figures["seconds"])
+            peaks[name].append(figures["peak_rss_kib"] / 1024)
+        gym_out, our_out = directory / "NeMo", directory / "evalexport"
+        comparison = filecmp.dircmp(gym_out, our_out)
+        same = same and not (comparison.left_only or comparison.right_only)
+        same = same and all(
+            filecmp.cmp(gym_out / file, our_out / file, shallow=False)
+            for file in comparison.common_files
+        )
+        for name in CONTESTANTS:  # a large run's 100,000 files must not crowd the next one
+            shutil.rmtree(directory / name.split()[0], ignore_errors=True)
+    results = {}
+    for name in CONTESTANTS:
+        median = statistics.median(seconds[name])
         results[name] = {
             "file_mb": size_mb,
             "rows": rows,
-            "seconds": figures["seconds"],
-            "per_s": rows / figures["seconds"],
-            "mb_per_s": size_mb / figures["seconds"],
-            "peak_rss_mib": figures["peak_rss_kib"] / 1024,
+            "seconds": median,
+            "per_s": rows / median,
+            "mb_per_s": size_mb / median,
+            "peak_rss_mib": max(peaks[name]),
         }
-    gym_out, our_out = directory / "NeMo", directory / "evalexport"
-    comparison = filecmp.dircmp(gym_out, our_out)
-    same = not (comparison.left_only or comparison.right_only) and all(
-        filecmp.cmp(gym_out / name, our_out / name, shallow=False)
-        for name in comparison.common_files
-    )
     results["evalexport"]["same_files_as_gym"] = float(same)
-    shutil.rmtree(directory)  # a large run's 100,000 files must not crowd the next measurement
+    shutil.rmtree(directory)
     return results
 
 
@@ -270,6 +302,9 @@ def main() -> None:
     parser.add_argument(
         "--gym-env", type=Path, default=Path.home() / ".cache" / "evalexport" / "gym-benchmark-env"
     )
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="rounds per file; times are their medians"
+    )
     parser.add_argument("--breakdown", action="store_true", help=breakdown.__doc__)
     parser.add_argument(
         "--drop-caches",
@@ -295,7 +330,14 @@ def main() -> None:
                 (
                     shape,
                     size,
-                    measure(Path(scratch), shape, size, gym_python, drop_caches=args.drop_caches),
+                    measure(
+                        Path(scratch),
+                        shape,
+                        size,
+                        gym_python,
+                        repeat=args.repeat,
+                        drop_caches=args.drop_caches,
+                    ),
                 )
             )
     print(
