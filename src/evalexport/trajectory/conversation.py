@@ -14,8 +14,7 @@ probabilities, a message ``phase``, a function-call ``namespace``, non-text cont
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal, final
+from typing import Any, Literal, NamedTuple
 
 __all__ = ["Item", "ItemError", "read_item", "read_items"]
 
@@ -50,10 +49,11 @@ class ItemError(ValueError):
         super().__init__(f"{path}: {detail}")
 
 
-@final
-@dataclass(frozen=True, slots=True)
-class Item:
-    """One checked conversation item: its kind, its canonical JSON and the path it came from."""
+class Item(NamedTuple):
+    """One checked conversation item: its kind, its canonical JSON and the path it came from.
+
+    A tuple: a row's conversation makes several, and a tuple is the cheapest to make.
+    """
 
     kind: ItemKind
     canonical: dict[str, Any]
