@@ -6,8 +6,9 @@ exactly (``1e400``, ``0.10000000000000000001``), ``NaN``/``Infinity``, and strin
 lone surrogate (not encodable as UTF-8). evalexport refuses the same lines, so both exporters
 agree on which rows are convertible. Equality follows JSON too: ``true`` is not ``1``.
 
-:func:`loads_strict_line` reads a rollout line at msgspec's speed (about 2x ``json``) where that
-is exact, and hands every other line to :func:`loads_strict`, whose verdict and message stand.
+:func:`loads_strict` and :func:`loads_strict_line` read at msgspec's speed (about 2x ``json``)
+where that is exact, and hand every other text to the strict ``json`` parser, whose verdict and
+message stand.
 """
 
 from __future__ import annotations
@@ -83,6 +84,13 @@ _STRICT_DECODER: Final = json.JSONDecoder(
 """Made once: ``json.loads`` with hooks builds a decoder on every call."""
 
 
+def _strictly(text: str) -> Any:
+    """``json.loads(text, <the strict hooks>)``, with the decoder made once."""
+    if text.startswith("\ufeff"):  # as json.loads says it
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _STRICT_DECODER.decode(text)
+
+
 def loads_strict(text: str | bytes) -> Any:
     """Parse ``text``, raising :class:`StrictJsonError` (or ``json.JSONDecodeError``).
 
@@ -103,7 +111,7 @@ def loads_strict(text: str | bytes) -> Any:
             value = _UNDECIDED
         if value is not _UNDECIDED:
             return value
-    return _STRICT_DECODER.decode(text)
+    return _strictly(text)
 
 
 @functools.cache
@@ -158,7 +166,7 @@ def loads_strict_line(raw: bytes) -> Any:
         value = fast(raw)
         if value is not _UNDECIDED:
             return value
-    return _STRICT_DECODER.decode(raw.decode("utf-8").rstrip("\r\n"))
+    return _strictly(raw.decode("utf-8").rstrip("\r\n"))
 
 
 def unencodable_path(value: Any, path: str) -> str | None:
