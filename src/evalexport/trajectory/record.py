@@ -13,7 +13,7 @@ them, since only four item types are convertible and each needs its own precise 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -84,8 +84,9 @@ class TokenStats(_Strict):
     cached_tokens: NonNegativeInt | None = None
 
     def as_json(self) -> dict[str, int]:
-        """``model_dump(mode="json", exclude_none=True)``, without pydantic's serializer."""
-        return {name: value for name in _TOKEN_FIELDS if (value := getattr(self, name)) is not None}
+        """``model_dump(mode="json", exclude_none=True)``, without pydantic's serializer (a
+        model's ``__dict__`` holds its fields in their declared order)."""
+        return {name: value for name, value in self.__dict__.items() if value is not None}
 
 
 class ResponseMetadata(_Strict):
@@ -106,12 +107,11 @@ class ResponseMetadata(_Strict):
     latency_ttft_ms: NonNegativeFloat | None = None
 
     def as_json(self) -> dict[str, Any]:
-        """``model_dump(mode="json", exclude_none=True)``, without pydantic's serializer."""
-        dumped: dict[str, Any] = {}
-        for name in _METADATA_FIELDS:
-            value = getattr(self, name)
-            if value is not None:
-                dumped[name] = value.as_json() if name == "model_ref" else value
+        """``model_dump(mode="json", exclude_none=True)``, without pydantic's serializer (a
+        model's ``__dict__`` holds its fields in their declared order)."""
+        dumped = {name: value for name, value in self.__dict__.items() if value is not None}
+        if self.model_ref is not None:
+            dumped["model_ref"] = self.model_ref.as_json()
         return dumped
 
 
@@ -133,19 +133,10 @@ class ModelCallRecord(_Strict):
         came (pydantic's dump would copy them unchanged); every other field is a JSON scalar
         or a model of this module. ``tests/trajectory/test_record_json.py`` holds it to
         pydantic's dump."""
-        dumped: dict[str, Any] = {}
-        for name in _CALL_SCALARS:
-            if (value := getattr(self, name)) is not None:
-                dumped[name] = value
+        dumped = {name: value for name, value in self.__dict__.items() if value is not None}
         dumped["response_metadata"] = self.response_metadata.as_json()
         dumped["token_stats"] = self.token_stats.as_json()
         return dumped
-
-
-_TOKEN_FIELDS: Final = tuple(TokenStats.model_fields)
-_METADATA_FIELDS: Final = tuple(ResponseMetadata.model_fields)
-_CALL_SCALARS: Final = tuple(ModelCallRecord.model_fields)[:-2]
-"""Every field of a model call before its two nested models, in the model's order."""
 
 
 class TurnRecord(_Strict):

@@ -57,19 +57,22 @@ class Step:
             "source": self.source,
             "message": self.message,
         }
-        for name in (
-            "timestamp",
-            "model_name",
-            "reasoning_content",
-            "tool_calls",
-            "observation",
-            "metrics",
-            "llm_call_count",
-            "extra",
-        ):
-            value = getattr(self, name)
-            if value is not None:
-                document[name] = value
+        if self.timestamp is not None:
+            document["timestamp"] = self.timestamp
+        if self.model_name is not None:
+            document["model_name"] = self.model_name
+        if self.reasoning_content is not None:
+            document["reasoning_content"] = self.reasoning_content
+        if self.tool_calls is not None:
+            document["tool_calls"] = self.tool_calls
+        if self.observation is not None:
+            document["observation"] = self.observation
+        if self.metrics is not None:
+            document["metrics"] = self.metrics
+        if self.llm_call_count is not None:
+            document["llm_call_count"] = self.llm_call_count
+        if self.extra is not None:
+            document["extra"] = self.extra
         return document
 
 
@@ -149,7 +152,8 @@ _TOOL_TIMING: Final = ("sandbox_id", "started_at", "completed_at", "duration_ms"
 def _tool_result_extra(record: ToolCallRecord, source_item_id: str | None) -> dict[str, Any] | None:
     # What model_dump(mode="json", include=..., exclude_none=True) gives: these fields are
     # strings and floats, already JSON values.
-    source = {name: value for name in _TOOL_TIMING if (value := getattr(record, name)) is not None}
+    fields = record.__dict__  # a pydantic model's field values, by name
+    source = {name: value for name in _TOOL_TIMING if (value := fields[name]) is not None}
     if source_item_id is not None:
         source["source_item_id"] = source_item_id
     return {"nemo_gym": source} if source else None
