@@ -6,7 +6,6 @@ UTF-8, malformed text)."""
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from hypothesis import strategies as st
 
 from evalexport.trajectory import strict_json
 from evalexport.trajectory.strict_json import loads_strict_line
+from tests.property.test_rollout_parsing import _same
 
 KEYS = st.sampled_from(["a", "b", "a:b", ":", "é", "\\u003a"]) | st.text(max_size=6)
 NUMBER_LITERALS = st.sampled_from(
@@ -50,18 +50,6 @@ TEXTS = st.recursive(
     ),
     max_leaves=16,
 )
-
-
-def _same(left: Any, right: Any) -> bool:
-    if type(left) is not type(right):
-        return False
-    if isinstance(left, float) and math.isnan(left):
-        return math.isnan(right)
-    if isinstance(left, dict):
-        return list(left) == list(right) and all(_same(left[k], right[k]) for k in left)
-    if isinstance(left, list):
-        return len(left) == len(right) and all(map(_same, left, right))
-    return bool(left == right)
 
 
 def _outcome(read: Any, line: bytes | str) -> Any:
