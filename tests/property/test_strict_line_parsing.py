@@ -142,3 +142,25 @@ def test_the_fast_path_is_taken_for_an_ordinary_line(monkeypatch: pytest.MonkeyP
         "a": {"b": "c:d"},
         "n": 1.5,
     }
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"a": "x\x01y"}\n', b'{"a": "x\ty"}\n', b'{"a": "x\x7fy"}\n', b'{"a": 1}\x00\n',
+        b'{"a": 01}\n', b'{"a": 1.}\n', b'{"a": .5}\n', b'{"a": +1}\n', b'{"a": 1e}\n',
+        b'{"a": "\\x"}\n', b'{"a": tru}\n', b"[1,]\n", b'{"a":1,}\n', b'\x0c{"a":1}\n',
+        b'{"a": "\xff"}\n', b'{"a": "\xc3"}\n', b"\n", b"  \r\n", b'{"a": 1}{"b": 2}\n',
+        b'{"a": Infinity}\n', b'{"a": -NaN}\n', b'{"a": 1e-400}\n', b'{"a": [' * 3000 + b"\n",
+    ],
+)  # fmt: skip
+def test_a_malformed_line_is_refused_in_the_strict_parsers_words(line: bytes) -> None:
+    try:
+        expected = _outcome(_strictly, line)
+    except UnicodeDecodeError as error:
+        expected = ("refused", type(error), str(error))
+    found = _outcome(loads_strict_line, line)
+    if expected[1:2] == (RecursionError,):  # its wording depends on the stack; the export
+        assert found[:2] == expected[:2]  # says "nested too deeply to read" either way
+    else:
+        assert found == expected
