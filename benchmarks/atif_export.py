@@ -102,7 +102,6 @@ def run(rollouts, output):
 GYM = (
     """
 from pathlib import Path
-from typing import Final
 from nemo_gym.atif_export import ExportAtifConfig, export_rollouts_to_atif
 def run(rollouts, output):
     config = ExportAtifConfig(rollouts_jsonl_fpath=Path(rollouts), output_dirpath=Path(output),
