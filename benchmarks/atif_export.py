@@ -263,7 +263,7 @@ def breakdown(rows_per_shape: int = 2000) -> None:
     def convert(line: bytes) -> ConvertedTrajectory:
         # As the export converts: strings are searched for lone surrogates only when the line
         # holds a surrogate escape, the one way a lone surrogate gets in.
-        surrogate = files._SURROGATE_ESCAPE.search(line) is not None
+        surrogate = files.may_hold_lone_surrogate(line)
         return convert_rollout(loads_strict_line(line), identity, check_strings=surrogate)
 
     for shape, make in SHAPES.items():

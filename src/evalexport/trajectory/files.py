@@ -42,7 +42,7 @@ from evalexport.trajectory.strict_json import loads_strict_line
 if TYPE_CHECKING:
     from evalexport.interrupts import Deferred
 
-__all__ = ["ConvertedRow", "FileConversion", "convert_file"]
+__all__ = ["ConvertedRow", "FileConversion", "convert_file", "may_hold_lone_surrogate"]
 
 POOL_THRESHOLD_BYTES: Final = 4 * 1024 * 1024
 """Files smaller than this convert in-process: starting a pool costs more than it saves."""
@@ -51,6 +51,12 @@ _IN_FLIGHT_PER_WORKER: Final = 3
 _CREATE: Final = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
 """A JSON escape of a UTF-16 surrogate: the only way a lone surrogate gets into a row."""
+
+
+def may_hold_lone_surrogate(raw: bytes) -> bool:
+    """Whether a line's JSON holds a surrogate escape, so its strings must be searched for a
+    lone one; a line without one cannot hold any."""
+    return b"\\u" in raw and _SURROGATE_ESCAPE.search(raw) is not None
 
 
 class ConvertedRow(NamedTuple):
@@ -206,7 +212,7 @@ def _convert_line(line_number: int, raw: bytes, job: _Job) -> _Outcome:
             row,
             job.identity,
             allowed_gaps=job.allowed_gaps,
-            check_strings=b"\\u" in raw and _SURROGATE_ESCAPE.search(raw) is not None,
+            check_strings=may_hold_lone_surrogate(raw),
         )
     except TrajectoryError as error:
         return line_number, label, key, f"{where}: {error}"

@@ -97,13 +97,8 @@ def loads_strict(text: str | bytes) -> Any:
     A text msgspec can decide exactly (see :func:`_fast_strict_decoder`) is read by msgspec;
     every other text by ``json`` with the strict hooks, whose verdict and message stand.
     """
-    if isinstance(text, bytes):
-        return json.loads(
-            text,
-            parse_constant=_reject_constant,
-            parse_float=_finite_float,
-            object_pairs_hook=_unique_keys,
-        )
+    if isinstance(text, bytes):  # decoded as json.loads decodes bytes
+        return _strictly(text.decode(json.detect_encoding(text), "surrogatepass"))
     if (fast := _fast_strict_decoder()) is not None:
         try:
             value = fast(text.encode("utf-8"))
