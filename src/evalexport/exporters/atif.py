@@ -5,7 +5,8 @@ in nemo-gym 0.7.0): ``<task>-<rollout>.json`` per rollout and a ``manifest.jsonl
 file with its indices and SHA-256. Strict: a row Gym would refuse (coverage gaps, a failed or
 incomplete model or tool call, a field ATIF would drop, a duplicate key, a second agent) fails
 the whole export, every such row is named, and nothing is written. ``+allow_gaps`` opts in to
-rows whose only gaps are the listed codes.
+rows whose only gaps are the listed codes, ``+relax`` to the listed relaxations of the strict
+profile (:data:`evalexport.trajectory.relaxations.RELAXATIONS`).
 
 Output goes to a temporary sibling of ``output_dirpath`` that is renamed into place only when
 every trajectory was written. A dry run converts every row in memory: it fails exactly when the
@@ -29,6 +30,7 @@ from evalexport.results import DryRunPlan, ExportResult, PlannedFile, SkipReason
 from evalexport.run import RunArtifacts
 from evalexport.trajectory.convert import ATIF_SCHEMA_VERSION, TrajectoryIdentity
 from evalexport.trajectory.files import ConvertedRow, FileConversion, convert_file
+from evalexport.trajectory.relaxations import Relaxation
 
 if TYPE_CHECKING:
     from evalexport.exporters.prepared import PreparedRun
@@ -56,6 +58,15 @@ class AtifConfig(ExporterConfig):
         description=(
             "Coverage gap codes to export anyway (e.g. [resolution_unavailable]); each such "
             "trajectory lists its gaps in extra.nemo_gym.gaps. Default: none (strict)."
+        ),
+    )
+    relax: list[Relaxation] = Field(
+        default=[],
+        description=(
+            "Relaxations of Gym's strict profile to accept: developer_messages, "
+            "easy_input_messages, empty_reasoning, failures, finish_reasons (see the README); "
+            "each trajectory that needs one lists it in extra.nemo_gym.relaxations. "
+            "Default: none (strict)."
         ),
     )
 
@@ -111,6 +122,7 @@ class AtifExporter(Exporter[AtifConfig]):
                 output=output,
                 on_row=on_row,
                 allowed_gaps=config.allow_gaps,
+                relaxations=config.relax,
                 progress=self.progress,
             )
         except OSError as error:
@@ -205,6 +217,9 @@ def _counts(conversion: FileConversion) -> dict[str, Any]:
     if conversion.trajectories_with_gaps:
         counts["trajectories_with_gaps"] = conversion.trajectories_with_gaps
         counts["gap_counts"] = dict(sorted(conversion.gap_counts.items()))
+    if conversion.trajectories_relaxed:
+        counts["trajectories_relaxed"] = conversion.trajectories_relaxed
+        counts["relaxation_counts"] = dict(sorted(conversion.relaxation_counts.items()))
     return counts
 
 
@@ -220,6 +235,10 @@ def _rejection(run: RunArtifacts, conversion: FileConversion) -> str:
     )
     if agents := conversion.agents_problem(run.rollouts):
         message += f"\n{agents}"
+    message += (
+        f"\n`evalexport inspect {run.rollouts}` tells which +allow_gaps or +relax options "
+        "(relaxations of Gym's strict profile) would accept these rows."
+    )
     return message
 
 

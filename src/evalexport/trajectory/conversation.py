@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
+from evalexport.trajectory.relaxations import Relaxations
+
 __all__ = ["Item", "ItemError", "read_item", "read_items"]
 
 ItemKind = Literal[
@@ -151,7 +153,7 @@ def _output_parts(value: Any, path: str) -> list[dict[str, Any]]:
     return parts
 
 
-def _message(item: dict[str, Any], path: str) -> Item:
+def _message(item: dict[str, Any], path: str, relax: Relaxations | None) -> Item:
     role = item.get("role")
     content = item.get("content")
     if role == "assistant" or role not in _INPUT_ROLES:
@@ -170,10 +172,17 @@ def _message(item: dict[str, Any], path: str) -> Item:
                 f"{path}.role", f"expected user, system, developer or assistant, got {role!r}"
             )
         if not is_output:
-            # An assistant message without output parts is context given as input.
+            # An assistant message without output parts is context given as input, unless it is
+            # the easy-input form of an answer (a string) and that relaxation is opted in to.
             if not isinstance(content, str):
                 _input_parts(content, f"{path}.content")
             canonical: dict[str, Any] = {"content": content, "role": "assistant", "type": "message"}
+            if (
+                isinstance(content, str)
+                and relax is not None
+                and relax.permits("easy_input_messages")
+            ):
+                return Item("output_message", canonical, path, item)
             return Item("assistant_context", canonical, path, item)
         message_id = _string(item, "id", path)
         canonical = {
@@ -277,15 +286,17 @@ def _function_call_output(item: dict[str, Any], path: str) -> Item:
 
 
 _READERS: dict[str, Callable[[dict[str, Any], str], Item]] = {
-    "message": _message,
     "reasoning": _reasoning,
     "function_call": _function_call,
     "function_call_output": _function_call_output,
 }
 
 
-def read_item(item: Any, path: str) -> Item:
-    """Check one conversation item and return it in canonical form, or raise :class:`ItemError`."""
+def read_item(item: Any, path: str, relax: Relaxations | None = None) -> Item:
+    """Check one conversation item and return it in canonical form, or raise :class:`ItemError`.
+
+    ``relax``: the relaxations of Gym's strict profile this row may use (none when ``None``).
+    """
     if not isinstance(item, dict):
         raise ItemError(path, "expected a Responses item object")
     item_type = item.get("type")
@@ -297,15 +308,30 @@ def read_item(item: Any, path: str) -> Item:
             f"the ATIF export profile (found: {', '.join(present)})",
         )
     if not isinstance(item_type, str) or not item_type.strip():
+        if (
+            item_type is None
+            and "role" in item
+            and relax is not None
+            and relax.permits("easy_input_messages")
+        ):
+            return _message(item, path, relax)  # an EasyInputMessage: ``type`` is optional
         raise ItemError(f"{path}.type", "expected a non-empty supported conversation item type")
+    if item_type == "message":
+        return _message(item, path, relax)
     reader = _READERS.get(item_type)
     if reader is None:
         raise ItemError(f"{path}.type", f"unsupported conversation item type {item_type!r}")
     return reader(item, path)
 
 
-def read_items(value: Any, path: str) -> list[Item]:
-    """Check a list of conversation items (a conversation or a turn's copy of part of one)."""
+def read_items(value: Any, path: str, relax: Relaxations | None = None) -> list[Item]:
+    """Check a list of conversation items (a conversation or a turn's copy of part of one).
+
+    With ``easy_input_messages`` relaxed, a string is one user message, as a Responses
+    request's string ``input`` is (Gym's agents read it so).
+    """
+    if isinstance(value, str) and relax is not None and relax.permits("easy_input_messages"):
+        return [_message({"role": "user", "content": value}, path, relax)]
     if not isinstance(value, list):
         raise ItemError(path, "expected a list of Responses conversation items")
-    return [read_item(item, f"{path}[{index}]") for index, item in enumerate(value)]
+    return [read_item(item, f"{path}[{index}]", relax) for index, item in enumerate(value)]

@@ -8,7 +8,9 @@ invocation's conversation (:mod:`.steps`); each turn must agree with the step it
 brings the step's timestamp, model, token metrics and model-call evidence.
 
 Beyond Gym, ``allowed_gaps`` lets a caller export rollouts whose only coverage gaps are the
-listed codes; each such trajectory says so in ``extra.nemo_gym`` (see :func:`convert_rollout`).
+listed codes, and ``relaxations`` (:mod:`.relaxations`) rollouts the strict profile refuses for
+reasons that lose nothing; each such trajectory says so in ``extra.nemo_gym`` (see
+:func:`convert_rollout`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from evalexport.trajectory.record import (
     TurnRecord,
     validate_record,
 )
-from evalexport.trajectory.steps import AgentGroup, Step, TrajectoryError, build_steps
+from evalexport.trajectory.relaxations import Relaxation, Relaxations
+from evalexport.trajectory.steps import AgentGroup, Step, StepBuilder, TrajectoryError
 from evalexport.trajectory.strict_json import unencodable_path
 
 __all__ = [
@@ -82,6 +85,8 @@ class ConvertedTrajectory:
     rollout_index: int
     document: dict[str, Any]
     gap_codes: tuple[str, ...] = ()
+    relaxations: tuple[str, ...] = ()
+    """The relaxations of the strict profile this rollout needed, sorted."""
 
     @property
     def file_name(self) -> str:
@@ -159,6 +164,7 @@ def convert_rollout(
     identity: TrajectoryIdentity,
     *,
     allowed_gaps: Collection[str] = (),
+    relaxations: Collection[Relaxation] = (),
     check_strings: bool = True,
 ) -> ConvertedTrajectory:
     """Convert one rollout row, or raise :class:`TrajectoryError` naming what cannot convert.
@@ -168,6 +174,10 @@ def convert_rollout(
     ``extra.nemo_gym.gaps`` and its conversion status is ``partial``. With
     ``turns_unavailable`` allowed and no turns recorded, steps come from the conversation alone
     and every model call is kept under ``surplus_model_calls``.
+
+    ``relaxations`` lists the relaxations of the strict profile the rollout may use
+    (:data:`.relaxations.RELAXATIONS`); those it needs are listed in
+    ``extra.nemo_gym.relaxations``, and its conversion status is ``partial``.
 
     ``check_strings=False`` skips the search for lone surrogates, for a caller that knows the
     row's JSON text holds no ``\\uD800``-``\\uDFFF`` escape (the only way one gets in).
@@ -191,17 +201,24 @@ def convert_rollout(
     agent_name = identity.agent_name or _agent_label(row)
     task = rollout_index(row, TASK_INDEX, "")
     rollout = rollout_index(row, ROLLOUT_INDEX, "")
+    relax = Relaxations(relaxations)
     try:
-        document = _Conversion(trajectory, gap_codes).document(identity, agent_name, task, rollout)
+        conversion = _Conversion(trajectory, gap_codes, relax)
+        document = conversion.document(identity, agent_name, task, rollout)
     except ItemError as error:
         path, _, detail = str(error).partition(": ")
         raise TrajectoryError(path, detail) from None
+    nemo_gym = document["extra"]["nemo_gym"]
     if trajectory.gaps:
-        document["extra"]["nemo_gym"]["conversion"]["status"] = "partial"
-        document["extra"]["nemo_gym"]["gaps"] = [
+        nemo_gym["conversion"]["status"] = "partial"
+        nemo_gym["gaps"] = [
             gap.model_dump(mode="json", exclude_none=True) for gap in trajectory.gaps
         ]
-    return ConvertedTrajectory(task, rollout, document, gap_codes)
+    applied = relax.applied()
+    if applied:
+        nemo_gym["conversion"]["status"] = "partial"
+        nemo_gym["relaxations"] = list(applied)
+    return ConvertedTrajectory(task, rollout, document, gap_codes, applied)
 
 
 def agent_label(row: dict[str, Any]) -> Any:
@@ -233,8 +250,11 @@ def _agent_label(row: dict[str, Any]) -> str:
 
 
 class _Conversion:
-    def __init__(self, trajectory: TrajectoryRecord, gap_codes: tuple[str, ...]) -> None:
+    def __init__(
+        self, trajectory: TrajectoryRecord, gap_codes: tuple[str, ...], relax: Relaxations
+    ) -> None:
         self.trajectory = trajectory
+        self.relax = relax
         self.without_turns = TURNS_UNAVAILABLE in gap_codes and not trajectory.turns
         if not trajectory.task_id.strip() or not trajectory.rollout_id.strip():
             raise TrajectoryError("ng_trajectory", "task_id and rollout_id cannot be blank")
@@ -252,11 +272,11 @@ class _Conversion:
             or invocation.spawned_by_tool_call_id is not None
         ):
             raise TrajectoryError(where, "subagent invocations are not supported")
-        if invocation.status != "completed":
+        if invocation.status != "completed" and not relax.permits("failures"):
             raise TrajectoryError(
                 f"{where}.status", f"expected completed, got {invocation.status!r}"
             )
-        if invocation.error_type is not None:
+        if invocation.error_type is not None and not relax.permits("failures"):
             raise TrajectoryError(
                 f"{where}.error_type",
                 f"completed invocation records error {invocation.error_type!r}",
@@ -279,7 +299,10 @@ class _Conversion:
     def document(
         self, identity: TrajectoryIdentity, agent_name: str, task: int, rollout: int
     ) -> dict[str, Any]:
-        steps, groups = build_steps(self.invocation, self.trajectory.tool_calls)
+        builder = StepBuilder(self.invocation, self.trajectory.tool_calls, self.relax)
+        steps, groups = builder.build()
+        if not self.without_turns:
+            self._add_unanswered_steps(builder)
         used = set() if self.without_turns else self._apply_turns(groups)
         surplus = [call.as_json() for index, call in enumerate(self.calls) if index not in used]
         names = [group.step.model_name for group in groups]
@@ -298,6 +321,8 @@ class _Conversion:
             "invocation_id": invocation.invocation_id,
             "invocation_status": invocation.status,
         }
+        if invocation.error_type is not None:  # kept with ``failures`` relaxed
+            source["invocation_error_type"] = invocation.error_type
         if invocation.duration_ms is not None:
             source["invocation_duration_ms"] = invocation.duration_ms
         nemo_gym: dict[str, Any] = {
@@ -316,6 +341,14 @@ class _Conversion:
             "final_metrics": _final_metrics(groups, len(steps)),
             "extra": {"nemo_gym": nemo_gym},
         }
+
+    def _add_unanswered_steps(self, builder: StepBuilder) -> None:
+        """With ``failures`` relaxed, each turn past the conversation's last agent step whose
+        answer is empty (a model call that returned nothing) becomes an empty agent step."""
+        turns = self.trajectory.turns[len(builder.groups) :]
+        if turns and all(turn.answer == [] for turn in turns) and self.relax.permits("failures"):
+            for _ in turns:
+                builder.add_unanswered_step()
 
     def _resolve(self, ref: ModelCallReference, path: str) -> tuple[int, ModelCallRecord]:
         if ref.model_call_id is not None and not ref.model_call_id.strip():
@@ -388,7 +421,7 @@ class _Conversion:
                     f"{path}.model_calls[0]", "model call is referenced by more than one turn"
                 )
             used.add(call_index)
-            _check_completed(call, group.step, path)
+            _check_completed(call, group.step, path, self.relax)
             _describe_step(group, turn, call, path)
         self._check_invocation_calls(used)
         return used
@@ -406,7 +439,7 @@ class _Conversion:
             copy = getattr(turn, name)
             if _verbatim_copy(copy, expected):
                 continue
-            canonical = None if copy is None else read_items(copy, f"{path}.{name}")
+            canonical = None if copy is None else read_items(copy, f"{path}.{name}", self.relax)
             if not _same_items(canonical, expected):
                 raise TrajectoryError(f"{path}.{name}", f"does not match {meaning}")
 
@@ -443,16 +476,22 @@ def _same_items(copy: Any, expected: Any) -> bool:
     return [item.canonical for item in copy] == [item.canonical for item in expected]
 
 
-def _check_completed(call: ModelCallRecord, step: Step, path: str) -> None:
-    """Refuse a model call that did not prove a complete response."""
+def _check_completed(call: ModelCallRecord, step: Step, path: str, relax: Relaxations) -> None:
+    """Refuse a model call that did not prove a complete response, unless relaxed: ``failures``
+    for a failed or truncated call, ``finish_reasons`` for a reason contradicting the output.
+    The step's model-call evidence keeps every field either relaxation lets through."""
     metadata = call.response_metadata
-    if metadata.response_status not in (None, "completed"):
+    if metadata.response_status not in (None, "completed") and not relax.permits("failures"):
         raise TrajectoryError(path, f"model call is {metadata.response_status!r}, not completed")
-    if metadata.error_category is not None:
+    if metadata.error_category is not None and not relax.permits("failures"):
         raise TrajectoryError(
             path, f"model call records provider error {metadata.error_category!r}"
         )
-    if metadata.status_code is not None and not 200 <= metadata.status_code < 300:
+    if (
+        metadata.status_code is not None
+        and not 200 <= metadata.status_code < 300
+        and not relax.permits("failures")
+    ):
         raise TrajectoryError(
             path, f"model call returned non-success status {metadata.status_code}"
         )
@@ -465,25 +504,35 @@ def _check_completed(call: ModelCallRecord, step: Step, path: str) -> None:
         raise TrajectoryError(f"{path}.model_calls[0].finish_reason", "cannot be blank")
     normalized = reason.strip().lower()
     if normalized in _INCOMPLETE_FINISH_REASONS:
+        if relax.permits("failures"):
+            return  # a truncated call: its reason need not prove completion
         raise TrajectoryError(
             path, f"finish reason {reason!r} indicates an incomplete model response"
         )
     uses_tools = bool(step.tool_calls)
     if metadata.dialect == "chat":
         allowed = {"tool_calls", "function_call"} if uses_tools else {"stop"}
-        if normalized not in allowed:
+        if normalized not in allowed and not relax.permits("finish_reasons"):
             raise TrajectoryError(
                 path, f"Chat finish reason {reason!r} does not prove a completed response"
             )
     if metadata.dialect == "messages":
         allowed = {"tool_use"} if uses_tools else {"end_turn", "stop_sequence"}
-        if normalized not in allowed:
+        if normalized not in allowed and not relax.permits("finish_reasons"):
             raise TrajectoryError(
                 path, f"Messages stop reason {reason!r} does not prove a completed response"
             )
-    if uses_tools and normalized in {"stop", "end_turn", "stop_sequence"}:
+    if (
+        uses_tools
+        and normalized in {"stop", "end_turn", "stop_sequence"}
+        and not relax.permits("finish_reasons")
+    ):
         raise TrajectoryError(path, f"finish reason {reason!r} contradicts the captured tool calls")
-    if not uses_tools and normalized in {"tool_calls", "tool_use", "function_call"}:
+    if (
+        not uses_tools
+        and normalized in {"tool_calls", "tool_use", "function_call"}
+        and not relax.permits("finish_reasons")
+    ):
         raise TrajectoryError(
             path, f"finish reason {reason!r} contradicts the captured text-only output"
         )

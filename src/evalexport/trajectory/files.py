@@ -36,6 +36,7 @@ from evalexport.trajectory.convert import (
     convert_rollout,
     rollout_index,
 )
+from evalexport.trajectory.relaxations import Relaxation, known_relaxations
 from evalexport.trajectory.steps import TrajectoryError
 from evalexport.trajectory.strict_json import loads_strict_line
 
@@ -71,20 +72,25 @@ class ConvertedRow(NamedTuple):
     rollout_index: int
     sha256: str
     gap_codes: tuple[str, ...]
+    relaxations: tuple[str, ...] = ()
 
     def manifest_line(self) -> str:
-        """The row's ``manifest.jsonl`` line: Gym's four fields, and its gaps when it has any.
+        """The row's ``manifest.jsonl`` line: Gym's four fields, and its gaps and relaxations
+        when it has any.
 
         ``json.dumps(entry, sort_keys=True, separators=(",", ":"))`` of those fields, written
         from a template (a file name is ASCII digits, a dash and ``.json``; a hash is hex).
         """
-        gaps = ""
+        optional = ""
         if self.gap_codes:
             codes = json.dumps(sorted(set(self.gap_codes)), separators=(",", ":"))
-            gaps = f'"gap_codes":{codes},'
+            optional = f'"gap_codes":{codes},'
+        if self.relaxations:
+            names = json.dumps(sorted(self.relaxations), separators=(",", ":"))
+            optional += f'"relaxations":{names},'
         return (
             f'{{"{ROLLOUT_INDEX}":{self.rollout_index},"{TASK_INDEX}":{self.task_index},'
-            f'"expected_sha256":"{self.sha256}",{gaps}"trajectory_path":"{self.file_name}"}}'
+            f'"expected_sha256":"{self.sha256}",{optional}"trajectory_path":"{self.file_name}"}}'
         )
 
 
@@ -98,6 +104,9 @@ class FileConversion:
     agents: set[str] = field(default_factory=set)
     gap_counts: Counter[str] = field(default_factory=Counter)
     trajectories_with_gaps: int = 0
+    relaxation_counts: Counter[str] = field(default_factory=Counter)
+    """Relaxation -> number of trajectories that needed it."""
+    trajectories_relaxed: int = 0
 
     def agents_problem(self, path: Path) -> str | None:
         """Why the file's agents cannot go into one batch of trajectories, or ``None``."""
@@ -166,6 +175,7 @@ class _Job:
     identity: TrajectoryIdentity
     allowed_gaps: frozenset[str]
     output: Path | None
+    relaxations: frozenset[Relaxation] = frozenset()
 
 
 def _convert_line(line_number: int, raw: bytes, job: _Job) -> _Outcome:
@@ -212,6 +222,7 @@ def _convert_line(line_number: int, raw: bytes, job: _Job) -> _Outcome:
             row,
             job.identity,
             allowed_gaps=job.allowed_gaps,
+            relaxations=job.relaxations,
             check_strings=may_hold_lone_surrogate(raw),
         )
     except TrajectoryError as error:
@@ -242,6 +253,7 @@ def _write(
         converted.rollout_index,
         hashlib.sha256(data).hexdigest(),
         converted.gap_codes,
+        converted.relaxations,
     )
 
 
@@ -332,6 +344,7 @@ def convert_file(
     output: Path | None,
     on_row: Callable[[ConvertedRow], None] | None = None,
     allowed_gaps: Collection[str] = (),
+    relaxations: Collection[Relaxation] = (),
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> FileConversion:
@@ -340,12 +353,13 @@ def convert_file(
     ``on_row`` receives each converted row in file order until a row is rejected (the export
     will fail then), but every line is still checked so all rejected rows are named.
     ``output=None`` converts in memory only, as a dry run does. ``progress(bytes_read,
-    total_bytes)`` is called after each chunk.
+    total_bytes)`` is called after each chunk. ``allowed_gaps`` and ``relaxations`` are
+    :func:`.convert.convert_rollout`'s.
     """
     total = path.stat().st_size
     result = FileConversion()
     first_lines = _FirstLines()
-    job = _Job(identity, frozenset(allowed_gaps), output)
+    job = _Job(identity, frozenset(allowed_gaps), output, known_relaxations(relaxations))
     for outcomes, read in _outcomes(path, job, workers or default_workers(path)):
         for line_number, label, key, outcome in outcomes:
             result.rows += 1
@@ -367,6 +381,9 @@ def convert_file(
             if outcome.gap_codes:
                 result.trajectories_with_gaps += 1
                 result.gap_counts.update(outcome.gap_codes)
+            if outcome.relaxations:
+                result.trajectories_relaxed += 1
+                result.relaxation_counts.update(outcome.relaxations)
             if on_row is not None and not result.rejected:
                 on_row(outcome)
         if progress is not None:

@@ -14,13 +14,14 @@ from typing import Any, Final
 
 from evalexport.trajectory.conversation import Item, read_items
 from evalexport.trajectory.record import InvocationRecord, ToolCallRecord
+from evalexport.trajectory.relaxations import Relaxations
 from evalexport.trajectory.strict_json import json_equal, loads_strict
 
 __all__ = [
     "AgentGroup",
     "Step",
+    "StepBuilder",
     "TrajectoryError",
-    "build_steps",
     "reasoning_text",
     "text_content",
 ]
@@ -94,17 +95,28 @@ def text_content(value: Any, path: str) -> str | list[dict[str, Any]]:
     return [{"type": "text", "text": part["text"]} for part in value]
 
 
-def _message_content(item: Item) -> str | list[dict[str, Any]]:
+def _unfinished_status(item: Item, relax: Relaxations) -> str | None:
+    """A message's status other than ``completed`` (``None`` when completed or unstated),
+    refused unless ``failures`` is relaxed."""
     status = item.canonical.get("status")
-    if status is not None and status != "completed":
+    if status is None or status == "completed":
+        return None
+    if not relax.permits("failures"):
         raise TrajectoryError(f"{item.path}.status", f"expected completed, got {status!r}")
+    return str(status)
+
+
+def _message_content(item: Item) -> str | list[dict[str, Any]]:
     if item.kind == "output_message" and not item.canonical.get("content"):
         raise TrajectoryError(f"{item.path}.content", "expected at least one output_text part")
     return text_content(item.canonical.get("content"), f"{item.path}.content")
 
 
-def reasoning_text(items: list[Item], path: str) -> str | None:
-    """The one reasoning text of an agent step; several segments cannot keep their boundaries."""
+def reasoning_text(items: list[Item], path: str, relax: Relaxations | None = None) -> str | None:
+    """The one reasoning text of an agent step; several segments cannot keep their boundaries.
+
+    With ``empty_reasoning`` relaxed, an item without any text adds no segment.
+    """
     if not items:
         return None
     segments: list[str] = []
@@ -120,16 +132,18 @@ def reasoning_text(items: list[Item], path: str) -> str | None:
             )
         source = content or summary
         if not source:
+            if relax is not None and relax.permits("empty_reasoning"):
+                continue
             raise TrajectoryError(
                 f"{path}[{index}]",
                 "encrypted or empty reasoning cannot be represented as ATIF text",
             )
         segments.extend(part["text"] for part in source)
-    if len(segments) != 1:
+    if len(segments) > 1:
         raise TrajectoryError(
             path, "multiple reasoning segments cannot be represented without changing boundaries"
         )
-    return segments[0]
+    return segments[0] if segments else None
 
 
 def _arguments(call: Item, path: str) -> dict[str, Any]:
@@ -146,21 +160,41 @@ _TOOL_TIMING: Final = ("sandbox_id", "started_at", "completed_at", "duration_ms"
 """The tool record's fields a tool result keeps as evidence, in the record's field order."""
 
 
-def _tool_result_extra(record: ToolCallRecord, source_item_id: str | None) -> dict[str, Any] | None:
+def _tool_result_extra(
+    record: ToolCallRecord, source_item_id: str | None, source_item_status: str | None
+) -> dict[str, Any] | None:
     # What model_dump(mode="json", include=..., exclude_none=True) gives: these fields are
     # strings and floats, already JSON values.
     fields = record.__dict__  # a pydantic model's field values, by name
     source = {name: value for name in _TOOL_TIMING if (value := fields[name]) is not None}
+    if record.status != "completed":  # kept with ``failures`` relaxed
+        source["status"] = record.status
+    if record.error_type is not None:
+        source["error_type"] = record.error_type
     if source_item_id is not None:
         source["source_item_id"] = source_item_id
+    if source_item_status is not None:
+        source["source_item_status"] = source_item_status
     return {"nemo_gym": source} if source else None
 
 
-class _StepBuilder:
-    def __init__(self, invocation: InvocationRecord, tool_records: list[ToolCallRecord]) -> None:
+class StepBuilder:
+    """Reads an invocation's conversation into ATIF steps and the agent groups behind them.
+
+    ``relax`` holds the relaxations of the strict profile the row may use; each refusal it
+    relaxes is recorded there as used.
+    """
+
+    def __init__(
+        self,
+        invocation: InvocationRecord,
+        tool_records: list[ToolCallRecord],
+        relax: Relaxations | None = None,
+    ) -> None:
         self.invocation = invocation
+        self.relax = relax if relax is not None else Relaxations()
         self.path = "ng_trajectory.invocations[0].conversation"
-        self.items = read_items(invocation.conversation, self.path)
+        self.items = read_items(invocation.conversation, self.path, self.relax)
         self.tools = {record.tool_call_id: record for record in tool_records}
         if len(self.tools) != len(tool_records):
             raise TrajectoryError("ng_trajectory.tool_calls", "tool_call_id values must be unique")
@@ -184,6 +218,7 @@ class _StepBuilder:
         return taken
 
     def build(self) -> tuple[list[Step], list[AgentGroup]]:
+        """The steps of the conversation and the agent groups its turns are checked against."""
         while self.position < len(self.items):
             item = self.items[self.position]
             if item.kind in ("input_message", "assistant_context"):
@@ -195,19 +230,34 @@ class _StepBuilder:
             raise TrajectoryError(
                 "ng_trajectory.tool_calls", f"unreferenced tool executions: {sorted(unused)}"
             )
-        if not self.groups:
+        if not self.groups and not self.relax.permits("failures"):
             raise TrajectoryError(self.path, "contains no agent output")
         return self.steps, self.groups
 
+    def add_unanswered_step(self) -> None:
+        """An agent step for a model call that answered nothing (``failures`` relaxed): an
+        empty message after the whole conversation, its evidence coming from its turn."""
+        step = Step(len(self.steps) + 1, "agent", "")
+        self.steps.append(step)
+        self.groups.append(AgentGroup(list(self.prefix), [], [], step))
+
     def _source_message(self, item: Item) -> None:
         role = item.canonical["role"]
+        facts: dict[str, Any] = {}
         if role == "developer":
-            raise TrajectoryError(f"{item.path}.role", "developer messages are not supported")
+            if not self.relax.permits("developer_messages"):
+                raise TrajectoryError(f"{item.path}.role", "developer messages are not supported")
+            role, facts["source_role"] = "system", "developer"
         if item.kind == "assistant_context":
             raise TrajectoryError(f"{item.path}.role", "copied assistant context is not supported")
         if self.groups:
             raise TrajectoryError(item.path, "later system or user turns are not supported")
-        self.steps.append(Step(len(self.steps) + 1, role, _message_content(item)))
+        if (status := _unfinished_status(item, self.relax)) is not None:
+            facts["message_status"] = status
+        step = Step(len(self.steps) + 1, role, _message_content(item))
+        if facts:
+            step.extra = {"nemo_gym": facts}
+        self.steps.append(step)
         self.prefix.append(item)
         self.position += 1
 
@@ -215,28 +265,36 @@ class _StepBuilder:
         path = first.path
         question = list(self.prefix)
         reasoning = self._take("reasoning")
-        if self.position >= len(self.items):
-            raise TrajectoryError(path, "reasoning is not followed by an agent answer")
-        calls = self._take_calls()
         step_id = len(self.steps) + 1
-        if calls:
+        message_status = None
+        if self.position >= len(self.items):
+            if not self.relax.permits("failures"):
+                raise TrajectoryError(path, "reasoning is not followed by an agent answer")
+            calls, answer = [], []
+            step = Step(step_id, "agent", "")  # the model stopped after reasoning
+        elif calls := self._take_calls():
             step = self._tool_step(step_id, calls, path)
             answer = calls
         elif (message := self._peek("output_message")) is not None:
             self.prefix.append(message)
             self.position += 1
+            message_status = _unfinished_status(message, self.relax)
             step = Step(step_id, "agent", _message_content(message))
             answer = [message]
         else:
             current = self.items[self.position]
             raise TrajectoryError(path, f"unsupported conversation item {current.kind!r} here")
-        step.reasoning_content = reasoning_text(reasoning, f"{path}.reasoning")
+        step.reasoning_content = reasoning_text(reasoning, f"{path}.reasoning", self.relax)
         self.steps.append(step)
         group = AgentGroup(question, reasoning, answer, step, tool_call_count=len(calls))
         if reasoning:
             group.source_items["reasoning_ids"] = [item.canonical.get("id") for item in reasoning]
-        if not calls:
-            group.source_items["message_id"] = answer[0].canonical.get("id")
+        if not calls and answer:
+            message_id = answer[0].canonical.get("id")
+            if message_id is not None:  # an easy-input answer has none
+                group.source_items["message_id"] = message_id
+            if message_status is not None:
+                group.source_items["message_status"] = message_status
         self.groups.append(group)
 
     def _take_calls(self) -> list[Item]:
@@ -247,7 +305,7 @@ class _StepBuilder:
             if not call.canonical["name"].strip():
                 raise TrajectoryError(f"{call.path}.name", "cannot be empty")
             status = call.canonical.get("status")
-            if status not in (None, "completed"):
+            if status not in (None, "completed") and not self.relax.permits("failures"):
                 raise TrajectoryError(f"{call.path}.status", f"expected completed, got {status!r}")
             if call.canonical["call_id"] in self.used_tool_ids:
                 raise TrajectoryError(
@@ -266,7 +324,7 @@ class _StepBuilder:
             if call_id in outputs:
                 raise TrajectoryError(path, f"duplicate function result ID {call_id!r}")
             status = output.canonical.get("status")
-            if status not in (None, "completed"):
+            if status not in (None, "completed") and not self.relax.permits("failures"):
                 raise TrajectoryError(path, f"function result {call_id!r} is {status!r}")
             outputs[call_id] = output
         expected = {call.canonical["call_id"] for call in calls}
@@ -298,16 +356,25 @@ class _StepBuilder:
                 "function_name": call.canonical["name"],
                 "arguments": _arguments(call, call.path),
             }
+            source: dict[str, Any] = {}
             if call.canonical.get("id") is not None:
-                tool_call["extra"] = {"nemo_gym": {"source_item_id": call.canonical.get("id")}}
+                source["source_item_id"] = call.canonical.get("id")
+            if (status := call.canonical.get("status")) not in (None, "completed"):
+                source["source_item_status"] = status  # kept with ``failures`` relaxed
+            if source:
+                tool_call["extra"] = {"nemo_gym": source}
             tool_calls.append(tool_call)
         results = []
         for output in outputs.values():
             call_id = output.canonical["call_id"]
             result: dict[str, Any] = {"source_call_id": call_id, "content": contents[call_id]}
-            if (
-                extra := _tool_result_extra(records[call_id], output.canonical.get("id"))
-            ) is not None:
+            status = output.canonical.get("status")
+            extra = _tool_result_extra(
+                records[call_id],
+                output.canonical.get("id"),
+                status if status not in (None, "completed") else None,
+            )
+            if extra is not None:
                 result["extra"] = extra
             results.append(result)
         return Step(step_id, "agent", "", tool_calls=tool_calls, observation={"results": results})
@@ -319,11 +386,11 @@ class _StepBuilder:
             raise TrajectoryError(path, f"missing tool execution record for {call_id!r}")
         if record.invocation_id != self.invocation.invocation_id:
             raise TrajectoryError(path, f"tool execution {call_id!r} belongs to another invocation")
-        if record.status != "completed":
+        if record.status != "completed" and not self.relax.permits("failures"):
             raise TrajectoryError(
                 path, f"tool execution {call_id!r} is {record.status!r}, not completed"
             )
-        if record.error_type is not None:
+        if record.error_type is not None and not self.relax.permits("failures"):
             raise TrajectoryError(
                 path, f"completed tool execution {call_id!r} records error {record.error_type!r}"
             )
@@ -334,10 +401,3 @@ class _StepBuilder:
                 f"the call names {call.canonical['name']!r}",
             )
         return record
-
-
-def build_steps(
-    invocation: InvocationRecord, tool_records: list[ToolCallRecord]
-) -> tuple[list[Step], list[AgentGroup]]:
-    """The steps of ``invocation`` and the agent groups the turns are checked against."""
-    return _StepBuilder(invocation, tool_records).build()

@@ -1,0 +1,83 @@
+"""Relaxations of NeMo Gym's strict ATIF profile that a user opts in to (``+relax=[...]``).
+
+Gym's strict exporter refuses some rows that lose nothing in ATIF: a developer prompt, a message
+in the Responses API's easy-input form, a failed or truncated run. Each relaxation names one
+such family of refusals and says exactly what the trajectory holds instead; nothing is dropped.
+A conversion asks :meth:`Relaxations.permits` at the very place it would refuse, so a
+relaxation counts as *used* only by a row that needed it: that is what the trajectory, the
+manifest line and the result record, and what ``evalexport inspect`` reports a run needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Final, Literal, cast, final, get_args
+
+__all__ = ["RELAXATIONS", "Relaxation", "Relaxations", "known_relaxations"]
+
+Relaxation = Literal[
+    "developer_messages", "easy_input_messages", "empty_reasoning", "failures", "finish_reasons"
+]
+
+RELAXATIONS: Final[dict[Relaxation, str]] = {
+    "developer_messages": (
+        "a developer message before the agent's first output becomes an ATIF system step whose "
+        'extra.nemo_gym.source_role is "developer"'
+    ),
+    "easy_input_messages": (
+        'a message without "type" (the Responses API\'s easy-input form) is read as a message, '
+        "an assistant message whose content is a string as the agent's answer, and a turn "
+        "question given as a string as one user message (as Gym's agents read a string input)"
+    ),
+    "empty_reasoning": (
+        "a reasoning item with neither summary nor content text (a model that reasoned "
+        "silently) gives no reasoning_content; its id stays in extra.nemo_gym.source_items"
+    ),
+    "failures": (
+        "a failed or incomplete invocation, model call, message or tool call is kept: the "
+        "invocation's error_type goes to extra.nemo_gym.source, a model call's status, error "
+        "and finish reason stay in its step's model-call evidence, a message's status in "
+        "source_items.message_status, a tool's status and error_type in its call or result, "
+        "and a model call that answered nothing is an agent step with an empty message"
+    ),
+    "finish_reasons": (
+        "a finish reason that contradicts the captured output (stop with tool calls, or a "
+        "Chat/Messages reason that does not name completion) is kept as recorded in the "
+        "step's model-call evidence"
+    ),
+}
+"""Every relaxation and what it changes, in the words the README's table and ``--help`` use."""
+
+assert set(RELAXATIONS) == set(get_args(Relaxation))
+
+
+def known_relaxations(names: Collection[str]) -> frozenset[Relaxation]:
+    """``names`` as a set of relaxations; :class:`ValueError` naming any unknown one."""
+    unknown = sorted(set(names) - set(RELAXATIONS))
+    if unknown:
+        raise ValueError(
+            f"unknown relaxations {', '.join(unknown)}; known: {', '.join(sorted(RELAXATIONS))}"
+        )
+    return cast("frozenset[Relaxation]", frozenset(names))
+
+
+@final
+class Relaxations:
+    """The relaxations one row may use, and those it did use."""
+
+    __slots__ = ("allowed", "used")
+
+    def __init__(self, allowed: Collection[str] = ()) -> None:
+        self.allowed = known_relaxations(allowed)
+        self.used: set[str] = set()
+
+    def permits(self, relaxation: Relaxation) -> bool:
+        """Whether the strict refusal at hand is relaxed; a ``True`` records the use."""
+        if relaxation in self.allowed:
+            self.used.add(relaxation)
+            return True
+        return False
+
+    def applied(self) -> tuple[str, ...]:
+        """The relaxations used so far, sorted: what the row's trajectory records."""
+        return tuple(sorted(self.used))
