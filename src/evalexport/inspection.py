@@ -40,7 +40,12 @@ class AtifVerdict:
     reasons: list[str]
     """The first rejected rows, or the file's problem, in the exporter's words."""
     accepted_with_gaps_allowed: bool | None = None
-    """With every recorded gap code allowed (``+allow_gaps``); ``None`` when not asked."""
+    """With every recorded gap code allowed (``+allow_gaps``) and no relaxation; ``None`` when
+    strict export accepts or the run records no gaps."""
+    relaxations_needed: dict[str, int] | None = None
+    """When strict export refuses but allowing the recorded gaps and relaxing the strict
+    profile (``+relax``) would accept every rollout: each relaxation some rollout needs, and how
+    many rollouts need it (empty when the gaps alone suffice). ``None`` otherwise."""
 
 
 @final
@@ -139,19 +144,28 @@ def _gap_codes(trajectory: dict[str, Any]) -> set[str]:
 
 
 def atif_verdict(run: RunArtifacts, gap_codes: list[str]) -> AtifVerdict:
-    """Convert the run in memory as strict ATIF export does (and with its gaps allowed)."""
+    """Convert the run in memory as strict ATIF export does; if it refuses rows, convert it
+    again with its gaps allowed and every relaxation offered, and report those it used."""
     from evalexport.trajectory.convert import TrajectoryIdentity
     from evalexport.trajectory.files import convert_file
+    from evalexport.trajectory.relaxations import RELAXATIONS
 
     identity = TrajectoryIdentity(session_id=run.stem, agent_version="inspect")
     strict = convert_file(run.rollouts, identity, output=None)
     problem = strict.problem(run.rollouts)
     reasons = strict.rejected[:_LISTED_REASONS] if strict.rejected else [problem] if problem else []
-    allowed: bool | None = None
-    if strict.rejected and gap_codes:
-        relaxed = convert_file(run.rollouts, identity, output=None, allowed_gaps=gap_codes)
-        allowed = not relaxed.rejected and relaxed.problem(run.rollouts) is None
-    return AtifVerdict(not reasons, len(strict.rejected), reasons, allowed)
+    gaps_allowed: bool | None = None
+    needed: dict[str, int] | None = None
+    if strict.rejected:
+        # A relaxation counts only where a row needed it, so one pass says which are needed.
+        relaxed = convert_file(
+            run.rollouts, identity, output=None, allowed_gaps=gap_codes, relaxations=RELAXATIONS
+        )
+        if not relaxed.rejected and relaxed.problem(run.rollouts) is None:
+            needed = dict(sorted(relaxed.relaxation_counts.items()))
+        if gap_codes:
+            gaps_allowed = needed == {}
+    return AtifVerdict(not reasons, len(strict.rejected), reasons, gaps_allowed, needed)
 
 
 def _read_metrics(run: RunArtifacts, report: RunInspection) -> None:

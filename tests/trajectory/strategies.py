@@ -75,7 +75,26 @@ FAULTS = (
     "message_phase",
     "cached_over_prompt",
     "unknown_model_call",
+    "easy_input_messages",
+    "silent_reasoning",
+    "truncated_answer",
+    "empty_output",
+    "stop_with_tool_calls",
 )
+
+RELAXATION_FOR_FAULT = {
+    "developer_prompt": "developer_messages",
+    "easy_input_messages": "easy_input_messages",
+    "silent_reasoning": "empty_reasoning",
+    "failed_tool": "failures",
+    "http_500": "failures",
+    "incomplete_finish": "failures",
+    "incomplete_invocation": "failures",
+    "truncated_answer": "failures",
+    "empty_output": "failures",
+    "stop_with_tool_calls": "finish_reasons",
+}
+"""The faults a relaxation of the strict profile (``+relax``) lets through, and which one."""
 
 
 @st.composite
@@ -98,8 +117,13 @@ def agent_runs(
         prompt.insert(0, input_message("developer", "Be brief."))
     run = AgentRun(str(task_index), f"{task_index}-{rollout_index}", prompt)
     tool_turns = draw(st.integers(0, 2))
+    if fault == "stop_with_tool_calls":
+        tool_turns = max(tool_turns, 1)
     for number in range(tool_turns + 1):
+        last = number == tool_turns
         reasoning = draw(st.none() | _words)
+        if fault == "silent_reasoning" and last:
+            reasoning = "(silent)"  # made empty below, in every copy
         common = {
             "reasoning": reasoning,
             "reasoning_as_summary": draw(st.booleans()),
@@ -113,9 +137,18 @@ def agent_runs(
                 st.lists(st.sampled_from(["python", "search", "lookup"]), min_size=1, max_size=3)
             )
             tools = [ToolUse(name, draw(_arguments), draw(_words)) for name in names]
-            run.turn(
-                tools=tools, finish_reason=draw(st.sampled_from([None, "tool_calls"])), **common
-            )
+            if fault == "stop_with_tool_calls" and number == 0:
+                reason = "stop"  # as some servers report a response that ends in tool calls
+            else:
+                reason = draw(st.sampled_from([None, "tool_calls"]))
+            run.turn(tools=tools, finish_reason=reason, **common)
+        elif fault == "truncated_answer":
+            # The last call hit max_output_tokens: an incomplete message, an incomplete run.
+            answer = draw(st.lists(_words, min_size=1, max_size=2))
+            run.turn(answer=answer, finish_reason="length", response_status="incomplete", **common)
+        elif fault == "empty_output":
+            # The last call returned reasoning only, or nothing: Gym's simple agent stops there.
+            run.turn(answered=False, response_status="incomplete", **common)
         else:
             answer = draw(st.lists(_words, min_size=1, max_size=2))
             run.turn(answer=answer, finish_reason=draw(st.sampled_from([None, "stop"])), **common)
@@ -204,6 +237,21 @@ def _apply(fault: str, row: dict[str, Any], record: dict[str, Any], draw: st.Dra
     elif fault == "cached_over_prompt":
         stats = draw(st.sampled_from(calls))["token_stats"]
         stats["cached_tokens"] = stats["prompt_tokens"] + 1
+    elif fault in ("truncated_answer", "empty_output"):
+        invocation["status"] = "incomplete"
+    elif fault == "easy_input_messages":
+        # A producer that writes input messages in the easy-input form: no type, no phase.
+        for item in [*invocation["conversation"], *(i for t in turns for i in t["question"])]:
+            if item.get("role") in ("system", "user"):
+                item.pop("type", None)
+                item.pop("phase", None)
+    elif fault == "silent_reasoning":
+        edit_items(
+            record,
+            lambda item: item.get("type") == "reasoning" and item["id"].endswith(f"_{len(turns)}"),
+            summary=[],
+            content=None,
+        )
     elif fault == "unknown_model_call":
         turns[0]["model_calls"] = [
             {"model_call_id": "mc_missing", "model_ref": None, "response_id": None}

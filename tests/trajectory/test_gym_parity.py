@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from evalexport.testing.factory import make_run, make_two_turn_rollout
 from evalexport.testing.gym import GymOracle
 from tests.trajectory.parity import compare
-from tests.trajectory.strategies import FAULTS, rollout_files
+from tests.trajectory.strategies import FAULTS, RELAXATION_FOR_FAULT, agent_runs, rollout_files
 
 pytestmark = pytest.mark.gym
 
@@ -129,3 +129,16 @@ def test_each_kind_of_fault_ends_the_same_way_with_both_exporters(
     gym_oracle: GymOracle, fault: str, data
 ) -> None:
     _same_ending(gym_oracle, data.draw(rollout_files(fault=fault)))
+
+
+@pytest.mark.parametrize("fault", sorted(RELAXATION_FOR_FAULT))
+@settings(max_examples=10, suppress_health_check=_HEALTH)
+@given(data=st.data())
+def test_each_relaxable_fault_is_a_record_gyms_model_accepts(
+    gym_oracle: GymOracle, fault: str, data
+) -> None:
+    """The rows ``+relax`` exists for are real Gym records: Gym's ``TrajectoryRecord`` takes
+    them (and ``test_each_kind_of_fault_ends_the_same_way_with_both_exporters`` shows Gym's
+    strict exporter refuses them as evalexport does without the opt-in)."""
+    row = data.draw(agent_runs(0, 0, fault))
+    assert gym_oracle.record_error(row["ng_trajectory"]) is None

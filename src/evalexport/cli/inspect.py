@@ -58,11 +58,20 @@ def _print_atif_verdict(report: RunInspection) -> None:
     print(f"strict ATIF export: {refused}")
     for reason in verdict.reasons:
         print(f"  - {reason.splitlines()[0]}")
-    if verdict.accepted_with_gaps_allowed:
-        codes = ",".join(report.gap_counts)
-        print(f"  with +allow_gaps=[{codes}] it would accept every rollout")
-    elif verdict.accepted_with_gaps_allowed is False:
-        print("  allowing the recorded gaps would not be enough")
+    gaps = f"+allow_gaps=[{','.join(report.gap_counts)}]" if report.gap_counts else ""
+    needed = verdict.relaxations_needed
+    if needed is None:
+        if gaps:
+            print("  allowing the recorded gaps would not be enough, nor would any relaxation")
+        else:
+            print("  no relaxation of the strict profile (+relax) would be enough")
+        return
+    options = [gaps] if gaps else []
+    if needed:
+        options.append(f"'+relax=[{','.join(needed)}]'")
+    print(f"  with {' '.join(options)} it would accept every rollout")
+    for name, count in needed.items():
+        print(f"    {name}: needed by {count} rollouts")
 
 
 def _print_inspection(report: RunInspection) -> None:

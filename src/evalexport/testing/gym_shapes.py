@@ -125,8 +125,15 @@ class AgentRun:
         completion_tokens: int = 350,
         cached_tokens: int | None = 256,
         with_model_call_id: bool = False,
+        answered: bool = True,
+        response_status: Literal["completed", "incomplete"] = "completed",
     ) -> AgentRun:
-        """One model call: optional reasoning, then either tool calls or an answer message."""
+        """One model call: optional reasoning, then either tool calls or an answer message.
+
+        ``answered=False`` without tools is a call that returned no message (reasoning only, or
+        nothing): Gym's simple agent then ends the run as ``incomplete``. ``response_status``
+        is the Responses ``status`` the model server gave (``incomplete`` when truncated).
+        """
         number = len(self.turns) + 1
         question = json.loads(json.dumps(self.conversation))
         timestamp = self._tick(0.5)
@@ -152,8 +159,12 @@ class AgentRun:
                 }
             )
         output.extend(calls)
-        if not calls:
-            output.append(output_message(f"msg_{self.rollout_id}_{number}", answer or ["Done."]))
+        if not calls and answered:
+            output.append(
+                output_message(
+                    f"msg_{self.rollout_id}_{number}", answer or ["Done."], response_status
+                )
+            )
         response_id = f"resp_{self.rollout_id}_{number}"
         model_call_id = f"mc_{self.rollout_id}_{number}"
         reference = {
@@ -193,7 +204,7 @@ class AgentRun:
                     "object": "response",
                     "model": self.model,
                     "output": output,
-                    "status": "completed",
+                    "status": response_status,
                 },
                 "response_metadata": {
                     "response_id": response_id,
@@ -201,7 +212,7 @@ class AgentRun:
                     "model": self.model,
                     "dialect": "responses",
                     "status_code": status_code,
-                    "response_status": "completed",
+                    "response_status": response_status,
                     "finish_reason": finish_reason,
                     "upstream_attempted": True,
                     "response_source": "upstream",
