@@ -58,6 +58,8 @@ def _print_atif_verdict(report: RunInspection) -> None:
     print(f"strict ATIF export: {refused}")
     for reason in verdict.reasons:
         print(f"  - {reason.splitlines()[0]}")
+    if not verdict.rejected_rows:
+        return  # the file as a whole is refused (say, two agents): no option changes that
     gaps = f"+allow_gaps=[{','.join(report.gap_counts)}]" if report.gap_counts else ""
     needed = verdict.relaxations_needed
     if needed is None:

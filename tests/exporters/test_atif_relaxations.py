@@ -1,0 +1,155 @@
+"""``atif`` with ``+relax``: relaxed rows are exported and say so everywhere; strict stays strict.
+
+The rows are those of Gym's ``example_tool_call_multireward`` environment run by Gym's simple
+agent (a developer prompt, a user question, reasoning, one ``get_weather`` call and its
+output, the answer), built by :class:`AgentRun` as Gym records them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import atif
+import pytest
+
+from evalexport.testing.gym import GymOracle
+from evalexport.testing.gym_shapes import AgentRun, ToolUse, input_message
+
+CITIES = ("San Francisco", "New York", "Seattle")
+DEVELOPER_PROMPT = (
+    "You are a helpful assistant. When the user asks about the weather, respond with exactly "
+    "one get_weather tool call and no other text."
+)
+
+
+def _weather_row(task: int, city: str, *, developer: bool) -> dict[str, Any]:
+    prompt = [input_message("user", f"what's the weather in {city}?")]
+    if developer:
+        prompt.insert(0, input_message("developer", DEVELOPER_PROMPT))
+    run = AgentRun(str(task), f"{task}-0", prompt)
+    weather = json.dumps({"city": city, "weather_description": f"The weather in {city} is sunny."})
+    run.turn(
+        reasoning="The user wants the weather; call get_weather.",
+        tools=[ToolUse("get_weather", {"city": city}, weather)],
+        finish_reason="tool_calls",
+    )
+    run.turn(answer=[f"The weather in {city} is sunny."], finish_reason="stop")
+    return {
+        "_ng_task_index": task,
+        "_ng_rollout_index": 0,
+        "agent_ref": {"type": "responses_api_agents", "name": "simple_agent"},
+        "reward": 1.0,
+        "ng_trajectory": run.record(resolved=True),
+    }
+
+
+def _weather_run(directory: Path) -> Path:
+    """Two rows with a developer prompt (tasks 0 and 2) and one without (task 1)."""
+    rollouts = directory / "weather_rollouts.jsonl"
+    directory.mkdir(parents=True)
+    rows = [_weather_row(task, city, developer=task != 1) for task, city in enumerate(CITIES)]
+    rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return rollouts
+
+
+@pytest.mark.gym
+def test_the_weather_rows_are_records_gyms_model_accepts(gym_oracle: GymOracle, tmp_path) -> None:
+    rollouts = _weather_run(tmp_path / "run")
+    for line in rollouts.read_text(encoding="utf-8").splitlines():
+        assert gym_oracle.record_error(json.loads(line)["ng_trajectory"]) is None
+
+
+def _atif(cli, rollouts: Path, output: Path, *extra: str):
+    return cli(
+        "atif",
+        f"+rollouts_jsonl_fpath={rollouts}",
+        f"+output_dirpath={output}",
+        "+agent_version=1.0",
+        *extra,
+    )
+
+
+def test_strict_export_refuses_developer_prompts_and_points_to_inspect(cli, tmp_path) -> None:
+    rollouts = _weather_run(tmp_path / "run")
+    run = _atif(cli, rollouts, tmp_path / "atif", "--json")
+    assert run.exit_code == 1
+    result = json.loads(run.stdout)
+    assert result["details"]["rejected_rows"] == [
+        f"line {line}: ng_trajectory.invocations[0].conversation[0].role: "
+        "developer messages are not supported"
+        for line in (1, 3)
+    ]
+    assert result["message"].endswith(
+        f"`evalexport inspect {rollouts}` tells which +allow_gaps or +relax options "
+        "(relaxations of Gym's strict profile) would accept these rows."
+    )
+    assert not (tmp_path / "atif").exists()
+
+
+def test_relaxed_rows_are_exported_and_recorded_in_the_file_the_manifest_and_the_result(
+    cli, tmp_path
+) -> None:
+    rollouts = _weather_run(tmp_path / "run")
+    output = tmp_path / "atif"
+    run = _atif(cli, rollouts, output, "+relax=[developer_messages]", "--json")
+    assert run.exit_code == 0, run.output
+    details = json.loads(run.stdout)["details"]
+    assert details["trajectory_count"] == 3
+    assert details["trajectories_relaxed"] == 2
+    assert details["relaxation_counts"] == {"developer_messages": 2}
+    manifest = [json.loads(line) for line in (output / "manifest.jsonl").read_text().splitlines()]
+    assert [entry.get("relaxations") for entry in manifest] == [
+        ["developer_messages"],
+        None,
+        ["developer_messages"],
+    ]
+    relaxed = json.loads((output / "0-0.json").read_text())
+    atif.Trajectory.model_validate(relaxed)
+    assert relaxed["steps"][0] == {
+        "step_id": 1,
+        "source": "system",
+        "message": DEVELOPER_PROMPT,
+        "extra": {"nemo_gym": {"source_role": "developer"}},
+    }
+    assert [step["source"] for step in relaxed["steps"]] == ["system", "user", "agent", "agent"]
+    assert relaxed["extra"]["nemo_gym"]["relaxations"] == ["developer_messages"]
+    assert relaxed["extra"]["nemo_gym"]["conversion"]["status"] == "partial"
+    strict = json.loads((output / "1-0.json").read_text())
+    assert "relaxations" not in strict["extra"]["nemo_gym"]
+    assert strict["extra"]["nemo_gym"]["conversion"]["status"] == "complete"
+
+
+def test_an_unknown_relaxation_is_refused_naming_the_known_ones(cli, tmp_path) -> None:
+    rollouts = _weather_run(tmp_path / "run")
+    run = _atif(cli, rollouts, tmp_path / "atif", "+relax=[developer_prompts]")
+    assert run.exit_code == 2
+    assert "developer_prompts" in run.stderr
+    assert "'developer_messages'" in run.stderr
+    assert not (tmp_path / "atif").exists()
+
+
+def test_inspect_names_the_relaxations_a_run_needs_and_how_many_rows_need_each(
+    cli, tmp_path
+) -> None:
+    rollouts = _weather_run(tmp_path / "run")
+    report = cli("inspect", rollouts).stdout
+    assert "strict ATIF export: refuses 2 rollouts" in report
+    assert "  with '+relax=[developer_messages]' it would accept every rollout" in report
+    assert "    developer_messages: needed by 2 rollouts" in report
+    data = json.loads(cli("inspect", rollouts, "--json").stdout)
+    assert data["atif"]["relaxations_needed"] == {"developer_messages": 2}
+    assert data["atif"]["accepted_with_gaps_allowed"] is None
+
+
+def test_a_dry_run_with_relaxations_fails_and_succeeds_as_the_export_would(cli, tmp_path) -> None:
+    rollouts = _weather_run(tmp_path / "run")
+    strict = _atif(cli, rollouts, tmp_path / "a", "--dry-run", "--json")
+    relaxed = _atif(
+        cli, rollouts, tmp_path / "b", "+relax=[developer_messages]", "--dry-run", "--json"
+    )
+    assert (strict.exit_code, relaxed.exit_code) == (1, 0)
+    assert json.loads(relaxed.stdout)["details"]["relaxation_counts"] == {"developer_messages": 2}
+    assert not (tmp_path / "a").exists()
+    assert not (tmp_path / "b").exists()
