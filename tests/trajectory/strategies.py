@@ -80,6 +80,7 @@ FAULTS = (
     "truncated_answer",
     "empty_output",
     "stop_with_tool_calls",
+    "interleaved_results",
 )
 
 RELAXATION_FOR_FAULT = {
@@ -93,6 +94,9 @@ RELAXATION_FOR_FAULT = {
     "truncated_answer": "failures",
     "empty_output": "failures",
     "stop_with_tool_calls": "finish_reasons",
+    "interleaved_results": "interleaved_tool_results",
+    "answer_copy_differs": "turn_copies",
+    "step_count_wrong": "turn_copies",
 }
 """The faults a relaxation of the strict profile (``+relax``) lets through, and which one."""
 
@@ -117,7 +121,7 @@ def agent_runs(
         prompt.insert(0, input_message("developer", "Be brief."))
     run = AgentRun(str(task_index), f"{task_index}-{rollout_index}", prompt)
     tool_turns = draw(st.integers(0, 2))
-    if fault == "stop_with_tool_calls":
+    if fault in ("stop_with_tool_calls", "interleaved_results"):
         tool_turns = max(tool_turns, 1)
     for number in range(tool_turns + 1):
         last = number == tool_turns
@@ -134,7 +138,11 @@ def agent_runs(
         }
         if number < tool_turns:
             names = draw(
-                st.lists(st.sampled_from(["python", "search", "lookup"]), min_size=1, max_size=3)
+                st.lists(
+                    st.sampled_from(["python", "search", "lookup"]),
+                    min_size=2 if fault == "interleaved_results" else 1,
+                    max_size=3,
+                )
             )
             tools = [ToolUse(name, draw(_arguments), draw(_words)) for name in names]
             if fault == "stop_with_tool_calls" and number == 0:
@@ -237,6 +245,10 @@ def _apply(fault: str, row: dict[str, Any], record: dict[str, Any], draw: st.Dra
     elif fault == "cached_over_prompt":
         stats = draw(st.sampled_from(calls))["token_stats"]
         stats["cached_tokens"] = stats["prompt_tokens"] + 1
+    elif fault == "interleaved_results":
+        # A producer that records each tool's result right after its call, in every copy.
+        for items in [invocation["conversation"], *(turn["question"] for turn in turns)]:
+            _interleave(items)
     elif fault in ("truncated_answer", "empty_output"):
         invocation["status"] = "incomplete"
     elif fault == "easy_input_messages":
@@ -256,6 +268,23 @@ def _apply(fault: str, row: dict[str, Any], record: dict[str, Any], draw: st.Dra
         turns[0]["model_calls"] = [
             {"model_call_id": "mc_missing", "model_ref": None, "response_id": None}
         ]
+
+
+def _interleave(items: list[dict[str, Any]]) -> None:
+    """Reorder each run of function calls followed by their results into call, result pairs."""
+    position = 0
+    while position < len(items):
+        end = position
+        while end < len(items) and items[end].get("type") == "function_call":
+            end += 1
+        calls = items[position:end]
+        results = {item["call_id"]: item for item in items[end : end + len(calls)]}
+        if len(calls) > 1 and len(results) == len(calls):
+            items[position : end + len(calls)] = [
+                item for call in calls for item in (call, results[call["call_id"]])
+            ]
+            end += len(calls)
+        position = max(end, position + 1)
 
 
 @st.composite

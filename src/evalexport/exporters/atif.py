@@ -30,7 +30,7 @@ from evalexport.results import DryRunPlan, ExportResult, PlannedFile, SkipReason
 from evalexport.run import RunArtifacts
 from evalexport.trajectory.convert import ATIF_SCHEMA_VERSION, TrajectoryIdentity
 from evalexport.trajectory.files import ConvertedRow, FileConversion, convert_file
-from evalexport.trajectory.relaxations import Relaxation
+from evalexport.trajectory.relaxations import RELAXATIONS, Relaxation
 
 if TYPE_CHECKING:
     from evalexport.exporters.prepared import PreparedRun
@@ -63,9 +63,8 @@ class AtifConfig(ExporterConfig):
     relax: list[Relaxation] = Field(
         default=[],
         description=(
-            "Relaxations of Gym's strict profile to accept: developer_messages, "
-            "easy_input_messages, empty_reasoning, failures, finish_reasons (see the README); "
-            "each trajectory that needs one lists it in extra.nemo_gym.relaxations. "
+            f"Relaxations of Gym's strict profile to accept: {', '.join(RELAXATIONS)} (see the "
+            "README); each trajectory that needs one lists it in extra.nemo_gym.relaxations. "
             "Default: none (strict)."
         ),
     )

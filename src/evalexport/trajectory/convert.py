@@ -299,7 +299,8 @@ class _Conversion:
     def document(
         self, identity: TrajectoryIdentity, agent_name: str, task: int, rollout: int
     ) -> dict[str, Any]:
-        builder = StepBuilder(self.invocation, self.trajectory.tool_calls, self.relax)
+        answers = () if self.without_turns else [turn.answer for turn in self.trajectory.turns]
+        builder = StepBuilder(self.invocation, self.trajectory.tool_calls, self.relax, answers)
         steps, groups = builder.build()
         if not self.without_turns:
             self._add_unanswered_steps(builder)
@@ -403,9 +404,9 @@ class _Conversion:
         tool_calls_so_far = 0
         for index, (turn, group) in enumerate(zip(turns, groups, strict=True)):
             path = f"ng_trajectory.turns[{index}]"
-            self._check_turn_copy(turn, group, index, path)
+            differing = self._check_turn_copy(turn, group, index, path)
             tool_calls_so_far += group.tool_call_count
-            if turn.step_count != tool_calls_so_far:
+            if turn.step_count != tool_calls_so_far and not self.relax.permits("turn_copies"):
                 raise TrajectoryError(
                     f"{path}.step_count",
                     f"does not match the cumulative tool-call count {tool_calls_so_far}",
@@ -422,15 +423,20 @@ class _Conversion:
                 )
             used.add(call_index)
             _check_completed(call, group.step, path, self.relax)
-            _describe_step(group, turn, call, path)
+            _describe_step(group, turn, call, path, differing)
         self._check_invocation_calls(used)
         return used
 
-    def _check_turn_copy(self, turn: TurnRecord, group: AgentGroup, index: int, path: str) -> None:
+    def _check_turn_copy(
+        self, turn: TurnRecord, group: AgentGroup, index: int, path: str
+    ) -> dict[str, Any]:
+        """Check the turn's copies of its step's items; return those that differ and are kept
+        verbatim (``turn_copies`` relaxed), by field name."""
         if turn.invocation_id != self.invocation.invocation_id:
             raise TrajectoryError(f"{path}.invocation_id", "does not match the root invocation")
         if turn.turn_no != index + 1:
             raise TrajectoryError(f"{path}.turn_no", "turns must be ordered sequentially from 1")
+        differing: dict[str, Any] = {}
         for name, expected, meaning in (
             ("question", group.question, "the model-visible conversation prefix"),
             ("answer", group.answer, "the exported agent answer"),
@@ -439,9 +445,18 @@ class _Conversion:
             copy = getattr(turn, name)
             if _verbatim_copy(copy, expected):
                 continue
-            canonical = None if copy is None else read_items(copy, f"{path}.{name}", self.relax)
+            try:
+                canonical = None if copy is None else read_items(copy, f"{path}.{name}", self.relax)
+            except ItemError:
+                if not self.relax.permits("turn_copies"):
+                    raise
+                differing[name] = copy
+                continue
             if not _same_items(canonical, expected):
-                raise TrajectoryError(f"{path}.{name}", f"does not match {meaning}")
+                if not self.relax.permits("turn_copies"):
+                    raise TrajectoryError(f"{path}.{name}", f"does not match {meaning}")
+                differing[name] = copy
+        return differing
 
     def _check_invocation_calls(self, used: set[int]) -> None:
         path = "ng_trajectory.invocations[0].model_calls"
@@ -538,8 +553,15 @@ def _check_completed(call: ModelCallRecord, step: Step, path: str, relax: Relaxa
         )
 
 
-def _describe_step(group: AgentGroup, turn: TurnRecord, call: ModelCallRecord, path: str) -> None:
-    """Give an agent step its turn's timestamp and its model call's model, metrics and evidence."""
+def _describe_step(
+    group: AgentGroup,
+    turn: TurnRecord,
+    call: ModelCallRecord,
+    path: str,
+    differing_copies: dict[str, Any],
+) -> None:
+    """Give an agent step its turn's timestamp and its model call's model, metrics and evidence
+    (with the turn's copies that differ from the conversation, kept verbatim)."""
     step = group.step
     try:
         moment = datetime.fromtimestamp(turn.timestamp, UTC)
@@ -561,6 +583,8 @@ def _describe_step(group: AgentGroup, turn: TurnRecord, call: ModelCallRecord, p
     }
     if group.source_items:
         evidence["source_items"] = group.source_items
+    if differing_copies:
+        evidence["turn_copies"] = differing_copies
     step.extra = {"nemo_gym": evidence}
 
 

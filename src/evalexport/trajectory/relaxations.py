@@ -16,7 +16,13 @@ from typing import Final, Literal, cast, final, get_args
 __all__ = ["RELAXATIONS", "Relaxation", "Relaxations", "known_relaxations"]
 
 Relaxation = Literal[
-    "developer_messages", "easy_input_messages", "empty_reasoning", "failures", "finish_reasons"
+    "developer_messages",
+    "easy_input_messages",
+    "empty_reasoning",
+    "failures",
+    "finish_reasons",
+    "interleaved_tool_results",
+    "turn_copies",
 ]
 
 RELAXATIONS: Final[dict[Relaxation, str]] = {
@@ -44,6 +50,16 @@ RELAXATIONS: Final[dict[Relaxation, str]] = {
         "a finish reason that contradicts the captured output (stop with tool calls, or a "
         "Chat/Messages reason that does not name completion) is kept as recorded in the "
         "step's model-call evidence"
+    ),
+    "interleaved_tool_results": (
+        "function calls that one turn's answer names together are one agent step even when "
+        "the conversation interleaves their results (call, result, call, result)"
+    ),
+    "turn_copies": (
+        "a turn whose question, answer or reasoning copy, or whose step_count, disagrees with "
+        "the conversation is kept: the steps follow the conversation, each differing copy is "
+        "kept verbatim in the step's extra.nemo_gym.turn_copies, and the step count stays in "
+        "extra.nemo_gym.turn"
     ),
 }
 """Every relaxation and what it changes, in the words the README's table and ``--help`` use."""

@@ -9,6 +9,7 @@ kept: the turn for that step must hold the same items as its ``question``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -182,7 +183,9 @@ class StepBuilder:
     """Reads an invocation's conversation into ATIF steps and the agent groups behind them.
 
     ``relax`` holds the relaxations of the strict profile the row may use; each refusal it
-    relaxes is recorded there as used.
+    relaxes is recorded there as used. ``turn_answers`` are the turns' ``answer`` copies, in
+    order: with ``interleaved_tool_results`` relaxed, they tell which function calls one model
+    response made when the conversation interleaves their results.
     """
 
     def __init__(
@@ -190,9 +193,11 @@ class StepBuilder:
         invocation: InvocationRecord,
         tool_records: list[ToolCallRecord],
         relax: Relaxations | None = None,
+        turn_answers: Sequence[Any] = (),
     ) -> None:
         self.invocation = invocation
         self.relax = relax if relax is not None else Relaxations()
+        self.turn_answers = turn_answers
         self.path = "ng_trajectory.invocations[0].conversation"
         self.items = read_items(invocation.conversation, self.path, self.relax)
         self.tools = {record.tool_call_id: record for record in tool_records}
@@ -273,7 +278,11 @@ class StepBuilder:
             calls, answer = [], []
             step = Step(step_id, "agent", "")  # the model stopped after reasoning
         elif calls := self._take_calls():
-            step = self._tool_step(step_id, calls, path)
+            outputs = self._take("function_call_output")
+            while self._continues_response(calls):
+                calls.extend(self._take_calls())
+                outputs.extend(self._take("function_call_output"))
+            step = self._tool_step(step_id, calls, outputs, path)
             answer = calls
         elif (message := self._peek("output_message")) is not None:
             self.prefix.append(message)
@@ -317,9 +326,32 @@ class StepBuilder:
             self.position += 1
         return calls
 
-    def _tool_step(self, step_id: int, calls: list[Item], path: str) -> Step:
+    def _continues_response(self, calls: list[Item]) -> bool:
+        """Whether the next function call belongs to the same model response as ``calls``,
+        its results interleaved: the turn of this step names it among its answer's calls and
+        ``interleaved_tool_results`` is relaxed."""
+        following = self._peek("function_call")
+        turn = len(self.groups)
+        if following is None or turn >= len(self.turn_answers):
+            return False
+        answer = self.turn_answers[turn]
+        expected = {
+            item.get("call_id")
+            for item in (answer if isinstance(answer, list) else ())
+            if isinstance(item, dict) and item.get("type") == "function_call"
+        }
+        taken = {call.canonical["call_id"] for call in calls}
+        return (
+            taken < expected
+            and following.canonical["call_id"] in expected - taken
+            and self.relax.permits("interleaved_tool_results")
+        )
+
+    def _tool_step(
+        self, step_id: int, calls: list[Item], result_items: list[Item], path: str
+    ) -> Step:
         outputs: dict[str, Item] = {}
-        for output in self._take("function_call_output"):
+        for output in result_items:
             call_id = output.canonical["call_id"]
             if call_id in outputs:
                 raise TrajectoryError(path, f"duplicate function result ID {call_id!r}")
