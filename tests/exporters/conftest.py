@@ -1,11 +1,12 @@
-"""The evalrdl SDK the contract tests run against: the fake by default, the real one with
---with_evalrdl_sdk."""
+"""The evalrdl SDK the contract tests run against (the fake by default, the real one with
+--with_evalrdl_sdk), and harbor's trajectory validator in an environment of its own."""
 
 from __future__ import annotations
 
 import json
 import os
 import secrets
+import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from evalexport.testing.gym import find_python_313
 from evalexport.testing.wheels import wheel_from_tree
 
 FAKES = Path(__file__).resolve().parents[2] / "fakes"
@@ -182,3 +184,23 @@ def export_evalrdl(evalrdl_sdk: EvalRDLSdk) -> Callable[..., Any]:
         return result
 
     return export
+
+
+@pytest.fixture(scope="session")
+def harbor_python(
+    tmp_path_factory: pytest.TempPathFactory, evalexport_download_cache: Path
+) -> Path:
+    """A virtual environment of its own with harbor installed (Python >= 3.12)."""
+    interpreter = find_python_313()
+    if interpreter is None:
+        pytest.fail("harbor's validator needs Python >= 3.12, and no Python 3.13 was found")
+    environment = tmp_path_factory.mktemp("harbor") / "venv"
+    subprocess.run([interpreter, "-m", "venv", str(environment)], check=True)
+    python = environment / "bin" / "python"
+    subprocess.run(
+        [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "harbor"],
+        check=True,
+        timeout=900,
+        env={**os.environ, "PIP_CACHE_DIR": str(evalexport_download_cache / "pip")},
+    )
+    return python

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import atif
 import pytest
 
-from evalexport.testing.gym import find_python_313
 from evalexport.trajectory.convert import TrajectoryIdentity
 from evalexport.trajectory.files import convert_file
 from tests.trajectory.parity import tree
@@ -338,26 +336,6 @@ def test_progress_is_reported_up_to_the_whole_file(atif_run) -> None:
     size = atif_run.rollouts.stat().st_size
     assert seen
     assert seen[-1] == (size, size)
-
-
-@pytest.fixture(scope="session")
-def harbor_python(
-    tmp_path_factory: pytest.TempPathFactory, evalexport_download_cache: Path
-) -> Path:
-    """A virtual environment of its own with harbor installed (Python >= 3.12)."""
-    interpreter = find_python_313()
-    if interpreter is None:
-        pytest.fail("harbor's validator needs Python >= 3.12, and no Python 3.13 was found")
-    environment = tmp_path_factory.mktemp("harbor") / "venv"
-    subprocess.run([interpreter, "-m", "venv", str(environment)], check=True)
-    python = environment / "bin" / "python"
-    subprocess.run(
-        [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "harbor"],
-        check=True,
-        timeout=900,
-        env={**os.environ, "PIP_CACHE_DIR": str(evalexport_download_cache / "pip")},
-    )
-    return python
 
 
 @pytest.mark.downloads

@@ -8,6 +8,7 @@ output, the answer), built by :class:`AgentRun` as Gym records them.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,9 @@ import atif
 import pytest
 
 from evalexport.testing.gym import GymOracle
-from evalexport.testing.gym_shapes import AgentRun, ToolUse, input_message
+from evalexport.testing.gym_shapes import AgentRun, ToolUse, input_message, reasoning_item
+from evalexport.testing.harness_shapes import failed_trajectory, interleaved_trajectory
+from evalexport.trajectory.relaxations import RELAXATIONS
 
 CITIES = ("San Francisco", "New York", "Seattle")
 DEVELOPER_PROMPT = (
@@ -153,3 +156,49 @@ def test_a_dry_run_with_relaxations_fails_and_succeeds_as_the_export_would(cli, 
     assert json.loads(relaxed.stdout)["details"]["relaxation_counts"] == {"developer_messages": 2}
     assert not (tmp_path / "a").exists()
     assert not (tmp_path / "b").exists()
+
+
+def _cut_short_row(task: int) -> dict[str, Any]:
+    """A developer-prompted run whose tool failed, whose model reasoned silently, and whose
+    last call was cut by max_output_tokens."""
+    prompt = [input_message("developer", DEVELOPER_PROMPT), input_message("user", "Weather?")]
+    run = AgentRun(str(task), f"{task}-0", prompt)
+    run.turn(
+        reasoning="(silent)", tools=[ToolUse("get_weather", {"city": "Oslo"}, "error", "failed")]
+    )
+    run.turn(answer=["It is"], finish_reason="length", response_status="incomplete")
+    record = run.record(status="incomplete", resolved=False)
+    silent = json.dumps(reasoning_item(f"rs_{task}-0_1", "(silent)")["summary"])
+    record = json.loads(json.dumps(record).replace(silent, "[]"))  # in every copy
+    return {"_ng_task_index": task, "ng_trajectory": record}
+
+
+@pytest.mark.downloads
+def test_every_relaxation_writes_files_harbors_validator_accepts(
+    cli, tmp_path, harbor_python: Path
+) -> None:
+    rows = [
+        _weather_row(0, "Lima", developer=True),
+        {"_ng_task_index": 1, "ng_trajectory": interleaved_trajectory("1", "1-0")},
+        {"_ng_task_index": 2, "ng_trajectory": failed_trajectory("2", "2-0")},
+        _cut_short_row(3),
+    ]
+    for row in rows:
+        row.update(_ng_rollout_index=0, agent_ref={"type": "responses_api_agents", "name": "a"})
+    rollouts = tmp_path / "run" / "mixed_rollouts.jsonl"
+    rollouts.parent.mkdir()
+    rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    output = tmp_path / "atif"
+    run = _atif(cli, rollouts, output, f"+relax=[{','.join(RELAXATIONS)}]", "--json")
+    assert run.exit_code == 0, run.output
+    assert set(json.loads(run.stdout)["details"]["relaxation_counts"]) == set(RELAXATIONS)
+    for path in sorted(output.glob("*-*.json")):
+        atif.Trajectory.model_validate_json(path.read_bytes())
+        completed = subprocess.run(
+            [harbor_python, "-m", "harbor.utils.trajectory_validator", str(path)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert completed.returncode == 0, f"{path.name}: {completed.stdout}{completed.stderr}"

@@ -1,5 +1,6 @@
 """A manifest line is Gym's: ``json.dumps(entry, sort_keys=True, separators=(",", ":"))`` of its
-fields, though it is written from a template."""
+fields (with evalexport's ``gap_codes`` and ``relaxations`` when a row has any), though it is
+written from a template."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from evalexport.trajectory.files import ConvertedRow, _FirstLines
+from evalexport.trajectory.relaxations import RELAXATIONS
 
 
 @given(
@@ -16,11 +18,14 @@ from evalexport.trajectory.files import ConvertedRow, _FirstLines
     rollout=st.integers(min_value=0, max_value=10**6),
     sha=st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),
     gaps=st.lists(st.text(max_size=12), max_size=4),
+    relaxations=st.lists(st.sampled_from(sorted(RELAXATIONS)), max_size=4, unique=True),
 )
 def test_a_manifest_line_is_the_json_gym_writes(
-    task: int, rollout: int, sha: str, gaps: list[str]
+    task: int, rollout: int, sha: str, gaps: list[str], relaxations: list[str]
 ) -> None:
-    row = ConvertedRow(1, f"{task}-{rollout}.json", task, rollout, sha, tuple(gaps))
+    row = ConvertedRow(
+        1, f"{task}-{rollout}.json", task, rollout, sha, tuple(gaps), tuple(relaxations)
+    )
     entry: dict[str, object] = {
         "trajectory_path": row.file_name,
         "_ng_task_index": task,
@@ -29,6 +34,8 @@ def test_a_manifest_line_is_the_json_gym_writes(
     }
     if gaps:
         entry["gap_codes"] = sorted(set(gaps))
+    if relaxations:
+        entry["relaxations"] = sorted(relaxations)
     assert row.manifest_line() == json.dumps(entry, sort_keys=True, separators=(",", ":"))
 
 

@@ -309,12 +309,12 @@ def read_item(item: Any, path: str, relax: Relaxations | None = None) -> Item:
         )
     if not isinstance(item_type, str) or not item_type.strip():
         if (
-            item_type is None
+            "type" not in item  # Gym's EasyInputMessage may leave it out, never set it to null
             and "role" in item
             and relax is not None
             and relax.permits("easy_input_messages")
         ):
-            return _message(item, path, relax)  # an EasyInputMessage: ``type`` is optional
+            return _message(item, path, relax)
         raise ItemError(f"{path}.type", "expected a non-empty supported conversation item type")
     if item_type == "message":
         return _message(item, path, relax)

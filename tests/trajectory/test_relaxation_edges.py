@@ -1,0 +1,66 @@
+"""What the relaxations of the strict profile do not let through, and how bad names fail."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from evalexport.testing.gym_shapes import AgentRun, input_message
+from evalexport.trajectory.convert import TrajectoryIdentity, convert_rollout
+from evalexport.trajectory.files import convert_file
+from evalexport.trajectory.relaxations import RELAXATIONS, Relaxations
+from evalexport.trajectory.steps import TrajectoryError
+
+IDENTITY = TrajectoryIdentity(session_id="s", agent_version="1.0")
+
+
+def _row(prompt: list[dict[str, Any]]) -> dict[str, Any]:
+    run = AgentRun("0", "0-0", prompt).turn(answer=["Done."], finish_reason="stop")
+    return {
+        "_ng_task_index": 0,
+        "_ng_rollout_index": 0,
+        "agent_ref": {"type": "responses_api_agents", "name": "simple_agent"},
+        "ng_trajectory": run.record(resolved=True),
+    }
+
+
+def _refusal(row: dict[str, Any]) -> str:
+    with pytest.raises(TrajectoryError) as refused:
+        convert_rollout(row, IDENTITY, relaxations=list(RELAXATIONS))
+    return str(refused.value)
+
+
+def test_a_message_whose_type_is_null_is_refused_even_relaxed() -> None:
+    """Gym's EasyInputMessage may leave ``type`` out but refuses ``null`` there."""
+    row = _row([input_message("user", "Hi.")])
+    row["ng_trajectory"]["invocations"][0]["conversation"][0]["type"] = None
+    assert _refusal(row) == (
+        "ng_trajectory.invocations[0].conversation[0].type: "
+        "expected a non-empty supported conversation item type"
+    )
+
+
+def test_a_developer_message_after_the_agent_answered_is_refused_even_relaxed() -> None:
+    row = _row([input_message("user", "Hi.")])
+    conversation = row["ng_trajectory"]["invocations"][0]["conversation"]
+    conversation.append(input_message("developer", "Now be brief."))
+    assert _refusal(row) == (
+        "ng_trajectory.invocations[0].conversation[2]: later system or user turns are not supported"
+    )
+
+
+def test_a_relaxation_is_recorded_only_where_a_row_needed_it() -> None:
+    with_developer = _row([input_message("developer", "Be brief."), input_message("user", "Hi.")])
+    converted = convert_rollout(with_developer, IDENTITY, relaxations=list(RELAXATIONS))
+    assert converted.relaxations == ("developer_messages",)
+
+
+def test_an_unknown_relaxation_fails_before_any_row_naming_the_known_ones(tmp_path) -> None:
+    rollouts = tmp_path / "r_rollouts.jsonl"
+    rollouts.write_text(json.dumps(_row([input_message("user", "Hi.")])) + "\n")
+    with pytest.raises(ValueError, match="unknown relaxations developer_prompts; known: "):
+        convert_file(rollouts, IDENTITY, output=None, relaxations=["developer_prompts"])
+    with pytest.raises(ValueError, match="developer_messages, easy_input_messages"):
+        Relaxations(["failure"])
