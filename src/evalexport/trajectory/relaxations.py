@@ -65,6 +65,7 @@ RELAXATIONS: Final[dict[Relaxation, str]] = {
 """Every relaxation and what it changes, in the words the README's table and ``--help`` use."""
 
 assert set(RELAXATIONS) == set(get_args(Relaxation))
+_NONE: Final[frozenset[Relaxation]] = frozenset()
 
 
 def known_relaxations(names: Collection[str]) -> frozenset[Relaxation]:
@@ -84,7 +85,7 @@ class Relaxations:
     __slots__ = ("allowed", "used")
 
     def __init__(self, allowed: Collection[str] = ()) -> None:
-        self.allowed = known_relaxations(allowed)
+        self.allowed = known_relaxations(allowed) if allowed else _NONE
         self.used: set[str] = set()
 
     def permits(self, relaxation: Relaxation) -> bool:
@@ -96,4 +97,4 @@ class Relaxations:
 
     def applied(self) -> tuple[str, ...]:
         """The relaxations used so far, sorted: what the row's trajectory records."""
-        return tuple(sorted(self.used))
+        return tuple(sorted(self.used)) if self.used else ()
