@@ -5,6 +5,9 @@ become a step of their own. Then every agent output is one ``agent`` step: optio
 followed either by an assistant message or by a run of function calls whose results (all of
 them, nothing else) follow at once. The prefix of the conversation before each agent step is
 kept: the turn for that step must hold the same items as its ``question``.
+
+Where the strict profile refuses, :class:`StepBuilder` asks its :class:`.Relaxations` first:
+an opted-in relaxation (``+relax``) lets the row through and is recorded as used.
 """
 
 from __future__ import annotations
