@@ -204,3 +204,19 @@ def harbor_python(
         env={**os.environ, "PIP_CACHE_DIR": str(evalexport_download_cache / "pip")},
     )
     return python
+
+
+@pytest.fixture(scope="session")
+def harbor_validator(harbor_python: Path) -> Callable[[Path], subprocess.CompletedProcess[str]]:
+    """Runs harbor's own validator (``harbor.utils.trajectory_validator``) on one file."""
+
+    def validate(path: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [harbor_python, "-m", "harbor.utils.trajectory_validator", str(path)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+
+    return validate

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 from pathlib import Path
 
 import atif
@@ -340,27 +339,21 @@ def test_progress_is_reported_up_to_the_whole_file(atif_run) -> None:
 
 @pytest.mark.downloads
 def test_every_trajectory_passes_harbors_own_validator(
-    cli, atif_run, tmp_path, harbor_python: Path
+    cli, atif_run, tmp_path, harbor_validator
 ) -> None:
     output = tmp_path / "atif"
     assert _atif(cli, atif_run.rollouts, output).exit_code == 0
     files = sorted(output.glob("*-*.json"))
     assert len(files) == 24
     for path in files:
-        completed = subprocess.run(
-            [harbor_python, "-m", "harbor.utils.trajectory_validator", str(path)],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
+        completed = harbor_validator(path)
         assert completed.returncode == 0, f"{path.name}: {completed.stdout}{completed.stderr}"
         assert "Trajectory is valid" in completed.stdout
 
 
 @pytest.mark.downloads
 def test_harbors_validator_rejects_a_broken_trajectory(
-    cli, atif_run, tmp_path, harbor_python: Path
+    cli, atif_run, tmp_path, harbor_validator
 ) -> None:
     output = tmp_path / "atif"
     _atif(cli, atif_run.rollouts, output)
@@ -368,12 +361,7 @@ def test_harbors_validator_rejects_a_broken_trajectory(
     data = json.loads(next(output.glob("*.json")).read_text())
     data["steps"][0]["reward"] = 1.0
     broken.write_text(json.dumps(data))
-    completed = subprocess.run(
-        [harbor_python, "-m", "harbor.utils.trajectory_validator", str(broken)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    completed = harbor_validator(broken)
     assert completed.returncode == 1
     assert "unexpected field" in completed.stderr
 

@@ -8,7 +8,6 @@ output, the answer), built by :class:`AgentRun` as Gym records them.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +174,7 @@ def _cut_short_row(task: int) -> dict[str, Any]:
 
 @pytest.mark.downloads
 def test_every_relaxation_writes_files_harbors_validator_accepts(
-    cli, tmp_path, harbor_python: Path
+    cli, tmp_path, harbor_validator
 ) -> None:
     rows = [
         _weather_row(0, "Lima", developer=True),
@@ -194,11 +193,5 @@ def test_every_relaxation_writes_files_harbors_validator_accepts(
     assert set(json.loads(run.stdout)["details"]["relaxation_counts"]) == set(RELAXATIONS)
     for path in sorted(output.glob("*-*.json")):
         atif.Trajectory.model_validate_json(path.read_bytes())
-        completed = subprocess.run(
-            [harbor_python, "-m", "harbor.utils.trajectory_validator", str(path)],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
+        completed = harbor_validator(path)
         assert completed.returncode == 0, f"{path.name}: {completed.stdout}{completed.stderr}"

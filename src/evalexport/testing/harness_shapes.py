@@ -68,6 +68,16 @@ def _model_call(
     }
 
 
+def _identity(task_id: str, rollout_id: str, invocation: dict[str, Any]) -> dict[str, Any]:
+    """A record's first fields: its schema, its task and rollout, its one root invocation."""
+    return {
+        "schema_version": "1.0",
+        "task_id": task_id,
+        "rollout_id": rollout_id,
+        "invocations": [invocation],
+    }
+
+
 def _turn(
     task_id: str, rollout_id: str, number: int, timestamp: float, **fields: Any
 ) -> dict[str, Any]:
@@ -104,20 +114,16 @@ def interleaved_trajectory(task_id: str, rollout_id: str) -> dict[str, Any]:
     answer = {"role": "assistant", "content": "Both lists price it at 12."}
     ok = {"status_code": 200, "response_status": "completed", "finish_reason": "stop"}
     first, second = f"{rollout_id}-c1", f"{rollout_id}-c2"
+    invocation = {
+        "kind": "agent_invocation",
+        "invocation_id": "root",
+        "status": "completed",
+        "duration_ms": 3500,
+        "model_calls": [_reference(first), _reference(second)],
+        "conversation": [question, calls[0], results[0], calls[1], results[1], answer],
+    }
     return {
-        "schema_version": "1.0",
-        "task_id": task_id,
-        "rollout_id": rollout_id,
-        "invocations": [
-            {
-                "kind": "agent_invocation",
-                "invocation_id": "root",
-                "status": "completed",
-                "duration_ms": 3500,
-                "model_calls": [_reference(first), _reference(second)],
-                "conversation": [question, calls[0], results[0], calls[1], results[1], answer],
-            }
-        ],
+        **_identity(task_id, rollout_id, invocation),
         "turns": [
             _turn(
                 task_id,
@@ -176,46 +182,34 @@ def failed_trajectory(task_id: str, rollout_id: str) -> dict[str, Any]:
     """A failed run in a harness's own shape (see the module's docstring)."""
     first, second = f"{rollout_id}-c1", f"{rollout_id}-c2"
     request = [{"role": "user", "content": "Prove the lemma."}]
+    invocation = {
+        "kind": "agent_invocation",
+        "invocation_id": "root",
+        "status": "failed",
+        "duration_ms": 95000,
+        "error_type": "GenerationError",
+        "model_calls": [_reference(first), _reference(second)],
+        "conversation": [{"role": "user", "content": "Prove the lemma."}],
+    }
     return {
-        "schema_version": "1.0",
-        "task_id": task_id,
-        "rollout_id": rollout_id,
-        "invocations": [
-            {
-                "kind": "agent_invocation",
-                "invocation_id": "root",
-                "status": "failed",
-                "duration_ms": 95000,
-                "error_type": "GenerationError",
-                "model_calls": [_reference(first), _reference(second)],
-                "conversation": [{"role": "user", "content": "Prove the lemma."}],
-            }
-        ],
+        **_identity(task_id, rollout_id, invocation),
         "turns": [
             _turn(
                 task_id,
                 rollout_id,
-                1,
-                20.0,
-                question="Prove the lemma.",
+                number,
+                timestamp,
+                question=question,  # the harness's new input, as a string
                 answer=[],
-                reasoning_content=[{"type": "reasoning", "content": "server error"}],
-                resolved=None,
+                reasoning_content=[{"type": "reasoning", "content": note}],  # its own notes
+                resolved=resolved,
                 step_count=0,
-                model_calls=[_reference(first)],
-            ),
-            _turn(
-                task_id,
-                rollout_id,
-                2,
-                22.0,
-                question="Try again, step by step.",
-                answer=[],
-                reasoning_content=[{"type": "reasoning", "content": "ran out of tokens"}],
-                resolved=False,
-                step_count=0,
-                model_calls=[_reference(second)],
-            ),
+                model_calls=[_reference(call_id)],
+            )
+            for number, timestamp, question, note, resolved, call_id in (
+                (1, 20.0, "Prove the lemma.", "server error", None, first),
+                (2, 22.0, "Try again, step by step.", "ran out of tokens", False, second),
+            )
         ],
         "model_calls": [
             _model_call(
