@@ -15,9 +15,10 @@ import atif
 import pytest
 
 from evalexport.testing.gym import GymOracle
-from evalexport.testing.gym_shapes import AgentRun, ToolUse, input_message, reasoning_item
+from evalexport.testing.gym_shapes import AgentRun, ToolUse, input_message
 from evalexport.testing.harness_shapes import failed_trajectory, interleaved_trajectory
 from evalexport.trajectory.relaxations import RELAXATIONS
+from tests.trajectory.strategies import edit_items
 
 CITIES = ("San Francisco", "New York", "Seattle")
 DEVELOPER_PROMPT = (
@@ -158,17 +159,26 @@ def test_a_dry_run_with_relaxations_fails_and_succeeds_as_the_export_would(cli, 
 
 
 def _cut_short_row(task: int) -> dict[str, Any]:
-    """A developer-prompted run whose tool failed, whose model reasoned silently, and whose
-    last call was cut by max_output_tokens."""
+    """A developer-prompted run whose tool failed, whose model reasoned silently, then in two
+    summary parts, and whose last call (its answer in the ``final_answer`` phase) was cut by
+    max_output_tokens."""
     prompt = [input_message("developer", DEVELOPER_PROMPT), input_message("user", "Weather?")]
     run = AgentRun(str(task), f"{task}-0", prompt)
     run.turn(
         reasoning="(silent)", tools=[ToolUse("get_weather", {"city": "Oslo"}, "error", "failed")]
     )
-    run.turn(answer=["It is"], finish_reason="length", response_status="incomplete")
+    run.turn(
+        reasoning="(two parts)",
+        answer=["It is"],
+        finish_reason="length",
+        response_status="incomplete",
+    )
     record = run.record(status="incomplete", resolved=False)
-    silent = json.dumps(reasoning_item(f"rs_{task}-0_1", "(silent)")["summary"])
-    record = json.loads(json.dumps(record).replace(silent, "[]"))  # in every copy
+    rollout = f"{task}-0"  # every copy of an item is edited, as its producer would write it
+    edit_items(record, lambda item: item.get("id") == f"rs_{rollout}_1", summary=[])
+    two_parts = [{"text": text, "type": "summary_text"} for text in ("Oslo.", "Sunny?")]
+    edit_items(record, lambda item: item.get("id") == f"rs_{rollout}_2", summary=two_parts)
+    edit_items(record, lambda item: item.get("id") == f"msg_{rollout}_2", phase="final_answer")
     return {"_ng_task_index": task, "ng_trajectory": record}
 
 

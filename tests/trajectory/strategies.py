@@ -81,6 +81,7 @@ FAULTS = (
     "empty_output",
     "stop_with_tool_calls",
     "interleaved_results",
+    "reasoning_in_parts",
 )
 
 RELAXATION_FOR_FAULT = {
@@ -96,6 +97,9 @@ RELAXATION_FOR_FAULT = {
     "stop_with_tool_calls": "finish_reasons",
     "interleaved_results": "interleaved_tool_results",
     "answer_copy_differs": "turn_copies",
+    "arguments_not_object": "failures",
+    "message_phase": "message_phases",
+    "reasoning_in_parts": "reasoning_segments",
     "step_count_wrong": "turn_copies",
 }
 """The faults a relaxation of the strict profile (``+relax``) lets through, and which one."""
@@ -126,8 +130,8 @@ def agent_runs(
     for number in range(tool_turns + 1):
         last = number == tool_turns
         reasoning = draw(st.none() | _words)
-        if fault == "silent_reasoning" and last:
-            reasoning = "(silent)"  # made empty below, in every copy
+        if fault in ("silent_reasoning", "reasoning_in_parts") and last:
+            reasoning = "(edited)"  # edited below, in every copy
         common = {
             "reasoning": reasoning,
             "reasoning_as_summary": draw(st.booleans()),
@@ -257,11 +261,14 @@ def _apply(fault: str, row: dict[str, Any], record: dict[str, Any], draw: st.Dra
             if item.get("role") in ("system", "user"):
                 item.pop("type", None)
                 item.pop("phase", None)
-    elif fault == "silent_reasoning":
+    elif fault in ("silent_reasoning", "reasoning_in_parts"):
+        # The last turn's reasoning: no text at all, or a summary in two parts (as OpenAI
+        # reasoning models write summaries).
+        parts = [] if fault == "silent_reasoning" else [draw(_words), draw(_words)]
         edit_items(
             record,
             lambda item: item.get("type") == "reasoning" and item["id"].endswith(f"_{len(turns)}"),
-            summary=[],
+            summary=[{"text": text, "type": "summary_text"} for text in parts],
             content=None,
         )
     elif fault == "unknown_model_call":

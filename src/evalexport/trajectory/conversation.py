@@ -153,15 +153,27 @@ def _output_parts(value: Any, path: str) -> list[dict[str, Any]]:
     return parts
 
 
+def _phase(item: dict[str, Any], path: str, relax: Relaxations | None) -> str | None:
+    """A message's ``phase`` (``commentary`` or ``final_answer``), refused unless
+    ``message_phases`` is relaxed: ATIF v1.7 has no field for it."""
+    phase = item.get("phase")
+    if phase is None:
+        return None
+    if relax is None or not relax.permits("message_phases"):
+        raise ItemError(
+            f"{path}.phase", "Responses message phase is not representable in ATIF v1.7"
+        )
+    if phase not in ("commentary", "final_answer"):
+        raise ItemError(f"{path}.phase", f"expected commentary or final_answer, got {phase!r}")
+    return str(phase)
+
+
 def _message(item: dict[str, Any], path: str, relax: Relaxations | None) -> Item:
     role = item.get("role")
     content = item.get("content")
     if role == "assistant" or role not in _INPUT_ROLES:
         _unknown_fields(item, _ASSISTANT_FIELDS, path)
-        if item.get("phase") is not None:
-            raise ItemError(
-                f"{path}.phase", "Responses message phase is not representable in ATIF v1.7"
-            )
+        phase = _phase(item, path, relax)
         first = content[0] if isinstance(content, list) and content else None
         first_type = first.get("type") if isinstance(first, dict) else None
         is_output = isinstance(content, list) and (
@@ -177,6 +189,8 @@ def _message(item: dict[str, Any], path: str, relax: Relaxations | None) -> Item
             if not isinstance(content, str):
                 _input_parts(content, f"{path}.content")
             canonical: dict[str, Any] = {"content": content, "role": "assistant", "type": "message"}
+            if phase is not None:
+                canonical["phase"] = phase
             if (
                 isinstance(content, str)
                 and relax is not None
@@ -194,13 +208,12 @@ def _message(item: dict[str, Any], path: str, relax: Relaxations | None) -> Item
         }
         if canonical["status"] is None:
             canonical["status"] = "completed"
+        if phase is not None:
+            canonical["phase"] = phase
         return Item("output_message", canonical, path, item)
 
     _unknown_fields(item, _INPUT_MESSAGE_FIELDS, path)
-    if item.get("phase") is not None:
-        raise ItemError(
-            f"{path}.phase", "Responses message phase is not representable in ATIF v1.7"
-        )
+    phase = _phase(item, path, relax)
     if "status" in item and not isinstance(content, list):
         raise ItemError(
             f"{path}.status", "source-message status is only supported with multipart content"
@@ -217,6 +230,8 @@ def _message(item: dict[str, Any], path: str, relax: Relaxations | None) -> Item
         # Gym's ``NeMoGymEasyInputMessage``: any other status is not part of the model.
         text = content if isinstance(content, str) else _input_parts(content, f"{path}.content")
         canonical = {"content": text, "role": role, "type": "message"}
+    if phase is not None:
+        canonical["phase"] = phase
     return Item("input_message", canonical, path, item)
 
 

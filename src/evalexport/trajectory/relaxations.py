@@ -22,6 +22,8 @@ Relaxation = Literal[
     "failures",
     "finish_reasons",
     "interleaved_tool_results",
+    "message_phases",
+    "reasoning_segments",
     "turn_copies",
 ]
 
@@ -44,7 +46,9 @@ RELAXATIONS: Final[dict[Relaxation, str]] = {
         "invocation's error_type goes to extra.nemo_gym.source, a model call's status, error "
         "and finish reason stay in its step's model-call evidence, a message's status in "
         "source_items.message_status, a tool's status and error_type in its call or result, "
-        "and a model call that answered nothing is an agent step with an empty message"
+        "arguments that are not a JSON object as written in the call's "
+        "extra.nemo_gym.arguments_text (its arguments then {}), and a model call that answered "
+        "nothing is an agent step with an empty message"
     ),
     "finish_reasons": (
         "a finish reason that contradicts the captured output (stop with tool calls, or a "
@@ -54,6 +58,16 @@ RELAXATIONS: Final[dict[Relaxation, str]] = {
     "interleaved_tool_results": (
         "function calls that one turn's answer names together are one agent step even when "
         "the conversation interleaves their results (call, result, call, result)"
+    ),
+    "message_phases": (
+        "a message's phase (commentary or final_answer) is kept in its step's "
+        "extra.nemo_gym.source_items.message_phase (extra.nemo_gym.message_phase for a system "
+        "or user step)"
+    ),
+    "reasoning_segments": (
+        "several reasoning texts of one agent step are joined by a blank line into its "
+        "reasoning_content; extra.nemo_gym.source_items.reasoning_segment_lengths gives each "
+        "text's length in Unicode code points, so the boundaries can be restored"
     ),
     "turn_copies": (
         "a turn whose question, answer or reasoning copy, or whose step_count, disagrees with "

@@ -26,7 +26,7 @@ __all__ = [
     "Step",
     "StepBuilder",
     "TrajectoryError",
-    "reasoning_text",
+    "reasoning_segments",
     "text_content",
 ]
 
@@ -116,13 +116,16 @@ def _message_content(item: Item) -> str | list[dict[str, Any]]:
     return text_content(item.canonical.get("content"), f"{item.path}.content")
 
 
-def reasoning_text(items: list[Item], path: str, relax: Relaxations | None = None) -> str | None:
-    """The one reasoning text of an agent step; several segments cannot keep their boundaries.
+REASONING_SEPARATOR: Final = "\n\n"
+"""What joins an agent step's reasoning segments when ``reasoning_segments`` is relaxed."""
+
+
+def reasoning_segments(items: list[Item], path: str, relax: Relaxations | None = None) -> list[str]:
+    """The reasoning texts of an agent step, in order; ATIF holds one, so more than one is
+    refused unless ``reasoning_segments`` is relaxed.
 
     With ``empty_reasoning`` relaxed, an item without any text adds no segment.
     """
-    if not items:
-        return None
     segments: list[str] = []
     for index, item in enumerate(items):
         content = item.canonical.get("content") or []
@@ -143,19 +146,25 @@ def reasoning_text(items: list[Item], path: str, relax: Relaxations | None = Non
                 "encrypted or empty reasoning cannot be represented as ATIF text",
             )
         segments.extend(part["text"] for part in source)
-    if len(segments) > 1:
+    if len(segments) > 1 and (relax is None or not relax.permits("reasoning_segments")):
         raise TrajectoryError(
             path, "multiple reasoning segments cannot be represented without changing boundaries"
         )
-    return segments[0] if segments else None
+    return segments
 
 
-def _arguments(call: Item, path: str) -> dict[str, Any]:
+def _arguments(call: Item, path: str, relax: Relaxations) -> dict[str, Any] | None:
+    """A function call's arguments as an object; ``None`` for arguments that are not a JSON
+    object when ``failures`` is relaxed (a model that wrote malformed arguments)."""
     try:
         arguments = loads_strict(call.canonical["arguments"])
     except ValueError:  # json.JSONDecodeError and StrictJsonError are both ValueErrors
+        if relax.permits("failures"):
+            return None
         raise TrajectoryError(f"{path}.arguments", "expected a JSON object string") from None
     if not isinstance(arguments, dict):
+        if relax.permits("failures"):
+            return None
         raise TrajectoryError(f"{path}.arguments", "expected a JSON object")
     return arguments
 
@@ -262,6 +271,8 @@ class StepBuilder:
             raise TrajectoryError(item.path, "later system or user turns are not supported")
         if (status := _unfinished_status(item, self.relax)) is not None:
             facts["message_status"] = status
+        if (phase := item.canonical.get("phase")) is not None:  # ``message_phases`` relaxed
+            facts["message_phase"] = phase
         step = Step(len(self.steps) + 1, role, _message_content(item))
         if facts:
             step.extra = {"nemo_gym": facts}
@@ -296,17 +307,23 @@ class StepBuilder:
         else:
             current = self.items[self.position]
             raise TrajectoryError(path, f"unsupported conversation item {current.kind!r} here")
-        step.reasoning_content = reasoning_text(reasoning, f"{path}.reasoning", self.relax)
+        segments = reasoning_segments(reasoning, f"{path}.reasoning", self.relax)
+        if segments:
+            step.reasoning_content = REASONING_SEPARATOR.join(segments)
         self.steps.append(step)
         group = AgentGroup(question, reasoning, answer, step, tool_call_count=len(calls))
         if reasoning:
             group.source_items["reasoning_ids"] = [item.canonical.get("id") for item in reasoning]
+        if len(segments) > 1:  # ``reasoning_segments`` relaxed: the boundaries, kept
+            group.source_items["reasoning_segment_lengths"] = [len(text) for text in segments]
         if not calls and answer:
             message_id = answer[0].canonical.get("id")
             if message_id is not None:  # an easy-input answer has none
                 group.source_items["message_id"] = message_id
             if message_status is not None:
                 group.source_items["message_status"] = message_status
+            if (phase := answer[0].canonical.get("phase")) is not None:  # ``message_phases``
+                group.source_items["message_phase"] = phase
         self.groups.append(group)
 
     def _take_calls(self) -> list[Item]:
@@ -386,16 +403,20 @@ class StepBuilder:
                     path, f"tool execution {call_id!r} has a different recorded output"
                 )
             records[call_id] = record
+            arguments = _arguments(call, call.path, self.relax)
             tool_call: dict[str, Any] = {
                 "tool_call_id": call_id,
                 "function_name": call.canonical["name"],
-                "arguments": _arguments(call, call.path),
+                "arguments": {} if arguments is None else arguments,
             }
             source: dict[str, Any] = {}
             if call.canonical.get("id") is not None:
                 source["source_item_id"] = call.canonical.get("id")
+            # What ``failures`` lets through, kept:
             if (status := call.canonical.get("status")) not in (None, "completed"):
-                source["source_item_status"] = status  # kept with ``failures`` relaxed
+                source["source_item_status"] = status
+            if arguments is None:
+                source["arguments_text"] = call.canonical["arguments"]
             if source:
                 tool_call["extra"] = {"nemo_gym": source}
             tool_calls.append(tool_call)
