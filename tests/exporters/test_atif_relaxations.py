@@ -205,3 +205,10 @@ def test_every_relaxation_writes_files_harbors_validator_accepts(
         atif.Trajectory.model_validate_json(path.read_bytes())
         completed = harbor_validator(path)
         assert completed.returncode == 0, f"{path.name}: {completed.stdout}{completed.stderr}"
+
+
+def test_the_readme_has_a_row_for_each_relaxation_in_order() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    rows = [line.split("`")[1] for line in readme.splitlines() if line.startswith("| `")]
+    documented = [name for name in rows if name in RELAXATIONS]
+    assert documented == sorted(RELAXATIONS)
