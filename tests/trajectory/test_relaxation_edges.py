@@ -64,3 +64,14 @@ def test_an_unknown_relaxation_fails_before_any_row_naming_the_known_ones(tmp_pa
         convert_file(rollouts, IDENTITY, output=None, relaxations=["developer_prompts"])
     with pytest.raises(ValueError, match="developer_messages, easy_input_messages"):
         Relaxations(["failure"])
+
+
+def test_a_turn_copy_kept_verbatim_counts_no_relaxation_its_reading_needed() -> None:
+    """A string question that differs from the conversation is kept as it is: reading it as
+    an easy-input message was not needed, so only ``turn_copies`` is recorded."""
+    row = _row([input_message("user", "Hi.")])
+    row["ng_trajectory"]["turns"][0]["question"] = "Hello?"
+    converted = convert_rollout(row, IDENTITY, relaxations=list(RELAXATIONS))
+    assert converted.relaxations == ("turn_copies",)
+    evidence = converted.document["steps"][1]["extra"]["nemo_gym"]
+    assert evidence["turn_copies"] == {"question": "Hello?"}

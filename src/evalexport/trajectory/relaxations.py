@@ -109,6 +109,17 @@ class Relaxations:
             return True
         return False
 
+    def trial(self) -> Relaxations:
+        """The same relaxations allowed, none used yet: for a reading that may be discarded
+        (its uses count only once :meth:`adopt` takes them)."""
+        trial = Relaxations()
+        trial.allowed = self.allowed
+        return trial
+
+    def adopt(self, trial: Relaxations) -> None:
+        """Count the relaxations ``trial`` used as used here."""
+        self.used |= trial.used
+
     def applied(self) -> tuple[str, ...]:
         """The relaxations used so far, sorted: what the row's trajectory records."""
         return tuple(sorted(self.used)) if self.used else ()
