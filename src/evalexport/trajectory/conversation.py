@@ -8,7 +8,9 @@ dump for it (defaults filled in, ``null`` fields left out), so a turn's copy can
 with the conversation whatever optional fields either spelled out.
 
 Everything ATIF would silently drop is refused by its path: unknown fields, token IDs and log
-probabilities, a message ``phase``, a function-call ``namespace``, non-text content parts.
+probabilities, a message ``phase``, a function-call ``namespace``, non-text content parts. A
+relaxation the row may use (:mod:`.relaxations`) reads a message ``phase`` (kept elsewhere by
+the caller) and the Responses API's easy-input forms instead of refusing them.
 """
 
 from __future__ import annotations
