@@ -175,7 +175,7 @@ def _message(item: dict[str, Any], path: str, relax: Relaxations | None) -> Item
     content = item.get("content")
     if role == "assistant" or role not in _INPUT_ROLES:
         _unknown_fields(item, _ASSISTANT_FIELDS, path)
-        phase = _phase(item, path, relax)
+        phase = None if item.get("phase") is None else _phase(item, path, relax)
         first = content[0] if isinstance(content, list) and content else None
         first_type = first.get("type") if isinstance(first, dict) else None
         is_output = isinstance(content, list) and (
@@ -215,7 +215,7 @@ def _message(item: dict[str, Any], path: str, relax: Relaxations | None) -> Item
         return Item("output_message", canonical, path, item)
 
     _unknown_fields(item, _INPUT_MESSAGE_FIELDS, path)
-    phase = _phase(item, path, relax)
+    phase = None if item.get("phase") is None else _phase(item, path, relax)
     if "status" in item and not isinstance(content, list):
         raise ItemError(
             f"{path}.status", "source-message status is only supported with multipart content"

@@ -214,7 +214,7 @@ def convert_rollout(
         nemo_gym["gaps"] = [
             gap.model_dump(mode="json", exclude_none=True) for gap in trajectory.gaps
         ]
-    applied = relax.applied()
+    applied = relax.applied() if relax.used else ()
     if applied:
         nemo_gym["conversion"]["status"] = "partial"
         nemo_gym["relaxations"] = list(applied)
@@ -302,7 +302,7 @@ class _Conversion:
         answers = () if self.without_turns else [turn.answer for turn in self.trajectory.turns]
         builder = StepBuilder(self.invocation, self.trajectory.tool_calls, self.relax, answers)
         steps, groups = builder.build()
-        if not self.without_turns:
+        if not self.without_turns and len(self.trajectory.turns) > len(groups):
             self._add_unanswered_steps(builder)
         used = set() if self.without_turns else self._apply_turns(groups)
         surplus = [call.as_json() for index, call in enumerate(self.calls) if index not in used]
@@ -446,7 +446,7 @@ class _Conversion:
             if _verbatim_copy(copy, expected):
                 continue
             # A copy kept verbatim needs no relaxation to be read: count those only if it agrees.
-            reading = self.relax.trial()
+            reading = self.relax.trial() if self.relax.allowed else self.relax
             try:
                 canonical = None if copy is None else read_items(copy, f"{path}.{name}", reading)
             except ItemError:

@@ -118,7 +118,8 @@ class Relaxations:
 
     def adopt(self, trial: Relaxations) -> None:
         """Count the relaxations ``trial`` used as used here."""
-        self.used |= trial.used
+        if trial is not self:
+            self.used |= trial.used
 
     def applied(self) -> tuple[str, ...]:
         """The relaxations used so far, sorted: what the row's trajectory records."""

@@ -99,12 +99,10 @@ def text_content(value: Any, path: str) -> str | list[dict[str, Any]]:
     return [{"type": "text", "text": part["text"]} for part in value]
 
 
-def _unfinished_status(item: Item, relax: Relaxations) -> str | None:
-    """A message's status other than ``completed`` (``None`` when completed or unstated),
-    refused unless ``failures`` is relaxed."""
-    status = item.canonical.get("status")
-    if status is None or status == "completed":
-        return None
+def _unfinished_status(item: Item, relax: Relaxations) -> str:
+    """A message's status other than ``completed`` (the caller checks that it is), refused
+    unless ``failures`` is relaxed."""
+    status = item.canonical["status"]
     if not relax.permits("failures"):
         raise TrajectoryError(f"{item.path}.status", f"expected completed, got {status!r}")
     return str(status)
@@ -269,8 +267,8 @@ class StepBuilder:
             raise TrajectoryError(f"{item.path}.role", "copied assistant context is not supported")
         if self.groups:
             raise TrajectoryError(item.path, "later system or user turns are not supported")
-        if (status := _unfinished_status(item, self.relax)) is not None:
-            facts["message_status"] = status
+        if item.canonical.get("status") not in (None, "completed"):
+            facts["message_status"] = _unfinished_status(item, self.relax)
         if (phase := item.canonical.get("phase")) is not None:  # ``message_phases`` relaxed
             facts["message_phase"] = phase
         step = Step(len(self.steps) + 1, role, _message_content(item))
@@ -293,7 +291,7 @@ class StepBuilder:
             step = Step(step_id, "agent", "")  # the model stopped after reasoning
         elif calls := self._take_calls():
             outputs = self._take("function_call_output")
-            while self._continues_response(calls):
+            while self._peek("function_call") is not None and self._continues_response(calls):
                 calls.extend(self._take_calls())
                 outputs.extend(self._take("function_call_output"))
             step = self._tool_step(step_id, calls, outputs, path)
@@ -301,7 +299,8 @@ class StepBuilder:
         elif (message := self._peek("output_message")) is not None:
             self.prefix.append(message)
             self.position += 1
-            message_status = _unfinished_status(message, self.relax)
+            if message.canonical.get("status") not in (None, "completed"):
+                message_status = _unfinished_status(message, self.relax)
             step = Step(step_id, "agent", _message_content(message))
             answer = [message]
         else:
@@ -309,7 +308,9 @@ class StepBuilder:
             raise TrajectoryError(path, f"unsupported conversation item {current.kind!r} here")
         segments = reasoning_segments(reasoning, f"{path}.reasoning", self.relax)
         if segments:
-            step.reasoning_content = REASONING_SEPARATOR.join(segments)
+            step.reasoning_content = (
+                segments[0] if len(segments) == 1 else REASONING_SEPARATOR.join(segments)
+            )
         self.steps.append(step)
         group = AgentGroup(question, reasoning, answer, step, tool_call_count=len(calls))
         if reasoning:
@@ -350,9 +351,9 @@ class StepBuilder:
         """Whether the next function call belongs to the same model response as ``calls``,
         its results interleaved: the turn of this step names it among its answer's calls and
         ``interleaved_tool_results`` is relaxed."""
-        following = self._peek("function_call")
+        following = self.items[self.position]  # a function call: the caller peeked
         turn = len(self.groups)
-        if following is None or turn >= len(self.turn_answers):
+        if turn >= len(self.turn_answers):
             return False
         answer = self.turn_answers[turn]
         expected = {
