@@ -76,7 +76,8 @@ RELAXATIONS: Final[dict[Relaxation, str]] = {
         "extra.nemo_gym.turn"
     ),
 }
-"""Every relaxation and what it changes, in the words the README's table and ``--help`` use."""
+"""Every relaxation and what it changes: the registry the option, the README's table and the
+tests are held to."""
 
 assert set(RELAXATIONS) == set(get_args(Relaxation))
 _NONE: Final[frozenset[Relaxation]] = frozenset()
