@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from evalexport.testing.gym import GymOracle
 from evalexport.testing.gym_shapes import AgentRun, input_message
 from evalexport.trajectory.convert import TrajectoryIdentity, convert_rollout
 from evalexport.trajectory.files import convert_file
@@ -26,6 +27,33 @@ def _row(prompt: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _null_type_row() -> dict[str, Any]:
+    row = _row([input_message("user", "Hi.")])
+    row["ng_trajectory"]["invocations"][0]["conversation"][0]["type"] = None
+    return row
+
+
+def _late_developer_row() -> dict[str, Any]:
+    row = _row([input_message("user", "Hi.")])
+    conversation = row["ng_trajectory"]["invocations"][0]["conversation"]
+    conversation.append(input_message("developer", "Now be brief."))
+    return row
+
+
+def _string_question_row() -> dict[str, Any]:
+    row = _row([input_message("user", "Hi.")])
+    row["ng_trajectory"]["turns"][0]["question"] = "Hello?"
+    return row
+
+
+@pytest.mark.gym
+def test_gyms_model_takes_these_rows_as_the_tests_here_assume(gym_oracle: GymOracle) -> None:
+    """The null ``type`` is Gym's refusal too; the other rows are records Gym accepts."""
+    assert gym_oracle.record_error(_null_type_row()["ng_trajectory"]) is not None
+    for row in (_late_developer_row(), _string_question_row()):
+        assert gym_oracle.record_error(row["ng_trajectory"]) is None
+
+
 def _refusal(row: dict[str, Any]) -> str:
     with pytest.raises(TrajectoryError) as refused:
         convert_rollout(row, IDENTITY, relaxations=list(RELAXATIONS))
@@ -34,19 +62,14 @@ def _refusal(row: dict[str, Any]) -> str:
 
 def test_a_message_whose_type_is_null_is_refused_even_relaxed() -> None:
     """Gym's EasyInputMessage may leave ``type`` out but refuses ``null`` there."""
-    row = _row([input_message("user", "Hi.")])
-    row["ng_trajectory"]["invocations"][0]["conversation"][0]["type"] = None
-    assert _refusal(row) == (
+    assert _refusal(_null_type_row()) == (
         "ng_trajectory.invocations[0].conversation[0].type: "
         "expected a non-empty supported conversation item type"
     )
 
 
 def test_a_developer_message_after_the_agent_answered_is_refused_even_relaxed() -> None:
-    row = _row([input_message("user", "Hi.")])
-    conversation = row["ng_trajectory"]["invocations"][0]["conversation"]
-    conversation.append(input_message("developer", "Now be brief."))
-    assert _refusal(row) == (
+    assert _refusal(_late_developer_row()) == (
         "ng_trajectory.invocations[0].conversation[2]: later system or user turns are not supported"
     )
 
@@ -69,9 +92,7 @@ def test_an_unknown_relaxation_fails_before_any_row_naming_the_known_ones(tmp_pa
 def test_a_turn_copy_kept_verbatim_counts_no_relaxation_its_reading_needed() -> None:
     """A string question that differs from the conversation is kept as it is: reading it as
     an easy-input message was not needed, so only ``turn_copies`` is recorded."""
-    row = _row([input_message("user", "Hi.")])
-    row["ng_trajectory"]["turns"][0]["question"] = "Hello?"
-    converted = convert_rollout(row, IDENTITY, relaxations=list(RELAXATIONS))
+    converted = convert_rollout(_string_question_row(), IDENTITY, relaxations=list(RELAXATIONS))
     assert converted.relaxations == ("turn_copies",)
     evidence = converted.document["steps"][1]["extra"]["nemo_gym"]
     assert evidence["turn_copies"] == {"question": "Hello?"}

@@ -155,12 +155,10 @@ def _output_parts(value: Any, path: str) -> list[dict[str, Any]]:
     return parts
 
 
-def _phase(item: dict[str, Any], path: str, relax: Relaxations | None) -> str | None:
-    """A message's ``phase`` (``commentary`` or ``final_answer``), refused unless
-    ``message_phases`` is relaxed: ATIF v1.7 has no field for it."""
-    phase = item.get("phase")
-    if phase is None:
-        return None
+def _phase(item: dict[str, Any], path: str, relax: Relaxations | None) -> str:
+    """A message's ``phase`` (the caller checks it is set: ``commentary`` or ``final_answer``),
+    refused unless ``message_phases`` is relaxed: ATIF v1.7 has no field for it."""
+    phase = item["phase"]
     if relax is None or not relax.permits("message_phases"):
         raise ItemError(
             f"{path}.phase", "Responses message phase is not representable in ATIF v1.7"

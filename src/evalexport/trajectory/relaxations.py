@@ -124,4 +124,4 @@ class Relaxations:
 
     def applied(self) -> tuple[str, ...]:
         """The relaxations used so far, sorted: what the row's trajectory records."""
-        return tuple(sorted(self.used)) if self.used else ()
+        return tuple(sorted(self.used))
