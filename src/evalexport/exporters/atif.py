@@ -30,6 +30,7 @@ from evalexport.results import DryRunPlan, ExportResult, PlannedFile, SkipReason
 from evalexport.run import RunArtifacts
 from evalexport.trajectory.convert import ATIF_SCHEMA_VERSION, TrajectoryIdentity
 from evalexport.trajectory.files import ConvertedRow, FileConversion, convert_file
+from evalexport.trajectory.manifest import MANIFEST_NAME, staged_output_problem
 from evalexport.trajectory.relaxations import RELAXATIONS, Relaxation
 
 if TYPE_CHECKING:
@@ -162,7 +163,7 @@ class AtifExporter(Exporter[AtifConfig]):
         """The output directory holds a ``manifest.jsonl``: it is written last, into the
         staging directory renamed into place, so its presence means a complete export."""
         output = config.output_dirpath.absolute()
-        if not (output / "manifest.jsonl").is_file():
+        if not (output / MANIFEST_NAME).is_file():
             return None
         return ExportResult.skipped(
             self.name,
@@ -184,7 +185,7 @@ class AtifExporter(Exporter[AtifConfig]):
                 run, f"Cannot create the output directory {output}: {error.strerror or error}"
             )
         try:
-            with (staging / "manifest.jsonl").open("w", encoding="utf-8") as manifest:
+            with (staging / MANIFEST_NAME).open("w", encoding="utf-8") as manifest:
 
                 def add_to_manifest(row: ConvertedRow) -> None:
                     manifest.write(row.manifest_line() + "\n")
@@ -192,6 +193,13 @@ class AtifExporter(Exporter[AtifConfig]):
                 outcome = self._convert(run, config, staging, add_to_manifest)
             if isinstance(outcome, ExportResult):
                 return outcome
+            if problem := staged_output_problem(staging, outcome.converted):
+                return self.failed(
+                    run,
+                    f"ATIF export of {run.rollouts} failed its own check of the files it wrote, "
+                    f"so nothing was written to {output}: {problem}. This is a bug in "
+                    "evalexport; please report it with the rollouts file.",
+                )
             if os.path.lexists(output):
                 return self.failed(run, f"Output path was created during export: {output}")
             staging.chmod(0o755)
@@ -206,7 +214,7 @@ class AtifExporter(Exporter[AtifConfig]):
             str(run.run_dir),
             f"wrote {outcome.converted} ATIF trajectories to {output}",
             output_dirpath=str(output),
-            manifest=str(output / "manifest.jsonl"),
+            manifest=str(output / MANIFEST_NAME),
             **_counts(outcome),
         )
 

@@ -143,19 +143,23 @@ class _FirstLines:
         self._sparse: dict[tuple[int, int], int] = {}
 
     def earlier(self, key: tuple[int, int], line_number: int) -> int | None:
-        """The line ``key`` was first seen on; ``None``, and ``line_number`` recorded, if new."""
+        """The line ``key`` was first seen on; ``None``, and ``line_number`` recorded, if new.
+
+        A key lives in one place: its task's array when it was first seen within reach of it,
+        else the dict. An array may later grow past a key the dict holds, so a slot of the
+        array that is still zero is not proof of a new key until the dict has been asked.
+        """
         task, rollout = key
         lines = self._dense.get(task)
         if lines is None:
             lines = self._dense[task] = array("q")
-        if rollout < len(lines):
-            if first := lines[rollout]:
-                return first
-            lines[rollout] = line_number
-            return None
+        if rollout < len(lines) and (first := lines[rollout]):
+            return first
         if self._sparse and (earlier := self._sparse.get(key)) is not None:
-            return earlier  # seen when it was still far past its task's array
-        if rollout - len(lines) < self._MAX_GAP:
+            return earlier
+        if rollout < len(lines):
+            lines[rollout] = line_number
+        elif rollout - len(lines) < self._MAX_GAP:
             lines.frombytes(bytes(8 * (rollout - len(lines))))  # zeros: not seen
             lines.append(line_number)
         else:

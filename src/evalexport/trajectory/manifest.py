@@ -1,0 +1,90 @@
+"""The last check of an ATIF export: the staged output is exactly what its manifest says.
+
+Before a staging directory becomes the output, every ``manifest.jsonl`` line must name a
+distinct trajectory file whose bytes hash to its ``expected_sha256``, the directory must hold
+those files and no others, and their number must be the number of trajectories the export is
+about to report. The conversion is built to make this so; this check is what lets the result
+say "wrote N" without trusting that: a mismatch is a failed export that writes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+__all__ = ["MANIFEST_NAME", "staged_output_problem"]
+
+MANIFEST_NAME: Final = "manifest.jsonl"
+_BLOCK: Final = 1024 * 1024
+
+
+def staged_output_problem(directory: Path, reported: int) -> str | None:
+    """Why ``directory`` is not ``reported`` verified trajectories and their manifest, or
+    ``None`` when it is.
+
+    Names are checked before bytes, so a file named twice is reported as that (the cause)
+    rather than as the first copy's hash matching no file (its effect).
+    """
+    names: set[str] = set()
+    for where, name, _ in _entries(directory):
+        if isinstance(name, Exception):
+            return f"{where} is not a manifest entry ({name})"
+        if os.sep in name or name in {"", ".", "..", MANIFEST_NAME}:
+            return f"{where} names {name!r}, which is not a file of the output"
+        if name in names:
+            return f"{where} names {name} a second time"
+        names.add(name)
+    if len(names) != reported:
+        return f"{MANIFEST_NAME} names {len(names)} trajectories, the export converted {reported}"
+    unlisted = sorted(entry.name for entry in os.scandir(directory) if entry.name not in names)
+    unlisted.remove(MANIFEST_NAME)
+    if unlisted:
+        shown = ", ".join(unlisted[:5]) + (", ..." if len(unlisted) > 5 else "")
+        return f"{len(unlisted)} files are not in {MANIFEST_NAME}: {shown}"
+    hashed = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for where, name, expected in _entries(directory):
+            assert isinstance(name, str)  # the first pass refused anything else
+            try:
+                actual = _sha256(name, hashed)
+            except FileNotFoundError:
+                return f"{where} names {name}, which was not written"
+            if actual != expected:
+                return f"{name} does not hash to its {where} expected_sha256"
+    finally:
+        os.close(hashed)
+    return None
+
+
+def _entries(directory: Path) -> Iterator[tuple[str, str | Exception, object]]:
+    """``(where, trajectory_path, expected_sha256)`` of each manifest line, or ``(where,
+    error, None)`` for a line that is not an entry."""
+    with (directory / MANIFEST_NAME).open("rb") as manifest:
+        for number, line in enumerate(manifest, 1):
+            where = f"{MANIFEST_NAME} line {number}"
+            try:
+                entry = json.loads(line)
+                name, expected = entry["trajectory_path"], entry["expected_sha256"]
+                if not isinstance(name, str):
+                    raise TypeError(f"trajectory_path is a {type(name).__name__}")
+            except (ValueError, TypeError, KeyError) as error:
+                yield where, error, None
+                continue
+            yield where, name, expected
+
+
+def _sha256(name: str, directory: int) -> str:
+    """The SHA-256 of file ``name`` in the open ``directory``: opened relative to it, which
+    costs half of what a path's ``open`` does on twenty thousand small files."""
+    digest = hashlib.sha256()
+    descriptor = os.open(name, os.O_RDONLY, dir_fd=directory)
+    try:
+        while block := os.read(descriptor, _BLOCK):
+            digest.update(block)
+    finally:
+        os.close(descriptor)
+    return digest.hexdigest()
