@@ -9,20 +9,21 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import hashlib
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import final
+from typing import Final, final
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from evalexport._files import write_text_atomically
 from evalexport.locks import named_lock
+from evalexport.reading import fingerprint_of, fingerprinted_files, run_fingerprint
 from evalexport.run import RunArtifacts
 
 __all__ = [
+    "FINGERPRINT_SUMMARY_KEY",
+    "FINGERPRINT_TAG",
     "AlreadyExported",
     "ChangedSinceExport",
     "ExportGuard",
@@ -41,34 +42,11 @@ __all__ = [
     "write_marker",
 ]
 
-_CHUNK = 1 << 20
 
-
-def fingerprinted_files(run: RunArtifacts) -> tuple[Path, Path, Path]:
-    """The files a fingerprint covers, in the order it hashes them."""
-    return (run.rollouts, run.aggregate_metrics, run.saved_config)
-
-
-def fingerprint_of(file_digests: Iterable[tuple[str, bytes]]) -> str:
-    """``sha256:<hex>`` of ``(file name, sha256 digest of its bytes)`` pairs, in the order of
-    :func:`fingerprinted_files`: for a caller that hashed the files while it read them."""
-    digest = hashlib.sha256()
-    for name, file_digest in file_digests:
-        digest.update(name.encode() + b"\0")
-        digest.update(file_digest)
-    return f"sha256:{digest.hexdigest()}"
-
-
-def run_fingerprint(run: RunArtifacts) -> str:
-    """``sha256:<hex>`` over the rollouts, aggregate-metrics and saved-config files."""
-    digests: list[tuple[str, bytes]] = []
-    for path in fingerprinted_files(run):
-        file_digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                file_digest.update(chunk)
-        digests.append((path.name, file_digest.digest()))
-    return fingerprint_of(digests)
+FINGERPRINT_TAG: Final = "evalexport.fingerprint"
+"""The remote run's tag holding the run's fingerprint, as the export marker does (MLflow)."""
+FINGERPRINT_SUMMARY_KEY: Final = "evalexport/fingerprint"
+"""The same, as a W&B summary key (W&B groups summary keys by ``/``, as Gym's names are)."""
 
 
 class ExportMarker(BaseModel):

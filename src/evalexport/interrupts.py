@@ -50,7 +50,9 @@ class Interrupted(BaseException):
     @property
     def exit_code(self) -> int:
         """``128 + signal``, as a shell reports a process a signal ended."""
-        return 128 + self.signum
+        from evalexport.workers.protocol import ExitCode
+
+        return int(ExitCode.for_signal(self.signum))
 
     @classmethod
     def from_exception(cls, error: BaseException) -> Interrupted:

@@ -23,6 +23,7 @@ __all__ = [
     "is_secret_key",
     "is_secret_variable",
     "mask_config",
+    "mask_config_reporting",
     "mask_text",
     "save_run_config",
     "scrub_text",
@@ -245,8 +246,14 @@ def mask_config(config: Any) -> Any:
 
 def find_unmasked_secrets(config: Any, _path: str = "") -> list[str]:
     """Dotted paths of the values that masking would change: live secrets left in a config."""
+    return mask_config_reporting(config, _path)[1]
+
+
+def mask_config_reporting(config: Any, _path: str = "") -> tuple[Any, list[str]]:
+    """:func:`mask_config`, and the dotted paths of the values it changed, from one pass of
+    masking: what an export sends and what it warns of."""
     masked = mask_config(config)
-    return list(_differences(config, masked, _path))
+    return masked, list(_differences(config, masked, _path))
 
 
 def _differences(original: Any, masked: Any, path: str) -> Iterator[str]:

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from evalexport.masking import scrub_text, scrub_value
-from evalexport.workers import protocol
+from evalexport.workers.protocol import ExitCode
 
 __all__ = [
     "DryRunPlan",
@@ -23,26 +23,6 @@ __all__ = [
     "PlannedFile",
     "SkipReason",
 ]
-
-
-class ExitCode(enum.IntEnum):
-    """The exit codes of the CLI and of every worker (SPEC §3.1)."""
-
-    OK = protocol.SUCCEEDED
-    """Succeeded, or skipped because there was nothing new to do."""
-    FAILED = protocol.FAILED
-    USAGE = protocol.USAGE
-    """Unknown exporter, unknown or invalid option or setting."""
-    NO_VERDICT = protocol.NO_VERDICT
-    """Stored by the service, but no verdict arrived before the timeout."""
-    REFUSED = protocol.REFUSED
-    """The service refused the upload."""
-    HANGUP = 129
-    """Stopped by SIGHUP (the terminal went away): 128 + the signal's number, as shells say."""
-    INTERRUPTED = 130
-    """Stopped by SIGINT (Ctrl-C)."""
-    TERMINATED = 143
-    """Stopped by SIGTERM (``kill``, Slurm's time limit or ``scancel``, a container stop)."""
 
 
 class ExportStatus(enum.StrEnum):

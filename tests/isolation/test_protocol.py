@@ -4,6 +4,7 @@ run has that type's keys and value types, through JSON as the worker receives it
 
 from __future__ import annotations
 
+import importlib
 import json
 import runpy
 import types
@@ -16,6 +17,7 @@ import pytest
 from evalexport.exporters.isolated import IsolatedExporter
 from evalexport.exporters.registry import exporter_entries, load_exporter
 from evalexport.workers import protocol
+from evalexport.workers.evalrdl_worker import EvalRDLPayload
 
 ISOLATED = sorted(
     entry.name
@@ -76,7 +78,9 @@ def _mismatches(value: Any, expected: Any, where: str = "payload") -> list[str]:
 
 
 def _payload_type_of_body(body: Path) -> Any:
-    run = runpy.run_path(str(body))["run"]
+    """The payload type ``run`` of a built-in body reads, from the body's module (its types'
+    forward references resolve there)."""
+    run = importlib.import_module(f"evalexport.workers.{body.stem}").run
     return typing.get_type_hints(run)["payload"]
 
 
@@ -88,9 +92,16 @@ def test_every_built_in_isolated_exporter_is_covered() -> None:
 def test_the_exporter_builds_the_payload_type_its_worker_reads(name: str) -> None:
     exporter = load_exporter(name)
     built = typing.get_type_hints(exporter.worker_payload)["return"]
-    read = _payload_type_of_body(exporter.worker_body)
-    assert built is read
-    assert read.__module__ == protocol.__name__
+    body = importlib.import_module(f"evalexport.workers.{exporter.worker_body.stem}")
+    read = typing.get_type_hints(body.run)["payload"]
+    assert built is read  # the payload type lives beside the body that reads it
+    assert read.__module__ == body.__name__
+    shipped = runpy.run_path(str(exporter.worker_body))[read.__name__]
+
+    def written(typed: Any) -> dict[str, str]:
+        return {key: hint.__forward_arg__ for key, hint in typed.__annotations__.items()}
+
+    assert written(shipped) == written(read)  # the copy the worker runs
     assert typing.get_type_hints(runpy.run_path(str(exporter.worker_body))["run"])["return"] is (
         protocol.WorkerResult
     )
@@ -119,10 +130,10 @@ def test_a_payload_of_the_wrong_shape_is_refused_by_the_check() -> None:
         "timeout": 600,
         "url": "prod",
     }
-    assert _mismatches(payload, protocol.EvalRDLPayload) == []
+    assert _mismatches(payload, EvalRDLPayload) == []
     wrong = {**payload, "wait": "maybe", "tags": [1], "colour": "red"}
     del wrong["url"]
-    assert sorted(_mismatches(wrong, protocol.EvalRDLPayload)) == [
+    assert sorted(_mismatches(wrong, EvalRDLPayload)) == [
         "payload.colour is not in EvalRDLPayload",
         "payload.tags[0] is 1, not str",
         "payload.url is missing",
@@ -178,16 +189,36 @@ def test_a_worker_result_with_a_misspelled_key_or_a_wrong_type_is_refused(
 
 
 def test_exit_codes_and_the_fingerprint_tag_are_defined_once() -> None:
+    from evalexport import guard, results
     from evalexport.cli import _args
-    from evalexport.exporters import mlflow
-    from evalexport.results import ExitCode
+    from evalexport.exporters import mlflow, wandb
 
-    assert [int(code) for code in list(ExitCode)[:5]] == [
-        protocol.SUCCEEDED,
-        protocol.FAILED,
-        protocol.USAGE,
-        protocol.NO_VERDICT,
-        protocol.REFUSED,
-    ]
+    assert results.ExitCode is protocol.ExitCode
     assert (_args.OK, _args.FAILED, _args.USAGE) == (0, 1, 2)
-    assert mlflow.FINGERPRINT_TAG is protocol.FINGERPRINT_TAG
+    assert mlflow.FINGERPRINT_TAG is guard.FINGERPRINT_TAG
+    assert wandb.FINGERPRINT_KEY is guard.FINGERPRINT_SUMMARY_KEY
+
+
+def test_a_stop_signals_exit_code_is_128_plus_its_number_in_one_place() -> None:
+    import signal
+
+    assert [protocol.ExitCode.for_signal(s) for s in (signal.SIGHUP, signal.SIGINT)] == [
+        protocol.ExitCode.HANGUP,
+        protocol.ExitCode.INTERRUPTED,
+    ]
+    assert protocol.ExitCode.for_signal(signal.SIGTERM) == 143
+    assert protocol.ExitCode.TERMINATED.stopped_by_signal
+    assert not protocol.ExitCode.REFUSED.stopped_by_signal
+
+
+def test_no_module_but_the_protocol_writes_the_signal_rule() -> None:
+    import re
+
+    source = Path(protocol.__file__).resolve().parent.parent
+    writers = sorted(
+        str(path.relative_to(source))
+        for path in source.rglob("*.py")
+        if re.search(r"128 \+ [\w.]*(signum|stopping|interrupted_by)", path.read_text())
+        and path.name != "protocol.py"
+    )
+    assert writers == []

@@ -12,8 +12,9 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from evalexport import run as run_module
-from evalexport.run import RunArtifacts, RunFileError
+from evalexport import reading
+from evalexport.reading import RunFileError
+from evalexport.run import RunArtifacts
 
 RUN = RunArtifacts(Path("/runs/r/aime24_rollouts.jsonl"))
 
@@ -47,7 +48,7 @@ def _same(left: Any, right: Any) -> bool:
 
 def _parsed(line: bytes) -> Any:
     try:
-        rollout = RUN._parse_line(line, 7)
+        rollout = reading._parse_line(RUN, line, 7)
     except RunFileError as error:
         return ("refused", str(error))
     return rollout
@@ -55,7 +56,7 @@ def _parsed(line: bytes) -> Any:
 
 def _strictly(line: bytes, monkeypatch: pytest.MonkeyPatch) -> Any:
     with monkeypatch.context() as patched:
-        patched.setattr(run_module, "_fast_decode", lambda: None)
+        patched.setattr(reading, "_fast_decode", lambda: None)
         return _parsed(line)
 
 
@@ -121,5 +122,5 @@ def test_a_cut_line_is_refused_with_the_strict_parsers_message(
     fast = _parsed(line + b"\n")
     assert fast[0] == "refused", fast
     with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(run_module, "_fast_decode", lambda: None)
+        patched.setattr(reading, "_fast_decode", lambda: None)
         assert _parsed(line + b"\n") == fast

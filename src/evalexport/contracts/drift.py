@@ -21,8 +21,8 @@ from evalexport.contracts.check import (
     load_manifests,
 )
 from evalexport.contracts.installed import installed_surfaces
+from evalexport.contracts.surface_extractor import ManifestPayload
 from evalexport.contracts.surfaces import Surface
-from evalexport.workers.protocol import ManifestPayload
 
 __all__ = [
     "ContractError",
@@ -140,11 +140,11 @@ def _extract_in_environment(surface: Surface, requirement: str | tuple[str, ...]
         "environment": surface.environment,
     }
     outcome = run_worker(environment, EXTRACTOR, payload, time_limit=600)
-    if outcome.result is None or outcome.result.get("status") != "succeeded":
+    manifest = outcome.result.get("output") if outcome.result else None
+    if manifest is None or outcome.result is None or outcome.result["status"] != "succeeded":
         raise ContractError(
             f"extracting {surface.sdk} in {environment.path} failed: {outcome.log_tail()}"
         )
-    manifest: dict[str, Any] = outcome.result["details"]["manifest"]
     return manifest
 
 

@@ -30,9 +30,18 @@ import re
 import textwrap
 import types
 import typing
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
-from evalexport.workers.protocol import SUCCEEDED, ManifestPayload, WorkerResult, result
+from evalexport.workers.protocol import ExitCode, WorkerResult, result
+
+
+class ManifestPayload(TypedDict):
+    """``evalexport contract manifest --requirement``: extract inside an SDK's environment."""
+
+    sdk: str
+    surface: list[str]
+    environment: NotRequired[dict[str, str]]
+
 
 MANIFEST_FORMAT = 2
 
@@ -240,4 +249,4 @@ def run(payload: ManifestPayload) -> WorkerResult:
     for key, value in payload.get("environment", {}).items():
         os.environ.setdefault(key, value)
     manifest = extract(payload["sdk"], payload["surface"])
-    return result("succeeded", SUCCEEDED, "manifest extracted", manifest=manifest)
+    return result("succeeded", ExitCode.OK, "manifest extracted", output=manifest)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 from pydantic import BeforeValidator, Field, field_validator
 
+from evalexport import reading
 from evalexport.contracts.surfaces import Surface
 from evalexport.exporters.isolated import (
     WORKER_BODIES,
@@ -28,7 +29,7 @@ from evalexport.run import RunArtifacts, RunFileError
 
 if TYPE_CHECKING:
     from evalexport.exporters.prepared import PreparedRun
-from evalexport.workers.protocol import EvalRDLPayload
+from evalexport.workers.evalrdl_worker import EvalRDLPayload
 
 __all__ = ["EvalRDLConfig", "EvalRDLExporter"]
 
@@ -125,7 +126,8 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig, EvalRDLPayload]):
         records = False
 
         def read_config(handle: BinaryIO) -> None:
-            live.extend(run.exportable_config(run.parse_saved_config(handle.read())).masked_paths)
+            config = reading.parse_saved_config(run, handle.read())
+            live.extend(reading.exportable_config(config).masked_paths)
 
         def read_rollouts(handle: BinaryIO) -> None:
             nonlocal records

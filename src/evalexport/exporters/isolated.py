@@ -367,7 +367,7 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
             str(run.run_dir),
             f"Interrupted by {signal_name(outcome.interrupted_by)}: the {self.name} export was "
             f"stopped before it finished and no export marker was written. {what}".strip(),
-            exit_code=ExitCode(128 + outcome.interrupted_by),
+            exit_code=ExitCode.for_signal(outcome.interrupted_by),
             interrupted_by=signal_name(outcome.interrupted_by),
         )
 

@@ -32,9 +32,11 @@ from evalexport.exporters.mlflow_names import (
     sanitize_names,
 )
 from evalexport.exporters.prepared import PreparedRun, for_payload, prepare
+from evalexport.guard import FINGERPRINT_TAG
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
-from evalexport.workers.protocol import FINGERPRINT_TAG, MlflowBatch, MlflowPayload, WorkerResult
+from evalexport.workers.mlflow_worker import MlflowBatch, MlflowPayload
+from evalexport.workers.protocol import WorkerResult
 
 __all__ = ["FINGERPRINT_TAG", "MLflowConfig", "MLflowExporter", "resolve_tracking_uri"]
 
@@ -281,6 +283,7 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
             )
         return {
             "tracking_uri": uri,
+            "fingerprint_tag": FINGERPRINT_TAG,
             "artifact_location": _local_artifact_location(uri),
             "experiment_name": experiment,
             "run_name": run_name,

@@ -19,13 +19,14 @@ from evalexport.contracts.surfaces import Surface
 from evalexport.exporters.isolated import WORKER_BODIES, IsolatedConfig, IsolatedExporter
 from evalexport.exporters.prepared import PreparedRun, for_payload, prepare
 from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY
+from evalexport.guard import FINGERPRINT_SUMMARY_KEY
 from evalexport.results import DryRunPlan, PlannedFile
 from evalexport.run import RunArtifacts
-from evalexport.workers.protocol import WandbPayload
+from evalexport.workers.wandb_worker import WandbPayload
 
 __all__ = ["FINGERPRINT_KEY", "WandbConfig", "WandbExporter"]
 
-FINGERPRINT_KEY = "evalexport/fingerprint"
+FINGERPRINT_KEY = FINGERPRINT_SUMMARY_KEY
 
 logger = logging.getLogger("evalexport.wandb")
 

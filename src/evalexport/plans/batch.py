@@ -75,13 +75,18 @@ def run_tasks(
 
 
 def exit_code_of(outcomes: list[TaskOutcome]) -> int:
-    """A batch's exit code: 128 + the signal if it was stopped, 1 if an export failed, else 0."""
-    from evalexport.results import ExportStatus
+    """A batch's exit code: ``128 + signal`` if it was stopped; else, if exports failed, their
+    exit code when they all share one (``3``: stored without a verdict, ``4``: refused, ``2``:
+    usage) and ``1`` when they differ; else ``0``."""
+    from evalexport.results import ExitCode, ExportStatus
 
-    stopped = [int(o.result.exit_code) for o in outcomes if int(o.result.exit_code) >= 128]
+    stopped = [o.result.exit_code for o in outcomes if o.result.exit_code.stopped_by_signal]
     if stopped:  # interrupted: say so as a shell would, 128 + the signal
-        return stopped[0]
-    return 1 if any(o.result.status is ExportStatus.FAILED for o in outcomes) else 0
+        return int(stopped[0])
+    failed = {o.result.exit_code for o in outcomes if o.result.status is ExportStatus.FAILED}
+    if not failed:
+        return int(ExitCode.OK)
+    return int(failed.pop()) if len(failed) == 1 else int(ExitCode.FAILED)
 
 
 def summary_table(outcomes: list[TaskOutcome]) -> str:

@@ -31,7 +31,7 @@ from typing import IO, final
 
 from evalexport.interrupts import Interrupted, exit_description, signal_name
 from evalexport.plans.model import ExportTask, TaskOutcome
-from evalexport.results import ExportResult
+from evalexport.results import ExitCode, ExportResult
 
 __all__ = ["ExportPool"]
 
@@ -159,7 +159,7 @@ class ExportPool:
         if code < 0 and self.stopping is not None:
             return task.failed(
                 f"interrupted by {signal_name(self.stopping)} before its export reported",
-                128 + self.stopping,
+                ExitCode.for_signal(self.stopping),
             )
         return task.failed(
             f"the export process {exit_description(code)} without a result; see its stderr"
@@ -184,7 +184,7 @@ class ExportPool:
         signum = self.stopping or signal.SIGTERM
         return task.failed(
             f"not started: the plan was interrupted by {signal_name(signum)}",
-            128 + signum,
+            ExitCode.for_signal(signum),
             interrupted_by=signal_name(signum),
         )
 

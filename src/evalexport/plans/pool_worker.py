@@ -34,7 +34,7 @@ def main() -> int:
                 with deferred():  # a result half written is a result lost
                     results.write(result.model_dump_json() + "\n")
                     results.flush()
-                if result.exit_code >= 128:  # the export was stopped: so are we
+                if result.exit_code.stopped_by_signal:  # the export was stopped: so are we
                     return int(result.exit_code)
     except Interrupted as interruption:
         return interruption.exit_code

@@ -9,17 +9,30 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from evalexport.workers.protocol import (
     FAILED,
     NO_VERDICT,
     REFUSED,
     SUCCEEDED,
-    EvalRDLPayload,
     WorkerResult,
     result,
 )
+
+
+class EvalRDLPayload(TypedDict):
+    """What the EvalRDL worker receives: the directory to upload and the upload's options."""
+
+    run_dir: str
+    label: str | None
+    tags: list[str]
+    meta: dict[str, str]
+    parallel: int
+    wait: bool
+    timeout: float
+    url: str
+
 
 WARM_UP = ("evalrdl", "evalrdl.sdk.api")
 """Imported by the runner before the payload arrives (while the parent reads the run)."""

@@ -8,19 +8,41 @@ scratch directory. The token, if any, reaches MLflow's REST client as MLFLOW_TRA
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 from evalexport.workers.protocol import (
     FAILED,
-    FINGERPRINT_TAG,
     SUCCEEDED,
-    MlflowPayload,
     WorkerResult,
     result,
 )
 
 WARM_UP = ("mlflow.entities", "mlflow.tracking")
 """Imported by the runner before the payload arrives (while the parent reads the run)."""
+
+
+class MlflowBatch(TypedDict):
+    """One ``log_batch`` call, within MLflow's limits."""
+
+    metrics: dict[str, float]
+    params: dict[str, str]
+    tags: dict[str, str]
+
+
+class MlflowPayload(TypedDict):
+    """What the MLflow worker receives: where to log, names, tags, the batches and the artifact
+    files."""
+
+    tracking_uri: str
+    fingerprint_tag: str
+    """The key of ``run_tags`` that holds the run's fingerprint."""
+    artifact_location: str | None
+    experiment_name: str
+    run_name: str
+    run_tags: dict[str, str]
+    batches: list[MlflowBatch]
+    artifacts: list[str]
+
 
 _MAX_ERROR = 600
 
@@ -45,13 +67,12 @@ def _experiment_id(client: Any, name: str, artifact_location: str | None) -> str
         return str(experiment.experiment_id)
 
 
-def _end_abandoned_runs(client: Any, experiment_id: str, fingerprint: str) -> list[str]:
+def _end_abandoned_runs(client: Any, experiment_id: str, tag: str, fingerprint: str) -> list[str]:
     """Runs of this same run's data still RUNNING: earlier exports that were killed before they
     could end their run (the guard's lock means none of them is still going on this machine)."""
     abandoned = client.search_runs(
         [experiment_id],
-        filter_string=f"tags.`{FINGERPRINT_TAG}` = '{fingerprint}' and "
-        "attributes.status = 'RUNNING'",
+        filter_string=f"tags.`{tag}` = '{fingerprint}' and attributes.status = 'RUNNING'",
     )
     for each in abandoned:
         client.set_terminated(each.info.run_id, "FAILED")
@@ -88,7 +109,8 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
         experiment_id = _experiment_id(
             client, payload["experiment_name"], payload["artifact_location"]
         )
-        abandoned = _end_abandoned_runs(client, experiment_id, payload["run_tags"][FINGERPRINT_TAG])
+        tag = payload["fingerprint_tag"]
+        abandoned = _end_abandoned_runs(client, experiment_id, tag, payload["run_tags"][tag])
         progress(1, total)
         created = client.create_run(
             experiment_id, run_name=payload["run_name"], tags=payload["run_tags"]

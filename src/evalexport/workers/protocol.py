@@ -1,48 +1,72 @@
-"""The worker protocol, in one place: what each worker body receives, what every worker
-returns, and the exit codes a worker may report (SPEC §3.4).
+"""The worker protocol, the wire only: the runner's request, what every worker returns, and
+the exit codes (SPEC §3.4).
 
-Both sides import this module: the exporters build payloads of these types, the bodies read
-them, and ``mypy --strict`` checks that they agree. Standard library only: the launcher ships a
+Both sides import this module, and ``mypy --strict`` checks that they agree. Each worker body
+defines its own payload type beside its ``run`` (``MlflowPayload`` in ``mlflow_worker.py``),
+which its exporter imports from there. Standard library only: the launcher ships a
 copy beside the runner and the body, and the runner makes it importable under this same name
 inside an SDK's environment, where evalexport is not installed.
 """
 
 from __future__ import annotations
 
+import enum
 from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
     "FAILED",
-    "FINGERPRINT_TAG",
     "NO_VERDICT",
     "REFUSED",
     "SUCCEEDED",
     "USAGE",
-    "EvalRDLPayload",
-    "ManifestPayload",
-    "MlflowBatch",
-    "MlflowPayload",
+    "ExitCode",
     "RunnerRequest",
     "Status",
-    "WandbPayload",
     "WorkerResult",
     "result",
     "worker_result_from",
 ]
 
-# The exit codes of the CLI and of every worker, defined here once: ``results.ExitCode`` and the
-# CLI take their values from these names.
-SUCCEEDED = 0
-FAILED = 1
-USAGE = 2
-"""Unknown exporter, unknown or invalid option or setting (the CLI's, never a worker's)."""
-NO_VERDICT = 3
-"""Stored by the service without a verdict before the timeout (EvalRDL)."""
-REFUSED = 4
-"""Refused by the service (EvalRDL's intake)."""
 
-FINGERPRINT_TAG = "evalexport.fingerprint"
-"""The remote run's tag (MLflow) holding the run's fingerprint, as its export marker does."""
+class ExitCode(enum.IntEnum):
+    """Every exit code of evalexport, defined once: the CLI's, a worker's (which may report 1,
+    3 or 4 itself, or ``128 + signal`` when stopped) and an export process's of a plan."""
+
+    OK = 0
+    """Succeeded, or skipped because there was nothing new to do."""
+    FAILED = 1
+    """Failed; the message says why and what to do."""
+    USAGE = 2
+    """Unknown exporter, unknown or invalid option or setting."""
+    NO_VERDICT = 3
+    """Stored by the service, but no verdict arrived before the timeout."""
+    REFUSED = 4
+    """Refused by the service."""
+    HANGUP = 129
+    """Stopped by SIGHUP (the terminal went away)."""
+    INTERRUPTED = 130
+    """Stopped by SIGINT (Ctrl-C)."""
+    TERMINATED = 143
+    """Stopped by SIGTERM (``kill``, Slurm's time limit or ``scancel``, a container stop)."""
+
+    @classmethod
+    def for_signal(cls, signum: int) -> ExitCode:
+        """``128 + signal``, as a shell reports a process a signal stopped: the one place that
+        rule is written."""
+        return cls(128 + signum)
+
+    @property
+    def stopped_by_signal(self) -> bool:
+        """Whether this is the code of an export a stop signal ended."""
+        return self >= 128
+
+
+# The names of plugin API 2's worker bodies (``protocol.FAILED``): kept, they are ExitCode's.
+SUCCEEDED = ExitCode.OK
+FAILED = ExitCode.FAILED
+USAGE = ExitCode.USAGE
+NO_VERDICT = ExitCode.NO_VERDICT
+REFUSED = ExitCode.REFUSED
 
 Status = Literal["succeeded", "skipped", "failed"]
 STATUSES: tuple[Status, ...] = ("succeeded", "skipped", "failed")
@@ -69,6 +93,8 @@ class WorkerResult(TypedDict):
     """Identifiers the service handed back that grant nothing (EvalRDL's ``upload_token``)."""
     stopped_by: NotRequired[str]
     """The stop signal's name, or ``parent died``, when the worker was stopped."""
+    output: NotRequired[dict[str, Any]]
+    """What a worker made for the parent to use (a manifest of an SDK's surface), as JSON."""
 
 
 _REQUIRED_KEYS = frozenset({"status", "exit_code", "message"})
@@ -84,6 +110,7 @@ def result(
     skip_reason: str | None = None,
     notices: list[str] | None = None,
     receipts: dict[str, str] | None = None,
+    output: dict[str, Any] | None = None,
     **details: Any,
 ) -> WorkerResult:
     """A worker's result; keyword arguments other than the typed keys go to ``details``."""
@@ -101,6 +128,8 @@ def result(
         built["notices"] = list(notices)
     if receipts:
         built["receipts"] = dict(receipts)
+    if output is not None:
+        built["output"] = output
     return built
 
 
@@ -130,6 +159,7 @@ def worker_result_from(data: object) -> WorkerResult:
         "notices": (list,),
         "receipts": (dict,),
         "stopped_by": (str,),
+        "output": (dict,),
     }
     for key, allowed in kinds.items():
         if key in data and not isinstance(data[key], allowed):
@@ -151,60 +181,3 @@ class RunnerRequest(TypedDict):
     payload: Any
     progress_fd: int | None
     scratch: list[str]
-
-
-class EvalRDLPayload(TypedDict):
-    """What the EvalRDL worker receives: the directory to upload and the upload's options."""
-
-    run_dir: str
-    label: str | None
-    tags: list[str]
-    meta: dict[str, str]
-    parallel: int
-    wait: bool
-    timeout: float
-    url: str
-
-
-class MlflowBatch(TypedDict):
-    """One ``log_batch`` call, within MLflow's limits."""
-
-    metrics: dict[str, float]
-    params: dict[str, str]
-    tags: dict[str, str]
-
-
-class MlflowPayload(TypedDict):
-    """What the MLflow worker receives: where to log, names, tags, the batches and the artifact
-    files."""
-
-    tracking_uri: str
-    artifact_location: str | None
-    experiment_name: str
-    run_name: str
-    run_tags: dict[str, str]
-    batches: list[MlflowBatch]
-    artifacts: list[str]
-
-
-class WandbPayload(TypedDict):
-    """What the W&B worker receives: project, names, mode, config, summary and the table file."""
-
-    project: str
-    entity: str | None
-    name: str
-    mode: str
-    dir: str
-    config: dict[str, Any]
-    summary: dict[str, Any]
-    table_key: str
-    tags: list[str]
-    rollouts_table: str | None
-
-
-class ManifestPayload(TypedDict):
-    """``evalexport contract manifest --requirement``: extract inside an SDK's environment."""
-
-    sdk: str
-    surface: list[str]
-    environment: NotRequired[dict[str, str]]

@@ -122,7 +122,9 @@ def _progress_reporter(fd: int | None) -> Any:
 def _interrupted_result(interruption: Interrupted, orphaned: bool) -> dict[str, Any]:
     """Failed with ``128 + signal``; the message is what the body noted of its cleanup."""
     name = signal.Signals(interruption.signum).name
-    result = _failed(" ".join(getattr(interruption, "__notes__", [])), 128 + interruption.signum)
+    protocol = sys.modules[PROTOCOL_MODULE]
+    code = int(protocol.ExitCode.for_signal(interruption.signum))
+    result = _failed(" ".join(getattr(interruption, "__notes__", [])), code)
     result["stopped_by"] = "parent died" if orphaned else name
     return result
 

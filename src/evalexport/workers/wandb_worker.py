@@ -10,15 +10,30 @@ import contextlib
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from evalexport.workers.protocol import (
     FAILED,
     SUCCEEDED,
-    WandbPayload,
     WorkerResult,
     result,
 )
+
+
+class WandbPayload(TypedDict):
+    """What the W&B worker receives: project, names, mode, config, summary and the table file."""
+
+    project: str
+    entity: str | None
+    name: str
+    mode: str
+    dir: str
+    config: dict[str, Any]
+    summary: dict[str, Any]
+    table_key: str
+    tags: list[str]
+    rollouts_table: str | None
+
 
 WARM_UP = ("wandb",)
 """Imported by the runner before the payload arrives (while the parent reads the run)."""
