@@ -129,10 +129,11 @@ EXPORT_IN_A_PROCESS = """
 import json, resource, sys, time
 from evalexport.exporters.mlflow import MLflowExporter
 from evalexport.run import RunArtifacts
+from evalexport.pipeline import export_run
 exporter = MLflowExporter()
 config = exporter.parse_config(json.loads(sys.argv[1]))
 start = time.perf_counter()
-result = exporter.export(RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath), config)
+result = export_run(exporter, RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath), config)
 print(json.dumps({
     "seconds": time.perf_counter() - start,
     "status": result.status.value,
@@ -288,6 +289,7 @@ def main() -> None:
         return
     from evalexport.exporters.mlflow import MLflowExporter
     from evalexport.isolation import EnvironmentSpec, ensure_environment, run_worker
+    from evalexport.pipeline import export_run
     from evalexport.run import RunArtifacts
     from evalexport.testing.mlflow_server import MLflowServer
     from evalexport.testing.proxy import FailingProxy
@@ -322,7 +324,7 @@ def main() -> None:
                 }
             )
             start = time.perf_counter()
-            result = exporter.export(run, config)
+            result = export_run(exporter, run, config)
             rows.append(
                 (
                     "evalexport (log_batch)",

@@ -11,6 +11,7 @@ import pytest
 
 from evalexport import guard
 from evalexport.exporters import load_exporter
+from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
 
 pytestmark = pytest.mark.usefixtures("plugin_site")
@@ -21,7 +22,7 @@ def _export(sample, store: Path, **options):
     config = exporter_class.parse_config(
         {"rollouts_jsonl_fpath": str(sample.rollouts), "store_dir": str(store), **options}
     )
-    return exporter_class().export(sample.run, config)
+    return export_run(exporter_class(), sample.run, config)
 
 
 def _recorded(store: Path) -> list[dict]:
@@ -49,10 +50,10 @@ def test_a_success_writes_a_marker_with_the_fingerprint_and_tags_the_remote_run(
 def test_an_export_reads_the_run_for_its_fingerprint_once_under_the_lock(
     sample_run, tmp_path, monkeypatch
 ) -> None:
-    from evalexport.exporters import prepared
+    from evalexport import pipeline, reading
 
     calls: list[bool] = []
-    prepare = prepared.prepare
+    prepare = reading.prepare
     held = guard.export_lock
 
     def counted(run, **options):
@@ -78,8 +79,9 @@ def test_an_export_reads_the_run_for_its_fingerprint_once_under_the_lock(
 
         return Held()
 
-    monkeypatch.setattr(prepared, "prepare", counted)
+    monkeypatch.setattr(reading, "prepare", counted)
     monkeypatch.setattr(guard, "run_fingerprint", lambda run: pytest.fail("read again"))
+    monkeypatch.setattr(pipeline, "run_fingerprint", lambda run: pytest.fail("read again"))
     monkeypatch.setattr(guard, "export_lock", lock)
     result = _export(sample_run, tmp_path / "store")
     assert result.status is ExportStatus.SUCCEEDED

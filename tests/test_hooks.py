@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from evalexport._hooks import call_hook, positional_count
 from evalexport.exporters.base import Exporter, ExporterConfig
+from evalexport.exporters.hooks import call_hook
+from evalexport.pipeline import export_run
 from evalexport.results import ExportResult, ExportStatus
 from evalexport.run import RunArtifacts
 
@@ -32,25 +33,27 @@ class _Config(ExporterConfig):
     pass
 
 
-class _OldStyleExporter(Exporter[_Config]):
-    """As the 0.1.0 guide wrote one: no fingerprint, no prepared run."""
+with pytest.warns(DeprecationWarning, match=r"guards_exports is deprecated.*kind = .tracking."):
 
-    name = "oldstyle"
-    summary = "An exporter written from the 0.1.0 guide."
-    Config = _Config
-    guards_exports = True
+    class _OldStyleExporter(Exporter[_Config]):
+        """As the 0.1.0 guide wrote one: no fingerprint, no prepared run."""
 
-    def _export(self, run: RunArtifacts, config: _Config) -> ExportResult:  # type: ignore[override]
-        return ExportResult.succeeded(self.name, str(run.run_dir), "exported", run_id="old-1")
+        name = "oldstyle"
+        summary = "An exporter written from the 0.1.0 guide."
+        Config = _Config
+        guards_exports = True
+
+        def _export(self, run: RunArtifacts, config: _Config) -> ExportResult:  # type: ignore[override]
+            return ExportResult.succeeded(self.name, str(run.run_dir), "exported", run_id="old-1")
 
 
 def test_an_exporter_whose_export_takes_run_and_config_only_still_exports(sample_run) -> None:
     exporter = _OldStyleExporter()
     config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample_run.rollouts)})
-    first = exporter.export(sample_run.run, config)
+    first = export_run(exporter, sample_run.run, config)
     assert first.status is ExportStatus.SUCCEEDED, first.message
     assert first.details["fingerprint"].startswith("sha256:")  # guarded all the same
-    second = exporter.export(sample_run.run, config)
+    second = export_run(exporter, sample_run.run, config)
     assert second.status is ExportStatus.SKIPPED, second.message
 
 
@@ -70,6 +73,9 @@ def test_the_target_form_is_told_by_the_arguments_it_requires(sample_run) -> Non
             return f"new {run.benchmark}"
 
     config = _Config(rollouts_jsonl_fpath=sample_run.rollouts)
-    assert positional_count(Old().target) == 1
+    assert Old().target(sample_run.run, config) == "old None"  # as the pipeline calls it
+    assert Old().target(config) == "old None"  # as the plugin's own code may call it
     assert Old().target_of(sample_run.run, config) == "old None"
     assert New().target_of(sample_run.run, config) == "new aime24"
+    assert Old.kind == "tracking"
+    assert Old.guards_exports  # the flag of plugin API 2 still reads as it was set

@@ -44,11 +44,11 @@ def test_every_published_plugin_api_has_a_plugin_written_from_its_guide() -> Non
     ]
 
 
-def test_the_api_2_plugin_is_the_guides_example_as_written() -> None:
+def test_the_current_guides_plugin_is_its_example_as_written() -> None:
     guide = (ROOT / "docs" / "plugins.md").read_text()
     example = re.search(r"```python\n(.*?)```", guide, re.S)
     assert example is not None
-    plugin = GUIDES / "api2" / "notebook_exporter" / "__init__.py"
+    plugin = GUIDES / f"api{evalexport.PLUGIN_API_VERSION}" / "notebook_exporter" / "__init__.py"
     assert plugin.read_text() == example.group(1)
 
 
@@ -56,6 +56,9 @@ def test_the_api_2_plugin_is_the_guides_example_as_written() -> None:
 def test_a_plugin_of_api_1_exports_and_is_told_the_new_forms(name, sample_run, tmp_path) -> None:
     store = tmp_path / "store"
     arguments = [name, f"+rollouts_jsonl_fpath={sample_run.rollouts}", f"+store_dir={store}"]
+    dry = _result(_evalexport(GUIDES / "api1", *arguments, "--dry-run", "--json"))
+    assert dry["exit_code"] == 0, dry["message"]
+    assert dry["plan"]["target"] == str(store)
     completed = _evalexport(GUIDES / "api1", *arguments, "--json")
     result = _result(completed)
     assert (result["status"], result["exit_code"]) == ("succeeded", 0), result["message"]
@@ -70,29 +73,41 @@ def test_a_plugin_of_api_1_exports_and_is_told_the_new_forms(name, sample_run, t
         again = _result(_evalexport(GUIDES / "api1", *arguments, "--json"))
         assert (again["status"], again["skip_reason"]) == ("skipped", "already exported")
         assert len(list(store.glob("*.json"))) == 1
-    dry = _result(_evalexport(GUIDES / "api1", *arguments, "--dry-run", "--json"))
-    assert dry["exit_code"] == 0, dry["message"]
-    assert dry["plan"]["target"] == str(store)
+        dry = _result(_evalexport(GUIDES / "api1", *arguments, "--dry-run", "--json"))
+        assert (dry["status"], dry["skip_reason"]) == ("skipped", "already exported")
 
 
-def test_the_api_2_plugin_exports_once_through_the_python_api(sample_run, tmp_path) -> None:
+_EXPORT_TWICE = (
+    "import json, sys, warnings, evalexport\n"
+    "warnings.simplefilter(sys.argv[3], DeprecationWarning)\n"
+    "for _ in range(2):\n"
+    "    result = evalexport.export('notebook', sys.argv[1], store_dir=sys.argv[2])\n"
+    "    print(result.model_dump_json())\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("api", "warnings", "told"),
+    [
+        (2, "always", 'guards_exports is deprecated and still honoured; set kind = "tracking"'),
+        (3, "error", None),  # the current guide uses no deprecated form
+    ],
+)
+def test_the_notebook_plugin_of_each_later_guide_exports_once_through_the_python_api(
+    api: int, warnings: str, told: str | None, sample_run, tmp_path
+) -> None:
     store = tmp_path / "store"
-    script = (
-        "import json, sys, warnings, evalexport\n"
-        "warnings.simplefilter('error', DeprecationWarning)\n"  # API 2 uses no deprecated form
-        "for _ in range(2):\n"
-        "    result = evalexport.export('notebook', sys.argv[1], store_dir=sys.argv[2])\n"
-        "    print(result.model_dump_json())\n"
-    )
     completed = subprocess.run(
-        [sys.executable, "-c", script, str(sample_run.rollouts), str(store)],
-        env={**os.environ, "PYTHONPATH": str(GUIDES / "api2")},
+        [sys.executable, "-c", _EXPORT_TWICE, str(sample_run.rollouts), str(store), warnings],
+        env={**os.environ, "PYTHONPATH": str(GUIDES / f"api{api}")},
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert completed.returncode == 0, completed.stderr
+    if told is not None:
+        assert told in completed.stderr
     first, second = (json.loads(line) for line in completed.stdout.splitlines())
     assert first["status"] == "succeeded", first["message"]
     assert (second["status"], second["run_id"]) == ("skipped", first["run_id"])

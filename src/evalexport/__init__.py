@@ -18,11 +18,12 @@ if TYPE_CHECKING:
     from evalexport.results import ExitCode, ExportResult, ExportStatus
     from evalexport.run import Rollout, RunArtifacts, RunFileError
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 
-PLUGIN_API_VERSION = 2
+PLUGIN_API_VERSION = 3
 """The exporter plugin API that ``docs/plugins.md`` describes. Plugins written from every
-earlier guide keep working (``tests/test_plugin_guides.py``): 1 is the 0.1.0 guide."""
+earlier guide keep working (``tests/test_plugin_guides.py``): 1 is the 0.1.0 guide, 2 the
+0.2.0 guide, 3 this release's."""
 
 _PUBLIC = {
     "dry_run": "evalexport.api",

@@ -19,8 +19,9 @@ what the exporters log goes to the ``evalexport`` logger, progress to ``progress
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from evalexport.progress import Progress
 
 if TYPE_CHECKING:
     from evalexport.exporters.base import Exporter
@@ -29,13 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Progress", "dry_run", "export", "inspect"]
 
-Progress = Callable[[int, int], None]
-"""Called as ``progress(done, total)`` during long work; the exporter's ``progress_unit`` says
-what is counted (``bytes`` of input, or ``steps`` of a worker)."""
-
 
 def export(
-    exporter: str | type[Exporter[Any]],
+    exporter: str | type[Exporter[Any, Any]],
     rollouts: str | os.PathLike[str],
     *,
     progress: Progress | None = None,
@@ -47,19 +44,12 @@ def export(
     Every outcome is a result, never an exception: ``result.exit_code`` is the command's
     (``0`` succeeded or skipped, ``1`` failed, ``2`` usage error, ...).
     """
-    from evalexport.exporters.base import OptionError
-    from evalexport.exporters.registry import ExporterLoadError, UnknownExporterError
+    from evalexport.pipeline import ExportRequest, run_export
     from evalexport.results import ExitCode, ExportResult
-    from evalexport.run import RunArtifacts
 
-    name = exporter if isinstance(exporter, str) else getattr(exporter, "name", str(exporter))
-    try:
-        exporter_class = _exporter_class(exporter)
-    except UnknownExporterError as error:
-        return ExportResult.failed(name, "", str(error), exit_code=ExitCode.USAGE)
-    except ExporterLoadError as error:
-        return ExportResult.failed(name, "", str(error))
+    request = ExportRequest(exporter, progress=progress)
     if "rollouts_jsonl_fpath" in options:
+        name = request.exporter_name
         return ExportResult.failed(
             name,
             "",
@@ -67,16 +57,13 @@ def export(
             f"evalexport.export({name!r}, {str(options['rollouts_jsonl_fpath'])!r}, ...)",
             exit_code=ExitCode.USAGE,
         )
-    try:
-        config = exporter_class.parse_config({"rollouts_jsonl_fpath": rollouts, **options})
-    except OptionError as error:
-        return ExportResult.failed(name, "", str(error), exit_code=ExitCode.USAGE)
-    run = RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath)
-    return exporter_class(progress=progress).export(run, config)
+    return run_export(
+        ExportRequest(exporter, {"rollouts_jsonl_fpath": rollouts, **options}, progress=progress)
+    )
 
 
 def dry_run(
-    exporter: str | type[Exporter[Any]],
+    exporter: str | type[Exporter[Any, Any]],
     rollouts: str | os.PathLike[str],
     *,
     progress: Progress | None = None,
@@ -97,17 +84,3 @@ def inspect(rollouts: str | os.PathLike[str]) -> RunInspection:
     if not os.fspath(rollouts).strip():
         raise ValueError("expected the path of a run's rollouts file, got an empty value")
     return inspect_run(RunArtifacts.from_rollouts_path(rollouts))
-
-
-def _exporter_class(exporter: str | type[Exporter[Any]]) -> type[Exporter[Any]]:
-    from evalexport.exporters.base import Exporter
-    from evalexport.exporters.registry import ExporterLoadError, load_exporter
-
-    if isinstance(exporter, str):
-        return load_exporter(exporter)
-    if isinstance(exporter, type) and issubclass(exporter, Exporter):
-        return exporter
-    raise ExporterLoadError(
-        f"{exporter!r} is not an exporter: give an exporter's name (evalexport list) or a "
-        "subclass of evalexport.exporters.Exporter"
-    )

@@ -231,7 +231,7 @@ class ExportGuard:
     A tracking export goes ``unexportable_reason()`` → ``with locked():`` →
     ``earlier_export()`` (skip or refuse) → read the run and export, fingerprinting the bytes
     read → ``mark(...)``. The exporter template (:class:`~evalexport.exporters.base.Exporter`)
-    does this; an exporter only declares ``guards_exports = True``.
+    does this; an exporter only declares ``kind = "tracking"``.
     """
 
     run: RunArtifacts

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evalexport.masking import scrub_text, scrub_value
 from evalexport.workers.protocol import ExitCode
@@ -18,6 +18,7 @@ from evalexport.workers.protocol import ExitCode
 __all__ = [
     "DryRunPlan",
     "ExitCode",
+    "ExportFailure",
     "ExportResult",
     "ExportStatus",
     "PlannedFile",
@@ -63,12 +64,26 @@ class DryRunPlan(BaseModel):
     param_names: list[str] = []
     tag_names: list[str] = []
     batches: int = 0
+    summary: str = ""
+    """What the export would do, in one line of the backend's words (``24 trajectories of
+    R would be written to DIR``); empty: the pipeline says it plainly."""
+    counts: dict[str, Any] = Field(default={}, exclude=True)
+    """Counts for people (``trajectory_count``): they go in the dry run's result ``details``."""
 
     @field_validator("target")
     @classmethod
     def _scrub_target(cls, target: str) -> str:
         """A target is often a URL, and a URL may carry a password: shown, it never does."""
         return scrub_text(target)
+
+
+class ExportFailure(Exception):
+    """Raised by an exporter's hook: the export fails with this message (exit code 1), and
+    ``details`` for people to read. Returning ``self.failed(run, message)`` does the same."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.details = details
 
 
 class ExportResult(BaseModel):

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from evalexport.pipeline import export_run
 from evalexport.testing.gym import find_python_313
 from evalexport.testing.wheels import wheel_from_tree
 
@@ -179,7 +180,7 @@ def export_evalrdl(evalrdl_sdk: EvalRDLSdk) -> Callable[..., Any]:
         evalrdl_sdk.distinct(sample)
         exporter = EvalRDLExporter()
         config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample.rollouts), **options})
-        result = exporter.export(sample.run, config)
+        result = export_run(exporter, sample.run, config)
         evalrdl_sdk.fail_if_unreachable(result.message)
         return result
 

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalexport.exporters.registry import load_exporter
+from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
 from tests.test_dry_run_agreement import BROKEN_LINES, break_line
 
@@ -64,10 +65,10 @@ def test_dry_run_and_export_agree_on_success_or_failure(
             "evalrdl": {"wait": False},
         }[exporter]
     )
-    dry = exporter_class().export(
-        sample.run, exporter_class.parse_config({**options, "dry_run": True})
+    dry = export_run(
+        exporter_class(), sample.run, exporter_class.parse_config({**options, "dry_run": True})
     )
-    real = exporter_class().export(sample.run, exporter_class.parse_config(options))
+    real = export_run(exporter_class(), sample.run, exporter_class.parse_config(options))
     assert (dry.status is ExportStatus.FAILED) == (real.status is ExportStatus.FAILED), (
         exporter,
         fault,

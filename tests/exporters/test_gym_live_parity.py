@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from evalexport.exporters.mlflow import MLflowExporter
 from evalexport.exporters.mlflow_names import flatten_params, sanitize_name
 from evalexport.exporters.wandb import FINGERPRINT_KEY, WandbExporter
+from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
 from evalexport.testing.gym import GymOracle
 from evalexport.testing.mlflow_server import read_runs
@@ -139,7 +140,7 @@ def test_an_mlflow_export_lines_up_with_gyms_live_mlflow_run(
     config = exporter.parse_config(
         {"rollouts_jsonl_fpath": str(tricky_run.rollouts), "mlflow_tracking_uri": our_uri, **names}
     )
-    result = exporter.export(tricky_run.run, config)
+    result = export_run(exporter, tricky_run.run, config)
     assert result.status is ExportStatus.SUCCEEDED, result.message
 
     def read(uri: str, artifact: str) -> dict[str, Any]:
@@ -206,7 +207,7 @@ def test_a_wandb_export_lines_up_with_gyms_live_wandb_run(
     config = exporter.parse_config(
         {"rollouts_jsonl_fpath": str(tricky_run.rollouts), "wandb_mode": "offline", **names}
     )
-    result = exporter.export(tricky_run.run, config)
+    result = export_run(exporter, tricky_run.run, config)
     assert result.status is ExportStatus.SUCCEEDED, result.message
     gym = read_offline_run(wandb_python, Path(live["run_dir"]).parent)
     ours = read_offline_run(wandb_python, Path(result.details["run_dir"]))

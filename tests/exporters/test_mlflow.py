@@ -14,6 +14,7 @@ from evalexport.exporters.mlflow import FINGERPRINT_TAG, MLflowConfig, MLflowExp
 from evalexport.exporters.mlflow_names import flatten_params, sanitize_name, sanitize_names
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
+from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
 from evalexport.testing.mlflow_server import read_runs
 from evalexport.testing.proxy import FailingProxy
@@ -30,7 +31,7 @@ def test_the_session_environment_is_the_one_the_exporter_builds() -> None:
 def _export(sample, **options):
     exporter = MLflowExporter()
     config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample.rollouts), **options})
-    return exporter.export(sample.run, config)
+    return export_run(exporter, sample.run, config)
 
 
 def test_metrics_params_tags_and_artifacts_read_back_as_the_run_holds_them(
@@ -290,7 +291,7 @@ def test_the_worker_reports_its_progress_to_the_end(mlflow_server, sample_run) -
             "mlflow_experiment_name": "progress",
         }
     )
-    assert exporter.export(sample_run.run, config).status is ExportStatus.SUCCEEDED
+    assert export_run(exporter, sample_run.run, config).status is ExportStatus.SUCCEEDED
     assert seen[0][0] == 0
     assert seen[-1][0] == seen[-1][1] > 2
     assert [done for done, _ in seen] == sorted(done for done, _ in seen)

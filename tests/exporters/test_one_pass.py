@@ -23,6 +23,7 @@ from evalexport.exporters.base import Exporter
 from evalexport.exporters.evalrdl import EvalRDLExporter
 from evalexport.exporters.mlflow import MLflowExporter
 from evalexport.exporters.wandb import WandbExporter
+from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
 
 _counting: collections.Counter[str] | None = None
@@ -60,7 +61,7 @@ def _once(sample: Any) -> dict[str, int]:
 def _export(exporter: Exporter[Any], sample: Any, **options: Any) -> tuple[Any, dict[str, int]]:
     config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample.rollouts), **options})
     with counted_opens() as opens:
-        result = exporter.export(sample.run, config)
+        result = export_run(exporter, sample.run, config)
     return result, _opens_of_run_files(sample, opens)
 
 

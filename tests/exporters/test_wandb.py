@@ -12,6 +12,7 @@ import pytest
 from evalexport.exporters.wandb import FINGERPRINT_KEY, WandbConfig, WandbExporter
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
+from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
 from tests.exporters.wandb_support import read_offline_run
 
@@ -31,7 +32,7 @@ def _export(sample, **options):
     config = exporter.parse_config(
         {"rollouts_jsonl_fpath": str(sample.rollouts), "wandb_mode": "offline", **options}
     )
-    return exporter.export(sample.run, config)
+    return export_run(exporter, sample.run, config)
 
 
 def test_the_offline_run_holds_config_summary_and_the_rollouts_table(

@@ -11,6 +11,7 @@ import yaml
 
 from evalexport.exporters.wandb import WandbExporter
 from evalexport.isolation import list_environments
+from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
 
 
@@ -19,7 +20,7 @@ def _dry_run(sample, **options):
     config = exporter.parse_config(
         {"rollouts_jsonl_fpath": str(sample.rollouts), "dry_run": True, **options}
     )
-    return exporter.export(sample.run, config)
+    return export_run(exporter, sample.run, config)
 
 
 def test_a_wandb_dir_that_does_not_exist_yet_is_taken(sample_run, tmp_path, monkeypatch) -> None:

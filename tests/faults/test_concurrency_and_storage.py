@@ -11,6 +11,7 @@ import yaml
 
 from evalexport.exporters.mlflow import FINGERPRINT_TAG, MLflowExporter
 from evalexport.guard import run_fingerprint
+from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
 from evalexport.testing.mlflow_server import read_runs
 from evalexport.testing.proxy import FailingProxy
@@ -171,7 +172,7 @@ def test_a_marker_that_cannot_be_written_after_the_export_is_a_success_with_a_wa
             "mlflow_experiment_name": "unmarked",
         }
     )
-    result = exporter.export(sample_run.run, config)
+    result = export_run(exporter, sample_run.run, config)
     assert result.status is ExportStatus.SUCCEEDED
     assert result.run_id
     marker = sample_run.run.export_marker("mlflow")

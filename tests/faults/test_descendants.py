@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from evalexport.isolation.reaper import is_running
+from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
 from tests.faults.conftest import Ended, FaultLab, run_files
 from tests.support.echo_exporter import EchoExporter
@@ -49,7 +50,7 @@ def test_a_helper_that_left_the_workers_process_group_ends_with_the_worker(
             "note_path": str(note),
         }
     )
-    result = exporter.export(sample_run.run, config)
+    result = export_run(exporter, sample_run.run, config)
     assert result.status is status, result.message
     helper = int(note.read_text())
     assert not is_running(helper), "the helper outlived the export"

@@ -9,6 +9,7 @@ import sys
 import pytest
 import yaml
 
+from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
 from tests.faults.conftest import Ended, FaultLab, run_files
 from tests.support.echo_exporter import EchoExporter
@@ -42,7 +43,7 @@ def test_a_worker_fault_is_a_failed_result_and_leaves_nothing(
     config = exporter.parse_config(
         {"rollouts_jsonl_fpath": str(sample_run.rollouts), "requirement": tinysdk_1, **options}
     )
-    result = exporter.export(sample_run.run, config)
+    result = export_run(exporter, sample_run.run, config)
     assert result.status is ExportStatus.FAILED
     assert expected in result.message
     lab.assert_left_clean(sample_run, before, Ended(int(result.exit_code), result.message, ""))

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from evalexport.pipeline import export_run
 from evalexport.testing.wheels import tinysdk_wheel
 from tests.support.echo_exporter import EchoExporter
 
@@ -33,6 +34,6 @@ def echo_export(sample_run, tinysdk_1: str):
         config = exporter.parse_config(
             {"rollouts_jsonl_fpath": str(sample_run.rollouts), "requirement": tinysdk_1, **options}
         )
-        return exporter.export(sample_run.run, config)
+        return export_run(exporter, sample_run.run, config)
 
     return export

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus, SkipReason
 from tests.support.echo_exporter import EchoExporter
 
@@ -45,7 +46,7 @@ def test_a_module_named_like_the_sdk_beside_the_worker_cannot_shadow_it(
     config = exporter.parse_config(
         {"rollouts_jsonl_fpath": str(sample_run.rollouts), "requirement": tinysdk_1}
     )
-    result = exporter.export(sample_run.run, config)
+    result = export_run(exporter, sample_run.run, config)
     assert result.details["sdk_origin"] == "installed tinysdk"
     assert "site-packages" in result.details["sdk_file"]
     assert str(exporter_dir) not in result.details["sys_path"]
@@ -189,7 +190,7 @@ def test_the_deprecated_hooks_warn_naming_the_new_form_and_still_work(
             "note_path": found,
         }
     )
-    result = exporter.export(sample_run.run, config)
+    result = export_run(exporter, sample_run.run, config)
     assert result.status is ExportStatus.SUCCEEDED, result.message
     assert result.receipts == {"upload_token": "upl-echo-1"}
     assert found not in result.model_dump_json()
@@ -199,26 +200,35 @@ def test_a_built_environments_worker_starts_before_the_run_is_read(
     echo_export, monkeypatch
 ) -> None:
     """The SDK loads while the run is read; a run the checks refuse lets the worker go."""
-    from evalexport.exporters import isolated
+    import contextlib
+
+    from evalexport import isolation
     from evalexport.isolation.reaper import is_running
     from evalexport.run import RunFileError
 
     assert echo_export().status is ExportStatus.SUCCEEDED  # builds the environment
+    started: list[int] = []
     seen: list[int] = []
+    start_worker = isolation.started_worker
+
+    @contextlib.contextmanager
+    def recorded(*arguments, **keywords):
+        with start_worker(*arguments, **keywords) as worker:
+            started.append(worker._process.pid)
+            yield worker
 
     def check_inputs(self, run, config):
-        early = isolated._EARLY.get()
         if config.dry_run:  # a dry run starts nothing
-            assert early is None
+            assert len(started) == len(seen)
             return None
-        assert early is not None
-        assert early.worker is not None
-        seen.append(early.worker._process.pid)
+        assert len(started) == len(seen) + 1  # started before the run is read
+        seen.append(started[-1])
         assert is_running(seen[-1])  # started, waiting for its payload
         if config.behaviour == "refused":
             raise RunFileError("the run is refused")
         return None
 
+    monkeypatch.setattr(isolation, "started_worker", recorded)
     monkeypatch.setattr(EchoExporter, "check_inputs", check_inputs)
     result = echo_export()
     assert result.status is ExportStatus.SUCCEEDED, result.message

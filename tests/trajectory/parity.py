@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalexport.exporters.atif import AtifConfig, AtifExporter
+from evalexport.pipeline import export_run
 from evalexport.results import ExportResult, ExportStatus
 from evalexport.run import RunArtifacts
 from evalexport.testing.gym import GymExport, GymOracle
@@ -35,7 +36,7 @@ def export_with_evalexport(
         session_id=session,
         agent_version=version,
     )
-    return AtifExporter().export(RunArtifacts.from_rollouts_path(rollouts), config)
+    return export_run(AtifExporter(), RunArtifacts.from_rollouts_path(rollouts), config)
 
 
 @dataclass

@@ -18,25 +18,23 @@ it takes is a +key=value option."""
 
 
 def run(name: str, arguments: Arguments, rest: list[str]) -> int:
-    """``evalexport NAME ...``: parse the options, export, print the result; the exit code."""
-    from evalexport.exporters.base import OptionError
+    """``evalexport NAME ...``: the export through the pipeline, its result printed; the exit
+    code."""
     from evalexport.exporters.registry import (
         ExporterLoadError,
         UnknownExporterError,
         load_exporter,
     )
-    from evalexport.overrides import OverrideError, parse_overrides
+    from evalexport.pipeline import ExportRequest, run_export
     from evalexport.results import ExitCode, ExportResult
-    from evalexport.run import RunArtifacts
 
-    try:
-        exporter_class = load_exporter(name)
-    except UnknownExporterError as error:
-        return usage_error(str(error))
-    except ExporterLoadError as error:
-        return report(arguments, ExportResult.failed(name, "", str(error)))
     if arguments.help:
-        print(_exporter_help(exporter_class))
+        try:
+            print(_exporter_help(load_exporter(name)))
+        except UnknownExporterError as error:
+            return usage_error(str(error))
+        except ExporterLoadError as error:
+            return report(arguments, ExportResult.failed(name, "", str(error)))
         return OK
     if foreign := sorted(flag for flag in arguments.given_flags() if flag not in FLAGS):
         return usage_error(
@@ -45,26 +43,33 @@ def run(name: str, arguments: Arguments, rest: list[str]) -> int:
             "takes --json, --dry-run and +key=value options (see evalexport "
             f"{name} --help)"
         )
-    try:
-        options = parse_overrides(rest, exporter_class.text_options())
-        if arguments.dry_run:
-            options.setdefault("dry_run", True)
-        config = exporter_class.parse_config(options)
-    except (OverrideError, OptionError) as error:
-        if arguments.json:
-            result = ExportResult.failed(name, "", str(error), exit_code=ExitCode.USAGE)
-            print(result.model_dump_json())  # one line, as every result
-        return usage_error(f"{name}: {error}")
     import logging
 
     # Exporters and workers log (e.g. a stored run that needs binding); users read it on stderr.
     logging.basicConfig(level=logging.INFO, format="evalexport: %(message)s", stream=sys.stderr)
-    run = RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath)
-    progress = _ProgressLine(name, exporter_class.progress_unit) if sys.stderr.isatty() else None
-    result = exporter_class(progress=progress).export(run, config)
+    progress = _ProgressLine(name, _progress_unit(name)) if sys.stderr.isatty() else None
+    result = run_export(
+        ExportRequest(name, overrides=rest, dry_run=arguments.dry_run, progress=progress)
+    )
     if progress is not None:
         progress.close()
+    if result.exit_code is ExitCode.USAGE:
+        if arguments.json:
+            print(result.model_dump_json())  # one line, as every result
+        said_by_name = result.message.startswith(f"unknown exporter {name!r}")
+        return usage_error(result.message if said_by_name else f"{name}: {result.message}")
     return report(arguments, result)
+
+
+def _progress_unit(name: str) -> str:
+    """What the exporter's progress counts, for the progress line; the export itself says
+    why an exporter cannot be loaded."""
+    from evalexport.exporters.registry import ExporterLoadError, UnknownExporterError, load_exporter
+
+    try:
+        return load_exporter(name).progress_unit
+    except (UnknownExporterError, ExporterLoadError):
+        return "bytes"
 
 
 class _ProgressLine:

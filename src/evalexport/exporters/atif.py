@@ -8,9 +8,10 @@ the whole export, every such row is named, and nothing is written. ``+allow_gaps
 rows whose only gaps are the listed codes, ``+relax`` to the listed relaxations of the strict
 profile (:data:`evalexport.trajectory.relaxations.RELAXATIONS`).
 
-Output goes to a temporary sibling of ``output_dirpath`` that is renamed into place only when
-every trajectory was written. A dry run converts every row in memory: it fails exactly when the
-export would.
+The export's one read of the run is the conversion (:meth:`AtifExporter.check_inputs`): into
+a temporary sibling of ``output_dirpath`` for an export, which is checked against its manifest
+and renamed into place only when every trajectory was written; in memory for a dry run, which
+so fails exactly when the export would.
 """
 
 from __future__ import annotations
@@ -20,23 +21,22 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, final
 
 from pydantic import Field, field_validator
 
 from evalexport.exporters.base import Exporter, ExporterConfig
-from evalexport.results import DryRunPlan, ExportResult, PlannedFile, SkipReason
+from evalexport.reading import RunFileError
+from evalexport.results import DryRunPlan, ExportFailure, ExportResult, PlannedFile, SkipReason
 from evalexport.run import RunArtifacts
 from evalexport.trajectory.convert import ATIF_SCHEMA_VERSION, TrajectoryIdentity
 from evalexport.trajectory.files import ConvertedRow, FileConversion, convert_file
 from evalexport.trajectory.manifest import MANIFEST_NAME, staged_output_problem
 from evalexport.trajectory.relaxations import RELAXATIONS, Relaxation
 
-if TYPE_CHECKING:
-    from evalexport.exporters.prepared import PreparedRun
-
-__all__ = ["AtifConfig", "AtifExporter"]
+__all__ = ["AtifConfig", "AtifExporter", "StagedTrajectories"]
 
 _LISTED_ROWS = 20
 
@@ -78,7 +78,27 @@ class AtifConfig(ExporterConfig):
         return value
 
 
-class AtifExporter(Exporter[AtifConfig]):
+@final
+@dataclass(frozen=True)
+class StagedTrajectories:
+    """ATIF's one read of a run: every row converted, its files and manifest written into a
+    staging sibling of the output for an export (``staging``), in memory for a dry run."""
+
+    conversion: FileConversion
+    staging: Path | None = None
+    created_parents: tuple[Path, ...] = ()
+    """The output's parent directories this export created, deepest first."""
+
+    def discard(self) -> None:
+        """Remove the staging directory unless it became the output, and the parents created
+        for it that stayed empty."""
+        if self.staging is not None and self.staging.exists():
+            shutil.rmtree(self.staging)
+            for parent in self.created_parents:
+                _remove_if_empty(parent)
+
+
+class AtifExporter(Exporter[AtifConfig, StagedTrajectories]):
     """Write each rollout's ``ng_trajectory`` as one ATIF v1.7 trajectory file, as NeMo Gym's
     strict exporter does, atomically, with ``manifest.jsonl``."""
 
@@ -91,21 +111,40 @@ class AtifExporter(Exporter[AtifConfig]):
         return str(config.output_dirpath.absolute())
 
     def unexportable_reason(self, run: RunArtifacts, config: AtifConfig) -> str | None:
-        reason = super().unexportable_reason(run, config)
         output = config.output_dirpath.absolute()
-        if reason is None and os.path.lexists(output):
-            reason = (
+        if os.path.lexists(output):
+            return (
                 f"Output path already exists: {output}. "
                 "Choose a new +output_dirpath or remove the old one."
             )
-        return reason
+        return None
 
-    def _identity(self, run: RunArtifacts, config: AtifConfig) -> TrajectoryIdentity:
-        return TrajectoryIdentity(
-            session_id=config.session_id or run.stem,
-            agent_version=config.agent_version,
-            agent_name=config.agent_name,
-        )
+    def check_inputs(self, run: RunArtifacts, config: AtifConfig) -> StagedTrajectories:
+        """Convert every row: in memory for a dry run; for an export, into a staging sibling of
+        the output, which :meth:`_export` renames into place. A row Gym would refuse fails the
+        read, so the dry run fails exactly when the export would."""
+        if config.dry_run:
+            return StagedTrajectories(self._convert(run, config, output=None))
+        output = config.output_dirpath.absolute()
+        try:
+            created = tuple(_make_parents(output.parent))
+            staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.partial-", dir=output.parent))
+        except OSError as error:
+            raise ExportFailure(
+                f"Cannot create the output directory {output}: {error.strerror or error}"
+            ) from None
+        staged = StagedTrajectories(FileConversion(), staging, created)
+        try:
+            with (staging / MANIFEST_NAME).open("w", encoding="utf-8") as manifest:
+
+                def add_to_manifest(row: ConvertedRow) -> None:
+                    manifest.write(row.manifest_line() + "\n")
+
+                conversion = self._convert(run, config, staging, add_to_manifest)
+        except BaseException:  # refused rows, a stop signal: nothing is left behind
+            staged.discard()
+            raise
+        return StagedTrajectories(conversion, staging, created)
 
     def _convert(
         self,
@@ -113,12 +152,17 @@ class AtifExporter(Exporter[AtifConfig]):
         config: AtifConfig,
         output: Path | None,
         on_row: Callable[[ConvertedRow], None] | None = None,
-    ) -> FileConversion | ExportResult:
-        """Convert every row: the conversion, or the failed result when the export must fail."""
+    ) -> FileConversion:
+        """Convert every row; raise what fails the export (rows Gym refuses name each one)."""
+        identity = TrajectoryIdentity(
+            session_id=config.session_id or run.stem,
+            agent_version=config.agent_version,
+            agent_name=config.agent_name,
+        )
         try:
             conversion = convert_file(
                 run.rollouts,
-                self._identity(run, config),
+                identity,
                 output=output,
                 on_row=on_row,
                 allowed_gaps=config.allow_gaps,
@@ -127,36 +171,28 @@ class AtifExporter(Exporter[AtifConfig]):
             )
         except OSError as error:
             where = error.filename or run.rollouts
-            return self.failed(
-                run, f"Cannot convert {run.rollouts}: {error.strerror or error} ({where})"
-            )
+            raise ExportFailure(
+                f"Cannot convert {run.rollouts}: {error.strerror or error} ({where})"
+            ) from None
         if conversion.rejected:
-            return self.failed(run, _rejection(run, conversion), rejected_rows=conversion.rejected)
+            raise RunFileError(_rejection(run, conversion), rejected_rows=conversion.rejected)
         if problem := conversion.problem(run.rollouts):
-            return self.failed(run, problem)
+            raise RunFileError(problem)
         return conversion
 
-    def _dry_run_result(
-        self, run: RunArtifacts, config: AtifConfig, prepared: PreparedRun | None = None
-    ) -> ExportResult:
-        """The conversion without its files: ATIF prepares nothing (``prepared`` is ``None``),
-        the conversion is its one read of the run."""
-        outcome = self._convert(run, config, output=None)
-        if isinstance(outcome, ExportResult):
-            return outcome
-        plan = DryRunPlan(
+    def dry_run_plan(
+        self, run: RunArtifacts, config: AtifConfig, prepared: StagedTrajectories | None = None
+    ) -> DryRunPlan:
+        """The conversion without its files: how many trajectories would be written where."""
+        conversion = (prepared or self.check_inputs(run, config)).conversion
+        target = self.target(run, config)
+        return DryRunPlan(
             exporter=self.name,
-            target=self.target(run, config),
+            target=target,
             files=[PlannedFile(path=str(run.rollouts), size_bytes=run.rollouts.stat().st_size)],
-        )
-        return ExportResult.succeeded(
-            self.name,
-            str(run.run_dir),
-            f"dry run: {outcome.converted} trajectories of {run.rollouts.name} would be written "
-            f"to {plan.target}",
-            plan=plan,
-            dry_run=True,
-            **_counts(outcome),
+            summary=f"{conversion.converted} trajectories of {run.rollouts.name} would be "
+            f"written to {target}",
+            counts=_counts(conversion),
         )
 
     def already_exported(self, run: RunArtifacts, config: AtifConfig) -> ExportResult | None:
@@ -174,48 +210,37 @@ class AtifExporter(Exporter[AtifConfig]):
         )
 
     def _export(
-        self, run: RunArtifacts, config: AtifConfig, *, fingerprint: str | None
+        self,
+        run: RunArtifacts,
+        config: AtifConfig,
+        *,
+        fingerprint: str | None,
+        prepared: StagedTrajectories | None = None,
     ) -> ExportResult:
+        """Check the staged files against their manifest, then rename them into place (an
+        ATIF export is not guarded: ``fingerprint`` is ``None``)."""
+        staged = prepared or self.check_inputs(run, config)
+        assert staged.staging is not None  # an export stages its files
         output = config.output_dirpath.absolute()
-        try:
-            created_parents = _make_parents(output.parent)
-            staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.partial-", dir=output.parent))
-        except OSError as error:
+        conversion = staged.conversion
+        if problem := staged_output_problem(staged.staging, conversion.converted):
             return self.failed(
-                run, f"Cannot create the output directory {output}: {error.strerror or error}"
+                run,
+                f"ATIF export of {run.rollouts} failed its own check of the files it wrote, "
+                f"so nothing was written to {output}: {problem}. This is a bug in "
+                "evalexport; please report it with the rollouts file.",
             )
-        try:
-            with (staging / MANIFEST_NAME).open("w", encoding="utf-8") as manifest:
-
-                def add_to_manifest(row: ConvertedRow) -> None:
-                    manifest.write(row.manifest_line() + "\n")
-
-                outcome = self._convert(run, config, staging, add_to_manifest)
-            if isinstance(outcome, ExportResult):
-                return outcome
-            if problem := staged_output_problem(staging, outcome.converted):
-                return self.failed(
-                    run,
-                    f"ATIF export of {run.rollouts} failed its own check of the files it wrote, "
-                    f"so nothing was written to {output}: {problem}. This is a bug in "
-                    "evalexport; please report it with the rollouts file.",
-                )
-            if os.path.lexists(output):
-                return self.failed(run, f"Output path was created during export: {output}")
-            staging.chmod(0o755)
-            staging.rename(output)
-        finally:
-            if staging.exists():
-                shutil.rmtree(staging)
-                for parent in created_parents:
-                    _remove_if_empty(parent)
+        if os.path.lexists(output):
+            return self.failed(run, f"Output path was created during export: {output}")
+        staged.staging.chmod(0o755)
+        staged.staging.rename(output)
         return ExportResult.succeeded(
             self.name,
             str(run.run_dir),
-            f"wrote {outcome.converted} ATIF trajectories to {output}",
+            f"wrote {conversion.converted} ATIF trajectories to {output}",
             output_dirpath=str(output),
             manifest=str(output / MANIFEST_NAME),
-            **_counts(outcome),
+            **_counts(conversion),
         )
 
 

@@ -1,44 +1,68 @@
-"""The exporter contract (SPEC §3.1): a config model, one prerequisite check, one export.
+"""The exporter template (SPEC §3.1): what an exporter is, and the hooks it may define.
 
-:meth:`Exporter.export` is the one entry point. It runs :meth:`Exporter.unexportable_reason`
-before anything else, answers ``--dry-run`` from :meth:`Exporter.dry_run_plan`, holds the
-already-exported guard for tracking exporters, and turns every unexpected error into a failed
-:class:`~evalexport.results.ExportResult`. Subclasses implement :meth:`Exporter._export`.
+An exporter names itself (``name``, ``summary``), its options (``Config``), what kind of
+exporter it is (``kind``) and defines a few hooks; :mod:`evalexport.pipeline` runs every
+export with them, for the CLI, the Python API, plans and Slurm alike: it checks the shared
+prerequisites, asks :meth:`Exporter.unexportable_reason`, guards a tracking export, reads the
+run once with :meth:`Exporter.check_inputs`, describes it with :meth:`Exporter.dry_run_plan`
+for a dry run or delivers it with :meth:`Exporter._export`, and writes the marker.
+
+The hooks are checked when a class is made (:mod:`.hooks`): a misspelled hook or an argument a
+hook is never called with is an :class:`~.hooks.ExporterDefinitionError`. Classes written from
+an earlier guide are adapted to today's hooks by :mod:`.legacy`, with a ``DeprecationWarning``
+naming the new form.
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
-import logging
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from typing_extensions import TypeVar
 
-from evalexport import guard
-from evalexport._hooks import call_hook, positional_count
-from evalexport.interrupts import Interrupted, deferred, signal_name
+from evalexport.exporters import legacy
+from evalexport.exporters.hooks import ExporterDefinitionError, call_hook, takes_also, verify
 from evalexport.metrics import flatten_metrics
-from evalexport.results import (
-    DryRunPlan,
-    ExitCode,
-    ExportResult,
-    ExportStatus,
-    PlannedFile,
-    SkipReason,
-)
-from evalexport.run import RunArtifacts, RunFileError
-from evalexport.settings import SettingError
+from evalexport.reading import PreparedRun, RunFileError
+from evalexport.results import DryRunPlan, ExportResult, PlannedFile
+from evalexport.run import RunArtifacts
 
 if TYPE_CHECKING:
-    from evalexport.exporters.prepared import PreparedRun
+    from evalexport.pipeline import Delivery
 
-logger = logging.getLogger("evalexport")
+DEPRECATED_HOOKS = legacy.DEPRECATED_HOOKS
+"""Earlier guides' forms still honoured, and what replaces each (:mod:`.legacy`)."""
 
-__all__ = ["DryRunPlan", "Exporter", "ExporterConfig", "OptionError", "PlannedFile"]
+__all__ = [
+    "DEPRECATED_HOOKS",
+    "HOOKS",
+    "TEMPLATE_MODULES",
+    "DryRunPlan",
+    "Exporter",
+    "ExporterConfig",
+    "ExporterKind",
+    "OptionError",
+    "PlannedFile",
+    "ProgressUnit",
+]
+
+ExporterKind = Literal["tracking", "directory", "output"]
+"""What an exporter does with a run, which decides what the pipeline does around it:
+
+* ``tracking``: makes one remote run per target (MLflow, W&B), so it is guarded: an export
+  marker records each target's run and a rerun skips it (SPEC §3.3);
+* ``directory``: uploads the run directory as it is (EvalRDL), so the directory must hold one
+  run and every file in it must be readable;
+* ``output``: writes an output of its own (ATIF files), which is its own proof of an export.
+"""
+KINDS: Final[tuple[ExporterKind, ...]] = get_args(ExporterKind)
+
+ProgressUnit = Literal["bytes", "steps"]
+"""What ``progress(done, total)`` counts: ``bytes`` of input read, or ``steps`` of a worker."""
 
 
 class ExporterConfig(BaseModel):
@@ -65,73 +89,70 @@ class ExporterConfig(BaseModel):
 
 
 ConfigT = TypeVar("ConfigT", bound=ExporterConfig)
-
-
-DEPRECATED_HOOKS: Final = {
-    "receipt_keys": "return receipts={...} from the worker body instead "
-    "(protocol.result(..., receipts={...})): they reach ExportResult.receipts unmasked",
-    "secrets_the_sdk_may_find": "return such secrets from worker_secrets(config) instead: "
-    "the worker receives them and they are scrubbed from what it reports",
-    "target(self, config)": "define target(self, run, config) instead (plugin API 1, the "
-    "0.1.0 guide, took the config only)",
-    'details["run_id"]': "return ExportResult.succeeded(..., run_id=...) instead: run_id is a "
-    "field of the result (plugin API 1, the 0.1.0 guide, put it in details)",
-}
-"""Hooks of earlier plugin guides that are still called when a plugin defines them, with the
-form that replaces each (docs/architecture.md, "The exporter template")."""
-
-
-_TEMPLATE_MODULES: Final = frozenset({__name__, "evalexport.exporters.isolated"})
+PreparedT = TypeVar("PreparedT", default=PreparedRun | None)
+"""What :meth:`Exporter.check_inputs` reads: a :class:`~evalexport.reading.PreparedRun` (or
+``None``) by default; an exporter whose read is its own (ATIF's conversion) names its type."""
 
 
 class OptionError(ValueError):
     """The options given to an exporter are unknown or invalid (exit code 2)."""
 
 
-class Exporter(abc.ABC, Generic[ConfigT]):
-    """One destination a finished run can be exported to."""
+HOOKS: Final = (
+    "name",
+    "summary",
+    "Config",
+    "kind",
+    "needs_metrics_and_config",
+    "progress_unit",
+    "target",
+    "unexportable_reason",
+    "check_inputs",
+    "dry_run_plan",
+    "already_exported",
+    "_export",
+)
+"""Every hook of :class:`Exporter`, in the order the pipeline meets them."""
+
+TEMPLATE_MODULES: Final = frozenset({__name__, "evalexport.exporters.isolated"})
+"""The modules of the template itself: its classes define the hooks, they are not checked."""
+
+
+class Exporter(legacy.LegacyHooks, abc.ABC, Generic[ConfigT, PreparedT]):
+    """One destination a finished run can be exported to: ``Exporter[MyConfig]``."""
+
+    template_hooks: ClassVar[tuple[str, ...]] = HOOKS
+    """The hooks of this template (the isolated one has more); not a hook itself."""
 
     name: ClassVar[str]
     summary: ClassVar[str]
     """One line for ``evalexport list``."""
     Config: type[ConfigT]
+    kind: ClassVar[ExporterKind] = "output"
+    """What the exporter does with a run (:data:`ExporterKind`)."""
     needs_metrics_and_config: ClassVar[bool] = True
-    """Whether the run must hold aggregate metrics and a saved config."""
-    uploads_directory: ClassVar[bool] = False
-    """Directory exporters upload the run directory as it is, so it must hold one run only."""
-    guards_exports: ClassVar[bool] = False
-    """Tracking exporters write an export marker and skip a run already exported (§3.3)."""
-
-    receipt_keys: ClassVar[frozenset[str]] = frozenset()
-    """Deprecated (``DEPRECATED_HOOKS``): keys of ``details`` shown as receipts. Kept so that a
-    plugin reading or extending it still works; a worker body returns ``receipts={...}``."""
-
-    progress_unit: ClassVar[str] = "bytes"
-    """What ``progress(done, total)`` counts: ``bytes`` of input, or ``steps`` of a worker."""
+    """Whether the run must hold aggregate metrics and a saved config (a tracking or
+    directory exporter always needs them)."""
+    progress_unit: ClassVar[ProgressUnit] = "bytes"
+    """What ``progress(done, total)`` counts (:data:`ProgressUnit`)."""
 
     def __init_subclass__(cls, **keywords: Any) -> None:
-        """Warn, naming the new form, of each deprecated hook a subclass still defines; it
-        keeps working (see :data:`DEPRECATED_HOOKS`)."""
+        """Adapt the forms of earlier guides (:mod:`.legacy`), then check the hooks
+        (:func:`.hooks.verify`): a mistake in a hook is an error now, not a hook never
+        called."""
         super().__init_subclass__(**keywords)
-        if cls.__module__ in _TEMPLATE_MODULES:  # the template defines them, for old plugins
+        if cls.__module__ in TEMPLATE_MODULES:
             return
-        deprecated = [hook for hook in DEPRECATED_HOOKS if hook in cls.__dict__]
-        target = cls.__dict__.get("target")
-        if callable(target) and positional_count(target) == 2:  # self, config
-            deprecated.append("target(self, config)")
-        for hook in deprecated:
-            warnings.warn(
-                f"{cls.__module__}.{cls.__qualname__}.{hook} is deprecated and still "
-                f"honoured; {DEPRECATED_HOOKS[hook]}",
-                DeprecationWarning,
-                stacklevel=3,  # the class statement (through ABCMeta.__new__)
-            )
+        legacy.adapt(cls)
+        template = next(base for base in cls.__mro__ if base.__module__ in TEMPLATE_MODULES)
+        verify(cls, template, cls.template_hooks, legacy.ADAPTED_HOOKS)
+        _check_kind(cls)
 
     def __init__(self, progress: Callable[[int, int], None] | None = None) -> None:
         self.progress = progress
         """Called as ``progress(done, total)`` during long work; the CLI shows it on a terminal."""
 
-    # -- configuration -----------------------------------------------------------------------
+    # -- options: the template's, not hooks ----------------------------------------------------
 
     @classmethod
     def parse_config(cls, options: dict[str, Any]) -> ConfigT:
@@ -183,240 +204,53 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         secret_typed = field is not None and field.annotation in (SecretStr, SecretStr | None)
         return secret_typed or any(is_secret_key(str(part)) for part in location)
 
-    # -- the export ----------------------------------------------------------------------------
+    # -- hooks -----------------------------------------------------------------------------------
 
     def target(self, run: RunArtifacts, config: ConfigT) -> str:
-        """Where the run goes, in words a user recognizes (a URL, a path, a project)."""
+        """Where the run goes, in words a user recognizes (a URL, a path, a project). A
+        tracking exporter's marker keeps one record per target."""
         return self.name
 
-    def target_of(self, run: RunArtifacts, config: ConfigT) -> str:
-        """:meth:`target`, called as the exporter defines it (plugin API 1 took the config
-        only)."""
-        if positional_count(self.target) == 1:
-            return self.target(config)  # type: ignore[call-arg,arg-type]
-        return self.target(run, config)
-
     def unexportable_reason(self, run: RunArtifacts, config: ConfigT) -> str | None:
-        """Why this run cannot be exported here, or ``None``: the one shared prerequisite check.
+        """Why this run cannot be exported here, beyond the checks every exporter of its kind
+        gets (files, directory rule, marker), or ``None``.
 
-        It runs before any environment is built, any network is touched or anything is written,
-        and opens no file of the run (:meth:`check_inputs` reads them, once). A run already
-        exported is not unexportable (it is skipped); a run that changed since it was exported
-        is, once its files are read.
+        It runs before any environment is built, any network is touched or anything is
+        written, for the dry run as for the export, and opens no file of the run
+        (:meth:`check_inputs` reads them, once).
         """
-        reason = run.missing_file_reason(
-            needs_metrics_and_config=self.needs_metrics_and_config, check_records=False
-        )
-        if reason is None and self.uploads_directory:
-            reason = run.shared_directory_reason()
-        if reason is None and self.guards_exports:
-            reason = guard.ExportGuard(run, self.name).unexportable_reason()
-        return reason
-
-    def already_exported(self, run: RunArtifacts, config: ConfigT) -> ExportResult | None:
-        """A skipped result if this export's output is already there, for batches (``plan
-        run``, Slurm arrays), whose reruns skip what is done. Tracking exporters need nothing
-        here: their export marker makes :meth:`export` skip. An exporter whose output is its own
-        proof (ATIF's ``manifest.jsonl``) says so by overriding this."""
         return None
 
-    def export(self, run: RunArtifacts, config: ConfigT) -> ExportResult:
-        """Export ``run``; every outcome, including unexpected errors, is a result.
+    def check_inputs(self, run: RunArtifacts, config: ConfigT) -> PreparedT:
+        """Read every input the export will read, before anything is built, sent or written;
+        the dry run and the export both call it, so they fail on the same runs (SPEC §3.3a).
 
-        The run's files are read once, by :meth:`check_inputs`: a dry run describes what it
-        read, an export sends it. A tracking exporter reads them under its export lock, so the
-        marker it writes names the bytes it sent.
+        Raises :class:`~evalexport.reading.RunFileError` naming the file and what is wrong.
+        What it returns is the export's one read of the run: the pipeline passes it to
+        :meth:`dry_run_plan` and :meth:`_export` as ``prepared``, and discards it (its
+        ``discard()``) when the export is done.
+
+        By default, a tracking exporter prepares the run without parsing its rollouts (the
+        metrics and the config are checked, the fingerprint is had from the same pass); a
+        directory exporter checks that every file of the run directory opens; another that
+        :attr:`needs_metrics_and_config` checks that the rollouts file holds a record.
         """
-        try:
-            if reason := self.unexportable_reason(run, config):
-                return self.failed(run, reason)
-            if self.guards_exports and not config.dry_run:
-                export_guard = guard.ExportGuard(run, self.name)
-                with export_guard.locked():
-                    return self._guarded_export(run, config, export_guard)
-            with self._inputs(run, config) as prepared:
-                if not config.dry_run:
-                    return self._call_export(run, config, None, prepared)
-                if self.guards_exports:
-                    fingerprint = prepared.fingerprint if prepared else None
-                    state = guard.ExportGuard(run, self.name).state(fingerprint)
-                    if isinstance(state, guard.ChangedSinceExport | guard.UnreadableMarker):
-                        return self.failed(run, state.message())
-                return call_hook(self._dry_run_result, run, config, prepared=prepared)
-        except Interrupted as interruption:  # the CLI's signals: stop here, cleanly
-            return ExportResult.failed(
-                self.name,
-                str(run.run_dir),
-                f"Interrupted by {signal_name(interruption.signum)} before the {self.name} "
-                "export finished; nothing was exported and no export marker was written.",
-                exit_code=ExitCode(interruption.exit_code),
-                interrupted_by=signal_name(interruption.signum),
-            )
-        except SettingError as error:
-            return self.failed(run, str(error), exit_code=ExitCode.USAGE)
-        except RunFileError as error:
-            return self.failed(run, str(error))
-        except OSError as error:  # a file that cannot be read or written is no exporter bug
-            where = f" {error.filename}" if error.filename else ""
-            return self.failed(
-                run, f"Cannot access{where}: {error.strerror or error} (in the {self.name} export)"
-            )
-        except RecursionError:
-            return self.failed(run, "A file of the run is nested too deeply to read.")
-        except Exception as error:  # an exporter bug must still end in a result
-            return self.failed(
-                run,
-                f"unexpected error in the {self.name} exporter: {type(error).__name__}: {error}",
-            )
-
-    @contextlib.contextmanager
-    def _inputs(self, run: RunArtifacts, config: ConfigT) -> Iterator[PreparedRun | None]:
-        """:meth:`check_inputs`, and what it wrote removed when the export is done."""
-        prepared = self.check_inputs(run, config)
-        try:
-            yield prepared
-        finally:
-            if prepared is not None:
-                prepared.discard()
-
-    def _call_export(
-        self,
-        run: RunArtifacts,
-        config: ConfigT,
-        fingerprint: str | None,
-        prepared: PreparedRun | None,
-    ) -> ExportResult:
-        """:meth:`_export` with the arguments it declares; a result of plugin API 1 (the remote
-        run id in ``details["run_id"]``) gets it as :attr:`ExportResult.run_id`."""
-        result = call_hook(self._export, run, config, fingerprint=fingerprint, prepared=prepared)
-        if result.run_id is None and "run_id" in result.details:
-            instead = DEPRECATED_HOOKS['details["run_id"]']
-            warnings.warn(
-                f"{type(self).__module__}.{type(self).__qualname__}._export puts the remote run "
-                f'id in details["run_id"], which is deprecated and still honoured; {instead}',
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            details = dict(result.details)
-            run_id = details.pop("run_id")
-            result = result.model_copy(
-                update={"run_id": None if run_id is None else str(run_id), "details": details}
-            )
-        return result
-
-    def _guarded_export(
-        self, run: RunArtifacts, config: ConfigT, export_guard: guard.ExportGuard
-    ) -> ExportResult:
-        # Under the lock: a concurrent export may have finished meanwhile.
-        earlier = export_guard.earlier_export()
-        if isinstance(earlier, guard.AlreadyExported):
-            marker = earlier.marker
-            return ExportResult.skipped(
-                self.name,
-                str(run.run_dir),
-                f"{run.rollouts.name} was exported to {marker.target} as run "
-                f"{marker.remote_run_id} at {marker.exported_at} "
-                f"(delete {earlier.marker_path} to export it again)",
-                SkipReason.ALREADY_EXPORTED,
-                run_id=marker.remote_run_id,
-                marker=str(earlier.marker_path),
-            )
-        if earlier is not None:
-            return self.failed(run, earlier.message())
-        with self._inputs(run, config) as prepared:
-            # The bytes read, under the lock: the marker and the remote run's tag name them.
-            fingerprint = prepared.fingerprint if prepared else guard.run_fingerprint(run)
-            result = self._call_export(run, config, fingerprint, prepared)
-        if result.status is not ExportStatus.SUCCEEDED:
-            return result
-        # The remote run exists: a stop signal now must not cost it its marker.
-        with deferred() as held:
-            result = self._mark(run, config, result, fingerprint, export_guard)
-        if held.signum is not None:
-            logger.warning(
-                "%s arrived while the export marker was written; the export stands",
-                signal_name(held.signum),
-            )
-        return result
-
-    def _mark(
-        self,
-        run: RunArtifacts,
-        config: ConfigT,
-        result: ExportResult,
-        fingerprint: str,
-        export_guard: guard.ExportGuard,
-    ) -> ExportResult:
-        """Write the marker of a successful export; a failed write is a warning, not a failure."""
-        run_id = result.run_id or ""
-        details = {**result.details, "fingerprint": fingerprint}
-        try:
-            details["marker"] = str(
-                export_guard.mark(self.target_of(run, config), run_id, fingerprint)
-            )
-        except OSError as error:
-            # The remote run exists: the export succeeded. Say so, with what a rerun needs.
-            path = run.export_marker(self.name)
-            warning = (
-                f"WARNING: could not write the export marker {path} "
-                f"({error.strerror or error}); a rerun will not know run {run_id} exists and "
-                f"would export the run again. Write the marker yourself or do not rerun."
-            )
-            details["marker_error"] = warning
-            return result.model_copy(
-                update={"message": f"{result.message}. {warning}", "details": details}
-            )
-        return result.model_copy(update={"details": details})
-
-    def check_inputs(self, run: RunArtifacts, config: ConfigT) -> PreparedRun | None:
-        """Read every input the export will read, before anything is built, sent or written.
-
-        The dry run and the export both call it, so they fail on the same runs (SPEC §3.3a).
-        Raises :class:`RunFileError` naming the file and what is wrong with it. An exporter
-        that sends the aggregate metrics, the saved config or the rollouts returns what
-        :func:`~evalexport.exporters.prepared.prepare` read, so that the export sends it
-        without reading the files again; its hooks receive it as ``prepared``.
-
-        By default, a tracking exporter (:attr:`guards_exports`) prepares the run without
-        parsing its rollouts: the metrics and the config are checked, the rollouts file must
-        hold a record, and the fingerprint is had from the same pass. Another exporter that
-        :attr:`needs_metrics_and_config` checks that the rollouts file holds a record; a
-        directory exporter (:attr:`uploads_directory`), that every file of the run directory
-        opens, since it is uploaded as it is. An override does these itself (or calls this).
-        """
-        if self.uploads_directory and (reason := run.unreadable_file_reason()):
+        if self.kind == "directory" and (reason := run.unreadable_file_reason()):
             raise RunFileError(reason)
-        if self.guards_exports and self.needs_metrics_and_config:
-            from evalexport.exporters.prepared import prepare
+        if self.kind == "tracking":
+            from evalexport.reading import prepare
 
-            return prepare(run, parse_rollouts=False)
+            return prepare(run, parse_rollouts=False)  # type: ignore[return-value]
         if self.needs_metrics_and_config and run.holds_no_rollouts():
             raise RunFileError(run.no_records_message)
-        return None
-
-    @abc.abstractmethod
-    def _export(
-        self, run: RunArtifacts, config: ConfigT, *, fingerprint: str | None
-    ) -> ExportResult:
-        """Do the export once every prerequisite holds.
-
-        A tracking exporter (``guards_exports``) gets the run's ``fingerprint`` (always a
-        ``str`` for it), computed once under the export lock, puts the remote run id in
-        ``ExportResult.run_id`` and tags the remote run with the fingerprint; the marker is
-        written for it on success. Others get ``None``. An exporter whose
-        :meth:`check_inputs` prepares the run adds ``prepared: PreparedRun | None = None``
-        to receive it: each hook is called with only the arguments it declares.
-        """
-
-    # -- dry run -------------------------------------------------------------------------------
+        return None  # type: ignore[return-value]
 
     def dry_run_plan(
-        self, run: RunArtifacts, config: ConfigT, prepared: PreparedRun | None = None
+        self, run: RunArtifacts, config: ConfigT, prepared: PreparedT | None = None
     ) -> DryRunPlan:
-        """The generic plan: the run's files and the flattened metric names.
-
-        Exporters extend it with sanitized names, params and batch counts.
-        """
+        """What the export would do, in the backend's words: by default the run's files and
+        the flattened metric names. Exporters extend it with sanitized names, params and batch
+        counts, or a one-line ``summary``."""
         files = [
             PlannedFile(path=str(path), size_bytes=path.stat().st_size)
             for path in (run.rollouts, run.aggregate_metrics, run.saved_config)
@@ -425,31 +259,78 @@ class Exporter(abc.ABC, Generic[ConfigT]):
         metric_names: list[str] = []
         tag_names: list[str] = []
         if self.needs_metrics_and_config:
-            flat = prepared.metrics if prepared else flatten_metrics(run.read_aggregate_metrics())
+            flat = (
+                prepared.metrics
+                if isinstance(prepared, PreparedRun)
+                else flatten_metrics(run.read_aggregate_metrics())
+            )
             metric_names, tag_names = list(flat.metrics), list(flat.texts)
         return DryRunPlan(
             exporter=self.name,
-            target=self.target_of(run, config),
+            target=self.target(run, config),
             files=files,
             metric_names=metric_names,
             tag_names=tag_names,
             batches=1,
         )
 
-    def _dry_run_result(
-        self, run: RunArtifacts, config: ConfigT, prepared: PreparedRun | None = None
-    ) -> ExportResult:
-        plan = call_hook(self.dry_run_plan, run, config, prepared=prepared)
-        return ExportResult.succeeded(
-            self.name,
-            str(run.run_dir),
-            f"dry run: {run.rollouts.name} would be exported to {plan.target}",
-            plan=plan,
-            dry_run=True,
-        )
+    def already_exported(self, run: RunArtifacts, config: ConfigT) -> ExportResult | None:
+        """A skipped result if this export's output is already there, for batches (``plan
+        run``, Slurm arrays), whose reruns skip what is done. Tracking exporters need nothing
+        here: their export marker makes the export skip. An exporter whose output is its own
+        proof (ATIF's ``manifest.jsonl``) says so by overriding this."""
+        return None
 
-    # -- helpers -------------------------------------------------------------------------------
+    @takes_also("prepared")
+    @abc.abstractmethod
+    def _export(
+        self, run: RunArtifacts, config: ConfigT, *, fingerprint: str | None
+    ) -> ExportResult:
+        """Do the export once every prerequisite holds.
+
+        A tracking exporter gets the run's ``fingerprint`` (always a ``str`` for it), computed
+        once under the export lock from the bytes :meth:`check_inputs` read; it puts the
+        remote run id in ``ExportResult.run_id`` and tags the remote run with the fingerprint,
+        and the marker is written for it on success. Others get ``None``. Declare
+        ``prepared: PreparedRun | None = None`` (or your read's type) to receive what
+        :meth:`check_inputs` returned: each hook is called with the arguments it declares. Raise :class:`~evalexport.reading.RunFileError` or
+        return :meth:`failed` for a failure.
+        """
+
+    # -- the template's own steps and helpers ----------------------------------------------------
+
+    @contextlib.contextmanager
+    def _delivery(self, run: RunArtifacts, config: ConfigT, *, dry_run: bool) -> Iterator[Delivery]:
+        """How this template delivers a prepared run, entered before the run is read: in this
+        process, through :meth:`_export`. (The isolated template delivers through a worker it
+        may start here, so that the SDK loads while the run is read.)"""
+
+        def deliver(prepared: Any, fingerprint: str | None) -> ExportResult:
+            return call_hook(self._export, run, config, fingerprint=fingerprint, prepared=prepared)
+
+        yield deliver
 
     def failed(self, run: RunArtifacts, message: str, **details: Any) -> ExportResult:
         """A failed result of this exporter for ``run``; ``details`` are for people to read."""
         return ExportResult.failed(self.name, str(run.run_dir), message, **details)
+
+
+def _check_kind(cls: type[Exporter[Any, Any]]) -> None:
+    """``kind`` is one of :data:`ExporterKind`, and a tracking or directory exporter reads the
+    metrics and the config (its fingerprint or its upload covers them)."""
+    where = f"{cls.__module__}.{cls.__qualname__}"
+    if cls.kind not in KINDS:
+        raise ExporterDefinitionError(
+            f"{where}.kind is {cls.kind!r}; an exporter's kind is one of {', '.join(KINDS)}"
+        )
+    if cls.kind != "output" and not cls.needs_metrics_and_config:
+        raise ExporterDefinitionError(
+            f"{where} is a {cls.kind} exporter with needs_metrics_and_config = False; a "
+            f"{cls.kind} export covers the aggregate metrics and the saved config. Leave "
+            "needs_metrics_and_config as it is, or make the kind 'output'."
+        )
+    units = get_args(ProgressUnit)
+    if cls.progress_unit not in units:
+        raise ExporterDefinitionError(
+            f"{where}.progress_unit is {cls.progress_unit!r}; it is one of {', '.join(units)}"
+        )

@@ -19,10 +19,12 @@ from pydantic import BeforeValidator, Field, field_validator
 from evalexport import reading
 from evalexport.contracts.surfaces import Surface
 from evalexport.exporters.isolated import (
+    DEFAULT_TIME_LIMIT,
     WORKER_BODIES,
     IsolatedConfig,
     IsolatedExporter,
     WorkerSecretsError,
+    WorkerSpec,
 )
 from evalexport.results import DryRunPlan, PlannedFile
 from evalexport.run import RunArtifacts, RunFileError
@@ -95,7 +97,7 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig, EvalRDLPayload]):
     name = "evalrdl"
     summary = "Upload the run directory as it is to the EvalRDL service."
     Config = EvalRDLConfig
-    uploads_directory = True
+    kind = "directory"
     worker_body = WORKER_BODIES / "evalrdl_worker.py"
     token_variables = TOKEN_VARIABLES
     sdk_contract = Surface(
@@ -185,9 +187,11 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig, EvalRDLPayload]):
             )
         return {"EVALRDL_TOKEN": token}
 
-    def time_limit(self, config: EvalRDLConfig) -> float:
-        """The upload itself gets an hour, plus the verdict's timeout when waiting for it."""
-        return config.timeout + 3600.0 if config.wait else 3600.0
+    def worker(self, config: EvalRDLConfig) -> WorkerSpec:
+        """The SDK's requirement; the upload itself gets an hour, plus the verdict's timeout
+        when waiting for it."""
+        limit = config.timeout + DEFAULT_TIME_LIMIT if config.wait else DEFAULT_TIME_LIMIT
+        return WorkerSpec(requirements=super().worker(config).requirements, time_limit=limit)
 
     def worker_payload(
         self, run: RunArtifacts, config: EvalRDLConfig, scratch: Path, fingerprint: str | None

@@ -1,9 +1,13 @@
 """Exporters whose SDK runs in a virtual environment of its own (SPEC §3.4).
 
-An :class:`IsolatedExporter` names its worker body (a stdlib-plus-SDK file under
-``evalexport/workers/``), its requirements (from ``+requirement=``), and the JSON payload the
-worker needs. The parent builds or reuses the environment, runs the worker with a time limit and
-turns whatever happened — a result, a crash, a hang, a failed build — into an
+An :class:`IsolatedExporter` names its worker body (a stdlib-plus-SDK file), the variables its
+SDK reads credentials from and the SDK surface its body uses; for each export it describes the
+worker with one typed value (:meth:`IsolatedExporter.worker` → :class:`WorkerSpec`), hands it
+its secrets (:meth:`~IsolatedExporter.worker_secrets`) and its payload
+(:meth:`~IsolatedExporter.worker_payload`), and reads its result back
+(:meth:`~IsolatedExporter.interpret`). The template builds or reuses the environment, starts the
+worker while the run is read when the environment is there already, runs it with a time limit
+and turns whatever happened (a result, a crash, a hang, a stop signal, a failed build) into an
 :class:`~evalexport.results.ExportResult`.
 """
 
@@ -11,73 +15,66 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import functools
 import logging
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, final
 
 from pydantic import Field
 from typing_extensions import TypeVar
 
-from evalexport._hooks import call_hook
 from evalexport.contracts.surfaces import Surface
-from evalexport.exporters.base import Exporter, ExporterConfig
+from evalexport.exporters.base import HOOKS, Exporter, ExporterConfig, ProgressUnit
+from evalexport.exporters.hooks import call_hook, takes_also
+from evalexport.exporters.legacy import LegacyWorkerHooks, read_back_from_details
+from evalexport.exporters.worker_spec import DEFAULT_TIME_LIMIT, WorkerSpec
 from evalexport.locks import file_lock
+from evalexport.reading import PreparedRun
 from evalexport.results import ExitCode, ExportResult, ExportStatus
 from evalexport.run import RunArtifacts
 from evalexport.settings import TIME_LIMIT_VARIABLE, installer_choice, worker_time_limit
 
 if TYPE_CHECKING:
-    from evalexport.exporters.prepared import PreparedRun
     from evalexport.isolation.environments import Environment
     from evalexport.isolation.launcher import StartedWorker, WorkerOutcome
+    from evalexport.pipeline import Delivery
     from evalexport.workers.protocol import WorkerResult
 
 __all__ = [
+    "DEFAULT_TIME_LIMIT",
+    "ISOLATED_HOOKS",
     "TIME_LIMIT_VARIABLE",
     "WORKER_BODIES",
     "IsolatedConfig",
     "IsolatedExporter",
     "WorkerSecretsError",
+    "WorkerSpec",
 ]
 
 WORKER_BODIES = Path(__file__).resolve().parent.parent / "workers"
 """Where the built-in exporters' worker bodies live (``evalexport/workers/``)."""
 
-DEFAULT_TIME_LIMIT = 3600.0
+ISOLATED_HOOKS: Final = (
+    *(hook for hook in HOOKS if hook != "_export"),
+    "worker_body",
+    "token_variables",
+    "sdk_contract",
+    "worker",
+    "worker_secrets",
+    "worker_payload",
+    "interpret",
+)
+"""The hooks of an isolated exporter: an exporter's (but ``_export``: the worker delivers) and
+those of its worker."""
 
 logger = logging.getLogger("evalexport.worker")
 
-
 _READ_BACK = ("run_id", "skip_reason", "notices", "receipts")
 """The keys of a worker's result that become fields of the ``ExportResult`` or log lines."""
-
-
-@final
-@dataclass(frozen=True)
-class _EarlyWorker:
-    """A worker started before the run was read (``IsolatedExporter._inputs``), and what
-    starting it took."""
-
-    environment: Environment
-    worker: StartedWorker | None
-    secrets: dict[str, str]
-    secrets_seconds: float
-    secrets_error: str | None = None
-    """Why the secrets could not be had (no worker was started): the export says it."""
-
-
-_EARLY: ContextVar[_EarlyWorker | None] = ContextVar("evalexport_early_worker", default=None)
-
-
-def _written_by(prepared: PreparedRun | None) -> list[Path]:
-    """The scratch directories :func:`~evalexport.exporters.prepared.prepare` wrote into."""
-    table = prepared.rollouts_table if prepared else None
-    return [table.parent] if table else []
 
 
 class WorkerSecretsError(Exception):
@@ -96,15 +93,33 @@ class IsolatedConfig(ExporterConfig):
 
 IsolatedConfigT = TypeVar("IsolatedConfigT", bound=IsolatedConfig)
 PayloadT = TypeVar("PayloadT", bound=Mapping[str, Any], default=Mapping[str, Any])
-"""The worker body's payload type (a ``TypedDict`` of ``workers/protocol.py``); an exporter
-that names none (``IsolatedExporter[MyConfig]``) sends a ``Mapping[str, Any]``."""
+"""The worker body's payload type (a ``TypedDict`` defined beside the body's ``run``); an
+exporter that names none (``IsolatedExporter[MyConfig]``) sends a ``Mapping[str, Any]``."""
 
 
-class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, PayloadT]):
+@final
+@dataclass(frozen=True)
+class _StartedEarly:
+    """A worker started before the run was read, and what starting it took."""
+
+    environment: Environment
+    worker: StartedWorker | None
+    secrets: dict[str, str]
+    secrets_seconds: float
+    secrets_error: str | None = None
+    """Why the secrets could not be had (no worker was started): the export says it."""
+
+
+class IsolatedExporter(
+    LegacyWorkerHooks,
+    Exporter[IsolatedConfigT, PreparedRun | None],
+    Generic[IsolatedConfigT, PayloadT],
+):
     """An exporter that drives its SDK through a worker subprocess in its own environment:
     ``IsolatedExporter[MyConfig, MyPayload]``."""
 
-    progress_unit = "steps"
+    template_hooks = ISOLATED_HOOKS
+    progress_unit: ClassVar[ProgressUnit] = "steps"
     worker_body: ClassVar[Path]
     """The worker body file: defines ``run(payload: <Sdk>Payload) -> WorkerResult`` with the
     types of ``workers/protocol.py`` (see ``workers/runner.py``)."""
@@ -117,29 +132,15 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
     the recorded-call checks and the pytest plugin's ``--with_<sdk>_sdk`` switch serve it
     (``docs/plugins.md``, "SDK contracts")."""
 
-    def requirements(self, config: IsolatedConfigT) -> list[str]:
-        """The requirements of the SDK's environment (``+requirement=``, one or a list)."""
+    # -- hooks -----------------------------------------------------------------------------------
+
+    def worker(self, config: IsolatedConfigT) -> WorkerSpec:
+        """The worker of this export: its requirements (by default ``+requirement=``, one or
+        a list), time limit, environment variables and local store."""
         requirement = config.requirement
-        return [requirement] if isinstance(requirement, str) else list(requirement)
-
-    def time_limit(self, config: IsolatedConfigT) -> float:
-        """Seconds before the worker is killed; ``$EVALEXPORT_WORKER_TIME_LIMIT`` overrides."""
-        return DEFAULT_TIME_LIMIT
-
-    @abc.abstractmethod
-    def worker_payload(
-        self, run: RunArtifacts, config: IsolatedConfigT, scratch: Path, fingerprint: str | None
-    ) -> PayloadT:
-        """The JSON the worker receives, of the worker body's payload type in
-        ``workers/protocol.py``. Never put a token here: see :meth:`worker_secrets`.
-
-        ``scratch`` is a temporary directory, removed after the worker ends, for files the
-        worker should upload (never the run directory, which an export does not change).
-        ``fingerprint`` is the run's, computed once under the export lock, for the remote run's
-        tag (``None`` for an exporter that writes no marker). An exporter whose
-        :meth:`check_inputs` prepares the run adds ``prepared: PreparedRun | None = None`` to
-        receive what it read (``None`` when called outside an export).
-        """
+        return WorkerSpec(
+            requirements=(requirement,) if isinstance(requirement, str) else tuple(requirement)
+        )
 
     def worker_secrets(self, config: IsolatedConfigT) -> dict[str, str]:
         """Environment variables to add for the worker only: tokens given as options, or asked
@@ -152,24 +153,62 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
         """
         return {}
 
-    def secrets_the_sdk_may_find(self, config: IsolatedConfigT) -> list[str]:
-        """Deprecated (``DEPRECATED_HOOKS``): secrets to scrub from what the worker reports.
-        Kept so that a plugin overriding it, or calling ``super()``, still works; return such
-        secrets from :meth:`worker_secrets` instead."""
-        return []
+    @takes_also("prepared")
+    @abc.abstractmethod
+    def worker_payload(
+        self, run: RunArtifacts, config: IsolatedConfigT, scratch: Path, fingerprint: str | None
+    ) -> PayloadT:
+        """The JSON the worker receives, of the payload type defined beside the worker body.
+        Never put a token here: see :meth:`worker_secrets`.
+
+        ``scratch`` is a temporary directory, removed after the worker ends, for files the
+        worker should upload (never the run directory, which an export does not change).
+        ``fingerprint`` is the run's, computed once under the export lock, for the remote run's
+        tag (``None`` for an exporter that writes no marker). ``prepared`` is what
+        :meth:`check_inputs` read (``None`` when called outside an export); declare it only if
+        you use it.
+        """
+
+    def interpret(
+        self,
+        run: RunArtifacts,
+        config: IsolatedConfigT,
+        result: WorkerResult,
+        environment: Path,
+    ) -> ExportResult:
+        """Turn the worker's result into an :class:`ExportResult`; exporters may refine it.
+
+        What the parent reads back comes from the result's typed keys (a worker body written
+        before they existed is read by :func:`.legacy.read_back_from_details`).
+        """
+        typed, details = read_back_from_details(result, _READ_BACK, self.receipt_keys)
+        for notice in typed.get("notices") or []:
+            logger.warning("%s", notice)
+        run_id = typed.get("run_id")
+        try:
+            return ExportResult(
+                exporter=self.name,
+                status=ExportStatus(result["status"]),
+                exit_code=ExitCode(int(result["exit_code"])),
+                message=str(result["message"]),
+                run_dir=str(run.run_dir),
+                run_id=None if run_id is None else str(run_id),
+                skip_reason=typed.get("skip_reason"),
+                receipts=typed["receipts"],
+                details={**details, "environment": str(environment)},
+            )
+        except (KeyError, TypeError, ValueError) as error:  # pydantic's ValidationError too
+            return self.failed(
+                run, f"The {self.name} worker wrote an invalid result ({error}): {result!r}"
+            )
+
+    # -- the template's own steps and helpers ----------------------------------------------------
 
     def worker_time_limit(self, config: IsolatedConfigT) -> float:
-        """Seconds the worker may run: ``$EVALEXPORT_WORKER_TIME_LIMIT``, else
-        :meth:`time_limit`."""
+        """Seconds the worker may run: ``$EVALEXPORT_WORKER_TIME_LIMIT``, else the time limit
+        of :meth:`worker`."""
         override = worker_time_limit()
-        return self.time_limit(config) if override is None else override
-
-    def unexportable_reason(self, run: RunArtifacts, config: IsolatedConfigT) -> str | None:
-        """The shared checks, after evalexport's own settings: a setting it cannot use raises
-        :class:`~evalexport.settings.SettingError` (exit code 2) before anything is read."""
-        worker_time_limit()
-        installer_choice()
-        return super().unexportable_reason(run, config)
+        return self.worker(config).time_limit if override is None else override
 
     def _export(
         self,
@@ -179,76 +218,59 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
         fingerprint: str | None,
         prepared: PreparedRun | None = None,
     ) -> ExportResult:
-        return self._export_through_worker(run, config, fingerprint, prepared)
-
-    @staticmethod
-    def _scrubbed(result: ExportResult, secrets: list[str]) -> ExportResult:
-        secrets = [secret for secret in secrets if len(secret) >= 8]
-        if not secrets:
-            return result
-        from evalexport.masking import scrub_text, scrub_value
-
-        return result.model_copy(
-            update={
-                "message": scrub_text(result.message, also=secrets),
-                "details": scrub_value(result.details, also=secrets),
-            }
-        )
-
-    def worker_environment(self, config: IsolatedConfigT) -> dict[str, str]:
-        """Environment variables (no secrets) that set the SDK's retries and timeouts."""
-        return {}
-
-    def local_store(self, config: IsolatedConfigT) -> Path | None:
-        """A local store file the worker writes into, which other exports may share (an
-        embedded MLflow database): workers writing into one store run one at a time."""
-        return None
+        """An isolated exporter delivers through its worker (:meth:`_delivery`)."""
+        with self._delivery(run, config, dry_run=False) as deliver:
+            return deliver(prepared, fingerprint)
 
     @contextlib.contextmanager
-    def _inputs(self, run: RunArtifacts, config: IsolatedConfigT) -> Iterator[PreparedRun | None]:
-        """:meth:`check_inputs`; for an export whose environment is built already, with its
-        worker started first, so that it loads the SDK (seconds, for MLflow) while the run is
-        read. Nothing is built before the checks: a missing environment is built after them."""
-        environment = None if config.dry_run else self._built_environment(config)
+    def _delivery(
+        self, run: RunArtifacts, config: IsolatedConfigT, *, dry_run: bool
+    ) -> Iterator[Delivery]:
+        """Delivery through the worker. evalexport's own settings are checked first (a setting
+        it cannot use raises :class:`~evalexport.settings.SettingError`, exit code 2, before
+        anything is read). For an export whose environment is built already, the worker is
+        started now, so that it loads its SDK (seconds, for MLflow) while the run is read;
+        nothing is built before the run is read: a missing environment is built after."""
+        worker_time_limit()
+        installer_choice()
+        spec = self.worker(config)
+        environment = None if dry_run else _built_environment(self.name, spec)
         with contextlib.ExitStack() as stack:
             early = None
             if environment is not None:
-                from evalexport.isolation import started_worker
+                early = self._start_early(stack, environment, spec, config)
+            yield functools.partial(self._run_worker, run, config, spec, early)
 
-                started = time.monotonic()
-                try:
-                    secrets = self.worker_secrets(config)
-                except WorkerSecretsError as error:  # said by the export, after the checks
-                    early = _EarlyWorker(environment, None, {}, 0.0, str(error))
-                else:
-                    spent = time.monotonic() - started
-                    worker = stack.enter_context(
-                        started_worker(
-                            environment,
-                            self.worker_body,
-                            {**self.worker_environment(config), **secrets},
-                            self.progress,
-                        )
-                    )
-                    early = _EarlyWorker(environment, worker, secrets, spent)
-            token = _EARLY.set(early)
-            try:
-                with super()._inputs(run, config) as prepared:
-                    yield prepared
-            finally:
-                _EARLY.reset(token)
+    def _start_early(
+        self,
+        stack: contextlib.ExitStack,
+        environment: Environment,
+        spec: WorkerSpec,
+        config: IsolatedConfigT,
+    ) -> _StartedEarly:
+        from evalexport.isolation import started_worker
 
-    def _built_environment(self, config: IsolatedConfigT) -> Environment | None:
-        from evalexport.isolation import EnvironmentSpec, existing_environment
+        started = time.monotonic()
+        try:
+            secrets = self.worker_secrets(config)
+        except WorkerSecretsError as error:  # said by the export, after the checks
+            return _StartedEarly(environment, None, {}, 0.0, str(error))
+        spent = time.monotonic() - started
+        worker = stack.enter_context(
+            started_worker(
+                environment, self.worker_body, {**spec.environment, **secrets}, self.progress
+            )
+        )
+        return _StartedEarly(environment, worker, secrets, spent)
 
-        return existing_environment(EnvironmentSpec(self.name, tuple(self.requirements(config))))
-
-    def _export_through_worker(
+    def _run_worker(
         self,
         run: RunArtifacts,
         config: IsolatedConfigT,
+        spec: WorkerSpec,
+        early: _StartedEarly | None,
+        prepared: PreparedRun | None,
         fingerprint: str | None,
-        prepared: PreparedRun | None = None,
     ) -> ExportResult:
         from evalexport.isolation import (
             EnvironmentBuildError,
@@ -257,19 +279,17 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
             run_worker,
         )
 
-        early = _EARLY.get()
         if early is not None and early.secrets_error is not None:
             return self.failed(run, early.secrets_error)
         if early is not None:
             environment = early.environment
         else:
-            spec = EnvironmentSpec(self.name, tuple(self.requirements(config)))
             try:
-                environment = ensure_environment(spec)
+                environment = ensure_environment(EnvironmentSpec(self.name, spec.requirements))
             except EnvironmentBuildError as error:
                 return self.failed(run, f"Cannot build the {self.name} environment: {error}")
         limit = self.worker_time_limit(config)
-        store = self.local_store(config)
+        store = spec.local_store
         with (
             tempfile.TemporaryDirectory(prefix=f"evalexport-{self.name}-") as scratch,
             file_lock(store) if store else contextlib.nullcontext(),
@@ -277,7 +297,7 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
             payload = call_hook(
                 self.worker_payload, run, config, Path(scratch), fingerprint, prepared=prepared
             )
-            scratches = [Path(scratch), *_written_by(prepared)]
+            scratches = [Path(scratch), *(prepared.scratch if prepared else [])]
             if early is not None and early.worker is not None:
                 secrets = early.secrets
                 outcome = early.worker.run(
@@ -294,13 +314,12 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
                     self.worker_body,
                     payload,
                     max(limit - (time.monotonic() - started), 0.001),
-                    secrets={**self.worker_environment(config), **secrets},
+                    secrets={**spec.environment, **secrets},
                     progress=self.progress,
                     scratch=scratches,
                 )
         result = self._result_of(run, config, outcome, environment.path, limit)
-        found = self.secrets_the_sdk_may_find(config)  # deprecated; [] unless a plugin's
-        return self._scrubbed(result, [*secrets.values(), *found])
+        return _scrubbed(result, list(secrets.values()))
 
     def _result_of(
         self,
@@ -371,52 +390,23 @@ class IsolatedExporter(Exporter[IsolatedConfigT], Generic[IsolatedConfigT, Paylo
             interrupted_by=signal_name(outcome.interrupted_by),
         )
 
-    def interpret(
-        self,
-        run: RunArtifacts,
-        config: IsolatedConfigT,
-        result: WorkerResult,
-        environment: Path,
-    ) -> ExportResult:
-        """Turn the worker's result into an :class:`ExportResult`; exporters may refine it.
 
-        What the parent reads back comes from the result's typed keys. A worker body written
-        before they existed put ``run_id``, ``skip_reason``, ``notices`` and its receipts in
-        ``details``: they are still read from there, with a deprecation notice in the log.
-        """
-        details = dict(result["details"])
-        typed = {key: result[key] for key in _READ_BACK if key in result}  # type: ignore[literal-required]
-        receipt_keys = self.receipt_keys  # deprecated; empty unless a plugin's
-        if smuggled := sorted(
-            key for key in (*_READ_BACK, *receipt_keys) if key in details and key != "receipts"
-        ):
-            logger.info(
-                "the %s worker returns %s in details, which is deprecated: return them with "
-                "result(..., run_id=..., skip_reason=..., notices=[...], receipts={...})",
-                self.name,
-                ", ".join(smuggled),
-            )
-            for key in _READ_BACK:
-                if key in details:
-                    typed.setdefault(key, details.pop(key))
-        receipts = {str(k): str(v) for k, v in dict(typed.get("receipts") or {}).items()}
-        receipts |= {key: str(details.pop(key)) for key in receipt_keys if key in details}
-        for notice in typed.get("notices") or []:
-            logger.warning("%s", notice)
-        run_id = typed.get("run_id")
-        try:
-            return ExportResult(
-                exporter=self.name,
-                status=ExportStatus(result["status"]),
-                exit_code=ExitCode(int(result["exit_code"])),
-                message=str(result["message"]),
-                run_dir=str(run.run_dir),
-                run_id=None if run_id is None else str(run_id),
-                skip_reason=typed.get("skip_reason"),
-                receipts=receipts,
-                details={**details, "environment": str(environment)},
-            )
-        except (KeyError, TypeError, ValueError) as error:  # pydantic's ValidationError too
-            return self.failed(
-                run, f"The {self.name} worker wrote an invalid result ({error}): {result!r}"
-            )
+def _built_environment(name: str, spec: WorkerSpec) -> Environment | None:
+    from evalexport.isolation import EnvironmentSpec, existing_environment
+
+    return existing_environment(EnvironmentSpec(name, spec.requirements))
+
+
+def _scrubbed(result: ExportResult, secrets: list[str]) -> ExportResult:
+    """``result`` with the worker's secrets masked in its message and details."""
+    secrets = [secret for secret in secrets if len(secret) >= 8]
+    if not secrets:
+        return result
+    from evalexport.masking import scrub_text, scrub_value
+
+    return result.model_copy(
+        update={
+            "message": scrub_text(result.message, also=secrets),
+            "details": scrub_value(result.details, also=secrets),
+        }
+    )

@@ -22,7 +22,12 @@ from pydantic import Field, SecretStr
 
 from evalexport import __version__
 from evalexport.contracts.surfaces import Surface
-from evalexport.exporters.isolated import WORKER_BODIES, IsolatedConfig, IsolatedExporter
+from evalexport.exporters.isolated import (
+    WORKER_BODIES,
+    IsolatedConfig,
+    IsolatedExporter,
+    WorkerSpec,
+)
 from evalexport.exporters.mlflow_names import (
     MAX_TAG_VALUE_LENGTH,
     Batch,
@@ -127,7 +132,7 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
     name = "mlflow"
     summary = "Log the run to MLflow: metrics, the saved config as params, artifacts."
     Config = MLflowConfig
-    guards_exports = True
+    kind = "tracking"
     worker_body = WORKER_BODIES / "mlflow_worker.py"
     token_variables = (
         "MLFLOW_TRACKING_TOKEN",
@@ -176,11 +181,8 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
             for k, v in flat.texts.items()
             if k in tag_names.names
         }
+        # What masking and non-finite metrics changed, the pipeline says once, for every export.
         warnings = metric_names.warnings + param_names.warnings + tag_names.warnings
-        if unmasked := saved.warning(prepared.run.saved_config):
-            warnings.append(unmasked)
-        if non_finite := flat.non_finite_warning():
-            warnings.append(non_finite)
         batches = plan_batches(metrics, params, tags)
         return _Plan(metrics, params, tags, batches, saved.config, warnings)
 
@@ -209,36 +211,16 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
         )
 
     def unexportable_reason(self, run: RunArtifacts, config: MLflowConfig) -> str | None:
-        return super().unexportable_reason(run, config) or _unwritable_store_reason(
-            self.local_store(config)
+        return _unwritable_store_reason(_local_store(config))
+
+    def worker(self, config: MLflowConfig) -> WorkerSpec:
+        """MLflow's requirement, bounded waits on a server that is down or dies (SPEC §3.6,
+        README "Reliability"), and the embedded store, which workers write one at a time."""
+        return WorkerSpec(
+            requirements=super().worker(config).requirements,
+            environment=_request_limits(config),
+            local_store=_local_store(config),
         )
-
-    def local_store(self, config: MLflowConfig) -> Path | None:
-        uri = resolve_tracking_uri(config.mlflow_tracking_uri)
-        return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
-
-    def worker_environment(self, config: MLflowConfig) -> dict[str, str]:
-        """Bounded waits on a server that is down or dies: SPEC §3.6, README "Reliability"."""
-        environment: dict[str, str] = {}
-        for variable, given, default in (
-            ("MLFLOW_HTTP_REQUEST_TIMEOUT", config.mlflow_request_timeout, DEFAULT_REQUEST_TIMEOUT),
-            (
-                "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
-                config.mlflow_request_retries,
-                DEFAULT_REQUEST_RETRIES,
-            ),
-        ):
-            if given is not None:  # an option wins over the variable
-                environment[variable] = str(given)
-            elif variable not in os.environ:  # the variable wins over our default
-                environment[variable] = str(default)
-        for variable, value in (
-            ("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),
-            ("MLFLOW_HTTP_REQUEST_BACKOFF_JITTER", "0"),
-        ):
-            if variable not in os.environ:
-                environment[variable] = value
-        return environment
 
     def worker_secrets(self, config: MLflowConfig) -> dict[str, str]:
         token = config.mlflow_tracking_token
@@ -303,6 +285,37 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
             details = {**exported.details, "live_run_id": live_run_id}
             exported = exported.model_copy(update={"details": details})
         return exported
+
+
+def _local_store(config: MLflowConfig) -> Path | None:
+    """The embedded SQLite store the export writes into, if its target is one."""
+    uri = resolve_tracking_uri(config.mlflow_tracking_uri)
+    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+
+
+def _request_limits(config: MLflowConfig) -> dict[str, str]:
+    """MLflow's request timeout and retries: an option wins over MLflow's variable, which wins
+    over evalexport's default."""
+    environment: dict[str, str] = {}
+    for variable, given, default in (
+        ("MLFLOW_HTTP_REQUEST_TIMEOUT", config.mlflow_request_timeout, DEFAULT_REQUEST_TIMEOUT),
+        (
+            "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
+            config.mlflow_request_retries,
+            DEFAULT_REQUEST_RETRIES,
+        ),
+    ):
+        if given is not None:  # an option wins over the variable
+            environment[variable] = str(given)
+        elif variable not in os.environ:  # the variable wins over our default
+            environment[variable] = str(default)
+    for variable, value in (
+        ("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),
+        ("MLFLOW_HTTP_REQUEST_BACKOFF_JITTER", "0"),
+    ):
+        if variable not in os.environ:
+            environment[variable] = value
+    return environment
 
 
 def _unwritable_store_reason(store: Path | None) -> str | None:

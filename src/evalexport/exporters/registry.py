@@ -6,50 +6,41 @@ is used, so listing exporters or starting the CLI imports no exporter and no SDK
 
 from __future__ import annotations
 
-import functools
 import importlib
-import re
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 if TYPE_CHECKING:
     from evalexport.exporters.base import Exporter
 
 __all__ = [
+    "BUILTIN_EXPORTERS",
     "ENTRY_POINT_GROUP",
     "ExporterEntry",
     "ExporterLoadError",
     "UnknownExporterError",
     "builtin_exporters",
+    "exporter_class",
     "exporter_entries",
     "load_exporter",
 ]
 
 ENTRY_POINT_GROUP = "evalexport.exporters"
 
-_EXPORTER_CLASS = re.compile(r"^class (\w+)\((?:Isolated)?Exporter\[")
-_NAME = re.compile(r"^    name = \"([\w.-]+)\"")
+BUILTIN_EXPORTERS: Final = {
+    "atif": "evalexport.exporters.atif:AtifExporter",
+    "evalrdl": "evalexport.exporters.evalrdl:EvalRDLExporter",
+    "mlflow": "evalexport.exporters.mlflow:MLflowExporter",
+    "wandb": "evalexport.exporters.wandb:WandbExporter",
+}
+"""The built-in exporters, name -> ``module:Class``: the one list. Every list a test or a
+tool needs (the guarantee suite, the SDK switches, the contract matrix) is derived from it."""
 
 
-@functools.cache
 def builtin_exporters() -> dict[str, str]:
-    """Built-in exporters: name -> ``module:Class``, read off this package's modules without
-    importing them (a CLI start stays cheap): a top-level ``class X(Exporter[...])`` or
-    ``class X(IsolatedExporter[...])`` whose body sets ``name = "..."``. Adding a built-in
-    exporter is adding its module; nothing lists it."""
-    found: dict[str, str] = {}
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        exporter_class = None
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.startswith("class "):
-                match = _EXPORTER_CLASS.match(line)
-                exporter_class = match[1] if match else None
-            elif exporter_class and (named := _NAME.match(line)):
-                found[named[1]] = f"{__package__}.{path.stem}:{exporter_class}"
-                exporter_class = None
-    return dict(sorted(found.items()))
+    """Built-in exporters: name -> ``module:Class`` (:data:`BUILTIN_EXPORTERS`)."""
+    return dict(BUILTIN_EXPORTERS)
 
 
 class UnknownExporterError(LookupError):
@@ -71,22 +62,36 @@ class ExporterEntry:
     source: str
     """``built-in``, or the distribution that registered it."""
 
-    def load(self) -> type[Exporter[Any]]:
-        """Import the exporter's class; :class:`ExporterLoadError` says why it cannot be."""
+    def load(self) -> type[Exporter[Any, Any]]:
+        """Import the exporter's class; :class:`ExporterLoadError` says why it cannot be.
+
+        A plugin is other people's code: whatever its module does on import (any exception,
+        ``SystemExit``, a mistake in a hook refused when its class is made), it is this
+        entry's error, scrubbed of secrets, and never the caller's.
+        """
         from evalexport.exporters.base import Exporter
+        from evalexport.masking import scrub_text
 
         module_name, _, attribute = self.target.partition(":")
         try:
             loaded = getattr(importlib.import_module(module_name), attribute)
-        except (ImportError, AttributeError) as error:
+        except (Exception, SystemExit) as error:
+            said = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+            first = scrub_text(said.splitlines()[0] if said.strip() else said)
             raise ExporterLoadError(
                 f"Exporter {self.name!r} ({self.source}) cannot be loaded from {self.target}: "
-                f"{error}"
+                f"{first}"
             ) from None
         if not (isinstance(loaded, type) and issubclass(loaded, Exporter)):
             raise ExporterLoadError(
                 f"Exporter {self.name!r} ({self.source}) points at {self.target}, "
                 "which is not an evalexport Exporter subclass"
+            )
+        missing = [hook for hook in ("name", "summary", "Config") if not hasattr(loaded, hook)]
+        if missing:
+            raise ExporterLoadError(
+                f"Exporter {self.name!r} ({self.source}) at {self.target} does not set "
+                f"{', '.join(missing)}; every exporter class sets name, summary and Config"
             )
         return loaded
 
@@ -105,7 +110,7 @@ def exporter_entries() -> dict[str, ExporterEntry]:
     return dict(sorted(entries.items()))
 
 
-def load_exporter(name: str) -> type[Exporter[Any]]:
+def load_exporter(name: str) -> type[Exporter[Any, Any]]:
     """The exporter class named ``name``; :class:`UnknownExporterError` lists the known ones."""
     entries = exporter_entries()
     entry = entries.get(name)
@@ -113,3 +118,18 @@ def load_exporter(name: str) -> type[Exporter[Any]]:
         known = ", ".join(entries) or "none installed"
         raise UnknownExporterError(f"unknown exporter {name!r}; available exporters: {known}")
     return entry.load()
+
+
+def exporter_class(exporter: str | type[Any]) -> type[Exporter[Any, Any]]:
+    """The exporter class a caller names: by its name (:func:`load_exporter`), or a class
+    given directly, checked to be one."""
+    from evalexport.exporters.base import Exporter
+
+    if isinstance(exporter, str):
+        return load_exporter(exporter)
+    if isinstance(exporter, type) and issubclass(exporter, Exporter):
+        return exporter
+    raise UnknownExporterError(
+        f"{exporter!r} is not an exporter: give an exporter's name (evalexport list) or a "
+        "subclass of evalexport.exporters.Exporter"
+    )

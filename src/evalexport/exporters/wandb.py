@@ -61,7 +61,7 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
     name = "wandb"
     summary = "Log the run to Weights & Biases: config, summary metrics, a rollouts table."
     Config = WandbConfig
-    guards_exports = True
+    kind = "tracking"
     worker_body = WORKER_BODIES / "wandb_worker.py"
     token_variables = ("WANDB_API_KEY",)
     sdk_contract = Surface(
@@ -96,9 +96,6 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
         The SDK creates what is missing (Slurm scripts set ``WANDB_DIR=/scratch/$USER/wandb``
         before it exists), so the nearest directory that exists must be writable.
         """
-        reason = super().unexportable_reason(run, config)
-        if reason is not None:
-            return reason
         runs = self._offline_dir() / "wandb"
         existing = next(path for path in (runs, *runs.parents) if os.path.lexists(path))
         if existing.is_dir() and os.access(existing, os.W_OK | os.X_OK):
@@ -115,13 +112,9 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
         )
 
     def check_inputs(self, run: RunArtifacts, config: WandbConfig) -> PreparedRun:
-        """Read the run once and warn of what the export will change: the dry run and the
-        export both run this, so they warn alike. An export that logs the rollouts writes
-        their table while it reads them (each rollout is a row)."""
-        prepared = prepare(run, rollouts_table=config.upload_rollouts and not config.dry_run)
-        for warning in prepared.warnings():
-            logger.warning("%s", warning)
-        return prepared
+        """Read the run once; an export that logs the rollouts writes their table while it
+        reads them (each rollout is a row)."""
+        return prepare(run, rollouts_table=config.upload_rollouts and not config.dry_run)
 
     def dry_run_plan(
         self, run: RunArtifacts, config: WandbConfig, prepared: PreparedRun | None = None

@@ -26,29 +26,16 @@ __all__ = [
 
 
 def export_task(task: ExportTask) -> ExportResult:
-    """One export of a plan, in this process, as ``evalexport EXPORTER +options`` would do it:
-    a result whatever happens, never an exception (but a stop signal's ``Interrupted``)."""
-    from evalexport.exporters.base import OptionError
-    from evalexport.exporters.registry import (
-        ExporterLoadError,
-        UnknownExporterError,
-        load_exporter,
-    )
-    from evalexport.run import RunArtifacts
+    """One export of a plan, in this process, through the pipeline: a batch's rerun skips what
+    its exporter's own output proves done. A result whatever happens, never an exception (but
+    a stop signal's ``Interrupted`` between stages)."""
+    from evalexport.pipeline import ExportRequest, run_export
 
-    run_dir = str(task.rollouts.parent)
-    try:
-        exporter_class = load_exporter(task.exporter)
-        config = exporter_class.parse_config(
-            {"rollouts_jsonl_fpath": str(task.rollouts), **task.options}
-        )
-    except (UnknownExporterError, OptionError) as error:
-        return ExportResult.failed(task.exporter, run_dir, str(error), exit_code=ExitCode.USAGE)
-    except ExporterLoadError as error:
-        return ExportResult.failed(task.exporter, run_dir, str(error))
-    exporter = exporter_class()
-    run = RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath)
-    return exporter.already_exported(run, config) or exporter.export(run, config)
+    options = {"rollouts_jsonl_fpath": str(task.rollouts), **task.options}
+    result = run_export(ExportRequest(task.exporter, options, skip_finished=True))
+    if not result.run_dir:  # refused before the run was built: say which run it was
+        result = result.model_copy(update={"run_dir": str(task.rollouts.parent)})
+    return result
 
 
 def timed(task: ExportTask) -> TaskOutcome:
@@ -78,7 +65,7 @@ def exit_code_of(outcomes: list[TaskOutcome]) -> int:
     """A batch's exit code: ``128 + signal`` if it was stopped; else, if exports failed, their
     exit code when they all share one (``3``: stored without a verdict, ``4``: refused, ``2``:
     usage) and ``1`` when they differ; else ``0``."""
-    from evalexport.results import ExitCode, ExportStatus
+    from evalexport.results import ExportStatus
 
     stopped = [o.result.exit_code for o in outcomes if o.result.exit_code.stopped_by_signal]
     if stopped:  # interrupted: say so as a shell would, 128 + the signal

@@ -32,7 +32,7 @@ class RecordingExporter(Exporter[RecordingConfig]):
     name = "recording"
     summary = "Record the run's metrics in a local directory (test plugin)."
     Config = RecordingConfig
-    guards_exports = True
+    kind = "tracking"
 
     def target(self, run: RunArtifacts, config: RecordingConfig) -> str:
         return str(config.store_dir)

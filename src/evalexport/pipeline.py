@@ -1,0 +1,305 @@
+"""The export pipeline: every export runs here, from start to end, whoever asks for it.
+
+The CLI, the Python API, a plan's pool of export processes and a Slurm array task each build an
+:class:`ExportRequest` and call :func:`run_export`; they only format what it returns. One
+export goes through these stages, in this order, and every outcome is an
+:class:`~evalexport.results.ExportResult`, never an exception:
+
+1. **resolve** the exporter (a name, through the registry, or a class) and its options (typed
+   values, or ``+key=value`` tokens as typed on a command line); a mistake is a usage error;
+2. **build the run** (:class:`~evalexport.run.RunArtifacts`) from its rollouts file;
+3. **prerequisites**: the files the exporter's kind needs, the directory rule, the marker, then
+   the exporter's own :meth:`~evalexport.exporters.base.Exporter.unexportable_reason`; nothing
+   has been read, built or written yet;
+4. **guard** a tracking export: its lock, and what an earlier export to this target says
+   (skip it, or refuse a run that changed since);
+5. **read once** (:meth:`~evalexport.exporters.base.Exporter.check_inputs`), its warnings
+   logged once;
+6. **describe** it, for a dry run, and stop; else **deliver** it (in this process, or through
+   an isolated exporter's worker);
+7. **mark** a tracking export that succeeded, with a stop signal held meanwhile.
+
+A dry run is stages 1 to 6 with the description in place of the delivery, so its verdict
+(would export, would skip and why, would fail and why) is the export's by construction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, final
+
+from evalexport import guard
+from evalexport.exporters.hooks import call_hook
+from evalexport.interrupts import Interrupted, deferred, signal_name
+from evalexport.progress import Progress
+from evalexport.reading import PreparedRun, RunFileError, run_fingerprint
+from evalexport.results import ExitCode, ExportFailure, ExportResult, ExportStatus, SkipReason
+from evalexport.run import RunArtifacts
+from evalexport.settings import SettingError
+
+if TYPE_CHECKING:
+    from evalexport.exporters.base import Exporter
+
+__all__ = [
+    "Delivery",
+    "ExportRequest",
+    "Progress",
+    "export_run",
+    "prerequisite_failure",
+    "run_export",
+]
+
+logger = logging.getLogger("evalexport")
+
+Delivery = Callable[[Any, "str | None"], ExportResult]
+"""Delivers what the run's read prepared, with the run's fingerprint (``None`` unless the
+export is guarded): the deliver stage of an exporter's template."""
+
+
+@final
+@dataclass(frozen=True)
+class ExportRequest:
+    """One export as its caller asks for it."""
+
+    exporter: str | type[Exporter[Any, Any]]
+    """An exporter's name (``evalexport list``), or an exporter class."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Options as typed values, ``rollouts_jsonl_fpath`` among them."""
+    overrides: Sequence[str] = ()
+    """Options as ``+key=value`` tokens, as typed on a command line (after ``options``)."""
+    dry_run: bool = False
+    """Stop before delivery and describe what the export would do."""
+    progress: Progress | None = None
+    skip_finished: bool = False
+    """A batch's rerun: skip an export whose output already proves it done
+    (:meth:`~evalexport.exporters.base.Exporter.already_exported`)."""
+
+    @property
+    def exporter_name(self) -> str:
+        """The exporter's name as the caller gave it, for results made before it is loaded."""
+        if isinstance(self.exporter, str):
+            return self.exporter
+        return str(getattr(self.exporter, "name", self.exporter))
+
+
+def run_export(request: ExportRequest) -> ExportResult:
+    """Run ``request`` through every stage; its result, whatever happens."""
+    from evalexport.exporters.base import OptionError
+    from evalexport.exporters.registry import (
+        ExporterLoadError,
+        UnknownExporterError,
+        exporter_class,
+    )
+    from evalexport.overrides import OverrideError, parse_overrides
+
+    name = request.exporter_name
+    try:
+        chosen = exporter_class(request.exporter)
+    except UnknownExporterError as error:
+        return ExportResult.failed(name, "", str(error), exit_code=ExitCode.USAGE)
+    except ExporterLoadError as error:
+        return ExportResult.failed(name, "", str(error))
+    try:
+        options = dict(request.options)
+        if request.overrides:
+            options.update(parse_overrides(list(request.overrides), chosen.text_options()))
+        if request.dry_run:
+            options.setdefault("dry_run", True)
+        config = chosen.parse_config(options)
+    except (OverrideError, OptionError) as error:
+        return ExportResult.failed(name, "", str(error), exit_code=ExitCode.USAGE)
+    run = RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath)
+    exporter = chosen(progress=request.progress)
+    return export_run(exporter, run, config, skip_finished=request.skip_finished)
+
+
+def export_run(
+    exporter: Exporter[Any, Any], run: RunArtifacts, config: Any, *, skip_finished: bool = False
+) -> ExportResult:
+    """Stages 3 to 7 for an exporter, a run and its parsed options: the export, or its dry run
+    when ``config.dry_run``; every outcome, unexpected errors included, is a result."""
+    try:
+        return _export(exporter, run, config, skip_finished)
+    except Interrupted as interruption:  # the caller's stop signals: stop here, cleanly
+        return ExportResult.failed(
+            exporter.name,
+            str(run.run_dir),
+            f"Interrupted by {signal_name(interruption.signum)} before the {exporter.name} "
+            "export finished; nothing was exported and no export marker was written.",
+            exit_code=ExitCode.for_signal(interruption.signum),
+            interrupted_by=signal_name(interruption.signum),
+        )
+    except SettingError as error:
+        return _failed(exporter, run, str(error), exit_code=ExitCode.USAGE)
+    except (RunFileError, ExportFailure) as error:
+        return _failed(exporter, run, str(error), **error.details)
+    except OSError as error:  # a file that cannot be read or written is no exporter bug
+        where = f" {error.filename}" if error.filename else ""
+        return _failed(
+            exporter,
+            run,
+            f"Cannot access{where}: {error.strerror or error} (in the {exporter.name} export)",
+        )
+    except RecursionError:
+        return _failed(exporter, run, "A file of the run is nested too deeply to read.")
+    except Exception as error:  # an exporter bug must still end in a result
+        return _failed(
+            exporter,
+            run,
+            f"unexpected error in the {exporter.name} exporter: {type(error).__name__}: {error}",
+        )
+
+
+def prerequisite_failure(
+    exporter: Exporter[Any, Any], run: RunArtifacts, config: Any
+) -> str | None:
+    """Stage 3: why the run cannot be exported here, read off the file system alone (no file
+    of the run is opened): the checks of the exporter's kind, then its own."""
+    reason = run.missing_file_reason(
+        needs_metrics_and_config=exporter.needs_metrics_and_config, check_records=False
+    )
+    if reason is None and exporter.kind == "directory":
+        reason = run.shared_directory_reason()
+    if reason is None and exporter.kind == "tracking":
+        reason = guard.ExportGuard(run, exporter.name).unexportable_reason()
+    if reason is None:
+        reason = exporter.unexportable_reason(run, config)
+    return reason
+
+
+def _export(
+    exporter: Exporter[Any, Any], run: RunArtifacts, config: Any, skip_finished: bool
+) -> ExportResult:
+    dry_run = bool(config.dry_run)
+    if skip_finished and (finished := exporter.already_exported(run, config)) is not None:
+        return _as_dry_run(finished) if dry_run else finished
+    if reason := prerequisite_failure(exporter, run, config):
+        return _failed(exporter, run, reason)
+    export_guard = guard.ExportGuard(run, exporter.name) if exporter.kind == "tracking" else None
+    locked = export_guard.locked() if export_guard and not dry_run else contextlib.nullcontext()
+    with locked:
+        if export_guard is not None:
+            # Under the lock: a concurrent export may have finished meanwhile.
+            earlier = export_guard.earlier_export()
+            if isinstance(earlier, guard.AlreadyExported):
+                skipped = _skipped(exporter, run, earlier)
+                return _as_dry_run(skipped) if dry_run else skipped
+            if earlier is not None:
+                return _failed(exporter, run, earlier.message())
+        with exporter._delivery(run, config, dry_run=dry_run) as deliver:
+            prepared = exporter.check_inputs(run, config)
+            try:
+                if isinstance(prepared, PreparedRun):
+                    for warning in prepared.warnings():
+                        logger.warning("%s", warning)
+                if dry_run:
+                    return _described(exporter, run, config, prepared)
+                fingerprint = None
+                if export_guard is not None:
+                    # The bytes read, under the lock: the marker and the remote run's tag
+                    # name them.
+                    fingerprint = (
+                        prepared.fingerprint
+                        if isinstance(prepared, PreparedRun)
+                        else run_fingerprint(run)
+                    )
+                result = deliver(prepared, fingerprint)
+            finally:
+                discard = getattr(prepared, "discard", None)
+                if callable(discard):
+                    discard()
+        if export_guard is None or result.status is not ExportStatus.SUCCEEDED:
+            return result
+        assert fingerprint is not None
+        # The remote run exists: a stop signal now must not cost it its marker.
+        with deferred() as held:
+            result = _marked(exporter, run, config, result, fingerprint, export_guard)
+    if held.signum is not None:
+        logger.warning(
+            "%s arrived while the export marker was written; the export stands",
+            signal_name(held.signum),
+        )
+    return result
+
+
+def _described(
+    exporter: Exporter[Any, Any], run: RunArtifacts, config: Any, prepared: Any
+) -> ExportResult:
+    """Stage 6 of a dry run: the plan, in the backend's words."""
+    plan = call_hook(exporter.dry_run_plan, run, config, prepared=prepared)
+    said = plan.summary or f"{run.rollouts.name} would be exported to {plan.target}"
+    return ExportResult.succeeded(
+        exporter.name, str(run.run_dir), f"dry run: {said}", plan=plan, dry_run=True, **plan.counts
+    )
+
+
+def _skipped(
+    exporter: Exporter[Any, Any], run: RunArtifacts, earlier: guard.AlreadyExported
+) -> ExportResult:
+    marker = earlier.marker
+    return ExportResult.skipped(
+        exporter.name,
+        str(run.run_dir),
+        f"{run.rollouts.name} was exported to {marker.target} as run "
+        f"{marker.remote_run_id} at {marker.exported_at} "
+        f"(delete {earlier.marker_path} to export it again)",
+        SkipReason.ALREADY_EXPORTED,
+        run_id=marker.remote_run_id,
+        marker=str(earlier.marker_path),
+    )
+
+
+def _as_dry_run(result: ExportResult) -> ExportResult:
+    """A verdict reached before anything would be sent, said as a dry run's."""
+    return result.model_copy(
+        update={
+            "message": f"dry run: the export would be skipped: {result.message}",
+            "details": {**result.details, "dry_run": True},
+        }
+    )
+
+
+def _marked(
+    exporter: Exporter[Any, Any],
+    run: RunArtifacts,
+    config: Any,
+    result: ExportResult,
+    fingerprint: str,
+    export_guard: guard.ExportGuard,
+) -> ExportResult:
+    """Stage 7: write the marker of a successful export; a failed write is a warning, not a
+    failure."""
+    run_id = result.run_id or ""
+    details = {**result.details, "fingerprint": fingerprint}
+    try:
+        details["marker"] = str(
+            export_guard.mark(exporter.target(run, config), run_id, fingerprint)
+        )
+    except OSError as error:
+        # The remote run exists: the export succeeded. Say so, with what a rerun needs.
+        path = run.export_marker(exporter.name)
+        warning = (
+            f"WARNING: could not write the export marker {path} "
+            f"({error.strerror or error}); a rerun will not know run {run_id} exists and "
+            f"would export the run again. Write the marker yourself or do not rerun."
+        )
+        details["marker_error"] = warning
+        return result.model_copy(
+            update={"message": f"{result.message}. {warning}", "details": details}
+        )
+    return result.model_copy(update={"details": details})
+
+
+def _failed(
+    exporter: Exporter[Any, Any],
+    run: RunArtifacts,
+    message: str,
+    exit_code: ExitCode = ExitCode.FAILED,
+    **details: Any,
+) -> ExportResult:
+    return ExportResult.failed(
+        exporter.name, str(run.run_dir), message, exit_code=exit_code, **details
+    )
