@@ -1,9 +1,9 @@
-"""Adding a built-in exporter touches four files by construction: the exporter module (with
-its ``sdk_contract``), its worker body, its tests and its ``contracts/<sdk>/`` manifests
-(docs/architecture.md, "Adding an exporter"). Everything else that must know the SDK — the
-``evalexport contract`` commands, the pytest plugin's switch and token isolation, the startup
-tripwire, the tox contract environment, mypy — derives it from the registry; this file holds
-both halves for every built-in isolated exporter."""
+"""Adding a built-in exporter is its module, its line in the registry, its worker body (if
+isolated), its tests and its ``contracts/<sdk>/`` manifests (docs/architecture.md, "Adding an
+exporter"); a test here fails naming whichever is missing. Everything else that must know the
+exporter or its SDK — the guarantee suite, the ``evalexport contract`` commands, the pytest
+plugin's switch and token isolation, the startup tripwire, the tox contract environment, mypy —
+derives it from the registry; this file holds both halves for every built-in."""
 
 from __future__ import annotations
 
@@ -14,14 +14,17 @@ from pathlib import Path
 
 import pytest
 
+import evalexport
 from evalexport.contracts.check import load_manifests
 from evalexport.contracts.installed import installed_surfaces
 from evalexport.exporters.isolated import IsolatedExporter
-from evalexport.exporters.registry import exporter_entries
+from evalexport.exporters.registry import BUILTIN_EXPORTERS, exporter_entries
 from evalexport.testing.plugin import switches, token_variables
 from tests.test_startup import SDKS
 
 ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = Path(evalexport.__file__).resolve().parent
+"""Where evalexport is installed: src/evalexport in a checkout, site-packages under tox."""
 ISOLATED = sorted(
     (entry.name, entry.load())
     for entry in exporter_entries().values()
@@ -30,7 +33,27 @@ ISOLATED = sorted(
 
 
 def test_the_built_in_isolated_exporters_are_all_checked() -> None:
-    assert [name for name, _ in ISOLATED] == ["evalrdl", "mlflow", "wandb"]
+    assert {name for name, _ in ISOLATED} <= set(BUILTIN_EXPORTERS)
+    assert ISOLATED, "the registry lists isolated built-ins: mlflow, wandb and evalrdl at least"
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_EXPORTERS))
+def test_a_built_in_is_its_module_its_registration_and_its_tests(name: str) -> None:
+    from evalexport.exporters.registry import load_exporter
+
+    module, _, class_name = BUILTIN_EXPORTERS[name].partition(":")
+    assert module == f"evalexport.exporters.{name}", "a built-in lives in exporters/<name>.py"
+    assert (PACKAGE / "exporters" / f"{name}.py").is_file(), f"add exporters/{name}.py"
+    assert load_exporter(name).__name__ == class_name
+    assert load_exporter(name).name == name, f"{class_name}.name must be {name!r}"
+    assert (ROOT / "tests" / "exporters" / f"test_{name}.py").is_file(), (
+        f"add tests/exporters/test_{name}.py: its tests against its SDK (or its fake)"
+    )
+    from tests.exporters.test_guarantees import OPTIONS
+
+    assert name in OPTIONS, (
+        "give the guarantee suite its options: tests/exporters/test_guarantees.py, OPTIONS"
+    )
 
 
 @pytest.fixture(params=ISOLATED, ids=[name for name, _ in ISOLATED])
@@ -40,10 +63,10 @@ def exporter(request):
 
 def test_its_worker_body_reads_a_typed_payload(exporter) -> None:
     body = exporter.worker_body
-    assert body.parent == ROOT / "src" / "evalexport" / "workers", body
+    assert body.parent == PACKAGE / "workers", f"{body}: a built-in's body is in workers/"
     run = runpy.run_path(str(body))["run"]
     assert typing.is_typeddict(typing.get_type_hints(run)["payload"]), (
-        f"{body.name}: type run(payload) with a TypedDict (in the body or workers/protocol.py)"
+        f"{body.name}: type run(payload) with a TypedDict defined beside it"
     )
 
 
@@ -75,15 +98,3 @@ def test_tox_and_mypy_need_no_entry_for_a_new_sdk() -> None:
     assert "evalexport contract matrix" in tox["testenv:contracts"]["commands"]
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert 'module = ["evalexport.workers.*"]' in pyproject
-
-
-def test_the_registry_finds_each_built_in_in_its_module_without_a_list() -> None:
-    from evalexport.exporters.registry import builtin_exporters, load_exporter
-
-    found = builtin_exporters()
-    assert sorted(found) == ["atif", "evalrdl", "mlflow", "wandb"]
-    for name, target in found.items():
-        module, _, class_name = target.partition(":")
-        assert module == f"evalexport.exporters.{name}"
-        assert load_exporter(name).__name__ == class_name
-        assert load_exporter(name).name == name

@@ -20,11 +20,12 @@ import pytest
 
 from evalexport.exporters.atif import AtifExporter
 from evalexport.exporters.base import Exporter
-from evalexport.exporters.evalrdl import EvalRDLExporter
 from evalexport.exporters.mlflow import MLflowExporter
+from evalexport.exporters.registry import BUILTIN_EXPORTERS, load_exporter
 from evalexport.exporters.wandb import WandbExporter
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
+from tests.exporters.test_guarantees import OPTIONS
 
 _counting: collections.Counter[str] | None = None
 
@@ -76,20 +77,20 @@ def test_the_audit_hook_sees_every_way_a_file_is_opened(tmp_path: Path) -> None:
     assert opens[str(path)] == 3
 
 
-@pytest.mark.parametrize(
-    ("exporter", "options"),
-    [
-        (MLflowExporter, {}),
-        (WandbExporter, {"wandb_mode": "offline"}),
-        (EvalRDLExporter, {}),
-    ],
-    ids=["mlflow", "wandb", "evalrdl"],
-)
+def _reading_whole_runs() -> list[str]:
+    """Every built-in that reads the metrics, the config and the rollouts (from the registry)."""
+    return [
+        name for name in sorted(BUILTIN_EXPORTERS) if load_exporter(name).needs_metrics_and_config
+    ]
+
+
+@pytest.mark.parametrize("name", _reading_whole_runs())
 def test_a_dry_run_opens_each_file_of_the_run_once(
-    exporter: type[Exporter[Any]], options: dict[str, Any], sample_run: Any, tmp_path: Path
+    name: str, sample_run: Any, tmp_path: Path
 ) -> None:
     os.chdir(tmp_path)  # the embedded MLflow store and the W&B directory, for their checks
-    result, opens = _export(exporter(), sample_run, dry_run=True, **options)
+    exporter = load_exporter(name)()
+    result, opens = _export(exporter, sample_run, dry_run=True, **OPTIONS[name](tmp_path))
     assert result.status is ExportStatus.SUCCEEDED, result.message
     assert opens == _once(sample_run)
 

@@ -1,6 +1,10 @@
 """What the installed exporters declare, built-in and plugin alike: their SDK surfaces and
 the variables their SDKs read credentials from. Derived, never listed by hand, so a new
-exporter (or a plugin) is known everywhere these are used once it is installed."""
+exporter (or a plugin) is known everywhere these are used once it is installed.
+
+A built-in's surface is read off its worker body's ``SURFACE`` (``workers/<name>_worker.py``),
+which imports nothing heavy: the pytest plugin declares the ``--with_<sdk>_sdk`` switches at
+every pytest start without importing an exporter, unless a plugin exporter is installed."""
 
 from __future__ import annotations
 
@@ -8,7 +12,12 @@ from typing import Any
 
 from evalexport.contracts.surfaces import Surface
 
-__all__ = ["installed_surfaces", "installed_token_variables"]
+__all__ = [
+    "builtin_body",
+    "declared_surfaces",
+    "installed_surfaces",
+    "installed_token_variables",
+]
 
 
 def _exporters() -> list[type[Any]]:
@@ -29,6 +38,38 @@ def installed_surfaces() -> dict[str, Surface]:
     surfaces: dict[str, Surface] = {}
     for exporter in _exporters():
         surface = getattr(exporter, "sdk_contract", None)
+        if isinstance(surface, Surface):
+            surfaces.setdefault(surface.sdk, surface)
+    return dict(sorted(surfaces.items()))
+
+
+def builtin_body(name: str) -> str | None:
+    """The module of built-in exporter ``name``'s worker body, if it is isolated (by the rule
+    ``tests/test_adding_an_exporter.py`` holds: ``evalexport.workers.<name>_worker``)."""
+    import importlib.util
+
+    module = f"evalexport.workers.{name}_worker"
+    return module if importlib.util.find_spec(module) is not None else None
+
+
+def declared_surfaces() -> dict[str, Surface]:
+    """:func:`installed_surfaces`, built-ins read off their worker bodies' ``SURFACE`` (no
+    exporter imported) and plugins loaded: what the pytest plugin declares switches for."""
+    import importlib
+
+    from evalexport.exporters.registry import ExporterLoadError, exporter_entries
+
+    surfaces: dict[str, Surface] = {}
+    for entry in exporter_entries().values():
+        if entry.source == "built-in":
+            body = builtin_body(entry.name)
+            declared = getattr(importlib.import_module(body), "SURFACE", None) if body else None
+            surface = Surface.declared(declared) if declared else None
+        else:
+            try:
+                surface = getattr(entry.load(), "sdk_contract", None)
+            except ExporterLoadError:
+                continue
         if isinstance(surface, Surface):
             surfaces.setdefault(surface.sdk, surface)
     return dict(sorted(surfaces.items()))

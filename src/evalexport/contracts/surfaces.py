@@ -7,16 +7,18 @@ it reads (``IntakeRefused.stage``). The manifest records their attributes, so a 
 is drift like a renamed parameter.
 
 An isolated exporter declares its surface as ``sdk_contract = Surface(...)``, built-in or
-plugin alike; :func:`evalexport.contracts.installed.installed_surfaces` collects them from the
+plugin alike (a built-in's is written in its worker body, as ``SURFACE``, and read with
+:meth:`Surface.declared`); :func:`evalexport.contracts.installed.installed_surfaces` collects them from the
 installed exporters, so ``evalexport contract``, the pytest plugin's ``--with_<sdk>_sdk``
 switches and token isolation, and the startup tripwire know every SDK without a list to keep.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import final
+from typing import Any, final
 
 __all__ = ["Surface"]
 
@@ -45,6 +47,15 @@ class Surface:
     (default: run the marked tests against the real SDK)."""
     companions: tuple[str, ...] = ()
     """Requirements installed beside each release when it is verified (``sqlalchemy<2.1``)."""
+
+    @classmethod
+    def declared(cls, declaration: Mapping[str, Any]) -> Surface:
+        """The surface a worker body declares as plain data (its ``SURFACE``: the same fields,
+        lists as tuples), so that what the body calls is written beside the calls."""
+        fields = dict(declaration)
+        fields["paths"] = tuple(fields["paths"])
+        fields["companions"] = tuple(fields.get("companions", ()))
+        return cls(**fields)
 
     def manifest_directory(self, contracts: Path | None = None) -> Path:
         """``contracts/<sdk>`` when ``contracts`` is given, else where this surface keeps them."""

@@ -31,6 +31,7 @@ from evalexport.run import RunArtifacts, RunFileError
 
 if TYPE_CHECKING:
     from evalexport.exporters.prepared import PreparedRun
+from evalexport.workers import evalrdl_worker
 from evalexport.workers.evalrdl_worker import EvalRDLPayload
 
 __all__ = ["EvalRDLConfig", "EvalRDLExporter"]
@@ -100,22 +101,7 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig, EvalRDLPayload]):
     kind = "directory"
     worker_body = WORKER_BODIES / "evalrdl_worker.py"
     token_variables = TOKEN_VARIABLES
-    sdk_contract = Surface(
-        "evalrdl",
-        (
-            "evalrdl.Client",
-            "evalrdl.Client().uploads.upload",
-            "evalrdl.Upload",
-            "evalrdl.sdk.api.upload_plan",
-            "evalrdl.EvalRDLError",
-            "evalrdl.IntakeRefused",
-            "evalrdl.ClientTooOld",
-            "evalrdl.TokenNotFound",
-        ),
-        environment={"EVALRDL_TOKEN": "manifest-extraction-not-a-token"},
-        fake="fakes/evalrdl/src",
-        switch="runs against the real evalrdl SDK",
-    )
+    sdk_contract = Surface.declared(evalrdl_worker.SURFACE)
 
     def target(self, run: RunArtifacts, config: EvalRDLConfig) -> str:
         return f"EvalRDL {config.url}"

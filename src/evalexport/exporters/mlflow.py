@@ -40,6 +40,7 @@ from evalexport.exporters.prepared import PreparedRun, for_payload, prepare
 from evalexport.guard import FINGERPRINT_TAG
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
+from evalexport.workers import mlflow_worker
 from evalexport.workers.mlflow_worker import MlflowBatch, MlflowPayload
 from evalexport.workers.protocol import WorkerResult
 
@@ -139,28 +140,7 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
         "MLFLOW_TRACKING_USERNAME",
         "MLFLOW_TRACKING_PASSWORD",
     )
-    sdk_contract = Surface(
-        "mlflow",
-        (
-            "mlflow.tracking.MlflowClient",
-            "mlflow.tracking.MlflowClient.get_experiment_by_name",
-            "mlflow.tracking.MlflowClient.create_experiment",
-            "mlflow.tracking.MlflowClient.create_run",
-            "mlflow.tracking.MlflowClient.log_batch",
-            "mlflow.tracking.MlflowClient.log_artifact",
-            "mlflow.tracking.MlflowClient.set_terminated",
-            "mlflow.tracking.MlflowClient.search_runs",
-            "mlflow.entities.Experiment",
-            "mlflow.entities.Run",
-            "mlflow.entities.RunInfo",
-            "mlflow.entities.Metric",
-            "mlflow.entities.Param",
-            "mlflow.entities.RunTag",
-            "mlflow.exceptions.MlflowException",
-        ),
-        switch="runs another MLflow version of the matrix",
-        companions=("sqlalchemy<2.1",),  # MLflow 2.x clients break on SQLAlchemy 2.1
-    )
+    sdk_contract = Surface.declared(mlflow_worker.SURFACE)
 
     def target(self, run: RunArtifacts, config: MLflowConfig) -> str:
         return resolve_tracking_uri(config.mlflow_tracking_uri)  # plans and markers mask it

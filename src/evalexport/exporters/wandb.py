@@ -22,6 +22,7 @@ from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY
 from evalexport.guard import FINGERPRINT_SUMMARY_KEY
 from evalexport.results import DryRunPlan, PlannedFile
 from evalexport.run import RunArtifacts
+from evalexport.workers import wandb_worker
 from evalexport.workers.wandb_worker import WandbPayload
 
 __all__ = ["FINGERPRINT_KEY", "WandbConfig", "WandbExporter"]
@@ -64,19 +65,7 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
     kind = "tracking"
     worker_body = WORKER_BODIES / "wandb_worker.py"
     token_variables = ("WANDB_API_KEY",)
-    sdk_contract = Surface(
-        "wandb",
-        (
-            "wandb.init",
-            "wandb.Settings",
-            "wandb.Table",
-            "wandb.sdk.wandb_run.Run",
-            "wandb.sdk.wandb_run.Run.log",
-            "wandb.sdk.wandb_run.Run.finish",
-            "wandb.sdk.wandb_summary.Summary.update",
-        ),
-        switch="runs another wandb version of the matrix",
-    )
+    sdk_contract = Surface.declared(wandb_worker.SURFACE)
 
     def _offline_dir(self) -> Path:
         return Path(os.environ.get("WANDB_DIR") or Path.cwd()).absolute()

@@ -23,6 +23,7 @@ switch is on fails, never skips, when what it needs is missing: the switch asked
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,20 +31,21 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from evalexport.contracts.installed import installed_surfaces, installed_token_variables
 from evalexport.masking import is_secret_variable
-from evalexport.testing.factory import CanarySecrets, SampleRun, make_run
 
 if TYPE_CHECKING:
+    from evalexport.testing.factory import CanarySecrets, SampleRun
     from evalexport.testing.gym import GymOracle
 
 
 def switches() -> dict[str, tuple[str, str]]:
     """Marker name -> (command-line switch, what the marked tests need): the fixed ones, and
     ``--with_<sdk>_sdk`` for every SDK an installed exporter declares."""
+    from evalexport.contracts.installed import declared_surfaces
+
     sdks = {
         f"{sdk}_sdk": (f"--with_{sdk}_sdk", surface.switch_help)
-        for sdk, surface in installed_surfaces().items()
+        for sdk, surface in declared_surfaces().items()
     }
     return {
         "downloads": ("--with_downloads", "builds an environment from the package index"),
@@ -53,16 +55,18 @@ def switches() -> dict[str, tuple[str, str]]:
     }
 
 
+@functools.cache
 def token_variables() -> tuple[str, ...]:
     """Token variables always removed by the isolation, on top of every variable whose name is
-    secret: each installed exporter's ``token_variables``, and the model providers'."""
+    secret: each installed exporter's ``token_variables``, and the model providers'. Read
+    (loading the exporters) the first time an isolated test needs them."""
+    from evalexport.contracts.installed import installed_token_variables
+
     return tuple(dict.fromkeys((*installed_token_variables(), "HF_TOKEN", "OPENAI_API_KEY")))
 
 
 SWITCHES = switches()
 """The switches of the exporters installed when the plugin loaded."""
-TOKEN_VARIABLES = token_variables()
-"""The token variables of the exporters installed when the plugin loaded."""
 
 _STORE_VARIABLES = (
     "MLFLOW_TRACKING_URI",
@@ -173,7 +177,7 @@ def evalexport_isolation(
         monkeypatch.setenv(variable, str(path))
     for variable in list(os.environ):
         if (
-            variable in TOKEN_VARIABLES
+            variable in token_variables()
             or variable in _STORE_VARIABLES
             or is_secret_variable(variable)
         ):
@@ -187,8 +191,18 @@ def evalexport_isolation(
 
 
 @pytest.fixture
+def exporter_options() -> dict[str, Any]:
+    """The options :class:`~evalexport.testing.guarantees.ExporterGuarantees` exports with,
+    besides the rollouts file: ``{}`` here; a test module or conftest that needs some
+    overrides this fixture (``{"store_dir": str(tmp_path / "store")}``)."""
+    return {}
+
+
+@pytest.fixture
 def canaries() -> CanarySecrets:
     """Fresh canary secrets for one test."""
+    from evalexport.testing.factory import CanarySecrets
+
     return CanarySecrets()
 
 
@@ -199,6 +213,8 @@ def make_sample_run(tmp_path: Path, canaries: CanarySecrets) -> Callable[..., Sa
     Each call writes a run into ``tmp_path / name`` with this test's canary secrets planted
     in its config; knobs are those of :func:`evalexport.testing.factory.make_run`.
     """
+
+    from evalexport.testing.factory import make_run
 
     def factory(name: str = "run", **knobs: Any) -> SampleRun:
         knobs.setdefault("canaries", canaries)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Final, TypedDict
 
 from evalexport.workers.protocol import (
     FAILED,
@@ -33,6 +33,27 @@ class EvalRDLPayload(TypedDict):
     timeout: float
     url: str
 
+
+SURFACE: Final = {
+    "sdk": "evalrdl",
+    "paths": (
+        "evalrdl.Client",
+        "evalrdl.Client().uploads.upload",
+        "evalrdl.Upload",
+        "evalrdl.sdk.api.upload_plan",
+        "evalrdl.EvalRDLError",
+        "evalrdl.IntakeRefused",
+        "evalrdl.ClientTooOld",
+        "evalrdl.TokenNotFound",
+    ),
+    "environment": {"EVALRDL_TOKEN": "manifest-extraction-not-a-token"},
+    "fake": "fakes/evalrdl/src",
+    "switch": "runs against the real evalrdl SDK",
+}
+"""What this body calls and reads back of its SDK (``Surface.declared``: its exporter's
+``sdk_contract``): plain data, so the pytest plugin knows the SDK without importing the
+exporter. Keep it in step with the code below; the contract checks hold the fakes and the
+real releases to it."""
 
 WARM_UP = ("evalrdl", "evalrdl.sdk.api")
 """Imported by the runner before the payload arrives (while the parent reads the run)."""

@@ -8,7 +8,7 @@ scratch directory. The token, if any, reaches MLflow's REST client as MLFLOW_TRA
 from __future__ import annotations
 
 import time
-from typing import Any, TypedDict
+from typing import Any, Final, TypedDict
 
 from evalexport.workers.protocol import (
     FAILED,
@@ -16,6 +16,33 @@ from evalexport.workers.protocol import (
     WorkerResult,
     result,
 )
+
+SURFACE: Final = {
+    "sdk": "mlflow",
+    "paths": (
+        "mlflow.tracking.MlflowClient",
+        "mlflow.tracking.MlflowClient.get_experiment_by_name",
+        "mlflow.tracking.MlflowClient.create_experiment",
+        "mlflow.tracking.MlflowClient.create_run",
+        "mlflow.tracking.MlflowClient.log_batch",
+        "mlflow.tracking.MlflowClient.log_artifact",
+        "mlflow.tracking.MlflowClient.set_terminated",
+        "mlflow.tracking.MlflowClient.search_runs",
+        "mlflow.entities.Experiment",
+        "mlflow.entities.Run",
+        "mlflow.entities.RunInfo",
+        "mlflow.entities.Metric",
+        "mlflow.entities.Param",
+        "mlflow.entities.RunTag",
+        "mlflow.exceptions.MlflowException",
+    ),
+    "switch": "runs another MLflow version of the matrix",
+    "companions": ("sqlalchemy<2.1",),  # MLflow 2.x clients break on SQLAlchemy 2.1
+}
+"""What this body calls and reads back of its SDK (``Surface.declared``: its exporter's
+``sdk_contract``): plain data, so the pytest plugin knows the SDK without importing the
+exporter. Keep it in step with the code below; the contract checks hold the fakes and the
+real releases to it."""
 
 WARM_UP = ("mlflow.entities", "mlflow.tracking")
 """Imported by the runner before the payload arrives (while the parent reads the run)."""

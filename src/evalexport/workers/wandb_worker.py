@@ -10,7 +10,7 @@ import contextlib
 import json
 import shutil
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Final, TypedDict
 
 from evalexport.workers.protocol import (
     FAILED,
@@ -34,6 +34,24 @@ class WandbPayload(TypedDict):
     tags: list[str]
     rollouts_table: str | None
 
+
+SURFACE: Final = {
+    "sdk": "wandb",
+    "paths": (
+        "wandb.init",
+        "wandb.Settings",
+        "wandb.Table",
+        "wandb.sdk.wandb_run.Run",
+        "wandb.sdk.wandb_run.Run.log",
+        "wandb.sdk.wandb_run.Run.finish",
+        "wandb.sdk.wandb_summary.Summary.update",
+    ),
+    "switch": "runs another wandb version of the matrix",
+}
+"""What this body calls and reads back of its SDK (``Surface.declared``: its exporter's
+``sdk_contract``): plain data, so the pytest plugin knows the SDK without importing the
+exporter. Keep it in step with the code below; the contract checks hold the fakes and the
+real releases to it."""
 
 WARM_UP = ("wandb",)
 """Imported by the runner before the payload arrives (while the parent reads the run)."""

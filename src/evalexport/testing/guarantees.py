@@ -1,0 +1,355 @@
+"""The guarantees every exporter keeps, as a test suite an exporter's own tests inherit.
+
+A test class names an exporter and inherits every guarantee, as pandas extension arrays
+inherit ``pandas.tests.extension.base``::
+
+    from evalexport.testing.guarantees import ExporterGuarantees
+
+
+    class TestNotebook(ExporterGuarantees):
+        exporter_name = "notebook"
+
+
+    @pytest.fixture
+    def exporter_options(tmp_path):  # the options the exporter needs; {} by default
+        return {"store_dir": str(tmp_path / "store")}
+
+Each test runs the exporter through evalexport's one pipeline, in this process, on a sample
+run of the factory (:func:`evalexport.testing.factory.make_run`), isolated from the
+developer's own HOME, caches and tokens (``evalexport_isolation``). A broken guarantee fails
+with a message that names it:
+
+* **one pass**: each file of the run is opened at most once by an export, its dry run and a
+  rerun;
+* **dry run = export**: the dry run's verdict (would export, skip or fail, and its exit code)
+  is the export's, on a good run, a run with a broken line and a run exported already (but
+  a service's own "already stored" (``deduped``), which only an upload can ask);
+* **no secret leaves**: canary secrets planted in the run's saved config and in the
+  exporter's token variables are in no result, output, log record, written file or worker
+  payload;
+* **the run is untouched**: the run directory is unchanged but for the export marker;
+* **a stop signal ends it cleanly**: SIGTERM during the export is a failed result with exit
+  code 143, no marker, the run untouched, no process and no staging left, and a rerun exports;
+* **nothing twice**: a batch's rerun of a finished export skips it, or fails, but never
+  exports it a second time (a tracking or directory exporter skips it).
+
+evalexport's own built-in exporters are held by this same suite (``tests/test_guarantees.py``,
+one class per registered built-in).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from evalexport.interrupts import signals_raise
+from evalexport.testing.factory import SampleRun
+
+__all__ = ["ExporterGuarantees"]
+
+_counting: collections.Counter[str] | None = None
+
+
+def _count_opens(event: str, arguments: tuple[Any, ...]) -> None:
+    if _counting is not None and event == "open" and isinstance(arguments[0], str | bytes | Path):
+        _counting[os.path.abspath(os.fsdecode(arguments[0]))] += 1  # noqa: PTH100 (not resolved)
+
+
+_hooked = False
+
+
+@contextlib.contextmanager
+def _counted_opens() -> Iterator[collections.Counter[str]]:
+    """Every file this process opens meanwhile (an ``open`` audit hook, PEP 578: it sees
+    ``open()``, ``Path.open``, ``os.open`` and what libraries call)."""
+    global _counting, _hooked
+    if not _hooked:
+        sys.addaudithook(_count_opens)  # audit hooks stay for the process: it counts on demand
+        _hooked = True
+    _counting = collections.Counter()
+    try:
+        yield _counting
+    finally:
+        _counting = None
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Every file under ``root``: its path relative to it, and the hash of its bytes."""
+    found: dict[str, str] = {}
+    for path in sorted(root.rglob("*")) if root.exists() else []:
+        if path.is_file() and not path.is_symlink():
+            found[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def _children() -> set[int]:
+    """The live processes whose parent is this one (``/proc``, where there is one)."""
+    me = str(os.getpid())
+    found: set[int] = set()
+    for entry in Path("/proc").glob("[0-9]*") if Path("/proc").is_dir() else []:
+        with contextlib.suppress(OSError):
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if fields[1] == me and fields[0] != "Z":
+                found.add(int(entry.name))
+    return found
+
+
+class ExporterGuarantees:
+    """The guarantees of an exporter named by ``exporter_name``; see the module's text."""
+
+    exporter_name: ClassVar[str]
+    """The exporter under test, as ``evalexport list`` names it."""
+
+    # -- what a guarantee runs ------------------------------------------------------------------
+
+    @pytest.fixture(autouse=True)
+    def _isolated(self, evalexport_isolation: Path) -> Path:
+        """No guarantee touches the developer's HOME, caches, stores or tokens."""
+        return evalexport_isolation
+
+    @pytest.fixture
+    def guaranteed_run(self, make_sample_run: Callable[..., SampleRun]) -> SampleRun:
+        """The run each guarantee exports: one agent (ATIF takes one per file), canaries
+        planted in its saved config, which is saved masked, as evaluations save it."""
+        return make_sample_run("guaranteed", agents=("aime24_math_tool_agent",))
+
+    @pytest.fixture
+    def export(self, exporter_options: dict[str, Any]) -> Callable[..., Any]:
+        """``export(sample, dry_run=False, rerun=False, progress=None)``: the exporter, run
+        through the pipeline as a batch's rerun would when ``rerun``."""
+        from evalexport.pipeline import ExportRequest, run_export
+
+        def run(
+            sample: SampleRun,
+            *,
+            dry_run: bool = False,
+            rerun: bool = False,
+            progress: Callable[[int, int], None] | None = None,
+        ) -> Any:
+            options = {"rollouts_jsonl_fpath": str(sample.rollouts), **exporter_options}
+            request = ExportRequest(
+                self.exporter_name,
+                options,
+                dry_run=dry_run,
+                progress=progress,
+                skip_finished=rerun,
+            )
+            return run_export(request)
+
+        return run
+
+    def _broken(self, message: str) -> str:
+        return f"guarantee broken for exporter {self.exporter_name!r}: {message}"
+
+    # -- the guarantees ---------------------------------------------------------------------------
+
+    def test_guarantee_each_file_of_the_run_is_opened_once(
+        self, export: Callable[..., Any], guaranteed_run: SampleRun
+    ) -> None:
+        """One pass: the dry run, the export and a rerun each open every file of the run at most once."""
+        run = guaranteed_run.run
+        files = (run.rollouts, run.aggregate_metrics, run.saved_config)
+        for what, keywords in (("dry run", {"dry_run": True}), ("export", {}), ("rerun", {})):
+            with _counted_opens() as opens:
+                result = export(guaranteed_run, **keywords)
+            twice = {path.name: opens[str(path)] for path in files if opens[str(path)] > 1}
+            assert not twice, self._broken(
+                f"each file of the run is opened once, but its {what} ({result.status.value}: "
+                f"{result.message[:200]}) opened {twice}"
+            )
+
+    def test_guarantee_a_dry_run_tells_the_exports_verdict(
+        self,
+        export: Callable[..., Any],
+        make_sample_run: Callable[..., SampleRun],
+        guaranteed_run: SampleRun,
+    ) -> None:
+        """Dry run = export: on a good run, a broken one and one exported already, the dry run's
+        status, exit code and skip reason are the export's."""
+        broken = make_sample_run("broken", agents=("aime24_math_tool_agent",), malformed_lines=[2])
+        for label, sample in (("a good run", guaranteed_run), ("a broken line", broken)):
+            dry = export(sample, dry_run=True)
+            real = export(sample)
+            self._same_verdict(label, dry, real)
+        dry = export(guaranteed_run, dry_run=True)  # exported now: a rerun's verdict
+        rerun = export(guaranteed_run)
+        self._same_verdict("a run exported already", dry, rerun)
+
+    def _same_verdict(self, label: str, dry: Any, real: Any) -> None:
+        from evalexport.results import ExportStatus, SkipReason
+
+        if real.skip_reason is SkipReason.DEDUPED and dry.status is ExportStatus.SUCCEEDED:
+            return  # the service's own verdict: a dry run cannot ask it without uploading
+        verdict = (dry.status, dry.exit_code, dry.skip_reason)
+        assert verdict == (real.status, real.exit_code, real.skip_reason), self._broken(
+            f"a dry run tells the export's verdict, but on {label} the dry run said "
+            f"{dry.summary_line()!r} and the export {real.summary_line()!r}"
+        )
+
+    def test_guarantee_no_secret_leaves(
+        self,
+        export: Callable[..., Any],
+        make_sample_run: Callable[..., SampleRun],
+        evalexport_isolation: Path,
+        caplog: pytest.LogCaptureFixture,
+        capfd: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path,
+    ) -> None:
+        """No canary planted in the saved config or the token variables is in a result, an
+        output, a log record, a file written outside the run or a worker payload."""
+        from evalexport.exporters.registry import load_exporter
+
+        # A hand-written saved config that was never masked: every export masks it again.
+        sample = make_sample_run(
+            "unmasked", agents=("aime24_math_tool_agent",), mask_saved_config=False
+        )
+        canaries = list(sample.canaries.all)
+        for index, variable in enumerate(
+            getattr(load_exporter(self.exporter_name), "token_variables", ())
+        ):
+            canary = f"canary-token-{index}-{sample.canaries.suffix}"
+            monkeypatch.setenv(variable, canary)
+            canaries.append(canary)
+        payloads = _recorded_payloads(monkeypatch)
+        texts: list[str] = []
+        with caplog.at_level(logging.DEBUG):
+            for keywords in ({"dry_run": True}, {}, {"rerun": True}):
+                texts.append(export(sample, **keywords).model_dump_json())
+        captured = capfd.readouterr()
+        texts += [captured.out, captured.err, caplog.text, json.dumps(payloads, default=str)]
+        leaks = [f"output {i}" for i, text in enumerate(texts) for c in canaries if c in text]
+        for root in {tmp_path, evalexport_isolation}:
+            for path in sorted(root.rglob("*")):
+                if sample.run.run_dir in path.parents or not path.is_file() or path.is_symlink():
+                    continue  # the run itself holds the canaries: it is where they were planted
+                if path.suffix in (".pyc", ".so") or "site-packages" in path.parts:
+                    continue
+                data = path.read_bytes()
+                leaks += [f"{path}" for c in canaries if c.encode() in data]
+        assert not leaks, self._broken(f"no secret leaves, but a canary was found in {leaks}")
+
+    def test_guarantee_the_run_directory_is_unchanged_but_for_the_marker(
+        self, export: Callable[..., Any], guaranteed_run: SampleRun
+    ) -> None:
+        """The dry run, the export and a rerun change no file of the run and add none but the
+        marker."""
+        before = _tree(guaranteed_run.run.run_dir)
+        for keywords in ({"dry_run": True}, {}, {"rerun": True}):
+            export(guaranteed_run, **keywords)
+        after = _tree(guaranteed_run.run.run_dir)
+        marker = guaranteed_run.run.export_marker(self.exporter_name).name
+        changed = sorted(name for name in before if after.get(name) != before[name])
+        added = sorted(set(after) - set(before) - {marker})
+        assert (changed, added) == ([], []), self._broken(
+            f"the run directory is unchanged but for the marker, but the export changed "
+            f"{changed} and added {added}"
+        )
+
+    def test_guarantee_a_stop_signal_ends_it_cleanly(
+        self,
+        export: Callable[..., Any],
+        guaranteed_run: SampleRun,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """SIGTERM once the run is read (or at the first progress report) fails the export with
+        exit code 143, leaving the run as it was, no staging and no process; a rerun exports."""
+        from evalexport.exporters.registry import load_exporter
+        from evalexport.results import ExitCode, ExportStatus
+
+        exporter_class = load_exporter(self.exporter_name)
+        run_before = _tree(guaranteed_run.run.run_dir)
+        around = {p for p in tmp_path.iterdir()}
+        children = _children()
+        sent = threading.Event()
+
+        def stop(*_: Any) -> None:
+            if not sent.is_set():
+                sent.set()
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        read = exporter_class.check_inputs
+
+        def read_then_stop(exporter: Any, run: Any, config: Any) -> Any:
+            prepared = read(exporter, run, config)
+            if not config.dry_run:
+                stop()  # the export has read the run and is about to deliver it
+            return prepared
+
+        monkeypatch.setattr(exporter_class, "check_inputs", read_then_stop)
+        with signals_raise():
+            result = export(guaranteed_run, progress=stop)
+        assert sent.is_set()
+        assert (result.status, result.exit_code) == (
+            ExportStatus.FAILED,
+            ExitCode.TERMINATED,
+        ), self._broken(
+            f"a stop signal ends the export as a failure with exit code 143, but it ended "
+            f"{result.summary_line()!r} (exit code {int(result.exit_code)})"
+        )
+        left = _tree(guaranteed_run.run.run_dir)
+        assert left == run_before, self._broken(
+            "a stop signal leaves the run directory as it was (no marker), but it changed: "
+            f"{sorted(set(left) ^ set(run_before))}"
+        )
+        stray = sorted(str(p) for p in set(tmp_path.iterdir()) - around if p.name.startswith("."))
+        assert not stray, self._broken(f"a stop signal leaves no staging behind, but left {stray}")
+        orphans = _children() - children
+        assert not orphans, self._broken(
+            f"a stop signal leaves no process behind, but processes {sorted(orphans)} live on"
+        )
+        monkeypatch.setattr(exporter_class, "check_inputs", read)
+        again = export(guaranteed_run)
+        assert again.status is ExportStatus.SUCCEEDED, self._broken(
+            f"after a stop signal a rerun exports, but it ended {again.summary_line()!r}"
+        )
+
+    def test_guarantee_a_rerun_never_exports_the_run_twice(
+        self, export: Callable[..., Any], guaranteed_run: SampleRun
+    ) -> None:
+        """A batch's rerun of a finished export skips it or fails, never succeeds a second time;
+        a tracking or directory exporter skips it."""
+        from evalexport.exporters.registry import load_exporter
+        from evalexport.results import ExportStatus
+
+        first = export(guaranteed_run)
+        assert first.status is ExportStatus.SUCCEEDED, self._broken(
+            f"a good run exports, but it ended {first.summary_line()!r}"
+        )
+        rerun = export(guaranteed_run, rerun=True)
+        assert rerun.status is not ExportStatus.SUCCEEDED, self._broken(
+            f"a rerun never exports the run twice, but it said {rerun.summary_line()!r}"
+        )
+        if load_exporter(self.exporter_name).kind in ("tracking", "directory"):
+            assert rerun.status is ExportStatus.SKIPPED, self._broken(
+                "a tracking or directory exporter's rerun skips what it exported, but it "
+                f"ended {rerun.summary_line()!r}"
+            )
+
+
+def _recorded_payloads(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every payload an isolated exporter hands its worker, recorded as it is sent."""
+    from evalexport.isolation import launcher
+
+    payloads: list[Any] = []
+    send = launcher.StartedWorker.run
+
+    def recorded(worker: Any, payload: Any, *arguments: Any, **keywords: Any) -> Any:
+        payloads.append(payload)
+        return send(worker, payload, *arguments, **keywords)
+
+    monkeypatch.setattr(launcher.StartedWorker, "run", recorded)
+    return payloads

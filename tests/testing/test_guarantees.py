@@ -1,0 +1,144 @@
+"""The public guarantee suite holds a plugin written from docs/plugins.md, and catches a plugin
+that breaks a guarantee, with a message naming the guarantee it broke."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+GUIDES = Path(__file__).resolve().parents[1] / "support" / "plugin_guides"
+
+SUITE = textwrap.dedent(
+    """
+    import pytest
+
+    from evalexport.testing.guarantees import ExporterGuarantees
+
+
+    class TestPlugin(ExporterGuarantees):
+        exporter_name = "{name}"
+
+
+    @pytest.fixture
+    def exporter_options(tmp_path):
+        return {{"store_dir": str(tmp_path / "store")}}
+    """
+)
+
+BAD_PLUGINS = """
+import json
+import uuid
+
+from pydantic import Field
+from pathlib import Path
+
+from evalexport import ExportResult
+from evalexport.exporters import Exporter, ExporterConfig, prepare
+
+
+class StoreConfig(ExporterConfig):
+    store_dir: Path = Field(description="Where runs are recorded.")
+
+
+class _Base(Exporter[StoreConfig]):
+    Config = StoreConfig
+    kind = "tracking"
+
+    def target(self, run, config):
+        return str(config.store_dir)
+
+    def check_inputs(self, run, config):
+        return prepare(run)
+
+    def _record(self, run, config, record):
+        run_id = uuid.uuid4().hex
+        config.store_dir.mkdir(parents=True, exist_ok=True)
+        (config.store_dir / f"{run_id}.json").write_text(json.dumps(record))
+        return ExportResult.succeeded(self.name, str(run.run_dir), "recorded", run_id=run_id)
+
+
+class ReadsTwice(_Base):
+    name = "readstwice"
+    summary = "Reads the rollouts again."
+
+    def _export(self, run, config, *, fingerprint, prepared=None):
+        rows = sum(1 for _ in run.iter_rollouts())
+        return self._record(run, config, {"rows": rows})
+
+
+class WritesIntoTheRun(_Base):
+    name = "writesintherun"
+    summary = "Writes a note into the run directory."
+
+    def _export(self, run, config, *, fingerprint, prepared=None):
+        (run.run_dir / "exported.txt").write_text("done")
+        return self._record(run, config, {})
+
+
+class LeaksASecret(_Base):
+    name = "leaks"
+    summary = "Sends the saved config as it is on disk."
+
+    def _export(self, run, config, *, fingerprint, prepared=None):
+        return self._record(run, config, {"config": run.saved_config.read_text()})
+"""
+
+
+@pytest.fixture
+def plugin_path(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A site with the bad plugins, installed by entry point for the inner pytest run."""
+    site = pytester.path / "site"
+    dist = site / "bad_plugins-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (site / "bad_plugins.py").write_text(BAD_PLUGINS)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: bad-plugins\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(
+        "[evalexport.exporters]\n"
+        "readstwice = bad_plugins:ReadsTwice\n"
+        "writesintherun = bad_plugins:WritesIntoTheRun\n"
+        "leaks = bad_plugins:LeaksASecret\n"
+    )
+    path = os.pathsep.join([str(site), str(GUIDES / "api3"), os.environ.get("PYTHONPATH", "")])
+    monkeypatch.setenv("PYTHONPATH", path)
+    return site
+
+
+def _run_suite(pytester: pytest.Pytester, name: str) -> pytest.RunResult:
+    pytester.makepyfile(**{f"test_{name}": SUITE.format(name=name)})
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", f"test_{name}.py")
+
+
+@pytest.mark.usefixtures("plugin_path")
+def test_the_guides_plugin_keeps_every_guarantee(pytester: pytest.Pytester) -> None:
+    result = _run_suite(pytester, "notebook")
+    result.assert_outcomes(passed=6)
+
+
+@pytest.mark.usefixtures("plugin_path")
+@pytest.mark.parametrize(
+    ("plugin", "broken", "said"),
+    [
+        (
+            "readstwice",
+            "test_guarantee_each_file_of_the_run_is_opened_once",
+            "each file of the run is opened once, but its export",
+        ),
+        (
+            "writesintherun",
+            "test_guarantee_the_run_directory_is_unchanged_but_for_the_marker",
+            "the run directory is unchanged but for the marker, but the export changed [] and "
+            "added ['exported.txt']",
+        ),
+        ("leaks", "test_guarantee_no_secret_leaves", "no secret leaves, but a canary was found"),
+    ],
+)
+def test_a_plugin_that_breaks_a_guarantee_fails_it_by_name(
+    pytester: pytest.Pytester, plugin: str, broken: str, said: str
+) -> None:
+    result = _run_suite(pytester, plugin)
+    failed = [line for line in result.outlines if line.startswith("FAILED")]
+    assert any(broken in line for line in failed), result.stdout.str()
+    assert f"guarantee broken for exporter {plugin!r}: {said}" in result.stdout.str()
