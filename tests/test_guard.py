@@ -36,9 +36,9 @@ def test_a_success_writes_a_marker_with_the_fingerprint_and_tags_the_remote_run(
 ) -> None:
     result = _export(sample_run, tmp_path / "store")
     assert result.status is ExportStatus.SUCCEEDED
-    marker = guard.ExportMarker.model_validate_json(
+    (marker,) = guard.MarkerFile.model_validate_json(
         sample_run.run.export_marker("recording").read_text()
-    )
+    ).exports
     fingerprint = guard.run_fingerprint(sample_run.run)
     assert marker.fingerprint == fingerprint
     assert marker.remote_run_id == result.run_id
@@ -177,3 +177,52 @@ def test_the_guard_object_checks_marks_and_tells_an_earlier_export(sample_run) -
     path.write_text("{not json")
     assert "Cannot read the export marker" in (export_guard.unexportable_reason() or "")
     assert isinstance(export_guard.earlier_export(), guard.UnreadableMarker)
+
+
+def test_a_run_exported_to_one_target_still_goes_to_another_and_skips_each_once(
+    sample_run, tmp_path
+) -> None:
+    local, team = tmp_path / "local", tmp_path / "team"
+    first = _export(sample_run, local)
+    assert first.status is ExportStatus.SUCCEEDED
+    there = _export(sample_run, team)
+    assert there.status is ExportStatus.SUCCEEDED, there.message  # not "already exported"
+    assert (len(_recorded(local)), len(_recorded(team))) == (1, 1)
+    for store, result in ((local, first), (team, there)):
+        again = _export(sample_run, store)
+        assert again.status is ExportStatus.SKIPPED
+        assert f"was exported to {store} as run {result.run_id}" in again.message
+    marker = guard.MarkerFile.model_validate_json(
+        sample_run.run.export_marker("recording").read_text()
+    )
+    assert [record.target for record in marker.exports] == [str(local), str(team)]
+
+
+def test_a_marker_of_one_record_written_before_targets_were_kept_apart_is_read(
+    sample_run, tmp_path
+) -> None:
+    store = tmp_path / "store"
+    fingerprint = guard.run_fingerprint(sample_run.run)
+    old = {
+        "exporter": "recording",
+        "target": str(store),
+        "remote_run_id": "old-run",
+        "exported_at": "2026-08-26T10:00:00+00:00",
+        "fingerprint": fingerprint,
+    }
+    sample_run.run.export_marker("recording").write_text(json.dumps(old))
+    skipped = _export(sample_run, store)
+    assert (skipped.status, skipped.run_id) == (ExportStatus.SKIPPED, "old-run")
+    elsewhere = _export(sample_run, tmp_path / "elsewhere")
+    assert elsewhere.status is ExportStatus.SUCCEEDED
+    records = json.loads(sample_run.run.export_marker("recording").read_text())["exports"]
+    assert [record["remote_run_id"] for record in records] == ["old-run", elsewhere.run_id]
+
+
+def test_a_marker_that_is_a_fifo_is_refused_without_waiting_on_it(sample_run, tmp_path) -> None:
+    import os
+
+    os.mkfifo(sample_run.run.export_marker("recording"))
+    result = _export(sample_run, tmp_path / "store")
+    assert result.status is ExportStatus.FAILED
+    assert "it is not a regular file" in result.message

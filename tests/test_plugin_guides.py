@@ -65,7 +65,7 @@ def test_a_plugin_of_api_1_exports_and_is_told_the_new_forms(name, sample_run, t
     assert len(list(store.glob("*.json"))) == 1
     assert "target(self, run, config)" in completed.stderr  # the deprecation names the new form
     if name == "auditlog":  # a tracking exporter: guarded, its run id in the marker
-        marker = json.loads(sample_run.run.export_marker(name).read_text())
+        (marker,) = json.loads(sample_run.run.export_marker(name).read_text())["exports"]
         assert result["run_id"] == marker["remote_run_id"]
         assert "ExportResult.succeeded(..., run_id=...)" in completed.stderr
         (recorded,) = [json.loads(path.read_text()) for path in store.glob("*.json")]

@@ -1,8 +1,11 @@
 """The already-exported guard (SPEC §3.3).
 
-A tracking exporter writes ``<stem>_<exporter>_export_done`` after a complete success. The
-marker carries a fingerprint of the run's files, so a later export can tell "nothing changed,
-skip" from "the run changed since, refuse": never a silent skip, never a silent duplicate.
+A tracking exporter writes ``<stem>_<exporter>_export_done`` after a complete success: one
+record per target the run went to (an MLflow store, a server, a W&B project), so a run tried on
+a local store first still reaches the team's server. Each record carries a fingerprint of the
+run's files, so a later export to that target can tell "nothing changed, skip" from "the run
+changed since, refuse": never a silent skip, never a silent duplicate. Deleting the marker
+exports the run again, to any target.
 """
 
 from __future__ import annotations
@@ -10,11 +13,12 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, final
+from typing import Any, Final, final
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from evalexport._files import write_text_atomically
 from evalexport.locks import named_lock
@@ -29,6 +33,7 @@ __all__ = [
     "ExportGuard",
     "ExportMarker",
     "GuardState",
+    "MarkerFile",
     "NotExported",
     "UnreadableMarker",
     "compare",
@@ -38,6 +43,7 @@ __all__ = [
     "guard_state",
     "read_marker",
     "run_fingerprint",
+    "target_key",
     "unwritable_marker_reason",
     "write_marker",
 ]
@@ -50,7 +56,7 @@ FINGERPRINT_SUMMARY_KEY: Final = "evalexport/fingerprint"
 
 
 class ExportMarker(BaseModel):
-    """The content of ``<stem>_<exporter>_export_done``."""
+    """One export of the run to one target: a record of ``<stem>_<exporter>_export_done``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -70,7 +76,7 @@ class ExportMarker(BaseModel):
 
     @classmethod
     def now(cls, exporter: str, target: str, remote_run_id: str, fingerprint: str) -> ExportMarker:
-        """A marker of an export that succeeded now, its target scrubbed of credentials."""
+        """A record of an export that succeeded now, its target scrubbed of credentials."""
         exported_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         return cls(
             exporter=exporter,
@@ -80,11 +86,51 @@ class ExportMarker(BaseModel):
             fingerprint=fingerprint,
         )
 
+    def is_for(self, target: str) -> bool:
+        """Whether this record is of an export to ``target`` (as :meth:`target_key` knows it)."""
+        return target_key(self.target) == target_key(target)
+
+
+class MarkerFile(BaseModel):
+    """The content of ``<stem>_<exporter>_export_done``: one record per target the run was
+    exported to. A marker written before targets were kept apart (one record at the top
+    level) is read as a file of that one record."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    exporter: str
+    exports: list[ExportMarker]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_record_of_old(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "exports" not in data and "target" in data:
+            return {"exporter": data.get("exporter"), "exports": [data]}
+        return data
+
+    def record_for(self, target: str) -> ExportMarker | None:
+        """The record of the export to ``target``, if the run went there."""
+        return next((record for record in self.exports if record.is_for(target)), None)
+
+    def with_record(self, record: ExportMarker) -> MarkerFile:
+        """This file with ``record`` in place of the one for its target (kept last)."""
+        others = [kept for kept in self.exports if not kept.is_for(record.target)]
+        return self.model_copy(update={"exports": [*others, record]})
+
+
+def target_key(target: str) -> str:
+    """A target as the guard compares it: scrubbed of credentials (as the marker keeps it),
+    without a URL's trailing slash."""
+    from evalexport.masking import scrub_text
+
+    key = scrub_text(target)
+    return key.rstrip("/") if "://" in key else key
+
 
 @final
 @dataclass(frozen=True)
 class NotExported:
-    """No marker: the run was not exported to this exporter."""
+    """No record of an export to this target: the run was not exported there."""
 
     fingerprint: str | None
     """The run's fingerprint, if the caller computed it (under the export lock)."""
@@ -93,7 +139,7 @@ class NotExported:
 @final
 @dataclass(frozen=True)
 class AlreadyExported:
-    """A marker whose fingerprint is the run's: the export is skipped."""
+    """A record for this target whose fingerprint is the run's: the export is skipped."""
 
     marker: ExportMarker
     marker_path: Path
@@ -102,7 +148,8 @@ class AlreadyExported:
 @final
 @dataclass(frozen=True)
 class ChangedSinceExport:
-    """A marker whose fingerprint is not the run's: the run changed since, and is refused."""
+    """A record for this target whose fingerprint is not the run's: the run changed since,
+    and is refused."""
 
     marker: ExportMarker
     marker_path: Path
@@ -137,38 +184,57 @@ class UnreadableMarker:
 
 GuardState = NotExported | AlreadyExported | ChangedSinceExport | UnreadableMarker
 
+MAX_MARKER_BYTES: Final = 1 << 20
+"""The largest export marker read (a marker of a thousand targets is a tenth of it)."""
 
-def read_marker(run: RunArtifacts, exporter: str) -> ExportMarker | UnreadableMarker | None:
+
+def read_marker(run: RunArtifacts, exporter: str) -> MarkerFile | UnreadableMarker | None:
     """The export marker of ``run`` for ``exporter``, without reading the run: ``None`` when
-    there is none."""
+    there is none. Only a regular file of at most :data:`MAX_MARKER_BYTES` is read: a marker
+    that is a FIFO or a device is refused, never waited on."""
     marker_path = run.export_marker(exporter)
     try:
-        text = marker_path.read_text(encoding="utf-8")
+        descriptor = os.open(marker_path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as error:
-        return UnreadableMarker(marker_path, str(error))
+    except OSError as error:
+        return UnreadableMarker(marker_path, error.strerror or str(error))
+    with os.fdopen(descriptor, "rb") as handle:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            return UnreadableMarker(marker_path, "it is not a regular file")
+        if status.st_size > MAX_MARKER_BYTES:
+            return UnreadableMarker(
+                marker_path, f"{status.st_size} bytes, more than a marker's {MAX_MARKER_BYTES}"
+            )
+        data = handle.read(MAX_MARKER_BYTES + 1)
     try:
-        return ExportMarker.model_validate_json(text)
+        return MarkerFile.model_validate_json(data)
     except ValidationError as error:
         return UnreadableMarker(marker_path, f"not a valid marker: {error.error_count()} errors")
 
 
-def guard_state(run: RunArtifacts, exporter: str, fingerprint: str | None = None) -> GuardState:
-    """Whether ``run`` was exported to ``exporter``, and whether its files changed since.
+def guard_state(
+    run: RunArtifacts, exporter: str, fingerprint: str | None = None, target: str | None = None
+) -> GuardState:
+    """Whether ``run`` was exported to ``target`` by ``exporter`` (to any target when
+    ``target`` is ``None``: the latest record), and whether its files changed since.
 
     ``fingerprint`` is the run's as the caller computed it: an export computes it once, under
     the export lock, so that its marker and its remote run's tag name the same bytes. Without
-    it, the run is read only if a marker is there to compare with.
+    it, the run is read only if a record is there to compare with.
     """
     marker = read_marker(run, exporter)
-    if marker is None:
-        return NotExported(fingerprint)
     if isinstance(marker, UnreadableMarker):
         return marker
+    record = None
+    if marker is not None:
+        record = marker.record_for(target) if target is not None else marker.exports[-1]
+    if record is None:
+        return NotExported(fingerprint)
     if fingerprint is None:
         fingerprint = run_fingerprint(run)
-    return compare(marker, run.export_marker(exporter), fingerprint)
+    return compare(record, run.export_marker(exporter), fingerprint)
 
 
 def compare(
@@ -202,9 +268,15 @@ def _read_only_mount(directory: Path) -> bool:
 
 
 def write_marker(run: RunArtifacts, marker: ExportMarker) -> Path:
-    """Write the marker atomically; call it only after a complete success."""
+    """Add ``marker`` to the run's marker file for its exporter (in place of the record of
+    the same target), atomically; call it only after a complete success, under the export
+    lock."""
     path = run.export_marker(marker.exporter)
-    write_text_atomically(path, marker.model_dump_json(indent=2) + "\n")
+    kept = read_marker(run, marker.exporter)
+    file = (
+        kept if isinstance(kept, MarkerFile) else MarkerFile(exporter=marker.exporter, exports=[])
+    )
+    write_text_atomically(path, file.with_record(marker).model_dump_json(indent=2) + "\n")
     return path
 
 
@@ -225,17 +297,20 @@ def export_lock(run: RunArtifacts, exporter: str) -> contextlib.AbstractContextM
 @final
 @dataclass(frozen=True)
 class ExportGuard:
-    """The already-exported guard of one run for one exporter, as one object: the check made
-    before anything is read, the lock, the verdict on an earlier export, and the marker.
+    """The already-exported guard of one run, for one exporter and one target, as one object:
+    the check made before anything is read, the lock, the verdict on an earlier export to the
+    target, and the marker's record of it.
 
     A tracking export goes ``unexportable_reason()`` → ``with locked():`` →
     ``earlier_export()`` (skip or refuse) → read the run and export, fingerprinting the bytes
-    read → ``mark(...)``. The exporter template (:class:`~evalexport.exporters.base.Exporter`)
-    does this; an exporter only declares ``kind = "tracking"``.
+    read → ``mark(...)``. The pipeline does this; an exporter only declares
+    ``kind = "tracking"``. ``target`` is ``None`` only for a caller that asks about the latest
+    export to any target.
     """
 
     run: RunArtifacts
     exporter: str
+    target: str | None = None
 
     @property
     def marker_path(self) -> Path:
@@ -243,12 +318,12 @@ class ExportGuard:
         return self.run.export_marker(self.exporter)
 
     def unexportable_reason(self) -> str | None:
-        """Why the export must not start, read off the marker alone: it cannot be read, or
-        there is none and none could be written after the export."""
+        """Why the export must not start, read off the marker alone: it cannot be read, or it
+        has no record of this target and none could be written after the export."""
         marker = read_marker(self.run, self.exporter)
         if isinstance(marker, UnreadableMarker):
             return marker.message()
-        if marker is None:
+        if marker is None or self._record(marker) is None:
             return unwritable_marker_reason(self.run, self.exporter)
         return None
 
@@ -257,19 +332,28 @@ class ExportGuard:
         return export_lock(self.run, self.exporter)
 
     def earlier_export(self) -> AlreadyExported | ChangedSinceExport | UnreadableMarker | None:
-        """What a marker says, under the lock and before the run is read for an export:
-        ``None`` when there is no marker. With one, the run is read once, only to compare."""
+        """What the marker says of this target, under the lock and before the run is read for
+        an export: ``None`` when it has no record of it. With one, the run is read once, only
+        to compare."""
         marker = read_marker(self.run, self.exporter)
         if marker is None or isinstance(marker, UnreadableMarker):
             return marker
-        return compare(marker, self.marker_path, run_fingerprint(self.run))
+        record = self._record(marker)
+        if record is None:
+            return None
+        return compare(record, self.marker_path, run_fingerprint(self.run))
 
     def state(self, fingerprint: str | None = None) -> GuardState:
-        """:func:`guard_state` of the run as it was read (``fingerprint``): for a dry run."""
-        return guard_state(self.run, self.exporter, fingerprint)
+        """:func:`guard_state` of the run as it was read (``fingerprint``)."""
+        return guard_state(self.run, self.exporter, fingerprint, self.target)
 
     def mark(self, target: str, remote_run_id: str, fingerprint: str) -> Path:
-        """Write the marker of a complete success, atomically."""
+        """Record a complete success of the export to ``target``, atomically."""
         return write_marker(
             self.run, ExportMarker.now(self.exporter, target, remote_run_id, fingerprint)
         )
+
+    def _record(self, marker: MarkerFile) -> ExportMarker | None:
+        if self.target is None:
+            return marker.exports[-1] if marker.exports else None
+        return marker.record_for(self.target)

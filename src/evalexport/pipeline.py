@@ -54,9 +54,11 @@ __all__ = [
 
 logger = logging.getLogger("evalexport")
 
-Delivery = Callable[[Any, "str | None"], ExportResult]
+Delivery = Callable[[Any, "str | None"], "ExportResult | None"]
 """Delivers what the run's read prepared, with the run's fingerprint (``None`` unless the
-export is guarded): the deliver stage of an exporter's template."""
+export is guarded): the deliver stage of an exporter's template. For a dry run it asks the
+target, without changing it, what the export would find there, or returns ``None`` when it
+cannot ask (an in-process exporter, an environment not built)."""
 
 
 @final
@@ -164,7 +166,8 @@ def prerequisite_failure(
     if reason is None and exporter.kind == "directory":
         reason = run.shared_directory_reason()
     if reason is None and exporter.kind == "tracking":
-        reason = guard.ExportGuard(run, exporter.name).unexportable_reason()
+        target = exporter.target(run, config)
+        reason = guard.ExportGuard(run, exporter.name, target).unexportable_reason()
     if reason is None:
         reason = exporter.unexportable_reason(run, config)
     return reason
@@ -178,7 +181,11 @@ def _export(
         return _as_dry_run(finished) if dry_run else finished
     if reason := prerequisite_failure(exporter, run, config):
         return _failed(exporter, run, reason)
-    export_guard = guard.ExportGuard(run, exporter.name) if exporter.kind == "tracking" else None
+    export_guard = (
+        guard.ExportGuard(run, exporter.name, exporter.target(run, config))
+        if exporter.kind == "tracking"
+        else None
+    )
     locked = export_guard.locked() if export_guard and not dry_run else contextlib.nullcontext()
     with locked:
         if export_guard is not None:
@@ -195,8 +202,6 @@ def _export(
                 if isinstance(prepared, PreparedRun):
                     for warning in prepared.warnings():
                         logger.warning("%s", warning)
-                if dry_run:
-                    return _described(exporter, run, config, prepared)
                 fingerprint = None
                 if export_guard is not None:
                     # The bytes read, under the lock: the marker and the remote run's tag
@@ -206,7 +211,12 @@ def _export(
                         if isinstance(prepared, PreparedRun)
                         else run_fingerprint(run)
                     )
-                result = deliver(prepared, fingerprint)
+                if dry_run:
+                    answer = deliver(prepared, fingerprint)
+                    return _described(exporter, run, config, prepared, answer)
+                delivered = deliver(prepared, fingerprint)
+                assert delivered is not None, "an export's delivery always has a result"
+                result = delivered
             finally:
                 discard = getattr(prepared, "discard", None)
                 if callable(discard):
@@ -226,13 +236,48 @@ def _export(
 
 
 def _described(
-    exporter: Exporter[Any, Any], run: RunArtifacts, config: Any, prepared: Any
+    exporter: Exporter[Any, Any],
+    run: RunArtifacts,
+    config: Any,
+    prepared: Any,
+    answer: ExportResult | None,
 ) -> ExportResult:
-    """Stage 6 of a dry run: the plan, in the backend's words."""
+    """Stage 6 of a dry run: the target's answer, if it was asked (a failure or a skip is the
+    verdict), and the plan, in the backend's words."""
+    if answer is not None and answer.status is ExportStatus.FAILED:
+        return answer.model_copy(
+            update={
+                "message": f"dry run: the export would fail: {answer.message}",
+                "details": {**answer.details, "dry_run": True},
+            }
+        )
+    if answer is not None and answer.status is ExportStatus.SKIPPED:
+        return _as_dry_run(answer)
     plan = call_hook(exporter.dry_run_plan, run, config, prepared=prepared)
     said = plan.summary or f"{run.rollouts.name} would be exported to {plan.target}"
+    found: dict[str, Any] = {}
+    if answer is not None:
+        kept = ("existing_run_ids", "target_not_asked")
+        found = {key: answer.details[key] for key in kept if key in answer.details}
+        if found.get("existing_run_ids"):
+            runs = ", ".join(found["existing_run_ids"])
+            said += (
+                f"; the target already holds run {runs} of this run's data, so the export "
+                "would add a second copy (+skip_existing=true skips instead)"
+            )
+        if "target_not_asked" in found:
+            said += (
+                "; the target was not asked whether it holds this run's data already "
+                f"({found['target_not_asked']})"
+            )
     return ExportResult.succeeded(
-        exporter.name, str(run.run_dir), f"dry run: {said}", plan=plan, dry_run=True, **plan.counts
+        exporter.name,
+        str(run.run_dir),
+        f"dry run: {said}",
+        plan=plan,
+        dry_run=True,
+        **found,
+        **plan.counts,
     )
 
 

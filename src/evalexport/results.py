@@ -41,6 +41,9 @@ class SkipReason(enum.StrEnum):
     """The export marker, or the exporter's own output, says this run went there already."""
     DEDUPED = "deduped"
     """The service already holds this content (EvalRDL) and stored nothing new."""
+    FOUND_AT_TARGET = "found at target"
+    """The target already holds a run of this run's data (its fingerprint), and
+    ``+skip_existing`` asked to skip rather than export a second copy."""
 
 
 class PlannedFile(BaseModel):

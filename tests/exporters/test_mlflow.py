@@ -295,3 +295,97 @@ def test_the_worker_reports_its_progress_to_the_end(mlflow_server, sample_run) -
     assert seen[0][0] == 0
     assert seen[-1][0] == seen[-1][1] > 2
     assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+
+
+def _copy_without_marker(sample, destination: Path):
+    """A copy of the run directory as a user makes one: every file but the export markers."""
+    import shutil
+
+    from evalexport.run import RunArtifacts
+
+    shutil.copytree(sample.run.run_dir, destination, ignore=shutil.ignore_patterns("*_export_done"))
+    return RunArtifacts.from_rollouts_path(destination / sample.rollouts.name)
+
+
+def test_a_run_tried_on_the_local_store_first_still_reaches_the_server(
+    mlflow_server, mlflow_python, sample_run, tmp_path
+) -> None:
+    local = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    options = {"mlflow_experiment_name": "local-then-team"}
+    assert _export(sample_run, mlflow_tracking_uri=local, **options).status is (
+        ExportStatus.SUCCEEDED
+    )
+    team = _export(sample_run, mlflow_tracking_uri=mlflow_server.url, **options)
+    assert team.status is ExportStatus.SUCCEEDED, team.message
+    assert len(read_runs(mlflow_python, mlflow_server.url, "local-then-team")) == 1
+    again = _export(sample_run, mlflow_tracking_uri=mlflow_server.url, **options)
+    assert again.status is ExportStatus.SKIPPED
+    assert f"was exported to {mlflow_server.url} as run {team.run_id}" in again.message
+
+
+def test_a_copy_exported_to_the_same_server_is_said_to_be_a_second_copy_or_skipped(
+    mlflow_server, mlflow_python, sample_run, tmp_path
+) -> None:
+    options = {"mlflow_tracking_uri": mlflow_server.url, "mlflow_experiment_name": "copies"}
+    first = _export(sample_run, **options)
+    assert first.status is ExportStatus.SUCCEEDED, first.message
+    copy = _copy_without_marker(sample_run, tmp_path / "copy")
+    exporter = MLflowExporter()
+
+    def export_copy(**extra):
+        config = exporter.parse_config(
+            {"rollouts_jsonl_fpath": str(copy.rollouts), **options, **extra}
+        )
+        return export_run(exporter, copy, config)
+
+    dry = export_copy(skip_existing=True, dry_run=True)
+    assert (dry.status, dry.skip_reason) == (ExportStatus.SKIPPED, "found at target")
+    assert first.run_id in dry.message
+    skipped = export_copy(skip_existing=True)
+    assert (skipped.status, skipped.run_id) == (ExportStatus.SKIPPED, first.run_id)
+    assert len(read_runs(mlflow_python, mlflow_server.url, "copies")) == 1
+    dry = export_copy(dry_run=True)
+    assert dry.status is ExportStatus.SUCCEEDED
+    assert f"already holds run {first.run_id}" in dry.message
+    second = export_copy()
+    assert second.status is ExportStatus.SUCCEEDED
+    assert second.details["existing_run_ids"] == [first.run_id]
+    assert len(read_runs(mlflow_python, mlflow_server.url, "copies")) == 2
+
+
+def test_a_dry_run_with_a_marker_says_the_export_would_skip(
+    mlflow_python, sample_run, tmp_path
+) -> None:
+    options = {"mlflow_tracking_uri": f"sqlite:///{tmp_path / 'mlruns.db'}"}
+    assert _export(sample_run, **options).status is ExportStatus.SUCCEEDED
+    dry = _export(sample_run, dry_run=True, **options)
+    real = _export(sample_run, **options)
+    assert (dry.status, dry.skip_reason) == (real.status, real.skip_reason)
+    assert dry.status is ExportStatus.SKIPPED
+    assert dry.message.startswith("dry run: the export would be skipped:")
+
+
+def test_a_dry_run_against_a_dead_server_fails_as_the_export_would(
+    mlflow_python, sample_run
+) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    options = {
+        "mlflow_tracking_uri": f"http://127.0.0.1:{port}",
+        "mlflow_request_retries": 0,
+        "mlflow_request_timeout": 2,
+    }
+    dry = _export(sample_run, dry_run=True, **options)
+    real = _export(sample_run, **options)
+    assert (dry.status, real.status) == (ExportStatus.FAILED, ExportStatus.FAILED)
+    assert dry.message.startswith("dry run: the export would fail:")
+
+
+def test_a_dry_run_makes_no_store_where_there_is_none(mlflow_python, sample_run, tmp_path) -> None:
+    store = tmp_path / "fresh.db"
+    dry = _export(sample_run, dry_run=True, mlflow_tracking_uri=f"sqlite:///{store}")
+    assert dry.status is ExportStatus.SUCCEEDED, dry.message
+    assert not store.exists()

@@ -220,7 +220,9 @@ class IsolatedExporter(
     ) -> ExportResult:
         """An isolated exporter delivers through its worker (:meth:`_delivery`)."""
         with self._delivery(run, config, dry_run=False) as deliver:
-            return deliver(prepared, fingerprint)
+            delivered = deliver(prepared, fingerprint)
+        assert delivered is not None, "an export's delivery always has a result"
+        return delivered
 
     @contextlib.contextmanager
     def _delivery(
@@ -234,12 +236,35 @@ class IsolatedExporter(
         worker_time_limit()
         installer_choice()
         spec = self.worker(config)
-        environment = None if dry_run else _built_environment(self.name, spec)
+        if dry_run:
+            # A worker that answers dry runs is asked what the export would find at the target,
+            # when its environment is built; else the dry run says the target was not asked.
+            if not spec.answers_dry_runs:
+                yield _unasked
+            elif _built_environment(self.name, spec) is None:
+                yield functools.partial(self._not_asked, run)
+            else:
+                yield functools.partial(self._run_worker, run, config, spec, None)
+            return
+        environment = _built_environment(self.name, spec)
         with contextlib.ExitStack() as stack:
             early = None
             if environment is not None:
                 early = self._start_early(stack, environment, spec, config)
             yield functools.partial(self._run_worker, run, config, spec, early)
+
+    def _not_asked(
+        self, run: RunArtifacts, prepared: PreparedRun | None, fingerprint: str | None
+    ) -> ExportResult:
+        """A dry run's answer when the worker could have asked the target but its environment
+        is not built (a dry run builds none)."""
+        return ExportResult.succeeded(
+            self.name,
+            str(run.run_dir),
+            "the target was not asked",
+            target_not_asked=f"the {self.name} environment is not built yet; a dry run "
+            "builds none, the export will",
+        )
 
     def _start_early(
         self,
@@ -272,6 +297,7 @@ class IsolatedExporter(
         prepared: PreparedRun | None,
         fingerprint: str | None,
     ) -> ExportResult:
+        """The worker's run of ``prepared``, and its result."""
         from evalexport.isolation import (
             EnvironmentBuildError,
             EnvironmentSpec,
@@ -389,6 +415,11 @@ class IsolatedExporter(
             exit_code=ExitCode.for_signal(outcome.interrupted_by),
             interrupted_by=signal_name(outcome.interrupted_by),
         )
+
+
+def _unasked(prepared: PreparedRun | None, fingerprint: str | None) -> None:
+    """A dry run's delivery that asks no worker."""
+    return None
 
 
 def _built_environment(name: str, spec: WorkerSpec) -> Environment | None:

@@ -95,6 +95,12 @@ class MLflowConfig(IsolatedConfig):
         default=None, description="Token for the tracking server; default: $MLFLOW_TRACKING_TOKEN."
     )
     upload_rollouts: bool = Field(default=True, description="Upload rollouts.json as an artifact.")
+    skip_existing: bool = Field(
+        default=False,
+        description="Skip when the experiment already holds a finished run of this run's data "
+        "(the same fingerprint, e.g. exported from a copy of the run directory); default: "
+        "export a second copy and say so.",
+    )
     mlflow_request_timeout: int | None = Field(
         default=None,
         ge=1,
@@ -196,10 +202,14 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
     def worker(self, config: MLflowConfig) -> WorkerSpec:
         """MLflow's requirement, bounded waits on a server that is down or dies (SPEC §3.6,
         README "Reliability"), and the embedded store, which workers write one at a time."""
+        store = _local_store(config)
         return WorkerSpec(
             requirements=super().worker(config).requirements,
             environment=_request_limits(config),
-            local_store=_local_store(config),
+            local_store=store,
+            # A dry run asks the target for runs of this run's data; a store not yet made
+            # holds none, and opening it would make it.
+            answers_dry_runs=store is None or store.exists(),
         )
 
     def worker_secrets(self, config: MLflowConfig) -> dict[str, str]:
@@ -246,6 +256,8 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
         return {
             "tracking_uri": uri,
             "fingerprint_tag": FINGERPRINT_TAG,
+            "dry_run": config.dry_run,
+            "skip_existing": config.skip_existing,
             "artifact_location": _local_artifact_location(uri),
             "experiment_name": experiment,
             "run_name": run_name,

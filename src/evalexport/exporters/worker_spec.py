@@ -29,3 +29,7 @@ class WorkerSpec:
     local_store: Path | None = None
     """A local store file the worker writes into, which other exports may share (an embedded
     MLflow database): workers writing into one store run one at a time."""
+    answers_dry_runs: bool = False
+    """The worker body takes a dry run's payload (``dry_run`` true in it) and answers what an
+    export would find at the target, changing nothing: a dry run asks it when the
+    environment is built (a dry run builds none)."""

@@ -17,6 +17,7 @@ Linux only (``/proc``); elsewhere tagging is harmless and only process groups ar
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import subprocess
@@ -49,6 +50,28 @@ def _reset_after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_reset_after_fork)
+
+_AT_EXIT_WAIT = 2.0
+"""Seconds a normal exit waits for the reaper to see it go (it ends what is left, at once)."""
+
+
+def _let_the_reaper_go() -> None:
+    """At a normal exit, tell the reaper we are done (its stdin closes) and wait a moment for
+    it, so it is not left to the interpreter as a child still running. A reaper that takes
+    longer (a worker still in its grace) ends on its own; we do not wait for it."""
+    reaper = _reaper
+    if reaper is None or _owner is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        if reaper.stdin is not None:
+            reaper.stdin.close()
+    try:
+        reaper.wait(timeout=_AT_EXIT_WAIT)
+    except subprocess.TimeoutExpired:
+        reaper.returncode = 0  # it ends by itself: nothing of ours waits for it now
+
+
+atexit.register(_let_the_reaper_go)
 
 
 def _reaper_input() -> tuple[str, IO[bytes] | None]:

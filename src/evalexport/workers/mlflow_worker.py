@@ -13,6 +13,7 @@ from typing import Any, Final, TypedDict
 from evalexport.workers.protocol import (
     FAILED,
     SUCCEEDED,
+    ExitCode,
     WorkerResult,
     result,
 )
@@ -63,6 +64,12 @@ class MlflowPayload(TypedDict):
     tracking_uri: str
     fingerprint_tag: str
     """The key of ``run_tags`` that holds the run's fingerprint."""
+    dry_run: bool
+    """Only ask the target what an export would find there (runs of this run's data); create
+    nothing, not even the experiment."""
+    skip_existing: bool
+    """When the experiment already holds a finished run of this run's data, skip instead of
+    logging a second copy."""
     artifact_location: str | None
     experiment_name: str
     run_name: str
@@ -106,6 +113,59 @@ def _end_abandoned_runs(client: Any, experiment_id: str, tag: str, fingerprint: 
     return [each.info.run_id for each in abandoned]
 
 
+def _existing_runs(client: Any, experiment_id: str, tag: str, fingerprint: str) -> list[str]:
+    """Finished runs of this same run's data in the experiment: exports made from a copy of
+    the run directory, or before its marker was deleted."""
+    found = client.search_runs(
+        [experiment_id],
+        filter_string=f"tags.`{tag}` = '{fingerprint}' and attributes.status = 'FINISHED'",
+    )
+    return [each.info.run_id for each in found]
+
+
+def _existing_notice(existing: list[str], experiment: str, uri: str, *, skip: bool) -> str:
+    runs = ", ".join(existing)
+    if skip:
+        return (
+            f"MLflow experiment {experiment!r} at {uri} already holds run {runs} of this run's "
+            "data (the same fingerprint); skipped, as +skip_existing asks"
+        )
+    return (
+        f"MLflow experiment {experiment!r} at {uri} already holds run {runs} of this run's data "
+        "(the same fingerprint); exporting a second copy. Add +skip_existing=true to skip instead"
+    )
+
+
+def _dry_run(client: Any, payload: MlflowPayload) -> WorkerResult:
+    """What an export would find at the target, asked without changing it."""
+    uri, name = payload["tracking_uri"], payload["experiment_name"]
+    experiment = client.get_experiment_by_name(name)
+    tag = payload["fingerprint_tag"]
+    existing = (
+        _existing_runs(client, str(experiment.experiment_id), tag, payload["run_tags"][tag])
+        if experiment is not None
+        else []
+    )
+    if existing and payload["skip_existing"]:
+        return result(
+            "skipped",
+            ExitCode.OK,
+            _existing_notice(existing, name, uri, skip=True),
+            run_id=existing[0],
+            skip_reason="found at target",
+            existing_run_ids=existing,
+        )
+    notices = [_existing_notice(existing, name, uri, skip=False)] if existing else []
+    return result(
+        "succeeded",
+        ExitCode.OK,
+        f"MLflow at {uri} answers; experiment {name!r} "
+        + ("exists" if experiment is not None else "would be created"),
+        notices=notices,
+        existing_run_ids=existing,
+    )
+
+
 def _hint(error: BaseException, uri: str) -> str:
     text = str(error)
     if "_alembic_tmp_" in text:
@@ -128,16 +188,29 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
 
     uri = payload["tracking_uri"]
     total = 3 + len(payload["batches"]) + len(payload["artifacts"])
-    progress(0, total)
     run_id = None
     abandoned: list[str] = []
+    existing: list[str] = []
     try:
         client = MlflowClient(tracking_uri=uri)  # a local store is opened (and migrated) here
+        if payload["dry_run"]:
+            return _dry_run(client, payload)
+        progress(0, total)
         experiment_id = _experiment_id(
             client, payload["experiment_name"], payload["artifact_location"]
         )
         tag = payload["fingerprint_tag"]
         abandoned = _end_abandoned_runs(client, experiment_id, tag, payload["run_tags"][tag])
+        existing = _existing_runs(client, experiment_id, tag, payload["run_tags"][tag])
+        if existing and payload["skip_existing"]:
+            return result(
+                "skipped",
+                ExitCode.OK,
+                _existing_notice(existing, payload["experiment_name"], uri, skip=True),
+                run_id=existing[0],
+                skip_reason="found at target",
+                existing_run_ids=existing,
+            )
         progress(1, total)
         created = client.create_run(
             experiment_id, run_name=payload["run_name"], tags=payload["run_tags"]
@@ -185,6 +258,8 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
         "is now marked FAILED"
         for each in abandoned
     ]
+    if existing:
+        notices.append(_existing_notice(existing, payload["experiment_name"], uri, skip=False))
     return result(
         "succeeded",
         SUCCEEDED,
@@ -193,4 +268,5 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
         experiment_id=experiment_id,
         tracking_uri=uri,
         notices=notices,
+        existing_run_ids=existing,
     )
