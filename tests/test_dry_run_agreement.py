@@ -44,14 +44,16 @@ def test_a_broken_rollouts_line_fails_the_dry_run_as_it_fails_the_export(
 
 
 def test_the_wandb_dry_run_reads_the_config_and_names_the_real_project(
-    cli, make_sample_run
+    cli, make_sample_run, monkeypatch
 ) -> None:
+    monkeypatch.setenv("WANDB_API_KEY", "0123456789abcdef0123456789abcdef01234567")
     sample = make_sample_run()
-    run = cli("wandb", f"+rollouts_jsonl_fpath={sample.rollouts}", "--dry-run")
+    online = ("+wandb_mode=online", "--dry-run")
+    run = cli("wandb", f"+rollouts_jsonl_fpath={sample.rollouts}", *online)
     assert "W&B project aime24" in run.stdout
     assert "<benchmark>" not in run.stdout
     sample.run.saved_config.write_text("a: [unclosed\n")
-    broken = cli("wandb", f"+rollouts_jsonl_fpath={sample.rollouts}", "--dry-run")
+    broken = cli("wandb", f"+rollouts_jsonl_fpath={sample.rollouts}", *online)
     assert broken.exit_code == 1
     assert "Malformed saved run config" in broken.stdout
 

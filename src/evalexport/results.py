@@ -67,6 +67,9 @@ class DryRunPlan(BaseModel):
     param_names: list[str] = []
     tag_names: list[str] = []
     batches: int = 0
+    settings: dict[str, str] = {}
+    """Where each target setting came from: ``{"mlflow_tracking_uri": "MLFLOW_TRACKING_URI from
+    the environment"}`` (an option, the SDK's own variable, or the default)."""
     summary: str = ""
     """What the export would do, in one line of the backend's words (``24 trajectories of
     R would be written to DIR``); empty: the pipeline says it plainly."""

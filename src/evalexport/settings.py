@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Literal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar, final
 
 __all__ = [
     "INSTALLER_VARIABLE",
     "TIME_LIMIT_VARIABLE",
+    "Chosen",
     "SettingError",
+    "chosen",
     "installer_choice",
     "worker_time_limit",
 ]
+
+T = TypeVar("T")
 
 TIME_LIMIT_VARIABLE = "EVALEXPORT_WORKER_TIME_LIMIT"
 """Seconds; overrides every worker's time limit (for tests and impatient CI jobs)."""
@@ -70,3 +76,38 @@ def installer_choice() -> Literal["uv", "pip"] | None:
         f"{INSTALLER_VARIABLE}={text!r} names no installer: set it to "
         f"{' or '.join(_INSTALLERS)}, or unset it to use uv when it is available and pip otherwise"
     )
+
+
+@final
+@dataclass(frozen=True)
+class Chosen(Generic[T]):
+    """A target setting and where it came from, as the tools around evalexport choose them: an
+    option given (CLI, plan, Python API) wins, else the SDK's own environment variable, else
+    evalexport's default."""
+
+    value: T
+    source: str
+    """``+mlflow_tracking_uri``, ``MLFLOW_TRACKING_URI from the environment`` or ``default``."""
+
+    def said(self) -> str:
+        """``MLFLOW_TRACKING_URI from the environment``: where the value came from."""
+        return self.source
+
+
+def chosen(
+    option: str,
+    given: T | None,
+    variable: str,
+    default: T,
+    parse: Callable[[str], T] | None = None,
+) -> Chosen[T]:
+    """The setting ``option`` as it applies: ``given`` if the caller gave it, else
+    ``$variable`` if it is set and not empty (through ``parse``, which raises
+    :class:`SettingError` for a value it cannot use), else ``default``."""
+    if given is not None:
+        return Chosen(given, f"+{option}")
+    text = os.environ.get(variable, "").strip()
+    if text:
+        value = parse(text) if parse is not None else text
+        return Chosen(value, f"{variable} from the environment")  # type: ignore[arg-type]
+    return Chosen(default, "default")

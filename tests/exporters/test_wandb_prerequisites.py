@@ -73,3 +73,42 @@ def test_the_dry_run_of_a_masked_config_warns_of_nothing(sample_run, caplog, mod
     with caplog.at_level(logging.WARNING, logger="evalexport"):
         _dry_run(sample_run, wandb_mode=mode)
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def _export(sample, **options):
+    exporter = WandbExporter()
+    config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample.rollouts), **options})
+    return export_run(exporter, sample.run, config)
+
+
+def test_online_without_an_api_key_the_dry_run_fails_as_the_export_does(sample_run) -> None:
+    dry = _dry_run(sample_run, wandb_mode="online")
+    real = _export(sample_run, wandb_mode="online")
+    assert (dry.status, dry.exit_code) == (real.status, real.exit_code) == (ExportStatus.FAILED, 1)
+    assert dry.message == real.message
+    assert "No W&B API key for an online export to api.wandb.ai" in dry.message
+    assert "+wandb_mode=offline" in dry.message
+    assert list_environments() == []  # refused before anything was built
+
+
+@pytest.mark.parametrize("where", ["variable", "netrc", "settings", "option"])
+def test_online_with_a_key_where_the_sdk_finds_it_the_dry_run_plans(
+    sample_run, tmp_path, monkeypatch, where
+) -> None:
+    options = {"wandb_mode": "online"}
+    if where == "variable":
+        monkeypatch.setenv("WANDB_API_KEY", "0123456789abcdef0123456789abcdef01234567")
+    elif where == "netrc":
+        netrc = tmp_path / "netrc"
+        netrc.write_text("machine api.wandb.ai\n  login user\n  password abcdef0123456789\n")
+        netrc.chmod(0o600)
+        monkeypatch.setenv("NETRC", str(netrc))
+    elif where == "settings":
+        config_dir = tmp_path / "wandb-config"
+        config_dir.mkdir()
+        (config_dir / "settings").write_text("[default]\napi_key = abcdef0123456789\n")
+        monkeypatch.setenv("WANDB_CONFIG_DIR", str(config_dir))
+    else:
+        options["wandb_api_key"] = "0123456789abcdef0123456789abcdef01234567"
+    dry = _dry_run(sample_run, **options)
+    assert dry.status is ExportStatus.SUCCEEDED, dry.message

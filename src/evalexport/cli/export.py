@@ -111,6 +111,8 @@ def report(arguments: Arguments, result: ExportResult) -> int:
 
 def _print_plan(plan: DryRunPlan) -> None:
     print(f"target: {plan.target}")
+    for setting, source in plan.settings.items():
+        print(f"  {setting}: {source}")
     print("files:")
     for item in plan.files:
         print(f"  {human_size(item.size_bytes):>9}  {item.path}")

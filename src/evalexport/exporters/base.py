@@ -302,10 +302,13 @@ class Exporter(legacy.LegacyHooks, abc.ABC, Generic[ConfigT, PreparedT]):
     @contextlib.contextmanager
     def _delivery(self, run: RunArtifacts, config: ConfigT, *, dry_run: bool) -> Iterator[Delivery]:
         """How this template delivers a prepared run, entered before the run is read: in this
-        process, through :meth:`_export`. (The isolated template delivers through a worker it
-        may start here, so that the SDK loads while the run is read.)"""
+        process, through :meth:`_export`; for a dry run, not at all. (The isolated template
+        delivers through a worker it may start here, so that the SDK loads while the run is
+        read, and may ask it about the target in a dry run.)"""
 
-        def deliver(prepared: Any, fingerprint: str | None) -> ExportResult:
+        def deliver(prepared: Any, fingerprint: str | None) -> ExportResult | None:
+            if dry_run:
+                return None  # an in-process exporter has no one to ask without exporting
             return call_hook(self._export, run, config, fingerprint=fingerprint, prepared=prepared)
 
         yield deliver

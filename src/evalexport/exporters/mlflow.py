@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 
 from evalexport import __version__
 from evalexport.contracts.surfaces import Surface
@@ -40,6 +40,7 @@ from evalexport.exporters.prepared import PreparedRun, for_payload, prepare
 from evalexport.guard import FINGERPRINT_TAG
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
+from evalexport.settings import Chosen, SettingError, chosen
 from evalexport.workers import mlflow_worker
 from evalexport.workers.mlflow_worker import MlflowBatch, MlflowPayload
 from evalexport.workers.protocol import WorkerResult
@@ -77,16 +78,42 @@ def _local_artifact_location(uri: str) -> str | None:
     return None
 
 
+DEFAULT_TRACKING_URI = "sqlite:///mlruns.db"
+_HOST_PORT = re.compile(r"^(?P<host>[A-Za-z0-9.-]+):(?P<port>\d{1,5})(?P<path>/.*)?$")
+
+
+def _tracking_uri_problem(uri: str) -> str | None:
+    """Why ``uri`` cannot be what its writer meant: a server's ``host:port`` without a scheme
+    would be taken for a file store of that name."""
+    if match := _HOST_PORT.match(uri.strip()):
+        return (
+            f"{uri!r} looks like a server's host and port without a scheme, which MLflow would "
+            f"take for a directory of that name; write http://{match['host']}:{match['port']}"
+            f"{match['path'] or ''} (or https://)"
+        )
+    return None
+
+
 class MLflowConfig(IsolatedConfig):
     """Options of the ``mlflow`` exporter (SPEC §3.6)."""
 
-    mlflow_tracking_uri: str = Field(
-        default="sqlite:///mlruns.db",
-        description="Tracking URI: a server (http://...), or a database; default: an "
-        "embedded SQLite store in the current directory.",
+    @field_validator("mlflow_tracking_uri")
+    @classmethod
+    def _a_uri(cls, uri: str | None) -> str | None:
+        if uri is not None and (problem := _tracking_uri_problem(uri)):
+            raise ValueError(problem)
+        return uri
+
+    mlflow_tracking_uri: str | None = Field(
+        default=None,
+        description="Tracking URI: a server (http://...), or a database; default: "
+        f"$MLFLOW_TRACKING_URI, else an embedded SQLite store in the current directory "
+        f"({DEFAULT_TRACKING_URI}).",
     )
     mlflow_experiment_name: str | None = Field(
-        default=None, description="Experiment; default: the benchmark (the stem without _rollouts)."
+        default=None,
+        description="Experiment; default: $MLFLOW_EXPERIMENT_NAME, else the benchmark (the "
+        "stem without _rollouts).",
     )
     mlflow_run_name: str | None = Field(
         default=None, description="Run name; default: <benchmark>-<run directory name>."
@@ -149,7 +176,7 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
     sdk_contract = Surface.declared(mlflow_worker.SURFACE)
 
     def target(self, run: RunArtifacts, config: MLflowConfig) -> str:
-        return resolve_tracking_uri(config.mlflow_tracking_uri)  # plans and markers mask it
+        return resolve_tracking_uri(tracking_uri(config).value)  # plans and markers mask it
 
     def _plan(self, prepared: PreparedRun) -> _Plan:
         flat = prepared.metrics
@@ -194,6 +221,7 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
             param_names=sorted(plan.params),
             tag_names=sorted(plan.tags),
             batches=len(plan.batches),
+            settings=_settings(config, run),
         )
 
     def unexportable_reason(self, run: RunArtifacts, config: MLflowConfig) -> str | None:
@@ -230,9 +258,9 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
         plan = self._plan(prepared)
         for warning in plan.warnings:
             logger.warning("%s", warning)
-        experiment = config.mlflow_experiment_name or run.benchmark
+        experiment = experiment_name(config, run).value
         run_name = config.mlflow_run_name or run.default_run_name
-        uri = resolve_tracking_uri(config.mlflow_tracking_uri)
+        uri = resolve_tracking_uri(tracking_uri(config).value)
         run_tags = {
             FINGERPRINT_TAG: fingerprint or prepared.fingerprint,
             "evalexport.version": __version__,
@@ -259,6 +287,7 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
             "dry_run": config.dry_run,
             "skip_existing": config.skip_existing,
             "artifact_location": _local_artifact_location(uri),
+            "store_directory": str(store.parent) if (store := _local_store(config)) else None,
             "experiment_name": experiment,
             "run_name": run_name,
             "run_tags": run_tags,
@@ -273,15 +302,52 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
         self, run: RunArtifacts, config: MLflowConfig, result: WorkerResult, environment: Path
     ) -> ExportResult:
         exported = super().interpret(run, config, result, environment)
+        details = {**exported.details, "settings": _settings(config, run)}
         if live_run_id := run.live_run_id(self.name):
-            details = {**exported.details, "live_run_id": live_run_id}
-            exported = exported.model_copy(update={"details": details})
-        return exported
+            details["live_run_id"] = live_run_id
+        return exported.model_copy(update={"details": details})
+
+
+def tracking_uri(config: MLflowConfig) -> Chosen[str]:
+    """The tracking URI and where it came from: ``+mlflow_tracking_uri``, else
+    ``$MLFLOW_TRACKING_URI``, else the embedded store."""
+    return chosen(
+        "mlflow_tracking_uri",
+        config.mlflow_tracking_uri,
+        "MLFLOW_TRACKING_URI",
+        DEFAULT_TRACKING_URI,
+        _uri_from_environment,
+    )
+
+
+def _uri_from_environment(uri: str) -> str:
+    if problem := _tracking_uri_problem(uri):
+        raise SettingError(f"MLFLOW_TRACKING_URI: {problem}")
+    return uri
+
+
+def experiment_name(config: MLflowConfig, run: RunArtifacts) -> Chosen[str]:
+    """The experiment and where it came from: ``+mlflow_experiment_name``, else
+    ``$MLFLOW_EXPERIMENT_NAME``, else the benchmark."""
+    return chosen(
+        "mlflow_experiment_name",
+        config.mlflow_experiment_name,
+        "MLFLOW_EXPERIMENT_NAME",
+        run.benchmark,
+    )
+
+
+def _settings(config: MLflowConfig, run: RunArtifacts) -> dict[str, str]:
+    """Where the target settings came from, for the dry run and the result."""
+    return {
+        "mlflow_tracking_uri": tracking_uri(config).source,
+        "mlflow_experiment_name": experiment_name(config, run).source,
+    }
 
 
 def _local_store(config: MLflowConfig) -> Path | None:
     """The embedded SQLite store the export writes into, if its target is one."""
-    uri = resolve_tracking_uri(config.mlflow_tracking_uri)
+    uri = resolve_tracking_uri(tracking_uri(config).value)
     return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
 
 

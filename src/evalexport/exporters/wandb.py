@@ -20,9 +20,11 @@ from evalexport.exporters.isolated import WORKER_BODIES, IsolatedConfig, Isolate
 from evalexport.exporters.prepared import PreparedRun, for_payload, prepare
 from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY
 from evalexport.guard import FINGERPRINT_SUMMARY_KEY
-from evalexport.results import DryRunPlan, PlannedFile
+from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
+from evalexport.settings import Chosen, SettingError, chosen
 from evalexport.workers import wandb_worker
+from evalexport.workers.protocol import WorkerResult
 from evalexport.workers.wandb_worker import WandbPayload
 
 __all__ = ["FINGERPRINT_KEY", "WandbConfig", "WandbExporter"]
@@ -36,14 +38,20 @@ class WandbConfig(IsolatedConfig):
     """Options of the ``wandb`` exporter (SPEC §3.7)."""
 
     wandb_project: str | None = Field(
-        default=None, description="Project; default: the benchmark (the stem without _rollouts)."
+        default=None,
+        description="Project; default: $WANDB_PROJECT, else the benchmark (the stem without "
+        "_rollouts).",
     )
     wandb_name: str | None = Field(
         default=None, description="Run name; default: <benchmark>-<run directory name>."
     )
-    wandb_entity: str | None = Field(default=None, description="Entity (user or team).")
-    wandb_mode: Literal["online", "offline"] = Field(
-        default="online", description="online logs to the W&B server; offline writes a local run."
+    wandb_entity: str | None = Field(
+        default=None, description="Entity (user or team); default: $WANDB_ENTITY, else yours."
+    )
+    wandb_mode: Literal["online", "offline"] | None = Field(
+        default=None,
+        description="online logs to the W&B server; offline writes a local run for wandb sync; "
+        "default: $WANDB_MODE, else online.",
     )
     wandb_api_key: SecretStr | None = Field(
         default=None, description="API key for online mode; default: $WANDB_API_KEY."
@@ -71,10 +79,8 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
         return Path(os.environ.get("WANDB_DIR") or Path.cwd()).absolute()
 
     def target(self, run: RunArtifacts, config: WandbConfig) -> str:
-        project = "/".join(
-            filter(None, [config.wandb_entity, config.wandb_project or run.benchmark])
-        )
-        if config.wandb_mode == "offline":
+        project = "/".join(filter(None, [entity(config).value, project_name(config, run).value]))
+        if mode(config).value == "offline":
             return f"W&B offline run of {project} under {self._offline_dir() / 'wandb'}"
         return f"W&B project {project}"
 
@@ -88,7 +94,7 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
         runs = self._offline_dir() / "wandb"
         existing = next(path for path in (runs, *runs.parents) if os.path.lexists(path))
         if existing.is_dir() and os.access(existing, os.W_OK | os.X_OK):
-            return None
+            return None if mode(config).value == "offline" else _missing_credentials(config)
         if existing.is_dir():
             problem = f"{existing} is not writable"
         elif existing.exists():
@@ -114,7 +120,14 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
             files.append(
                 PlannedFile(path=str(run.rollouts), size_bytes=run.rollouts.stat().st_size)
             )
-        return plan.model_copy(update={"files": files})
+        return plan.model_copy(update={"files": files, "settings": _settings(config, run)})
+
+    def interpret(
+        self, run: RunArtifacts, config: WandbConfig, result: WorkerResult, environment: Path
+    ) -> ExportResult:
+        exported = super().interpret(run, config, result, environment)
+        details = {**exported.details, "settings": _settings(config, run)}
+        return exported.model_copy(update={"details": details})
 
     def worker_secrets(self, config: WandbConfig) -> dict[str, str]:
         key = config.wandb_api_key
@@ -134,13 +147,12 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
         flat = prepared.metrics
         saved = prepared.saved_config  # check_inputs warned of what masking changed
         fingerprint = fingerprint or prepared.fingerprint
-        project = config.wandb_project or run.benchmark
         name = config.wandb_name or run.default_run_name
         return {
-            "project": project,
-            "entity": config.wandb_entity,
+            "project": project_name(config, run).value,
+            "entity": entity(config).value,
             "name": name,
-            "mode": config.wandb_mode,
+            "mode": mode(config).value,
             "dir": str(self._offline_dir()),
             "config": saved.config,
             "summary": {**flat.values, FINGERPRINT_KEY: fingerprint},
@@ -148,3 +160,88 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
             "tags": ["evalexport", f"evalexport-{fingerprint.removeprefix('sha256:')[:16]}"],
             "rollouts_table": str(table) if table else None,
         }
+
+
+def mode(config: WandbConfig) -> Chosen[Literal["online", "offline"]]:
+    """``online`` or ``offline`` and where it came from: ``+wandb_mode``, else ``$WANDB_MODE``
+    (``dryrun`` is W&B's old name for offline, ``run`` for online), else online."""
+    return chosen("wandb_mode", config.wandb_mode, "WANDB_MODE", "online", _mode_from_environment)
+
+
+def _mode_from_environment(text: str) -> Literal["online", "offline"]:
+    value = text.lower()
+    if value in ("online", "run"):
+        return "online"
+    if value in ("offline", "dryrun"):
+        return "offline"
+    raise SettingError(
+        f"WANDB_MODE={text!r}: evalexport exports online or offline (then wandb sync); "
+        f"{'W&B logs nothing when disabled; ' if value == 'disabled' else ''}set WANDB_MODE to "
+        "online or offline, give +wandb_mode=online|offline, or unset it"
+    )
+
+
+def project_name(config: WandbConfig, run: RunArtifacts) -> Chosen[str]:
+    """The project and where it came from: ``+wandb_project``, else ``$WANDB_PROJECT``, else
+    the benchmark."""
+    return chosen("wandb_project", config.wandb_project, "WANDB_PROJECT", run.benchmark)
+
+
+def entity(config: WandbConfig) -> Chosen[str | None]:
+    """The entity and where it came from: ``+wandb_entity``, else ``$WANDB_ENTITY``, else the
+    key's own (W&B's default)."""
+    return chosen("wandb_entity", config.wandb_entity, "WANDB_ENTITY", None)
+
+
+def _settings(config: WandbConfig, run: RunArtifacts) -> dict[str, str]:
+    """Where the target settings came from, for the dry run and the result."""
+    return {
+        "wandb_mode": mode(config).source,
+        "wandb_project": project_name(config, run).source,
+        "wandb_entity": entity(config).source,
+    }
+
+
+def _missing_credentials(config: WandbConfig) -> str | None:
+    """Why an online export would be refused for want of an API key, or ``None``: looked for
+    where the SDK looks (``WANDB_API_KEY``, an identity token file, the ``api_key`` of its
+    settings files, the ``.netrc`` entry of its server), without reading the key itself."""
+    if config.wandb_api_key is not None:
+        return None
+    if os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_IDENTITY_TOKEN_FILE"):
+        return None
+    from urllib.parse import urlparse
+
+    base_url = os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai"
+    host = urlparse(base_url).hostname or base_url
+    home = Path.home()
+    config_dir = Path(os.environ.get("WANDB_CONFIG_DIR") or home / ".config" / "wandb")
+    for settings in (config_dir / "settings", Path.cwd() / "wandb" / "settings"):
+        if _mentions(settings, "api_key"):
+            return None
+    netrcs = [Path(os.environ["NETRC"])] if os.environ.get("NETRC") else []
+    netrcs += [home / ".netrc", home / "_netrc"]
+    if any(_netrc_has(path, host) for path in netrcs):
+        return None
+    return (
+        f"No W&B API key for an online export to {host}: WANDB_API_KEY is not set, "
+        f"+wandb_api_key was not given, and no `wandb login` was found (no api_key in "
+        f"{config_dir / 'settings'}, no {host} entry in {netrcs[0]}). Set WANDB_API_KEY, run "
+        "`wandb login`, or export offline with +wandb_mode=offline (then `wandb sync`)."
+    )
+
+
+def _mentions(path: Path, key: str) -> bool:
+    try:
+        return any(line.split("=")[0].strip() == key for line in path.read_text().splitlines())
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _netrc_has(path: Path, host: str) -> bool:
+    import netrc
+
+    try:
+        return netrc.netrc(str(path)).authenticators(host) is not None
+    except (OSError, netrc.NetrcParseError):
+        return False

@@ -28,6 +28,7 @@ with a message that names it:
   exporter's token variables are in no result, output, log record, written file or worker
   payload;
 * **the run is untouched**: the run directory is unchanged but for the export marker;
+* **a dry run writes nothing**: no file the test can see is written by a dry run;
 * **a stop signal ends it cleanly**: SIGTERM during the export is a failed result with exit
   code 143, no marker, the run untouched, no process and no staging left, and a rerun exports;
 * **nothing twice**: a batch's rerun of a finished export skips it, or fails, but never
@@ -256,6 +257,34 @@ class ExporterGuarantees:
         assert (changed, added) == ([], []), self._broken(
             f"the run directory is unchanged but for the marker, but the export changed "
             f"{changed} and added {added}"
+        )
+
+    def test_guarantee_a_dry_run_writes_nothing(
+        self,
+        export: Callable[..., Any],
+        guaranteed_run: SampleRun,
+        evalexport_isolation: Path,
+        tmp_path: Path,
+    ) -> None:
+        """A dry run writes no file anywhere the test can see (the run, the exporter's output
+        or store, the isolated HOME and stores), but evalexport's own cache."""
+        cache = Path(os.environ.get("EVALEXPORT_CACHE_DIR", evalexport_isolation / "cache"))
+
+        def everything() -> dict[str, str]:
+            seen: dict[str, str] = {}
+            for root in {tmp_path, evalexport_isolation}:
+                for name, digest in _tree(root).items():
+                    if cache not in (root / name).parents:
+                        seen[str(root / name)] = digest
+            return seen
+
+        before = everything()
+        dry = export(guaranteed_run, dry_run=True)
+        after = everything()
+        written = sorted(name for name in after if before.get(name) != after[name])
+        assert written == [], self._broken(
+            f"a dry run writes nothing, but its dry run ({dry.summary_line()[:200]!r}) wrote "
+            f"{written}"
         )
 
     def test_guarantee_a_stop_signal_ends_it_cleanly(

@@ -7,6 +7,7 @@ scratch directory. The token, if any, reaches MLflow's REST client as MLFLOW_TRA
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Final, TypedDict
 
@@ -71,6 +72,12 @@ class MlflowPayload(TypedDict):
     """When the experiment already holds a finished run of this run's data, skip instead of
     logging a second copy."""
     artifact_location: str | None
+    """Where a new experiment keeps its artifacts (``mlartifacts/`` beside an embedded store);
+    ``None``: the server's choice."""
+    store_directory: str | None
+    """The directory of an embedded store: the worker works there, so that MLflow's own
+    ``Default`` experiment, made with a new store, keeps its artifacts beside the store
+    (``mlruns/``) rather than in the worker's scratch directory."""
     experiment_name: str
     run_name: str
     run_tags: dict[str, str]
@@ -192,6 +199,8 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
     abandoned: list[str] = []
     existing: list[str] = []
     try:
+        if payload["store_directory"]:
+            os.chdir(payload["store_directory"])  # MLflow's ./mlruns for Default: beside it
         client = MlflowClient(tracking_uri=uri)  # a local store is opened (and migrated) here
         if payload["dry_run"]:
             return _dry_run(client, payload)
