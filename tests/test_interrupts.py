@@ -4,12 +4,27 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterator
 
 import pytest
 
-from evalexport.interrupts import Interrupted, deferred, signals_raise
+from evalexport.interrupts import STOP_SIGNALS, Interrupted, deferred, signals_raise
 
 
+@pytest.fixture
+def signals_as_a_terminal_leaves_them() -> Iterator[None]:
+    """Every stop signal at its default, as a terminal's foreground job has them: the suite may
+    itself run under ``nohup`` (SIGHUP ignored) or as a background job (SIGINT ignored), and
+    what is ignored when evalexport starts stays ignored (tested below)."""
+    previous = {signum: signal.signal(signum, signal.SIG_DFL) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@pytest.mark.usefixtures("signals_as_a_terminal_leaves_them")
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_stop_signal_raises_interrupted_with_its_exit_code(signum: int) -> None:
     with signals_raise(), pytest.raises(Interrupted) as caught:
@@ -17,6 +32,7 @@ def test_a_stop_signal_raises_interrupted_with_its_exit_code(signum: int) -> Non
     assert caught.value.exit_code == 128 + signum
 
 
+@pytest.mark.usefixtures("signals_as_a_terminal_leaves_them")
 def test_inside_deferred_a_stop_signal_is_recorded_and_the_work_finishes() -> None:
     finished = False
     with signals_raise():
@@ -37,3 +53,14 @@ def test_signals_ignored_when_we_started_stay_ignored() -> None:
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGHUP, previous)
+
+
+@pytest.mark.usefixtures("signals_as_a_terminal_leaves_them")
+def test_under_nohup_the_marker_write_is_still_protected_from_sigterm() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup starts us
+    with signals_raise():
+        with deferred() as held:
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGHUP)  # still the user's choice: ignored
+        assert held.signum == signal.SIGTERM
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN

@@ -101,19 +101,20 @@ class Deferred:
 @contextlib.contextmanager
 def deferred() -> Iterator[Deferred]:
     """Within the block, a stop signal is recorded, not raised: for work that must finish once
-    begun (writing the marker of a remote run that exists). Only where our handlers are
-    installed; the caller decides what a recorded signal means afterwards."""
+    begun (writing the marker of a remote run that exists). Each stop signal that raises
+    :class:`Interrupted` here is held; one the user chose to ignore (``nohup`` ignores SIGHUP,
+    a shell's background job SIGINT) stays ignored. The caller decides what a recorded signal
+    means afterwards."""
     held = Deferred()
-    ours = threading.current_thread() is threading.main_thread() and all(
-        signal.getsignal(signum) is _raise_interrupted for signum in STOP_SIGNALS
+    ours = (
+        [signum for signum in STOP_SIGNALS if signal.getsignal(signum) is _raise_interrupted]
+        if threading.current_thread() is threading.main_thread()
+        else []
     )
-    if not ours:
-        yield held
-        return
-    for signum in STOP_SIGNALS:
+    for signum in ours:
         signal.signal(signum, held.record)
     try:
         yield held
     finally:
-        for signum in STOP_SIGNALS:
+        for signum in ours:
             signal.signal(signum, _raise_interrupted)
