@@ -13,7 +13,14 @@ def test_exit_codes_are_those_of_the_spec_and_128_plus_each_stop_signal() -> Non
     import signal
 
     stops = [128 + signal.SIGHUP, 128 + signal.SIGINT, 128 + signal.SIGTERM]
-    assert [int(code) for code in ExitCode] == [0, 1, 2, 3, 4, *stops]
+    assert [int(code) for code in ExitCode] == [0, 1, 2, 3, 4, 5, *stops]
+
+
+def test_a_pending_result_exits_5_and_only_a_pending_one_does() -> None:
+    pending = ExportResult.pending("atif", "/run", "array task 0 of Slurm job 7 is PENDING")
+    assert (pending.exit_code, pending.summary_line()) == (5, f"pending: {pending.message}")
+    with pytest.raises(ValueError, match="a failed result cannot exit 5"):
+        ExportResult.failed("x", "/run", "boom", exit_code=ExitCode.PENDING)
 
 
 def test_a_failed_result_cannot_exit_zero() -> None:

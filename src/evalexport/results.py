@@ -32,6 +32,8 @@ class ExportStatus(enum.StrEnum):
     SUCCEEDED = "succeeded"
     SKIPPED = "skipped"
     FAILED = "failed"
+    PENDING = "pending"
+    """Not run yet (a queued Slurm array task): gather its result again later."""
 
 
 class SkipReason(enum.StrEnum):
@@ -137,10 +139,14 @@ class ExportResult(BaseModel):
 
     @model_validator(mode="after")
     def _exit_code_matches_status(self) -> ExportResult:
-        if (self.status is ExportStatus.FAILED) == (self.exit_code is ExitCode.OK):
+        pending = self.status is ExportStatus.PENDING
+        failed = self.status is ExportStatus.FAILED
+        if pending != (self.exit_code is ExitCode.PENDING) or (
+            not pending and failed == (self.exit_code is ExitCode.OK)
+        ):
             raise ValueError(
                 f"a {self.status.value} result cannot exit {int(self.exit_code)}: failed results "
-                "exit non-zero, succeeded and skipped ones exit 0"
+                "exit non-zero, pending ones 5, succeeded and skipped ones 0"
             )
         if (self.status is ExportStatus.SKIPPED) != (self.skip_reason is not None):
             raise ValueError("a skipped result, and only a skipped one, carries a skip_reason")
@@ -204,6 +210,18 @@ class ExportResult(BaseModel):
             exporter=exporter,
             status=ExportStatus.FAILED,
             exit_code=exit_code,
+            message=message,
+            run_dir=run_dir,
+            details=details,
+        )
+
+    @classmethod
+    def pending(cls, exporter: str, run_dir: str, message: str, **details: Any) -> ExportResult:
+        """A result of an export that has not run yet (exit code 5)."""
+        return cls(
+            exporter=exporter,
+            status=ExportStatus.PENDING,
+            exit_code=ExitCode.PENDING,
             message=message,
             run_dir=run_dir,
             details=details,

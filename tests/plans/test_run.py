@@ -79,3 +79,29 @@ def test_an_export_process_that_dies_costs_only_its_own_task(
             "the export process was killed by SIGKILL without a result; see its stderr"
         )
     assert run.exit_code == 1
+
+
+def test_a_batch_exits_with_its_failures_shared_code_else_1_and_5_while_tasks_are_pending(
+    tmp_path,
+) -> None:
+    from evalexport.plans.batch import exit_code_of
+    from evalexport.plans.model import ExportTask, TaskOutcome
+    from evalexport.results import ExitCode, ExportResult
+
+    task = ExportTask("aime24", "evalrdl", tmp_path / "aime24_rollouts.jsonl", {})
+
+    def outcome(result: ExportResult) -> TaskOutcome:
+        return TaskOutcome.of(task, 0.0, result)
+
+    ok = outcome(ExportResult.succeeded("evalrdl", "/r", "done"))
+    no_verdict = outcome(task.failed("stored without a verdict", ExitCode.NO_VERDICT))
+    refused = outcome(task.failed("refused", ExitCode.REFUSED))
+    pending = outcome(ExportResult.pending("evalrdl", "/r", "queued"))
+    stopped = outcome(task.failed("stopped", ExitCode.TERMINATED))
+    assert exit_code_of([ok]) == 0
+    assert exit_code_of([ok, no_verdict, no_verdict]) == 3
+    assert exit_code_of([refused, ok]) == 4
+    assert exit_code_of([refused, no_verdict]) == 1
+    assert exit_code_of([ok, pending]) == 5
+    assert exit_code_of([pending, refused]) == 4
+    assert exit_code_of([refused, stopped]) == 143

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,34 @@ def test_without_a_work_dir_the_array_works_under_the_cache_dir(
     assert work_dir.parent == Path(os.environ["EVALEXPORT_CACHE_DIR"]) / "slurm"
     assert (work_dir / "tasks.json").is_file()
     assert not (tmp_path / "evalexport-slurm").exists()
+
+
+@pytest.mark.slurm
+def test_gather_of_a_queued_array_says_pending_with_the_job_id_and_exit_code_5(
+    cli, slurm, write_plan, tmp_path
+) -> None:
+    import subprocess
+
+    from evalexport.plans.model import load_plan, resolve_tasks
+    from evalexport.plans.slurm import submit
+
+    tasks = resolve_tasks(load_plan(write_plan()))
+    work_dir = tmp_path / "array"
+    job_id = submit(tasks, work_dir, 1, ["--hold"])  # queued, and kept there
+    try:
+        gathered = cli("plan", "gather", work_dir, "--json")
+        outcomes = json.loads(gathered.stdout)
+        assert gathered.exit_code == 5, gathered.output
+        assert {o["result"]["status"] for o in outcomes} == {"pending"}
+        assert all(o["result"]["exit_code"] == 5 for o in outcomes)
+        assert f"of Slurm job {job_id} is PENDING (not run yet)" in outcomes[0]["result"]["message"]
+        table = cli("plan", "gather", work_dir)
+        assert "pending" in table.stdout
+    finally:
+        subprocess.run(["scancel", job_id], check=False)
+    ended = cli("plan", "gather", work_dir, "--json")  # cancelled: no longer queued
+    deadline = time.monotonic() + 30
+    while ended.exit_code == 5 and time.monotonic() < deadline:
+        ended = cli("plan", "gather", work_dir, "--json")
+    assert ended.exit_code == 1
+    assert {o["result"]["status"] for o in json.loads(ended.stdout)} == {"failed"}

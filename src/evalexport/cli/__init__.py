@@ -29,6 +29,7 @@ from evalexport.cli import (
     save_config,
 )
 from evalexport.cli._args import FAILED, OK, USAGE, Arguments, UsageError, parse, usage_error
+from evalexport.workers.protocol import ExitCode
 
 __all__ = ["main"]
 
@@ -121,7 +122,7 @@ def _print_overview(stream: TextIO) -> None:
         "",
         "flags: --json (print the result as JSON), --dry-run (check and plan, export nothing),",
         "       --version, --format NAME (deprecated: name the exporter first)",
-        "exit codes: 0 succeeded or skipped, 1 failed, 2 usage error,",
-        "            3 stored without a verdict before the timeout, 4 refused by the service",
+        "exit codes:",
+        *(f"  {int(code):>3}  {code.meaning}" for code in ExitCode),
     ]
     print("\n".join(lines), file=stream)

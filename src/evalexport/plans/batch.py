@@ -64,16 +64,19 @@ def run_tasks(
 def exit_code_of(outcomes: list[TaskOutcome]) -> int:
     """A batch's exit code: ``128 + signal`` if it was stopped; else, if exports failed, their
     exit code when they all share one (``3``: stored without a verdict, ``4``: refused, ``2``:
-    usage) and ``1`` when they differ; else ``0``."""
+    usage) and ``1`` when they differ; else ``5`` if tasks have not run yet (a queued Slurm
+    array); else ``0``."""
     from evalexport.results import ExportStatus
 
     stopped = [o.result.exit_code for o in outcomes if o.result.exit_code.stopped_by_signal]
     if stopped:  # interrupted: say so as a shell would, 128 + the signal
         return int(stopped[0])
     failed = {o.result.exit_code for o in outcomes if o.result.status is ExportStatus.FAILED}
-    if not failed:
-        return int(ExitCode.OK)
-    return int(failed.pop()) if len(failed) == 1 else int(ExitCode.FAILED)
+    if failed:
+        return int(failed.pop()) if len(failed) == 1 else int(ExitCode.FAILED)
+    if any(o.result.status is ExportStatus.PENDING for o in outcomes):
+        return int(ExitCode.PENDING)
+    return int(ExitCode.OK)
 
 
 def summary_table(outcomes: list[TaskOutcome]) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from evalexport.plans.batch import timed
 from evalexport.plans.model import ExportTask, TaskOutcome
+from evalexport.results import ExportResult
 
 __all__ = [
     "SlurmError",
@@ -98,7 +99,9 @@ def submit(
         raise SlurmError(
             f"sbatch refused the job array: {completed.stderr.strip() or completed.stdout.strip()}"
         )
-    return completed.stdout.strip().split(";")[0]
+    job_id = completed.stdout.strip().split(";")[0]
+    (work_dir.absolute() / JOB_ID_FILE).write_text(job_id + "\n")
+    return job_id
 
 
 def wait_for(job_id: str, timeout: float, poll: float = 2.0) -> None:
@@ -130,18 +133,61 @@ def run_array_task(tasks_file: Path, index: int, result_dir: Path) -> TaskOutcom
 
 
 def gather(tasks: list[ExportTask], work_dir: Path) -> list[TaskOutcome]:
-    """Every task's outcome; a task that left no result is a failed one pointing at its log."""
+    """Every task's outcome. A task with no result yet is pending while Slurm still has it
+    queued or running (``squeue``), and failed, pointing at its log, once Slurm is done."""
+    job_id = _job_id(work_dir)
+    waiting = _waiting_tasks(job_id) if job_id else {}
     outcomes = []
     for index, task in enumerate(tasks):
         path = work_dir / "results" / f"{index}.json"
         if path.is_file():
             outcomes.append(TaskOutcome.from_json_data(json.loads(path.read_text())))
             continue
-        outcomes.append(
-            TaskOutcome.of(
-                task,
-                0.0,
-                task.failed(f"array task {index} left no result; see {work_dir / 'logs'}"),
+        if index in waiting:
+            result = ExportResult.pending(
+                task.exporter,
+                str(task.rollouts.parent),
+                f"array task {index} of Slurm job {job_id} is {waiting[index]} (not run yet); "
+                f"gather again once `squeue -j {job_id}` no longer lists it",
+                slurm_job_id=job_id,
+                slurm_state=waiting[index],
             )
-        )
+        else:
+            result = task.failed(f"array task {index} left no result; see {work_dir / 'logs'}")
+        outcomes.append(TaskOutcome.of(task, 0.0, result))
     return outcomes
+
+
+JOB_ID_FILE = "job_id"
+"""The Slurm job id of a work directory's array, written when it is submitted."""
+
+
+def _job_id(work_dir: Path) -> str | None:
+    try:
+        return (work_dir / JOB_ID_FILE).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _waiting_tasks(job_id: str) -> dict[int, str]:
+    """Array task index -> Slurm state (``PENDING``, ``RUNNING``, ...) of each task of
+    ``job_id`` Slurm still lists; empty where ``squeue`` cannot tell."""
+    squeue = shutil.which("squeue")
+    if squeue is None:
+        return {}
+    try:
+        listed = subprocess.run(
+            [squeue, "-h", "-r", "-j", job_id, "-o", "%K %T"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    waiting: dict[int, str] = {}
+    for line in listed.stdout.splitlines() if listed.returncode == 0 else []:
+        index, _, state = line.strip().partition(" ")
+        if index.isdigit() and state:
+            waiting[int(index)] = state
+    return waiting

@@ -42,12 +42,20 @@ class ExitCode(enum.IntEnum):
     """Stored by the service, but no verdict arrived before the timeout."""
     REFUSED = 4
     """Refused by the service."""
+    PENDING = 5
+    """Not run yet: a Slurm array task still queued (or running) when its results were
+    gathered."""
     HANGUP = 129
     """Stopped by SIGHUP (the terminal went away)."""
     INTERRUPTED = 130
     """Stopped by SIGINT (Ctrl-C)."""
     TERMINATED = 143
     """Stopped by SIGTERM (``kill``, Slurm's time limit or ``scancel``, a container stop)."""
+
+    @property
+    def meaning(self) -> str:
+        """What the code means, in the words ``evalexport --help`` and the README use."""
+        return _MEANINGS.get(self, "stopped by a signal (128 + its number)")
 
     @classmethod
     def for_signal(cls, signum: int) -> ExitCode:
@@ -60,6 +68,18 @@ class ExitCode(enum.IntEnum):
         """Whether this is the code of an export a stop signal ended."""
         return self >= 128
 
+
+_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "succeeded or skipped",
+    ExitCode.FAILED: "failed",
+    ExitCode.USAGE: "usage error",
+    ExitCode.NO_VERDICT: "stored without a verdict before the timeout",
+    ExitCode.REFUSED: "refused by the service",
+    ExitCode.PENDING: "not run yet (a queued Slurm array task)",
+    ExitCode.HANGUP: "stopped by SIGHUP",
+    ExitCode.INTERRUPTED: "stopped by SIGINT (Ctrl-C)",
+    ExitCode.TERMINATED: "stopped by SIGTERM",
+}
 
 # The names of plugin API 2's worker bodies (``protocol.FAILED``): kept, they are ExitCode's.
 SUCCEEDED = ExitCode.OK
