@@ -96,3 +96,24 @@ def test_inspect_says_when_allowing_the_gaps_would_not_be_enough(cli, make_sampl
 def test_inspect_names_the_agents_problem_of_a_two_agent_run(cli, sample_run) -> None:
     data = json.loads(cli("inspect", sample_run.rollouts, "--json").stdout)
     assert data["atif"]["accepted"] is False
+
+
+def test_inspect_of_a_run_directory_inspects_its_one_rollouts_file(cli, sample_run) -> None:
+    by_file = cli("inspect", str(sample_run.rollouts), "--json")
+    by_directory = cli("inspect", str(sample_run.run.run_dir), "--json")
+    assert by_directory.exit_code == by_file.exit_code == 0, by_directory.output
+    assert by_directory.stdout == by_file.stdout
+
+
+def test_inspect_of_a_directory_of_several_runs_names_them(cli, make_sample_run) -> None:
+    sample = make_sample_run(other_run_rollouts="gpqa_rollouts.jsonl")
+    run = cli("inspect", str(sample.run.run_dir))
+    assert run.exit_code == 1
+    assert "holds 2 runs' rollouts files (aime24_rollouts.jsonl, gpqa_rollouts.jsonl)" in run.stderr
+    assert "Traceback" not in run.output
+
+
+def test_inspect_of_a_directory_without_a_run_says_so(cli, tmp_path) -> None:
+    run = cli("inspect", str(tmp_path))
+    assert run.exit_code == 1
+    assert "is a directory with no rollouts file in it" in run.stderr

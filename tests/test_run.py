@@ -224,3 +224,22 @@ def test_a_cache_path_that_is_a_file_is_named_not_reported_as_a_bug(
     assert run.exit_code == 1
     assert run.stdout.startswith(f"failed: Cannot access {blocker}")
     assert "unexpected error" not in run.stdout
+
+
+def test_the_checkouts_ignore_rules_cover_what_an_export_writes_beside_a_run() -> None:
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout (an installed copy of the tests)")
+    for written in (
+        "examples/aime24/aime24_rollouts_mlflow_export_done",
+        "examples/aime24/aime24_rollouts_wandb_export_done",
+        "mlruns.db",
+        "mlartifacts/0/x",
+    ):
+        checked = subprocess.run(
+            ["git", "-C", str(root), "check-ignore", "-q", written], check=False
+        )
+        assert checked.returncode == 0, f"{written} is not ignored by the checkout's .gitignore"

@@ -77,10 +77,12 @@ def dry_run(
 def inspect(rollouts: str | os.PathLike[str]) -> RunInspection:
     """What the run holds and what an export would make of it (``evalexport inspect``): its
     files, rollouts, agents, metrics, the saved config's masking, the strict ATIF verdict, and
-    every problem found (``report.problems``), not only the first."""
+    every problem found (``report.problems``), not only the first. ``rollouts`` may be the run
+    directory when it holds one rollouts file; else :class:`~evalexport.run.RunFileError` names
+    the ones it holds."""
     from evalexport.inspection import inspect_run
     from evalexport.run import RunArtifacts
 
     if not os.fspath(rollouts).strip():
         raise ValueError("expected the path of a run's rollouts file, got an empty value")
-    return inspect_run(RunArtifacts.from_rollouts_path(rollouts))
+    return inspect_run(RunArtifacts.of_path(rollouts))

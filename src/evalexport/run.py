@@ -45,6 +45,31 @@ class RunArtifacts:
         return cls(Path(rollouts_jsonl_fpath).absolute())
 
     @classmethod
+    def of_path(cls, path: str | os.PathLike[str]) -> RunArtifacts:
+        """The run a user names by ``path``: its rollouts file, or the run directory when it
+        holds exactly one rollouts file (``rollouts.jsonl`` or ``*_rollouts.jsonl``).
+        Raises :class:`RunFileError` naming the files a directory holds otherwise."""
+        given = Path(path)
+        if not given.is_dir():
+            return cls.from_rollouts_path(given)
+        found = sorted(
+            entry.name
+            for entry in os.scandir(given)
+            if entry.is_file() and _names_rollouts(entry.name)
+        )
+        if len(found) == 1:
+            return cls.from_rollouts_path(given / found[0])
+        if not found:
+            raise RunFileError(
+                f"{given.absolute()} is a directory with no rollouts file in it (a run's is "
+                "<benchmark>_rollouts.jsonl); give the path of the run's rollouts file"
+            )
+        raise RunFileError(
+            f"{given.absolute()} holds {len(found)} runs' rollouts files "
+            f"({', '.join(found)}); name the one to inspect, e.g. {given / found[0]}"
+        )
+
+    @classmethod
     def in_job(cls, runs_root: str | os.PathLike[str], benchmark: str) -> RunArtifacts:
         """The run of ``benchmark`` in a NeMo Gym job's output directory:
         ``<runs_root>/<benchmark>/<benchmark>_rollouts.jsonl``."""
@@ -200,8 +225,7 @@ class RunArtifacts:
         return [
             self.run_dir / name
             for name in names
-            if name != self.rollouts.name
-            and (name == "rollouts.jsonl" or name.endswith("_rollouts.jsonl"))
+            if name != self.rollouts.name and _names_rollouts(name)
         ]
 
     def shared_directory_reason(self) -> str | None:
@@ -269,6 +293,11 @@ class RunArtifacts:
                 role = "other run's rollouts" if path in others else "other"
             found.append(RunFile(path, role, _size(path)))
         return found
+
+
+def _names_rollouts(name: str) -> bool:
+    """Whether a file of this name is a run's rollouts file."""
+    return name == "rollouts.jsonl" or name.endswith("_rollouts.jsonl")
 
 
 def _size(path: Path) -> int:

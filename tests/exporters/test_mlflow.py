@@ -389,3 +389,25 @@ def test_a_dry_run_makes_no_store_where_there_is_none(mlflow_python, sample_run,
     dry = _export(sample_run, dry_run=True, mlflow_tracking_uri=f"sqlite:///{store}")
     assert dry.status is ExportStatus.SUCCEEDED, dry.message
     assert not store.exists()
+
+
+def test_every_experiment_of_a_new_embedded_store_keeps_its_artifacts_beside_it(
+    mlflow_python, sample_run, tmp_path
+) -> None:
+    store = tmp_path / "store" / "mlruns.db"
+    store.parent.mkdir()
+    uri = f"sqlite:///{store}"
+    assert _export(sample_run, mlflow_tracking_uri=uri).status is ExportStatus.SUCCEEDED
+    script = (
+        "import json, sys\n"
+        "from mlflow.tracking import MlflowClient\n"
+        "client = MlflowClient(tracking_uri=sys.argv[1])\n"
+        "print(json.dumps({e.name: e.artifact_location for e in client.search_experiments()}))\n"
+    )
+    listed = subprocess.run(
+        [str(mlflow_python), "-c", script, uri], capture_output=True, text=True, check=True
+    )
+    locations = json.loads(listed.stdout.splitlines()[-1])
+    assert set(locations) == {"Default", "aime24"}
+    for name, location in locations.items():
+        assert location.removeprefix("file://").startswith(str(store.parent)), (name, location)

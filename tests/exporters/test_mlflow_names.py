@@ -166,3 +166,52 @@ def test_the_dry_run_shows_sanitized_names_and_batches_and_builds_nothing(cli, s
     assert plan["target"] == "http://127.0.0.1:9"
     assert list_environments() == []
     assert not Path("mlruns.db").exists()
+
+
+def test_a_server_given_as_host_and_port_without_a_scheme_is_a_usage_error(cli, sample_run) -> None:
+    run = cli(
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        "+mlflow_tracking_uri=127.0.0.1:5055",
+    )
+    assert run.exit_code == 2
+    assert "write http://127.0.0.1:5055 (or https://)" in run.stderr
+
+
+def test_the_same_in_mlflow_tracking_uri_is_a_usage_error_naming_it(
+    cli, sample_run, monkeypatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "mlflow.internal:5000/prefix")
+    run = cli("mlflow", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "--dry-run")
+    assert run.exit_code == 2, run.output
+    assert "MLFLOW_TRACKING_URI: " in run.output
+    assert "write http://mlflow.internal:5000/prefix" in run.output
+
+
+def test_the_sdks_variables_steer_the_target_and_an_option_beats_them(
+    cli, sample_run, monkeypatch, tmp_path
+) -> None:
+    import json
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999")
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "from-the-environment")
+    dry = json.loads(
+        cli("mlflow", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "--dry-run", "--json").stdout
+    )
+    assert dry["plan"]["target"] == "http://127.0.0.1:5999"
+    assert dry["plan"]["settings"] == {
+        "mlflow_tracking_uri": "MLFLOW_TRACKING_URI from the environment",
+        "mlflow_experiment_name": "MLFLOW_EXPERIMENT_NAME from the environment",
+    }
+    store = f"sqlite:///{tmp_path / 'mine.db'}"
+    mine = json.loads(
+        cli(
+            "mlflow",
+            f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+            f"+mlflow_tracking_uri={store}",
+            "--dry-run",
+            "--json",
+        ).stdout
+    )
+    assert mine["plan"]["target"] == store
+    assert mine["plan"]["settings"]["mlflow_tracking_uri"] == "+mlflow_tracking_uri"

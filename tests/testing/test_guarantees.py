@@ -1,32 +1,30 @@
-"""The public guarantee suite holds a plugin written from docs/plugins.md, and catches a plugin
-that breaks a guarantee, with a message naming the guarantee it broke."""
+"""The public guarantee suite holds a plugin written from docs/plugins.md, run as the guide's
+"Testing your plugin" writes it, and catches a plugin that breaks a guarantee, with a message
+naming the guarantee it broke."""
 
 from __future__ import annotations
 
 import os
-import textwrap
+import re
 from pathlib import Path
 
 import pytest
 
 GUIDES = Path(__file__).resolve().parents[1] / "support" / "plugin_guides"
 
-SUITE = textwrap.dedent(
-    """
-    import pytest
 
-    from evalexport.testing.guarantees import ExporterGuarantees
+def _guide_suite() -> str:
+    """The code of docs/plugins.md, "Testing your plugin": the test module a plugin author
+    writes, run here as it is written."""
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "plugins.md").read_text()
+    section = guide.split("## Testing your plugin", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None, "docs/plugins.md, Testing your plugin, shows its test module"
+    return code.group(1)
 
 
-    class TestPlugin(ExporterGuarantees):
-        exporter_name = "{name}"
+SUITE = _guide_suite()
 
-
-    @pytest.fixture
-    def exporter_options(tmp_path):
-        return {{"store_dir": str(tmp_path / "store")}}
-    """
-)
 
 BAD_PLUGINS = """
 import json
@@ -107,7 +105,8 @@ def plugin_path(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> P
 
 
 def _run_suite(pytester: pytest.Pytester, name: str) -> pytest.RunResult:
-    pytester.makepyfile(**{f"test_{name}": SUITE.format(name=name)})
+    suite = SUITE.replace('exporter_name = "notebook"', f"exporter_name = {name!r}")
+    pytester.makepyfile(**{f"test_{name}": suite})
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", f"test_{name}.py")
 
 

@@ -20,7 +20,7 @@ VALUE_FLAGS: tuple[str, ...] = ()
 def run(arguments: Arguments, rest: list[str]) -> int:
     """``evalexport inspect PATH [--json]``: print what the run holds; exit 1 if it is unreadable."""
     from evalexport.inspection import inspect_run
-    from evalexport.run import RunArtifacts
+    from evalexport.run import RunArtifacts, RunFileError
 
     if arguments.help:
         print("usage: evalexport inspect PATH [--json]\n\n" + SUMMARY)
@@ -31,7 +31,12 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     path = path.removeprefix("rollouts_jsonl_fpath=")
     if not path.strip():
         return usage_error("'inspect' takes the run's rollouts file; the path given is empty")
-    report = inspect_run(RunArtifacts.from_rollouts_path(path))
+    try:
+        run = RunArtifacts.of_path(path)
+    except RunFileError as error:
+        print(f"evalexport: {error}", file=sys.stderr)
+        return FAILED
+    report = inspect_run(run)
     if arguments.json:
         print(json.dumps(report.as_json_data()))  # --json: one line
     else:

@@ -16,7 +16,12 @@ from typing import Literal
 from pydantic import Field, SecretStr
 
 from evalexport.contracts.surfaces import Surface
-from evalexport.exporters.isolated import WORKER_BODIES, IsolatedConfig, IsolatedExporter
+from evalexport.exporters.isolated import (
+    WORKER_BODIES,
+    IsolatedConfig,
+    IsolatedExporter,
+    WorkerSpec,
+)
 from evalexport.exporters.prepared import PreparedRun, for_payload, prepare
 from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY
 from evalexport.guard import FINGERPRINT_SUMMARY_KEY
@@ -57,6 +62,12 @@ class WandbConfig(IsolatedConfig):
         default=None, description="API key for online mode; default: $WANDB_API_KEY."
     )
     upload_rollouts: bool = Field(default=True, description="Log the rollouts as a table.")
+    skip_existing: bool = Field(
+        default=False,
+        description="Online: skip when the project already holds a finished run of this run's "
+        "data (the same fingerprint, e.g. exported from a copy of the run directory); default: "
+        "export a second copy and say so.",
+    )
     requirement: str | list[str] = Field(
         default="wandb>=0.16,<1",
         description="The wandb requirement; a new pin builds a new environment.",
@@ -159,7 +170,17 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
             "table_key": ROLLOUTS_TABLE_KEY,
             "tags": ["evalexport", f"evalexport-{fingerprint.removeprefix('sha256:')[:16]}"],
             "rollouts_table": str(table) if table else None,
+            "dry_run": config.dry_run,
+            "skip_existing": config.skip_existing,
         }
+
+    def worker(self, config: WandbConfig) -> WorkerSpec:
+        """wandb's requirement; an online dry run asks the project for runs of this run's data
+        (offline there is no one to ask)."""
+        return WorkerSpec(
+            requirements=super().worker(config).requirements,
+            answers_dry_runs=mode(config).value == "online",
+        )
 
 
 def mode(config: WandbConfig) -> Chosen[Literal["online", "offline"]]:

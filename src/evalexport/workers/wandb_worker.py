@@ -15,6 +15,7 @@ from typing import Any, Final, TypedDict
 from evalexport.workers.protocol import (
     FAILED,
     SUCCEEDED,
+    ExitCode,
     WorkerResult,
     result,
 )
@@ -32,7 +33,14 @@ class WandbPayload(TypedDict):
     summary: dict[str, Any]
     table_key: str
     tags: list[str]
+    """The run's tags; the last is ``evalexport-<fingerprint>``, by which a copy is found."""
     rollouts_table: str | None
+    dry_run: bool
+    """Only ask the target what an export would find there (online: the project's runs of this
+    run's data); create nothing."""
+    skip_existing: bool
+    """When the project already holds a finished run of this run's data, skip instead of
+    logging a second copy (online only: an offline run has no server to ask)."""
 
 
 SURFACE: Final = {
@@ -45,6 +53,9 @@ SURFACE: Final = {
         "wandb.sdk.wandb_run.Run.log",
         "wandb.sdk.wandb_run.Run.finish",
         "wandb.sdk.wandb_summary.Summary.update",
+        "wandb.Api",
+        "wandb.Api.runs",
+        "wandb.apis.public.Run",
     ),
     "switch": "runs another wandb version of the matrix",
 }
@@ -75,11 +86,80 @@ def _discard(run: Any, mode: str) -> str:
     return f" (its offline run directory {Path(run.dir).parent} was removed)"
 
 
+def existing_runs(api: Any, path: str, tag: str) -> list[str]:
+    """Finished runs of the project at ``path`` (``entity/project``, or ``project`` for the
+    key's own entity) tagged ``tag``: exports of this same run's data."""
+    found = api.runs(path, filters={"tags": {"$in": [tag]}})
+    return [str(each.id) for each in found if str(getattr(each, "state", "")) == "finished"]
+
+
+def _project_path(payload: WandbPayload) -> str:
+    return "/".join(filter(None, [payload["entity"], payload["project"]]))
+
+
+def _existing_notice(existing: list[str], path: str, *, skip: bool) -> str:
+    runs = ", ".join(existing)
+    if skip:
+        return (
+            f"W&B project {path} already holds run {runs} of this run's data (the same "
+            "fingerprint); skipped, as +skip_existing asks"
+        )
+    return (
+        f"W&B project {path} already holds run {runs} of this run's data (the same "
+        "fingerprint); exporting a second copy. Add +skip_existing=true to skip instead"
+    )
+
+
+def _looked_up(payload: WandbPayload) -> tuple[list[str], WorkerResult | None]:
+    """The project's runs of this run's data (online), and the result that ends the export
+    here: a dry run's answer, or a skip."""
+    if payload["mode"] != "online":
+        return [], None
+    import wandb
+
+    path = _project_path(payload)
+    existing = existing_runs(wandb.Api(timeout=30), path, payload["tags"][-1])
+    if existing and payload["skip_existing"]:
+        notice = _existing_notice(existing, path, skip=True)
+        skipped = result(
+            "skipped",
+            ExitCode.OK,
+            notice,
+            run_id=existing[0],
+            skip_reason="found at target",
+            existing_run_ids=existing,
+        )
+        return existing, skipped
+    if payload["dry_run"]:
+        notices = [_existing_notice(existing, path, skip=False)] if existing else []
+        answer = result(
+            "succeeded",
+            ExitCode.OK,
+            f"W&B project {path} answers",
+            notices=notices,
+            existing_run_ids=existing,
+        )
+        return existing, answer
+    return existing, None
+
+
 def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
     import wandb
 
     mode = payload["mode"]
     total = 3 if payload["rollouts_table"] else 2
+    try:
+        existing, ended = _looked_up(payload)
+    except Exception as error:  # the server or the key: the export would fail here too
+        text = " ".join(str(error).split())[:_MAX_ERROR]
+        return result(
+            "failed",
+            FAILED,
+            f"W&B ({mode}) could not be asked for runs of this run's data: "
+            f"{type(error).__name__}: {text}",
+        )
+    if ended is not None:
+        return ended
     progress(0, total)
     run = None
     try:
@@ -119,7 +199,7 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
             f"W&B export ({mode}) failed{left}: {type(error).__name__}: {text}.{hint}",
         )
     local = run_dir.rsplit("/files", 1)[0]
-    notices = []
+    notices = [_existing_notice(existing, _project_path(payload), skip=False)] if existing else []
     if not Path(local).is_relative_to(payload["dir"]):
         notices.append(f"W&B wrote the run to {local}, not under {payload['dir']} as asked")
     where = url if mode == "online" and url else local
@@ -132,4 +212,5 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
         url=url,
         run_dir=local,
         notices=notices,
+        existing_run_ids=existing,
     )
