@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, final
 
@@ -41,10 +41,9 @@ from evalexport.run import RunArtifacts
 from evalexport.settings import SettingError
 
 if TYPE_CHECKING:
-    from evalexport.exporters.base import Exporter
+    from evalexport.exporters.base import AnyExporter, ExporterConfig
 
 __all__ = [
-    "Delivery",
     "ExportRequest",
     "Progress",
     "export_run",
@@ -54,19 +53,13 @@ __all__ = [
 
 logger = logging.getLogger("evalexport")
 
-Delivery = Callable[[Any, "str | None"], "ExportResult | None"]
-"""Delivers what the run's read prepared, with the run's fingerprint (``None`` unless the
-export is guarded): the deliver stage of an exporter's template. For a dry run it asks the
-target, without changing it, what the export would find there, or returns ``None`` when it
-cannot ask (an in-process exporter, an environment not built)."""
-
 
 @final
 @dataclass(frozen=True)
 class ExportRequest:
     """One export as its caller asks for it."""
 
-    exporter: str | type[Exporter[Any, Any]]
+    exporter: str | type[AnyExporter]
     """An exporter's name (``evalexport list``), or an exporter class."""
     options: Mapping[str, Any] = field(default_factory=dict)
     """Options as typed values, ``rollouts_jsonl_fpath`` among them."""
@@ -119,7 +112,7 @@ def run_export(request: ExportRequest) -> ExportResult:
 
 
 def export_run(
-    exporter: Exporter[Any, Any], run: RunArtifacts, config: Any, *, skip_finished: bool = False
+    exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig, *, skip_finished: bool = False
 ) -> ExportResult:
     """Stages 3 to 7 for an exporter, a run and its parsed options: the export, or its dry run
     when ``config.dry_run``; every outcome, unexpected errors included, is a result."""
@@ -156,7 +149,7 @@ def export_run(
 
 
 def prerequisite_failure(
-    exporter: Exporter[Any, Any], run: RunArtifacts, config: Any
+    exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig
 ) -> str | None:
     """Stage 3: why the run cannot be exported here, read off the file system alone (no file
     of the run is opened): the checks of the exporter's kind, then its own."""
@@ -174,7 +167,7 @@ def prerequisite_failure(
 
 
 def _export(
-    exporter: Exporter[Any, Any], run: RunArtifacts, config: Any, skip_finished: bool
+    exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig, skip_finished: bool
 ) -> ExportResult:
     dry_run = bool(config.dry_run)
     if skip_finished and (finished := exporter.already_exported(run, config)) is not None:
@@ -236,10 +229,10 @@ def _export(
 
 
 def _described(
-    exporter: Exporter[Any, Any],
+    exporter: AnyExporter,
     run: RunArtifacts,
-    config: Any,
-    prepared: Any,
+    config: ExporterConfig,
+    prepared: object,
     answer: ExportResult | None,
 ) -> ExportResult:
     """Stage 6 of a dry run: the target's answer, if it was asked (a failure or a skip is the
@@ -282,7 +275,7 @@ def _described(
 
 
 def _skipped(
-    exporter: Exporter[Any, Any], run: RunArtifacts, earlier: guard.AlreadyExported
+    exporter: AnyExporter, run: RunArtifacts, earlier: guard.AlreadyExported
 ) -> ExportResult:
     marker = earlier.marker
     return ExportResult.skipped(
@@ -308,9 +301,9 @@ def _as_dry_run(result: ExportResult) -> ExportResult:
 
 
 def _marked(
-    exporter: Exporter[Any, Any],
+    exporter: AnyExporter,
     run: RunArtifacts,
-    config: Any,
+    config: ExporterConfig,
     result: ExportResult,
     fingerprint: str,
     export_guard: guard.ExportGuard,
@@ -339,7 +332,7 @@ def _marked(
 
 
 def _failed(
-    exporter: Exporter[Any, Any],
+    exporter: AnyExporter,
     run: RunArtifacts,
     message: str,
     exit_code: ExitCode = ExitCode.FAILED,

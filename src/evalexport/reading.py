@@ -1,7 +1,7 @@
 """Reading a run, in one place: every reader and parser of its files, the fingerprint, the
 masking of its saved config and the warnings an export gives about what it read.
 
-:class:`~evalexport.run.RunArtifacts` says where each file of a run is and what rules the run
+:class:`~evalexport.run.RunPaths` says where each file of a run is and what rules the run
 keeps; this module reads those files. An export reads each of them once (SPEC §3.1, "One
 pass"): :func:`prepare` opens the aggregate metrics, the saved config and the rollouts once
 each, hashes them while it parses them, and hands the export (or the dry run) one
@@ -21,12 +21,9 @@ import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Final, Protocol, final
+from typing import Any, BinaryIO, Final, Protocol, final
 
 from evalexport.metrics import FlatMetrics, flatten_metrics
-
-if TYPE_CHECKING:
-    from evalexport.run import RunArtifacts
 
 __all__ = [
     "Digest",
@@ -57,6 +54,31 @@ class Digest(Protocol):
 
     def update(self, data: bytes, /) -> None:
         """Feed the hash the next bytes read."""
+
+
+class RunPaths(Protocol):
+    """The paths of a run this module reads (:class:`evalexport.run.RunArtifacts` has them):
+    reading stands below the run's rules, which use it."""
+
+    @property
+    def rollouts(self) -> Path:
+        """The rollouts file."""
+
+    @property
+    def run_dir(self) -> Path:
+        """The run directory."""
+
+    @property
+    def aggregate_metrics(self) -> Path:
+        """The aggregate-metrics file."""
+
+    @property
+    def saved_config(self) -> Path:
+        """The saved config."""
+
+    @property
+    def no_records_message(self) -> str:
+        """What a user is told when the rollouts file holds no record."""
 
 
 class RunFileError(Exception):
@@ -128,7 +150,7 @@ class ExportableConfig:
 # -- the rollouts --------------------------------------------------------------------------
 
 
-def iter_rollouts(run: RunArtifacts, digest: Digest | None = None) -> Iterator[Rollout]:
+def iter_rollouts(run: RunPaths, digest: Digest | None = None) -> Iterator[Rollout]:
     """Stream the rollouts one line at a time; blank lines are skipped.
 
     Raises :class:`RunFileError` naming the 1-based line number of a malformed line. One line
@@ -140,7 +162,7 @@ def iter_rollouts(run: RunArtifacts, digest: Digest | None = None) -> Iterator[R
         yield from read_rollouts(run, handle, digest)
 
 
-def count_rollouts(run: RunArtifacts, digest: Digest | None = None) -> int:
+def count_rollouts(run: RunPaths, digest: Digest | None = None) -> int:
     """How many lines of the rollouts file are not blank, without parsing them; ``digest`` is
     fed the file's bytes as for :func:`iter_rollouts`."""
     count = 0
@@ -152,7 +174,7 @@ def count_rollouts(run: RunArtifacts, digest: Digest | None = None) -> int:
     return count
 
 
-def holds_no_rollouts(run: RunArtifacts) -> bool:
+def holds_no_rollouts(run: RunPaths) -> bool:
     """Whether the rollouts file has no line but blank ones (read up to the first that is not)."""
     try:
         with run.rollouts.open("rb") as handle:
@@ -161,7 +183,7 @@ def holds_no_rollouts(run: RunArtifacts) -> bool:
         return False  # the reader names the problem
 
 
-def _open_rollouts(run: RunArtifacts) -> BinaryIO:
+def _open_rollouts(run: RunPaths) -> BinaryIO:
     try:
         return run.rollouts.open("rb")
     except OSError as error:
@@ -169,7 +191,7 @@ def _open_rollouts(run: RunArtifacts) -> BinaryIO:
 
 
 def read_rollouts(
-    run: RunArtifacts, handle: BinaryIO, digest: Digest | None = None
+    run: RunPaths, handle: BinaryIO, digest: Digest | None = None
 ) -> Iterator[Rollout]:
     """:func:`iter_rollouts` from a handle the caller opened on the rollouts file."""
     line_number = 0
@@ -188,7 +210,7 @@ def read_rollouts(
             yield parsed
 
 
-def _parse_line(run: RunArtifacts, raw: bytes, line_number: int) -> Rollout | None:
+def _parse_line(run: RunPaths, raw: bytes, line_number: int) -> Rollout | None:
     """The rollout on one line, ``_BLANK_LINE`` for a blank one, ``None`` at the end of the
     file."""
     if not raw:
@@ -227,7 +249,7 @@ def _parse_line(run: RunArtifacts, raw: bytes, line_number: int) -> Rollout | No
     return Rollout(line_number, record, size)
 
 
-def _malformed(run: RunArtifacts, line: str, line_number: int) -> RunFileError:
+def _malformed(run: RunPaths, line: str, line_number: int) -> RunFileError:
     try:
         json.loads(line)
     except json.JSONDecodeError as error:
@@ -268,7 +290,7 @@ def _fast_decode() -> Callable[[bytes], object] | None:
 # -- the aggregate metrics and the saved config ----------------------------------------------
 
 
-def read_file(run: RunArtifacts, path: Path) -> bytes:
+def read_file(run: RunPaths, path: Path) -> bytes:
     """The bytes of the aggregate metrics or the saved config, read once; a file that is
     missing or cannot be read is a :class:`RunFileError` naming it."""
     what = "Aggregate metrics" if path == run.aggregate_metrics else "Saved run config"
@@ -280,7 +302,7 @@ def read_file(run: RunArtifacts, path: Path) -> bytes:
         raise RunFileError(f"Cannot read {what[0].lower()}{what[1:]} {path}: {error}") from None
 
 
-def parse_aggregate_metrics(run: RunArtifacts, data: bytes) -> list[dict[str, Any]]:
+def parse_aggregate_metrics(run: RunPaths, data: bytes) -> list[dict[str, Any]]:
     """The aggregate-metrics list of the file's bytes, one entry per agent, checked for its
     shape."""
     path = run.aggregate_metrics
@@ -310,7 +332,7 @@ def parse_aggregate_metrics(run: RunArtifacts, data: bytes) -> list[dict[str, An
     return parsed
 
 
-def parse_saved_config(run: RunArtifacts, data: bytes) -> dict[str, Any]:
+def parse_saved_config(run: RunPaths, data: bytes) -> dict[str, Any]:
     """The saved (masked, unresolved) run config of the file's bytes."""
     import yaml
 
@@ -352,7 +374,7 @@ def exportable_config(config: dict[str, Any]) -> ExportableConfig:
 
 
 def unreadable_file_reason(
-    run: RunArtifacts, readers: Mapping[Path, Callable[[BinaryIO], None]] | None = None
+    run: RunPaths, readers: Mapping[Path, Callable[[BinaryIO], None]] | None = None
 ) -> str | None:
     """Why the run directory cannot be uploaded as it is, or ``None``: every file in it
     (through symlinks, as an upload walks it) must open for reading and be a regular file.
@@ -403,7 +425,7 @@ def _unreadable(path: Path, read: Callable[[BinaryIO], None] | None = None) -> s
 # -- fingerprints --------------------------------------------------------------------------
 
 
-def fingerprinted_files(run: RunArtifacts) -> tuple[Path, Path, Path]:
+def fingerprinted_files(run: RunPaths) -> tuple[Path, Path, Path]:
     """The files a fingerprint covers, in the order it hashes them."""
     return (run.rollouts, run.aggregate_metrics, run.saved_config)
 
@@ -418,7 +440,7 @@ def fingerprint_of(file_digests: Iterable[tuple[str, bytes]]) -> str:
     return f"sha256:{digest.hexdigest()}"
 
 
-def run_fingerprint(run: RunArtifacts) -> str:
+def run_fingerprint(run: RunPaths) -> str:
     """``sha256:<hex>`` over the rollouts, aggregate-metrics and saved-config files, read now."""
     digests: list[tuple[str, bytes]] = []
     for path in fingerprinted_files(run):
@@ -438,7 +460,7 @@ def run_fingerprint(run: RunArtifacts) -> str:
 class PreparedRun:
     """Everything an export sends, read from the run's files once."""
 
-    run: RunArtifacts
+    run: RunPaths
     fingerprint: str
     """``sha256:…`` of the bytes read (:func:`fingerprint_of` them)."""
     aggregate_metrics: bytes
@@ -477,7 +499,7 @@ RolloutsSink = Callable[[Iterator[Rollout]], None]
 
 
 def prepare(
-    run: RunArtifacts,
+    run: RunPaths,
     *,
     parse_rollouts: bool = True,
     rollouts_sink: RolloutsSink | None = None,

@@ -19,7 +19,7 @@ import abc
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, get_args
+from typing import Any, ClassVar, Final, Generic, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from typing_extensions import TypeVar
@@ -31,9 +31,6 @@ from evalexport.reading import PreparedRun, RunFileError
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
 
-if TYPE_CHECKING:
-    from evalexport.pipeline import Delivery
-
 DEPRECATED_HOOKS = legacy.DEPRECATED_HOOKS
 """Earlier guides' forms still honoured, and what replaces each (:mod:`.legacy`)."""
 
@@ -41,6 +38,8 @@ __all__ = [
     "DEPRECATED_HOOKS",
     "HOOKS",
     "TEMPLATE_MODULES",
+    "AnyExporter",
+    "Delivery",
     "DryRunPlan",
     "Exporter",
     "ExporterConfig",
@@ -92,6 +91,13 @@ ConfigT = TypeVar("ConfigT", bound=ExporterConfig)
 PreparedT = TypeVar("PreparedT", default=PreparedRun | None)
 """What :meth:`Exporter.check_inputs` reads: a :class:`~evalexport.reading.PreparedRun` (or
 ``None``) by default; an exporter whose read is its own (ATIF's conversion) names its type."""
+
+
+Delivery = Callable[[object, "str | None"], "ExportResult | None"]
+"""The deliver stage of an exporter's template: delivers what the run's read prepared, with the
+run's fingerprint (``None`` unless the export is guarded). For a dry run it asks the target,
+without changing it, what the export would find there, or returns ``None`` when it cannot ask
+(an in-process exporter, an environment not built)."""
 
 
 class OptionError(ValueError):
@@ -306,7 +312,7 @@ class Exporter(legacy.LegacyHooks, abc.ABC, Generic[ConfigT, PreparedT]):
         delivers through a worker it may start here, so that the SDK loads while the run is
         read, and may ask it about the target in a dry run.)"""
 
-        def deliver(prepared: Any, fingerprint: str | None) -> ExportResult | None:
+        def deliver(prepared: object, fingerprint: str | None) -> ExportResult | None:
             if dry_run:
                 return None  # an in-process exporter has no one to ask without exporting
             return call_hook(self._export, run, config, fingerprint=fingerprint, prepared=prepared)
@@ -337,3 +343,7 @@ def _check_kind(cls: type[Exporter[Any, Any]]) -> None:
         raise ExporterDefinitionError(
             f"{where}.progress_unit is {cls.progress_unit!r}; it is one of {', '.join(units)}"
         )
+
+
+AnyExporter: TypeAlias = "Exporter[Any, Any]"
+"""An exporter of any options and read, as the pipeline and the registry hold one."""

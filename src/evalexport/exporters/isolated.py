@@ -28,7 +28,7 @@ from pydantic import Field
 from typing_extensions import TypeVar
 
 from evalexport.contracts.surfaces import Surface
-from evalexport.exporters.base import HOOKS, Exporter, ExporterConfig, ProgressUnit
+from evalexport.exporters.base import HOOKS, Delivery, Exporter, ExporterConfig, ProgressUnit
 from evalexport.exporters.hooks import call_hook, takes_also
 from evalexport.exporters.legacy import LegacyWorkerHooks, read_back_from_details
 from evalexport.exporters.worker_spec import DEFAULT_TIME_LIMIT, WorkerSpec
@@ -41,7 +41,6 @@ from evalexport.settings import TIME_LIMIT_VARIABLE, installer_choice, worker_ti
 if TYPE_CHECKING:
     from evalexport.isolation.environments import Environment
     from evalexport.isolation.launcher import StartedWorker, WorkerOutcome
-    from evalexport.pipeline import Delivery
     from evalexport.workers.protocol import WorkerResult
 
 __all__ = [
@@ -417,7 +416,7 @@ class IsolatedExporter(
         )
 
 
-def _unasked(prepared: PreparedRun | None, fingerprint: str | None) -> None:
+def _unasked(prepared: object, fingerprint: str | None) -> None:
     """A dry run's delivery that asks no worker."""
     return None
 

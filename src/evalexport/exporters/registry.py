@@ -12,7 +12,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Final, final
 
 if TYPE_CHECKING:
-    from evalexport.exporters.base import Exporter
+    from evalexport.exporters.base import AnyExporter
 
 __all__ = [
     "BUILTIN_EXPORTERS",
@@ -62,7 +62,7 @@ class ExporterEntry:
     source: str
     """``built-in``, or the distribution that registered it."""
 
-    def load(self) -> type[Exporter[Any, Any]]:
+    def load(self) -> type[AnyExporter]:
         """Import the exporter's class; :class:`ExporterLoadError` says why it cannot be.
 
         A plugin is other people's code: whatever its module does on import (any exception,
@@ -110,7 +110,7 @@ def exporter_entries() -> dict[str, ExporterEntry]:
     return dict(sorted(entries.items()))
 
 
-def load_exporter(name: str) -> type[Exporter[Any, Any]]:
+def load_exporter(name: str) -> type[AnyExporter]:
     """The exporter class named ``name``; :class:`UnknownExporterError` lists the known ones."""
     entries = exporter_entries()
     entry = entries.get(name)
@@ -120,7 +120,7 @@ def load_exporter(name: str) -> type[Exporter[Any, Any]]:
     return entry.load()
 
 
-def exporter_class(exporter: str | type[Any]) -> type[Exporter[Any, Any]]:
+def exporter_class(exporter: str | type[Any]) -> type[AnyExporter]:
     """The exporter class a caller names: by its name (:func:`load_exporter`), or a class
     given directly, checked to be one."""
     from evalexport.exporters.base import Exporter

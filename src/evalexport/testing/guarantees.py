@@ -51,14 +51,18 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import pytest
 
 from evalexport.interrupts import signals_raise
+from evalexport.results import ExportResult
 from evalexport.testing.factory import SampleRun
 
 __all__ = ["ExporterGuarantees"]
+
+_DRY_RUN_EXPORT_RERUN = ((True, False), (False, False), (False, True))
+"""``(dry_run, rerun)`` of a dry run, an export and a batch's rerun, in that order."""
 
 _counting: collections.Counter[str] | None = None
 
@@ -107,6 +111,19 @@ def _children() -> set[int]:
     return found
 
 
+class Export(Protocol):
+    """The ``export`` fixture: the exporter under test, through evalexport's pipeline."""
+
+    def __call__(
+        self,
+        sample: SampleRun,
+        *,
+        dry_run: bool = False,
+        rerun: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ExportResult: ...
+
+
 class ExporterGuarantees:
     """The guarantees of an exporter named by ``exporter_name``; see the module's text."""
 
@@ -138,7 +155,7 @@ class ExporterGuarantees:
             dry_run: bool = False,
             rerun: bool = False,
             progress: Callable[[int, int], None] | None = None,
-        ) -> Any:
+        ) -> ExportResult:
             options = {"rollouts_jsonl_fpath": str(sample.rollouts), **exporter_options}
             request = ExportRequest(
                 self.exporter_name,
@@ -157,14 +174,14 @@ class ExporterGuarantees:
     # -- the guarantees ---------------------------------------------------------------------------
 
     def test_guarantee_each_file_of_the_run_is_opened_once(
-        self, export: Callable[..., Any], guaranteed_run: SampleRun
+        self, export: Export, guaranteed_run: SampleRun
     ) -> None:
         """One pass: the dry run, the export and a rerun each open every file of the run at most once."""
         run = guaranteed_run.run
         files = (run.rollouts, run.aggregate_metrics, run.saved_config)
-        for what, keywords in (("dry run", {"dry_run": True}), ("export", {}), ("rerun", {})):
+        for what, dry_run in (("dry run", True), ("export", False), ("rerun", False)):
             with _counted_opens() as opens:
-                result = export(guaranteed_run, **keywords)
+                result = export(guaranteed_run, dry_run=dry_run)
             twice = {path.name: opens[str(path)] for path in files if opens[str(path)] > 1}
             assert not twice, self._broken(
                 f"each file of the run is opened once, but its {what} ({result.status.value}: "
@@ -173,7 +190,7 @@ class ExporterGuarantees:
 
     def test_guarantee_a_dry_run_tells_the_exports_verdict(
         self,
-        export: Callable[..., Any],
+        export: Export,
         make_sample_run: Callable[..., SampleRun],
         guaranteed_run: SampleRun,
     ) -> None:
@@ -188,7 +205,7 @@ class ExporterGuarantees:
         rerun = export(guaranteed_run)
         self._same_verdict("a run exported already", dry, rerun)
 
-    def _same_verdict(self, label: str, dry: Any, real: Any) -> None:
+    def _same_verdict(self, label: str, dry: ExportResult, real: ExportResult) -> None:
         from evalexport.results import ExportStatus, SkipReason
 
         if real.skip_reason is SkipReason.DEDUPED and dry.status is ExportStatus.SUCCEEDED:
@@ -201,7 +218,7 @@ class ExporterGuarantees:
 
     def test_guarantee_no_secret_leaves(
         self,
-        export: Callable[..., Any],
+        export: Export,
         make_sample_run: Callable[..., SampleRun],
         evalexport_isolation: Path,
         caplog: pytest.LogCaptureFixture,
@@ -227,8 +244,8 @@ class ExporterGuarantees:
         payloads = _recorded_payloads(monkeypatch)
         texts: list[str] = []
         with caplog.at_level(logging.DEBUG):
-            for keywords in ({"dry_run": True}, {}, {"rerun": True}):
-                texts.append(export(sample, **keywords).model_dump_json())
+            for dry_run, rerun in _DRY_RUN_EXPORT_RERUN:
+                texts.append(export(sample, dry_run=dry_run, rerun=rerun).model_dump_json())
         captured = capfd.readouterr()
         texts += [captured.out, captured.err, caplog.text, json.dumps(payloads, default=str)]
         leaks = [f"output {i}" for i, text in enumerate(texts) for c in canaries if c in text]
@@ -243,13 +260,13 @@ class ExporterGuarantees:
         assert not leaks, self._broken(f"no secret leaves, but a canary was found in {leaks}")
 
     def test_guarantee_the_run_directory_is_unchanged_but_for_the_marker(
-        self, export: Callable[..., Any], guaranteed_run: SampleRun
+        self, export: Export, guaranteed_run: SampleRun
     ) -> None:
         """The dry run, the export and a rerun change no file of the run and add none but the
         marker."""
         before = _tree(guaranteed_run.run.run_dir)
-        for keywords in ({"dry_run": True}, {}, {"rerun": True}):
-            export(guaranteed_run, **keywords)
+        for dry_run, rerun in _DRY_RUN_EXPORT_RERUN:
+            export(guaranteed_run, dry_run=dry_run, rerun=rerun)
         after = _tree(guaranteed_run.run.run_dir)
         marker = guaranteed_run.run.export_marker(self.exporter_name).name
         changed = sorted(name for name in before if after.get(name) != before[name])
@@ -261,7 +278,7 @@ class ExporterGuarantees:
 
     def test_guarantee_a_dry_run_writes_nothing(
         self,
-        export: Callable[..., Any],
+        export: Export,
         guaranteed_run: SampleRun,
         evalexport_isolation: Path,
         tmp_path: Path,
@@ -289,7 +306,7 @@ class ExporterGuarantees:
 
     def test_guarantee_a_stop_signal_ends_it_cleanly(
         self,
-        export: Callable[..., Any],
+        export: Export,
         guaranteed_run: SampleRun,
         tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch,
@@ -347,7 +364,7 @@ class ExporterGuarantees:
         )
 
     def test_guarantee_a_rerun_never_exports_the_run_twice(
-        self, export: Callable[..., Any], guaranteed_run: SampleRun
+        self, export: Export, guaranteed_run: SampleRun
     ) -> None:
         """A batch's rerun of a finished export skips it or fails, never succeeds a second time;
         a tracking or directory exporter skips it."""
