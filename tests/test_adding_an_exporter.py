@@ -49,11 +49,6 @@ def test_a_built_in_is_its_module_its_registration_and_its_tests(name: str) -> N
     assert (ROOT / "tests" / "exporters" / f"test_{name}.py").is_file(), (
         f"add tests/exporters/test_{name}.py: its tests against its SDK (or its fake)"
     )
-    from tests.exporters.test_guarantees import OPTIONS
-
-    assert name in OPTIONS, (
-        "give the guarantee suite its options: tests/exporters/test_guarantees.py, OPTIONS"
-    )
 
 
 @pytest.fixture(params=ISOLATED, ids=[name for name, _ in ISOLATED])

@@ -401,3 +401,8 @@ def test_with_turns_unavailable_allowed_steps_come_from_the_conversation_alone(
     assert len(nemo_gym["surplus_model_calls"]) == len(record["model_calls"]) == 2
     assert nemo_gym["gaps"] == [{"code": "turns_unavailable"}]
     atif.Trajectory.model_validate(data)
+
+
+def guarantee_options(tmp_path: Path) -> dict[str, object]:
+    """What the guarantee suite exports with (tests/exporters/test_guarantees.py)."""
+    return {"output_dirpath": str(tmp_path / "atif"), "agent_version": "1.0"}

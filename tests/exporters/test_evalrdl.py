@@ -464,3 +464,8 @@ def test_glab_that_does_not_answer_fails_within_the_time_limit_and_leaves_nothin
     assert not is_running(int(started.read_text()))  # what glab started ended with it
     if evalrdl_sdk.is_fake:
         assert evalrdl_sdk.stored_runs() == []
+
+
+GUARANTEE_FIXTURES = ("evalrdl_sdk",)
+"""What serves the EvalRDL SDK (its fake, or the real one with --with_evalrdl_sdk) to the
+guarantee suite (tests/exporters/test_guarantees.py)."""

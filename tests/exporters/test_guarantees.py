@@ -1,11 +1,13 @@
 """Every registered built-in exporter is held by the public guarantee suite
 (:class:`evalexport.testing.guarantees.ExporterGuarantees`), one class per built-in, derived
-from the registry: a built-in added to it is held the moment it is registered, and a test
-fails naming what it lacks (its options here, its environment)."""
+from the registry: a built-in added to it is held the moment it is registered, with the
+options and SDK fixtures its own tests module names (no list here to edit)."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -13,17 +15,6 @@ import pytest
 from evalexport.exporters.isolated import IsolatedExporter
 from evalexport.exporters.registry import BUILTIN_EXPORTERS, load_exporter
 from evalexport.testing.guarantees import ExporterGuarantees
-
-OPTIONS = {
-    "atif": lambda tmp_path: {"output_dirpath": str(tmp_path / "atif"), "agent_version": "1.0"},
-    "mlflow": lambda tmp_path: {"mlflow_tracking_uri": f"sqlite:///{tmp_path / 'mlruns.db'}"},
-    "wandb": lambda tmp_path: {"wandb_mode": "offline"},
-    "evalrdl": lambda tmp_path: {},
-}
-"""The options a built-in's guarantees export with (besides the rollouts file)."""
-
-ENVIRONMENT = {"mlflow": "mlflow_python", "wandb": "wandb_python", "evalrdl": "evalrdl_sdk"}
-"""The fixture that serves a built-in isolated exporter's SDK."""
 
 
 def _needs_the_index(name: str) -> bool:
@@ -34,17 +25,21 @@ def _needs_the_index(name: str) -> bool:
     )
 
 
+def _tests_of(name: str) -> ModuleType:
+    """``tests/exporters/test_<name>.py``, a built-in's own tests: it says what the guarantees
+    export with (``guarantee_options(tmp_path)``, default none) and which fixtures serve its
+    SDK (``GUARANTEE_FIXTURES``, default none)."""
+    return importlib.import_module(f"tests.exporters.test_{name}")
+
+
 @pytest.fixture
 def exporter_options(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
-    name = request.cls.exporter_name
-    if name not in OPTIONS:
-        pytest.fail(f"the built-in exporter {name!r} has no entry in {__name__}.OPTIONS")
-    if name in ENVIRONMENT:
-        request.getfixturevalue(ENVIRONMENT[name])
-    elif issubclass(load_exporter(name), IsolatedExporter):
-        pytest.fail(f"the built-in isolated exporter {name!r} has no entry in ENVIRONMENT")
-    options: dict[str, Any] = OPTIONS[name](tmp_path)
-    return options
+    tests = _tests_of(request.cls.exporter_name)
+    for fixture in getattr(tests, "GUARANTEE_FIXTURES", ()):
+        request.getfixturevalue(fixture)
+    options = getattr(tests, "guarantee_options", lambda tmp_path: {})
+    chosen: dict[str, Any] = options(tmp_path)
+    return chosen
 
 
 def test_every_built_in_is_held_by_the_guarantees() -> None:

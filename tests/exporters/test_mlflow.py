@@ -411,3 +411,12 @@ def test_every_experiment_of_a_new_embedded_store_keeps_its_artifacts_beside_it(
     assert set(locations) == {"Default", "aime24"}
     for name, location in locations.items():
         assert location.removeprefix("file://").startswith(str(store.parent)), (name, location)
+
+
+GUARANTEE_FIXTURES = ("mlflow_python",)
+"""What serves MLflow to the guarantee suite (tests/exporters/test_guarantees.py)."""
+
+
+def guarantee_options(tmp_path: Path) -> dict[str, object]:
+    """What the guarantee suite exports with (tests/exporters/test_guarantees.py)."""
+    return {"mlflow_tracking_uri": f"sqlite:///{tmp_path / 'mlruns.db'}"}

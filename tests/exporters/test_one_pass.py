@@ -25,7 +25,7 @@ from evalexport.exporters.registry import BUILTIN_EXPORTERS, load_exporter
 from evalexport.exporters.wandb import WandbExporter
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
-from tests.exporters.test_guarantees import OPTIONS
+from tests.exporters.test_guarantees import _tests_of
 
 _counting: collections.Counter[str] | None = None
 
@@ -90,7 +90,8 @@ def test_a_dry_run_opens_each_file_of_the_run_once(
 ) -> None:
     os.chdir(tmp_path)  # the embedded MLflow store and the W&B directory, for their checks
     exporter = load_exporter(name)()
-    result, opens = _export(exporter, sample_run, dry_run=True, **OPTIONS[name](tmp_path))
+    options = getattr(_tests_of(name), "guarantee_options", lambda tmp_path: {})(tmp_path)
+    result, opens = _export(exporter, sample_run, dry_run=True, **options)
     assert result.status is ExportStatus.SUCCEEDED, result.message
     assert opens == _once(sample_run)
 

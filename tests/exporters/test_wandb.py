@@ -127,3 +127,12 @@ def test_an_offline_run_goes_into_a_wandb_dir_that_did_not_exist_yet(
     result = _export(sample_run)
     assert result.status is ExportStatus.SUCCEEDED, result.message
     assert Path(result.details["run_dir"]).parent == wandb_dir / "wandb"
+
+
+GUARANTEE_FIXTURES = ("wandb_python",)
+"""What serves wandb to the guarantee suite (tests/exporters/test_guarantees.py)."""
+
+
+def guarantee_options(tmp_path: Path) -> dict[str, object]:
+    """What the guarantee suite exports with (tests/exporters/test_guarantees.py)."""
+    return {"wandb_mode": "offline"}
