@@ -349,3 +349,18 @@ def test_non_finite_metrics_are_named_in_a_warning_and_not_planned(cli, sample_r
     assert "1 metrics are NaN or infinite and are not logged: aime24_math_simple_agent/broken" in (
         caplog.text
     )
+
+
+def test_paths_with_a_hash_a_colon_or_a_leading_hash_are_taken_as_written(
+    cli, make_sample_run, tmp_path
+) -> None:
+    sample = make_sample_run("run #3: final", agents=("aime24_math_tool_agent",))
+    output = tmp_path / "traj #2: out"
+    run = cli(
+        "atif",
+        f"+rollouts_jsonl_fpath={sample.rollouts}",
+        f"+output_dirpath={output}",
+        "+agent_version=1",
+    )
+    assert run.exit_code == 0, run.output
+    assert (output / "manifest.jsonl").is_file()

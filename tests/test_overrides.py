@@ -68,3 +68,22 @@ def test_a_malformed_secret_option_is_refused_without_echoing_its_value(token: s
 @pytest.mark.parametrize("value", ["31415926535897932384", "yes", "no", "@at", "a: b", "[x]"])
 def test_a_text_option_takes_any_value_as_written(value: str) -> None:
     assert parse_overrides([f"+token={value}"], text_keys={"token"}) == {"token": value}
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["/x/traj #2", "/x/run: one/out", "#first/out", "out\nlines", "'quoted'", "1.0", "null"],
+)
+def test_a_path_option_takes_its_text_as_given(written: str, tmp_path) -> None:
+    from evalexport.exporters.atif import AtifExporter
+
+    options = parse_overrides(
+        [f"+output_dirpath={written}", "+agent_version=1"],
+        AtifExporter.text_options(),
+        AtifExporter.path_options(),
+    )
+    assert options["output_dirpath"] == written
+    config = AtifExporter.parse_config(
+        {"rollouts_jsonl_fpath": str(tmp_path / "r.jsonl"), **options}
+    )
+    assert str(config.output_dirpath) == written

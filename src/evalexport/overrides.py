@@ -46,11 +46,14 @@ def parse_value(text: str) -> Any:
         raise OverrideError(f"cannot parse the value: {problem}") from None
 
 
-def parse_overrides(tokens: Iterable[str], text_keys: Collection[str] = ()) -> dict[str, Any]:
+def parse_overrides(
+    tokens: Iterable[str], text_keys: Collection[str] = (), verbatim_keys: Collection[str] = ()
+) -> dict[str, Any]:
     """Turn ``+a.b=1``-style tokens into a nested mapping, refusing duplicates by name.
 
     Options in ``text_keys`` are text: ``+agent_version=1.10`` stays ``"1.10"`` rather than
-    becoming the number 1.1 (a YAML-quoted value is still unquoted).
+    becoming the number 1.1 (a YAML-quoted value is still unquoted). Options in
+    ``verbatim_keys`` (paths) are their text exactly as given, never parsed.
     """
     options: dict[str, Any] = {}
     for raw_token in tokens:
@@ -64,6 +67,9 @@ def parse_overrides(tokens: Iterable[str], text_keys: Collection[str] = ()) -> d
                 f"override {token!r} has an invalid key {key!r}; keys are dotted names like "
                 "+meta.source"
             )
+        if key in verbatim_keys:
+            _assign(options, key.split("."), raw_value, token)
+            continue
         try:
             value = parse_value(raw_value)
         except OverrideError as error:

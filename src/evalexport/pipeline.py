@@ -100,7 +100,11 @@ def run_export(request: ExportRequest) -> ExportResult:
     try:
         options = dict(request.options)
         if request.overrides:
-            options.update(parse_overrides(list(request.overrides), chosen.text_options()))
+            options.update(
+                parse_overrides(
+                    list(request.overrides), chosen.text_options(), chosen.path_options()
+                )
+            )
         if request.dry_run:
             options.setdefault("dry_run", True)
         config = chosen.parse_config(options)

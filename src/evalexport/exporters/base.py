@@ -170,13 +170,24 @@ class Exporter(legacy.LegacyHooks, abc.ABC, Generic[ConfigT, PreparedT]):
 
     @classmethod
     def text_options(cls) -> frozenset[str]:
-        """Options typed as text: the CLI passes their values as written (``1.0`` stays text)."""
+        """Options typed as text: the CLI passes their values as written (``1.0`` stays text;
+        a YAML-quoted value is unquoted)."""
         from pydantic import SecretStr
 
         return frozenset(
             name
             for name, info in cls.Config.model_fields.items()
             if info.annotation in (str, str | None, SecretStr, SecretStr | None)
+        )
+
+    @classmethod
+    def path_options(cls) -> frozenset[str]:
+        """Options typed as a path: the CLI takes their text exactly as given (``/x/traj #2``
+        is a path, never YAML's comment), as the Python API does."""
+        return frozenset(
+            name
+            for name, info in cls.Config.model_fields.items()
+            if info.annotation in (Path, Path | None)
         )
 
     @classmethod
