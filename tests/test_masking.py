@@ -303,3 +303,44 @@ def test_masking_a_megabyte_of_any_shape_does_not_hang(tmp_path) -> None:
         "for text in json.load(open(sys.argv[1])): mask_config({'prompt': text})"
     )
     subprocess.run([sys.executable, "-c", code, str(texts)], check=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("hf_token", "<hf_AbCd0123456789xyz>"),
+        ("access_token", "[ghp_abc1234567890]"),
+        ("access_token", "[plainword]"),
+        ("eos_token", "<sk-proj-abcdefghijklmnopqrstuvwx>"),
+        ("pad_token", "[a1b2c3d4e5]"),
+    ],
+)
+def test_a_bracketed_secret_under_a_token_key_is_masked(key: str, value: str) -> None:
+    assert mask_config({key: value}) == {key: "****"}
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("abstention_token", "[IDK]"), ("eos_token", "</s>"), ("pad_token", "<|eot_id|>")],
+)
+def test_a_vocabulary_marker_under_a_vocabulary_key_is_kept(key: str, value: str) -> None:
+    assert mask_config({key: value}) == {key: value}
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        ("postgresql://admin:Ab/cd+ef==@db:5432/x", "postgresql://admin:****@db:5432/x"),
+        ("https://u:p?q#r@host/p", "https://u:****@host/p"),
+        ("https://u:p@ss@host/x", "https://u:****@host/x"),
+        ("redis://:se/cret@cache:6379", "redis://:****@cache:6379"),
+    ],
+)
+def test_a_url_password_holding_a_slash_a_question_mark_or_a_hash_is_masked(
+    url: str, masked: str
+) -> None:
+    assert mask_text(url) == masked
+
+
+def test_a_port_before_a_scoped_path_is_no_password() -> None:
+    assert mask_text("http://host:4873/@scope/pkg") == "http://host:4873/@scope/pkg"

@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePath
-from typing import Any
+from typing import Any, Final
 
 __all__ = [
     "MASK",
@@ -57,8 +57,14 @@ _INTERPOLATION = re.compile(r"\$\{[^{}]+\}")
 # may hold a 1 MB few-shot prompt): a URL scheme starts only where no scheme character precedes
 # it and is at most 32 characters long, and no lazy or nested repetition backtracks over a line.
 _SCHEME = r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://"
-# The password runs to the last "@" before the host, so a password may itself hold "@".
-_URL_PASSWORD = re.compile(rf"(?P<head>{_SCHEME}(?P<user>[^:/?#@\s]*):)[^/?#\s]+(?=@[^@/?#\s]+)")
+# A URL's user part and ":": its password follows, up to the first "@" that a host follows, so
+# a password may itself hold "@", and "/", "?" or "#" (base64 passwords often hold "/"; RFC
+# 3986 wants them escaped, people do not). Found by scanning (:func:`_mask_url_passwords`), in
+# time linear in the text: a pattern with a lazy run and a lookahead backtracks quadratically.
+_URL_USERINFO = re.compile(rf"(?P<head>{_SCHEME}(?P<user>[^:/?#@\s]*):)")
+_MAX_PASSWORD = 512
+"""The longest URL password looked for (a generated one is 20 to 64 characters)."""
+_HOST_ENDS = frozenset("/?#:")
 # A user part alone (https://TOKEN@host) is a credential whatever its length: a host is never
 # reached as a bare user name by an evaluation config, but tokens are, short ones too.
 _URL_USER = re.compile(rf"(?P<head>{_SCHEME})(?P<user>[^:/?#@\s]+)(?=@)")
@@ -138,7 +144,7 @@ def mask_text(text: str) -> str:
     """Mask the secrets a string carries by its shape, whatever key it sits under."""
     if not text:
         return text
-    text = _URL_PASSWORD.sub(_mask_url_password, text)
+    text = _mask_url_passwords(text)
     text = _URL_USER.sub(lambda m: m["head"] + MASK, text)
     text = _QUERY_PARAM.sub(
         lambda m: m["head"] + MASK if is_secret_key(m["name"]) and m["value"] else m[0], text
@@ -153,13 +159,50 @@ def mask_text(text: str) -> str:
     return _KNOWN_CREDENTIAL.sub(_mask_known_credential, text)
 
 
-def _mask_url_password(match: re.Match[str]) -> str:
-    """``scheme://user:****@``; a user part that is itself a token (GitHub's
-    ``https://TOKEN:x-oauth-basic@``) is masked too."""
-    user = match["user"]
-    if len(user) >= _RANDOM_RUN and _looks_random(user):
-        return match["head"].removesuffix(user + ":") + MASK + ":" + MASK
-    return match["head"] + MASK
+def _mask_url_passwords(text: str) -> str:
+    """``scheme://user:****@host``: each URL password masked; a user part that is itself a
+    token (GitHub's ``https://TOKEN:x-oauth-basic@``) is masked too."""
+    if "://" not in text:
+        return text
+    pieces: list[str] = []
+    done = 0
+    for match in _URL_USERINFO.finditer(text):
+        start = match.end()
+        if start < done:
+            continue  # inside a password already masked
+        at = _host_at(text, start)
+        if at is None:
+            continue
+        password = text[start:at]
+        if password.endswith("/") and password.rstrip("/").isdigit():
+            continue  # host:port/@scope/pkg: a port, then a path
+        user = match["user"]
+        head = match["head"]
+        if len(user) >= _RANDOM_RUN and _looks_random(user):
+            head = head.removesuffix(user + ":") + MASK + ":"
+        pieces += [text[done : match.start()], head, MASK]
+        done = at
+    return "".join(pieces) + text[done:] if pieces else text
+
+
+def _host_at(text: str, start: int) -> int | None:
+    """Where the "@" before a URL's host is, the password starting at ``start``: the first
+    "@" within :data:`_MAX_PASSWORD` characters, and before any whitespace, that a host
+    follows (characters up to "/", "?", "#", ":", whitespace or the end, none an "@")."""
+    limit = min(len(text), start + _MAX_PASSWORD + 1)
+    at = text.find("@", start, limit)
+    while at >= start:
+        if any(character.isspace() for character in text[start:at]):
+            return None
+        end = at + 1
+        while end < len(text) and not (
+            text[end] in _HOST_ENDS or text[end] == "@" or text[end].isspace()
+        ):
+            end += 1
+        if end > at + 1 and (end == len(text) or text[end] != "@"):
+            return at if at > start else None  # "user:@host": no password to mask
+        at = text.find("@", end, limit)
+    return None
 
 
 def _mask_known_credential(match: re.Match[str]) -> str:
@@ -203,15 +246,55 @@ def _mask_assignment(match: re.Match[str]) -> str:
 _MARKER = re.compile(r"\[[^\s\[\]]{1,62}\]|<[^\s<>]{1,62}>")
 
 
+_CREDENTIAL_TOKENS: Final = frozenset(
+    {
+        "access",
+        "api",
+        "auth",
+        "bearer",
+        "refresh",
+        "session",
+        "id",
+        "oauth",
+        "client",
+        "personal",
+        "private",
+        "hf",
+        "github",
+        "gh",
+        "gitlab",
+        "slack",
+        "service",
+        "gateway",
+    }
+)
+"""Words that make "<word>_token" a credential whatever its value looks like."""
+
+
 def _names_a_vocabulary_token(key: object) -> bool:
-    """``abstention_token``, ``eos_token``: "token" is also a word of a model's vocabulary."""
+    """``abstention_token``, ``eos_token``: "token" is also a word of a model's vocabulary;
+    ``access_token`` and ``hf_token`` are credentials."""
     words = _key_words(str(key))
-    return bool(words) and words[-1] == "token" and not _SECRET_WORDS.intersection(words)
+    return (
+        bool(words)
+        and words[-1] == "token"
+        and not _SECRET_WORDS.intersection(words)
+        and not (len(words) > 1 and words[-2] in _CREDENTIAL_TOKENS)
+    )
+
+
+def _is_vocabulary_marker(value: str) -> bool:
+    """``[IDK]``, ``</s>``, ``<|eot_id|>``: short, bracketed, and nothing a generator would
+    write inside (no digit, no long unbroken run, no credential's prefix)."""
+    if not _MARKER.fullmatch(value):
+        return False
+    inside = value[1:-1].strip("|/")
+    return not _looks_random(inside) and not _KNOWN_CREDENTIAL.search(inside)
 
 
 def _mask_under_secret_key(value: Any, keep_markers: bool = False) -> Any:
     if isinstance(value, str):
-        keep = _is_interpolation(value) or (keep_markers and _MARKER.fullmatch(value))
+        keep = _is_interpolation(value) or (keep_markers and _is_vocabulary_marker(value))
         return value if keep else MASK
     if isinstance(value, Mapping):
         return {key: _mask_under_secret_key(item) for key, item in value.items()}
