@@ -11,21 +11,28 @@ values of secret-named environment variables, for tokens that never were in a co
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import Any, Final
 
 __all__ = [
     "MASK",
+    "SCRUBBER",
+    "SecretScrubber",
     "find_unmasked_secrets",
     "is_secret_key",
     "is_secret_variable",
+    "known_secrets",
     "mask_config",
     "mask_config_reporting",
     "mask_text",
     "save_run_config",
+    "scrub_logs",
     "scrub_text",
     "scrub_value",
     "shown_override",
@@ -377,18 +384,94 @@ def shown_override(token: str) -> str:
     return mask_text(token)
 
 
+_known_secrets: dict[str, int] = {}
+_known_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def known_secrets(secrets: Iterable[str]) -> Iterator[None]:
+    """While the block runs, ``secrets`` (an export's token options, what a credential helper
+    gave) are scrubbed from everything :func:`scrub_text` and :func:`scrub_value` see, and so
+    from every log record of the ``evalexport`` loggers (:class:`SecretScrubber`)."""
+    kept = [secret for secret in secrets if len(secret) >= _MIN_ENV_SECRET_LENGTH]
+    with _known_lock:
+        for secret in kept:
+            _known_secrets[secret] = _known_secrets.get(secret, 0) + 1
+    try:
+        yield
+    finally:
+        with _known_lock:
+            for secret in kept:
+                left = _known_secrets.pop(secret) - 1
+                if left:
+                    _known_secrets[secret] = left
+
+
+def _secrets_known(also: Sequence[str]) -> list[str]:
+    with _known_lock:
+        known = list(_known_secrets)
+    everything = {*_environment_secrets(), *known, *(s for s in also if s)}
+    return sorted(everything, key=len, reverse=True)  # a longer secret before its prefix
+
+
 def scrub_text(text: str, also: Sequence[str] = ()) -> str:
-    """:func:`mask_text`, and the values of secret-named environment variables (and ``also``,
-    secrets learnt some other way) removed."""
+    """:func:`mask_text`, and the values of secret-named environment variables, the secrets
+    an export in progress knows (:func:`known_secrets`) and ``also`` removed."""
     text = mask_text(text)
-    for secret in (*_environment_secrets(), *also):
+    for secret in _secrets_known(also):
         text = text.replace(secret, MASK)
     return text
 
 
+class SecretScrubber(logging.Filter):
+    """Scrubs a log record (its message with its arguments, and its traceback) as
+    :func:`scrub_text` scrubs text, at every level."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """The record, scrubbed in place; never dropped."""
+        message = record.getMessage()
+        scrubbed = scrub_text(message)
+        if scrubbed != message or record.args:
+            record.msg, record.args = scrubbed, ()
+        if record.exc_info:
+            record.exc_text = scrub_text(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+        if record.stack_info:
+            record.stack_info = scrub_text(record.stack_info)
+        return True
+
+
+SCRUBBER: Final = SecretScrubber()
+"""The one scrubber the ``evalexport`` loggers and the CLI's log handler carry."""
+
+
+_factory_installed = False
+
+
+def scrub_logs() -> None:
+    """Scrub every record made on the ``evalexport`` logger or any logger below it (a
+    plugin's ``evalexport.<name>`` among them, made now or later): a record factory that
+    passes :data:`SCRUBBER` over those records as they are made, whatever handler they reach
+    (the CLI's, a Python caller's, pytest's). Other loggers' records are left as they are."""
+    global _factory_installed
+    with _known_lock:
+        if _factory_installed:
+            return
+        _factory_installed = True
+        make = logging.getLogRecordFactory()
+
+    def scrubbed_record(*arguments: Any, **keywords: Any) -> logging.LogRecord:
+        record = make(*arguments, **keywords)
+        if record.name == "evalexport" or record.name.startswith("evalexport."):
+            SCRUBBER.filter(record)
+        return record
+
+    logging.setLogRecordFactory(scrubbed_record)
+
+
 def scrub_value(value: Any, also: Sequence[str] = ()) -> Any:
     """:func:`mask_config` for data about to leave the process, plus :func:`scrub_text`."""
-    secrets = [*_environment_secrets(), *also]
+    secrets = _secrets_known(also)
 
     def scrub(item: Any) -> Any:
         if isinstance(item, dict):

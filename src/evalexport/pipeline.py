@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, final
 from evalexport import guard
 from evalexport.exporters.hooks import call_hook
 from evalexport.interrupts import Interrupted, deferred, signal_name
+from evalexport.masking import known_secrets, scrub_logs
 from evalexport.progress import Progress
 from evalexport.reading import PreparedRun, RunFileError, run_fingerprint
 from evalexport.results import ExitCode, ExportFailure, ExportResult, ExportStatus, SkipReason
@@ -115,13 +116,26 @@ def run_export(request: ExportRequest) -> ExportResult:
     return export_run(exporter, run, config, skip_finished=request.skip_finished)
 
 
+def _secret_options(config: ExporterConfig) -> list[str]:
+    """The values of an export's token options (``SecretStr``), for :func:`known_secrets`."""
+    from pydantic import SecretStr
+
+    return [
+        value.get_secret_value()
+        for value in (getattr(config, name) for name in type(config).model_fields)
+        if isinstance(value, SecretStr)
+    ]
+
+
 def export_run(
     exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig, *, skip_finished: bool = False
 ) -> ExportResult:
     """Stages 3 to 7 for an exporter, a run and its parsed options: the export, or its dry run
     when ``config.dry_run``; every outcome, unexpected errors included, is a result."""
+    scrub_logs()
     try:
-        return _export(exporter, run, config, skip_finished)
+        with known_secrets(_secret_options(config)):
+            return _export(exporter, run, config, skip_finished)
     except Interrupted as interruption:  # the caller's stop signals: stop here, cleanly
         return ExportResult.failed(
             exporter.name,

@@ -238,3 +238,18 @@ def test_a_built_environments_worker_starts_before_the_run_is_read(
     assert len(seen) == 2
     assert not any(map(is_running, seen))  # the one never given a payload is gone too
     assert echo_export(dry_run=True).status is ExportStatus.SUCCEEDED
+
+
+def test_a_token_option_a_crashing_worker_printed_is_in_no_log_record_or_result(
+    echo_export, caplog
+) -> None:
+    import logging
+
+    token = "canary-option-token-0123456789"
+    with caplog.at_level(logging.DEBUG, logger="evalexport"):
+        result = echo_export(behaviour="crash_printing_token", echo_token=token)
+    assert result.status is ExportStatus.FAILED
+    assert "connecting with token ****" in result.message
+    assert any("connecting with token" in record.getMessage() for record in caplog.records)
+    assert token not in caplog.text
+    assert token not in result.model_dump_json()

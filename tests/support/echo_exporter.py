@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from evalexport.exporters.isolated import IsolatedConfig, IsolatedExporter
 from evalexport.run import RunArtifacts
@@ -17,6 +17,7 @@ class EchoConfig(IsolatedConfig):
     behaviour: str = Field(default="echo", description="What the worker body does.")
     exit_code: int = Field(default=0, description="Exit code to report (behaviour=exit_code).")
     note_path: str | None = Field(default=None, description="Where the body notes a pid.")
+    echo_token: SecretStr | None = Field(default=None, description="Handed to the worker.")
 
 
 class EchoExporter(IsolatedExporter[EchoConfig]):
@@ -35,3 +36,7 @@ class EchoExporter(IsolatedExporter[EchoConfig]):
             "rollouts": str(run.rollouts),
             "note_path": config.note_path,
         }
+
+    def worker_secrets(self, config: EchoConfig) -> dict[str, str]:
+        token = config.echo_token
+        return {"ECHO_TOKEN": token.get_secret_value()} if token else {}

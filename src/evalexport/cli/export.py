@@ -47,6 +47,11 @@ def run(name: str, arguments: Arguments, rest: list[str]) -> int:
 
     # Exporters and workers log (e.g. a stored run that needs binding); users read it on stderr.
     logging.basicConfig(level=logging.INFO, format="evalexport: %(message)s", stream=sys.stderr)
+    from evalexport.masking import SCRUBBER
+
+    for handler in logging.getLogger().handlers:  # what is printed is scrubbed, whoever logged
+        if SCRUBBER not in handler.filters:
+            handler.addFilter(SCRUBBER)
     progress = _ProgressLine(name, _progress_unit(name)) if sys.stderr.isatty() else None
     result = run_export(
         ExportRequest(name, overrides=rest, dry_run=arguments.dry_run, progress=progress)

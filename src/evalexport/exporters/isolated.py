@@ -33,6 +33,7 @@ from evalexport.exporters.hooks import call_hook, takes_also
 from evalexport.exporters.legacy import LegacyWorkerHooks, read_back_from_details
 from evalexport.exporters.worker_spec import DEFAULT_TIME_LIMIT, WorkerSpec
 from evalexport.locks import file_lock
+from evalexport.masking import known_secrets
 from evalexport.reading import PreparedRun
 from evalexport.results import ExitCode, ExportResult, ExportStatus
 from evalexport.run import RunArtifacts
@@ -343,7 +344,8 @@ class IsolatedExporter(
                     progress=self.progress,
                     scratch=scratches,
                 )
-        result = self._result_of(run, config, outcome, environment.path, limit)
+            with known_secrets(secrets.values()):  # the worker's log tail, its log records
+                result = self._result_of(run, config, outcome, environment.path, limit)
         return _scrubbed(result, list(secrets.values()))
 
     def _result_of(

@@ -23,6 +23,10 @@ def main() -> int:
 
     # Exporters and workers log (e.g. a stored run that needs binding); users read it on stderr.
     logging.basicConfig(level=logging.INFO, format="evalexport: %(message)s", stream=sys.stderr)
+    from evalexport.masking import SCRUBBER
+
+    for handler in logging.getLogger().handlers:  # what reaches stderr is scrubbed
+        handler.addFilter(SCRUBBER)
     results = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr

@@ -25,6 +25,10 @@ def run(payload):
         sys.stdout.write("about to crash\n")
         sys.stdout.flush()
         os.kill(os.getpid(), signal.SIGSEGV)
+    if behaviour == "crash_printing_token":  # an SDK that prints its credential as it dies
+        sys.stderr.write(f"connecting with token {os.environ.get('ECHO_TOKEN')}\n")
+        sys.stderr.flush()
+        os._exit(1)
     if behaviour == "no_result":
         sys.stderr.write("partial output before leaving\n")
         sys.stderr.flush()
