@@ -260,3 +260,54 @@ def test_a_server_that_dies_mid_export_fails_and_the_rerun_ends_the_abandoned_ru
         if run["tags"].get(FINGERPRINT_TAG) == fingerprint
     ]
     assert sorted(run["status"] for run in runs) == ["FAILED", "FINISHED"]
+
+
+# -- a full temporary directory --------------------------------------------------------------
+
+
+@pytest.mark.downloads
+def test_a_full_tmpdir_loses_no_outcome_and_a_rerun_makes_no_second_run(
+    mlflow_python, sample_run, tmp_path
+) -> None:
+    """The worker's outcome comes back on a pipe, never through the temporary directory: an
+    export under a 64 KiB TMPDIR either says what it made (and marks it) or made nothing, so
+    its rerun leaves the store with exactly one run of the run."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.fail("this fault needs unshare and root (a tmpfs mounted for one process)")
+    small = tmp_path / "small-tmp"
+    small.mkdir()
+    store = f"sqlite:///{tmp_path / 'store' / 'mlruns.db'}"
+    (tmp_path / "store").mkdir()
+    command = [
+        sys.executable,
+        "-m",
+        "evalexport",
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+mlflow_tracking_uri={store}",
+        "+upload_rollouts=false",
+        "--json",
+    ]
+    script = 'mount -t tmpfs -o size=64k tmpfs "$0" && TMPDIR="$0" exec "$@"'
+    results = []
+    for _ in range(2):
+        completed = subprocess.run(
+            ["unshare", "-m", "sh", "-c", script, str(small), *command],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        results.append(json.loads(completed.stdout.splitlines()[-1]))
+    first, second = results
+    finished = _finished(mlflow_python, store, "aime24")
+    if first["status"] == "succeeded":
+        assert second["status"] == "skipped", second["message"]
+        assert [run["run_id"] for run in finished] == [first["run_id"]]
+    else:  # refused before anything remote was made: then nothing was
+        assert "No space left" in first["message"] or "space" in first["message"].lower()
+        assert len(finished) <= 1

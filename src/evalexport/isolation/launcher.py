@@ -1,11 +1,13 @@
-"""Launching a worker: ``<env>/bin/python -I runner.py RESULT`` in an empty directory.
+"""Launching a worker: ``<env>/bin/python -I runner.py BODY`` in an empty directory.
 
 The runner and the worker body are copied into a fresh temporary directory that holds nothing
 else, and ``-I`` keeps the script's directory, the working directory and user site-packages off
 ``sys.path``: no module of ours, and no stray ``evalrdl.py`` beside the exporter, can shadow
 the SDK. The worker inherits the environment variables (that is how tokens reach the SDK). The
 request goes to the worker's stdin, never to a file: a tracking URI with a password in it is
-never on disk. Its stdout and stderr go to a log file whose tail is reported when it fails.
+never on disk. Its progress and result come back on a pipe, and its stdout and stderr on
+another, whose tail is kept in memory and reported when it fails: a full disk cannot lose the
+outcome of a remote run that exists.
 
 Stopping (SPEC §3.4): the worker runs in a session of its own, so a terminal's Ctrl-C reaches
 only us. When we are interrupted, or the time limit passes, the worker gets the signal and
@@ -19,6 +21,7 @@ directories, and the reaper kills whatever of it is left after the grace.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -104,15 +107,17 @@ class StartedWorker:
         process: subprocess.Popen[bytes],
         workdir: Path,
         body: Path,
-        log_path: Path,
-        progress_fd: int,
+        reports: _Reports,
+        log: _LogTail,
+        report_fd: int,
     ) -> None:
         self._process = process
         self._workdir = workdir
         self._body = body
-        self._log_path = log_path
-        self._progress_fd = progress_fd
-        """The number the worker knows its progress pipe by (inherited as it is here)."""
+        self._reports = reports
+        self._log = log
+        self._report_fd = report_fd
+        """The number the worker knows its report pipe by (inherited as it is here)."""
         self.ran = False
 
     def run(
@@ -124,17 +129,19 @@ class StartedWorker:
         request: RunnerRequest = {
             "body": str(self._body),
             "payload": payload,
-            "progress_fd": self._progress_fd,
+            "report_fd": self._report_fd,
             "scratch": [str(self._workdir), *map(str, scratch)],
         }
         try:
             exit_code, timed_out, interrupted_by = _wait(self._process, request, time_limit)
         finally:
             _end(self._process)
+        self._reports.finished()
+        self._log.finished()
         return WorkerOutcome(
-            result=_read_result(self._workdir / "result.json"),
+            result=self._reports.result(),
             exit_code=exit_code,
-            log=self._log_path.read_text(encoding="utf-8", errors="replace"),
+            log=self._log.text(),
             timed_out=timed_out,
             time_limit=time_limit,
             interrupted_by=interrupted_by,
@@ -161,41 +168,38 @@ def started_worker(
         shutil.copyfile(RUNNER, runner)
         shutil.copyfile(PROTOCOL, workdir / PROTOCOL_COPY)
         shutil.copyfile(body, body_copy)
-        log_path = workdir / "worker.log"
-        progress_read, progress_write = os.pipe()
-        with (
-            log_path.open("w", encoding="utf-8") as log,
-            tracked_launch({**os.environ, **(secrets or {})}) as launch,
-        ):
+        # Reports (progress, the result) and the worker's output come back through pipes, held
+        # in memory: nothing of the worker's outcome depends on a disk that may be full.
+        report_read, report_write = os.pipe()
+        log_read, log_write = os.pipe()
+        with tracked_launch({**os.environ, **(secrets or {})}) as launch:
             try:
                 process = subprocess.Popen(
-                    [
-                        str(environment.python),
-                        "-I",
-                        str(runner),
-                        str(workdir / "result.json"),
-                        str(body_copy),
-                    ],
+                    [str(environment.python), "-I", str(runner), str(body_copy)],
                     cwd=workdir,
                     stdin=subprocess.PIPE,
-                    stdout=log,
+                    stdout=log_write,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
-                    pass_fds=(progress_write,),
+                    pass_fds=(report_write,),
                     env=launch.environment,
                 )
             except BaseException:
-                os.close(progress_read)
+                os.close(report_read)
+                os.close(log_read)
                 raise
             finally:
-                os.close(progress_write)  # the worker's copy is the one that counts
+                os.close(report_write)  # the worker's copies are the ones that count
+                os.close(log_write)
             launch.started(process.pid)
-            reader = _forward_progress(progress_read, progress)
+            reports = _Reports(report_read, progress)
+            log = _LogTail(log_read)
             try:
-                yield StartedWorker(process, workdir, body_copy, log_path, progress_write)
+                yield StartedWorker(process, workdir, body_copy, reports, log, report_write)
             finally:
                 _end(process)
-                reader.join(timeout=5)
+                reports.finished()
+                log.finished()
             # Leaving the block kills what the worker started outside its process group.
 
 
@@ -248,27 +252,87 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def _forward_progress(fd: int, progress: Callable[[int, int], None] | None) -> threading.Thread:
-    def forward() -> None:
+@final
+class _Reports:
+    """The worker's report pipe, read as it writes: ``progress DONE TOTAL`` lines forwarded to
+    ``progress``, and its ``result <json>`` kept."""
+
+    def __init__(self, fd: int, progress: Callable[[int, int], None] | None) -> None:
+        self._result: str | None = None
+        self._progress = progress
+        self._thread = threading.Thread(
+            target=self._read, args=(fd,), name="evalexport-worker-reports", daemon=True
+        )
+        self._thread.start()
+
+    def _read(self, fd: int) -> None:
         with os.fdopen(fd, "rb") as lines:
             for line in lines:
-                parts = line.split()
-                if progress is not None and len(parts) == 2 and all(p.isdigit() for p in parts):
-                    progress(int(parts[0]), int(parts[1]))
+                kind, _, rest = line.rstrip(b"\n").partition(b" ")
+                if kind == b"result":
+                    self._result = rest.decode("utf-8", errors="replace")
+                elif kind == b"progress" and self._progress is not None:
+                    parts = rest.split()
+                    if len(parts) == 2 and all(part.isdigit() for part in parts):
+                        with contextlib.suppress(Exception):  # a caller's callback that raises
+                            self._progress(int(parts[0]), int(parts[1]))
 
-    thread = threading.Thread(target=forward, name="evalexport-worker-progress", daemon=True)
-    thread.start()
-    return thread
+    def finished(self) -> None:
+        """Wait for the worker's last report (its pipe closes when it has ended)."""
+        self._thread.join(timeout=_READ_AFTER_EXIT)
+
+    def result(self) -> WorkerResult | None:
+        """The worker's result, checked as the protocol's type; one that is not a result is
+        a failed one saying so (the runner writes only checked results: this is the
+        boundary)."""
+        if self._result is None:
+            return None
+        try:
+            data = json.loads(self._result)
+        except ValueError:
+            return None
+        try:
+            return worker_result_from(data)
+        except ValueError as error:
+            return result("failed", 1, f"The worker wrote an invalid result ({error})")
 
 
-def _read_result(path: Path) -> WorkerResult | None:
-    """The worker's result, checked as the protocol's type; one that is not a result is a
-    failed one saying so (the runner writes only checked results: this is the boundary)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    try:
-        return worker_result_from(data)
-    except ValueError as error:
-        return result("failed", 1, f"The worker wrote an invalid result ({error})")
+@final
+class _LogTail:
+    """The worker's stdout and stderr, read as it writes them, its last :data:`_LOG_BYTES`
+    kept in memory for a failure's message."""
+
+    def __init__(self, fd: int) -> None:
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._size = 0
+        self._thread = threading.Thread(
+            target=self._read, args=(fd,), name="evalexport-worker-log", daemon=True
+        )
+        self._thread.start()
+
+    def _read(self, fd: int) -> None:
+        with os.fdopen(fd, "rb", buffering=0) as output:
+            while chunk := output.read(65536):
+                self._chunks.append(chunk)
+                self._size += len(chunk)
+                while self._size > _LOG_BYTES and len(self._chunks) > 1:
+                    self._size -= len(self._chunks.popleft())
+
+    def finished(self) -> None:
+        """Give the reader a moment for what the worker wrote before it ended: the pipe closes
+        only when every process holding it has ended (an SDK's helper may hold it until the
+        launch is done), so this does not wait for its end."""
+        self._thread.join(timeout=_LOG_AFTER_EXIT)
+
+    def text(self) -> str:
+        """What was kept, as text."""
+        return b"".join(self._chunks)[-_LOG_BYTES:].decode("utf-8", errors="replace")
+
+
+_LOG_BYTES = 256 * 1024
+"""How much of a worker's output is kept (its tail is what a failure reports)."""
+_READ_AFTER_EXIT = 5.0
+"""Seconds to wait, once the worker has ended, for the last of its reports (the pipe is the
+runner's alone: it closes when the runner exits)."""
+_LOG_AFTER_EXIT = 0.5
+"""Seconds to wait, once the worker has ended, for the last of its output already written."""

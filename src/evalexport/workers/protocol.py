@@ -199,5 +199,7 @@ class RunnerRequest(TypedDict):
 
     body: str
     payload: Any
-    progress_fd: int | None
+    report_fd: int | None
+    """The pipe the runner writes ``progress DONE TOTAL`` lines and, last, ``result <json>``
+    to."""
     scratch: list[str]

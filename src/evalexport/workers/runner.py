@@ -1,4 +1,4 @@
-"""The worker protocol, run as ``<env>/bin/python -I runner.py RESULT [BODY]`` (SPEC §3.4).
+"""The worker protocol, run as ``<env>/bin/python -I runner.py [BODY]`` (SPEC §3.4).
 
 Given ``BODY``, the runner loads the body and imports what it names in ``WARM_UP`` (its SDK)
 before it reads its request, so a worker started while the parent still reads the run is ready
@@ -10,9 +10,10 @@ is ever written to disk. The body is a Python file defining ``run(payload) -> Wo
 a body whose ``run`` also takes ``progress`` gets a ``progress(done, total)`` to call. The
 protocol module is shipped beside this file, and made importable under its own name
 (``evalexport.workers.protocol``) before the body runs, so the bodies import the types and the
-result builder exactly as the exporters do. The result is
-written atomically to RESULT, and the process exits with the result's exit code, so a worker can
-report 1, 3 or 4 itself. An exception in the body is a failed result, not a traceback on the
+result builder exactly as the exporters do. Progress and, last, the result go back on the
+parent's report pipe (``result <json>``, one line: never a file, which a full disk could
+refuse), and the process exits with the result's exit code, so a worker can report 1, 3 or 4
+itself. An exception in the body is a failed result, not a traceback on the
 user's terminal (the traceback goes to the worker's log).
 
 Stopping: SIGTERM, SIGINT or SIGHUP raise :class:`Interrupted` in the body, once (later ones are
@@ -103,18 +104,23 @@ def _failed(message: str, exit_code: int = 1) -> dict[str, Any]:
     return result
 
 
-def _write(path: Path, result: dict[str, Any]) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(result), encoding="utf-8")
-    temporary.replace(path)
+def _report(fd: int | None, line: str) -> bool:
+    """Write one line to the parent's report pipe, whole; whether it got there."""
+    if fd is None:
+        return False
+    data = memoryview((line + "\n").encode())
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    except OSError:
+        return False
+    return True
 
 
 def _progress_reporter(fd: int | None) -> Any:
     def progress(done: int, total: int) -> None:
-        if fd is not None:
-            # The parent stopped reading: progress is never worth failing for.
-            with contextlib.suppress(OSError):
-                os.write(fd, f"{int(done)} {int(total)}\n".encode())
+        # The parent stopped reading: progress is never worth failing for.
+        _report(fd, f"progress {int(done)} {int(total)}")
 
     return progress
 
@@ -142,13 +148,12 @@ def _load_body(path: str) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    result_path = Path(argv[1])
     _install_protocol()
     parent = os.getppid()
     body: dict[str, Any] | Exception | None = None
-    if len(argv) > 2:  # started ahead of its request: load the body (and its SDK) now
+    if len(argv) > 1:  # started ahead of its request: load the body (and its SDK) now
         try:
-            body = _load_body(argv[2])
+            body = _load_body(argv[1])
         except Exception as error:  # reported as the body's error once the request arrives
             body = error
     line = sys.stdin.buffer.readline()
@@ -170,7 +175,7 @@ def main(argv: list[str]) -> int:
                 "run"
             ]
             if "progress" in inspect.signature(run).parameters:
-                progress = _progress_reporter(request.get("progress_fd"))
+                progress = _progress_reporter(request.get("report_fd"))
                 result = run(request["payload"], progress=progress)
             else:
                 result = run(request["payload"])
@@ -186,11 +191,13 @@ def main(argv: list[str]) -> int:
         result = sys.modules[PROTOCOL_MODULE].worker_result_from(result)
     except ValueError as error:
         result = _failed(f"worker returned an invalid result ({error}): {result!r}")
-    if orphaned.is_set() or os.getppid() != parent:  # the parent died while we worked
+    # The result goes back on the report pipe, never through a file: a full disk must not keep
+    # the parent from learning that a remote run exists.
+    told = not orphaned.is_set() and os.getppid() == parent
+    told = told and _report(request.get("report_fd"), "result " + json.dumps(result))
+    if not told:  # the parent died while we worked
         for directory in request.get("scratch", []):
             shutil.rmtree(directory, ignore_errors=True)
-    else:
-        _write(result_path, result)
     return int(result.get("exit_code", 1))
 
 
