@@ -475,6 +475,9 @@ class PreparedRun:
     its own, removed by :meth:`discard`."""
     scratch: list[Path] = field(default_factory=list)
     """Directories written while the run was read (the table's), removed by :meth:`discard`."""
+    released: Callable[[Path], None] | None = None
+    """Told of each scratch directory :meth:`discard` removed (the reaper, which would
+    otherwise remove it if this process died)."""
 
     def warnings(self) -> list[str]:
         """What the export changes on the way, for the log: live-looking secrets masked,
@@ -492,6 +495,8 @@ class PreparedRun:
         """Remove what :func:`prepare` wrote (the rollouts table); the run is untouched."""
         for directory in self.scratch:
             shutil.rmtree(directory, ignore_errors=True)
+            if self.released is not None:
+                self.released(directory)
 
 
 RolloutsSink = Callable[[Iterator[Rollout]], None]
@@ -505,6 +510,7 @@ def prepare(
     rollouts_sink: RolloutsSink | None = None,
     rollouts_table: Path | None = None,
     scratch: Iterable[Path] = (),
+    released: Callable[[Path], None] | None = None,
 ) -> PreparedRun:
     """Read the aggregate metrics, the saved config and the rollouts, in that order, each
     opened once; raise :class:`RunFileError` naming the first file that cannot be exported.
@@ -541,6 +547,8 @@ def prepare(
     except BaseException:  # a bad line or a stop signal: leave nothing behind
         for directory in scratch:
             shutil.rmtree(directory, ignore_errors=True)
+            if released is not None:
+                released(directory)
         raise
     digests = {
         run.rollouts: rollouts_digest.digest(),
@@ -556,4 +564,5 @@ def prepare(
         rollout_count=count,
         rollouts_table=rollouts_table,
         scratch=scratch,
+        released=released,
     )

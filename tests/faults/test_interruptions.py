@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -243,3 +244,92 @@ def test_a_stopped_plan_stops_the_export_under_way_and_starts_no_other(
     assert list(_runs_of(mlflow_python, own_mlflow_server, "plan", samples[0])) == ["KILLED"]
     for sample in samples[1:]:
         assert _runs_of(mlflow_python, own_mlflow_server, "plan", sample) == {}
+
+
+def _children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == str(pid) and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _command(pid: int) -> bytes:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _alive(pids: list[int]) -> list[int]:
+    alive = []
+    for pid in pids:
+        try:
+            state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            alive.append(pid)
+    return alive
+
+
+def test_sigkill_of_a_large_atif_export_ends_its_pool_and_a_rerun_clears_its_staging(
+    lab: FaultLab, tmp_path
+) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    try:
+        from atif_export import write_rollouts
+    finally:
+        sys.path.pop(0)
+    rollouts = tmp_path / "big" / "big_rollouts.jsonl"
+    rollouts.parent.mkdir()
+    write_rollouts(rollouts, 12 * 1024 * 1024, "tool-agent")  # past the pool's threshold
+    output = tmp_path / "out" / "atif"
+    args = [
+        "atif",
+        f"+rollouts_jsonl_fpath={rollouts}",
+        f"+output_dirpath={output}",
+        "+agent_version=1",
+    ]
+    process = lab.start(*args)
+    deadline = time.monotonic() + 60
+    pool: list[int] = []
+    while time.monotonic() < deadline and len(pool) < 2:  # the pool's two processes
+        pool = [pid for pid in _children_of(process.pid) if b"reaper" not in _command(pid)]
+        time.sleep(0.05)
+    staging = sorted((tmp_path / "out").glob(".atif.partial-*"))
+    assert staging, "the export should be converting into its staging directory"
+    process.kill()
+    lab.end(process)
+    deadline = time.monotonic() + 10
+    while _alive(pool) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _alive(pool) == [], "the pool's processes outlived their parent"
+    assert all(path.exists() for path in staging)  # nothing could remove it then
+    rerun = lab.run(*args, timeout=600)
+    assert rerun.exit_code == 0, rerun.output
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["atif"]
+
+
+def test_sigkill_before_the_worker_gets_its_payload_leaves_no_scratch(
+    lab: FaultLab, mlflow_python, make_sample_run
+) -> None:
+    """Killed while it reads a large run, the worker started early and waiting: the reaper
+    ends the worker and removes the scratch (the worker's, the rollouts table's)."""
+    sample = make_sample_run(tasks=60, repeats=16)  # a run that takes a moment to read
+    before = run_files(sample)
+    process = lab.start("mlflow", f"+rollouts_jsonl_fpath={sample.rollouts}")
+    lab.wait_for_worker()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(lab.tmpdir.glob("evalexport-rollouts-*")):
+        time.sleep(0.01)
+    process.kill()
+    ended = lab.end(process)
+    deadline = time.monotonic() + 30
+    while list(lab.tmpdir.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    lab.assert_left_clean(sample, before, ended)

@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, final
+from typing import Any, Final, final
 
 from pydantic import Field, field_validator
 
@@ -128,7 +128,9 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories]):
         output = config.output_dirpath.absolute()
         try:
             created = tuple(_make_parents(output.parent))
-            staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.partial-", dir=output.parent))
+            _remove_abandoned_staging(output)
+            staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(output), dir=output.parent))
+            (staging / _OWNER).write_text(_this_process())
         except OSError as error:
             raise ExportFailure(
                 f"Cannot create the output directory {output}: {error.strerror or error}"
@@ -223,6 +225,7 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories]):
         assert staged.staging is not None  # an export stages its files
         output = config.output_dirpath.absolute()
         conversion = staged.conversion
+        (staged.staging / _OWNER).unlink(missing_ok=True)  # the staging's own, not the output's
         if problem := staged_output_problem(staged.staging, conversion.converted):
             return self.failed(
                 run,
@@ -272,6 +275,52 @@ def _rejection(run: RunArtifacts, conversion: FileConversion) -> str:
         "(relaxations of Gym's strict profile) would accept these rows."
     )
     return message
+
+
+_OWNER: Final = ".evalexport-owner"
+"""In a staging directory, the process that stages there: ``<pid> <start time>``."""
+
+
+def _staging_prefix(output: Path) -> str:
+    return f".{output.name}.partial-"
+
+
+def _this_process() -> str:
+    return f"{os.getpid()} {_started_at(os.getpid())}"
+
+
+def _started_at(pid: int) -> str:
+    """When ``pid`` started (``/proc/<pid>/stat``, in clock ticks since boot): with the pid,
+    names one process, whatever pid reuse does; empty where there is no ``/proc``."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def _remove_abandoned_staging(output: Path) -> None:
+    """Remove the staging directories of ``output`` whose export is gone (killed outright,
+    SIGKILL or a lost node): their owner process no longer lives. A live export's is kept."""
+    for staging in output.parent.glob(_staging_prefix(output) + "*"):
+        try:
+            pid_text, _, started = (staging / _OWNER).read_text().partition(" ")
+            pid = int(pid_text)
+        except (OSError, ValueError):
+            continue  # not one of ours, or one that is being made now
+        started = started.strip()
+        alive = _started_at(pid) == started if started else _is_alive(pid)
+        if not alive:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _make_parents(directory: Path) -> list[Path]:

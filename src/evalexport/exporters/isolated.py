@@ -17,7 +17,6 @@ import abc
 import contextlib
 import functools
 import logging
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -304,6 +303,7 @@ class IsolatedExporter(
             ensure_environment,
             run_worker,
         )
+        from evalexport.isolation.descendants import owned_scratch
 
         if early is not None and early.secrets_error is not None:
             return self.failed(run, early.secrets_error)
@@ -317,7 +317,7 @@ class IsolatedExporter(
         limit = self.worker_time_limit(config)
         store = spec.local_store
         with (
-            tempfile.TemporaryDirectory(prefix=f"evalexport-{self.name}-") as scratch,
+            owned_scratch(f"evalexport-{self.name}-") as scratch,
             file_lock(store) if store else contextlib.nullcontext(),
         ):
             payload = call_hook(

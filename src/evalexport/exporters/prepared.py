@@ -34,13 +34,22 @@ def prepare(
     """
     if not rollouts_table:
         return read_run(run, parse_rollouts=parse_rollouts)
+    from evalexport.isolation.descendants import claim_scratch, release_scratch
+
     scratch = Path(tempfile.mkdtemp(prefix="evalexport-rollouts-"))
+    claim_scratch(scratch)  # removed by the reaper if this process dies before discard()
     table = scratch / "rollouts.json"
 
     def write_table(rollouts: Iterator[Rollout]) -> None:
         write_table_rows(rollouts, table)
 
-    return read_run(run, rollouts_sink=write_table, rollouts_table=table, scratch=[scratch])
+    return read_run(
+        run,
+        rollouts_sink=write_table,
+        rollouts_table=table,
+        scratch=[scratch],
+        released=release_scratch,
+    )
 
 
 def for_payload(

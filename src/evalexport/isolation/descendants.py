@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,7 +34,15 @@ from typing import IO, final
 
 from evalexport.isolation.reaper import TAG_VARIABLE, kill_all, tagged_pids, wait_until_ended
 
-__all__ = ["TAG_VARIABLE", "Launch", "run_tracked", "tracked_launch"]
+__all__ = [
+    "TAG_VARIABLE",
+    "Launch",
+    "claim_scratch",
+    "owned_scratch",
+    "release_scratch",
+    "run_tracked",
+    "tracked_launch",
+]
 
 REAPER = Path(__file__).resolve().with_name("reaper.py")
 
@@ -104,6 +115,29 @@ def _tell_reaper(line: str) -> None:
     with _lock, contextlib.suppress(OSError, ValueError):  # a reaper gone is no export's fault
         stdin.write(line.encode() + b"\n")
         stdin.flush()
+
+
+@contextlib.contextmanager
+def owned_scratch(prefix: str) -> Iterator[Path]:
+    """A new temporary directory, removed when the block ends, and by the reaper if this
+    process dies first (SIGKILL, or a SIGTERM that a Python caller did not catch)."""
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
+    claim_scratch(directory)
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+        release_scratch(directory)
+
+
+def claim_scratch(directory: Path) -> None:
+    """Tell the reaper ``directory`` is this process's scratch: it removes it if we die."""
+    _tell_reaper("s " + json.dumps(str(directory)))
+
+
+def release_scratch(directory: Path) -> None:
+    """Tell the reaper ``directory`` was removed (or given up by its maker)."""
+    _tell_reaper("r " + json.dumps(str(directory)))
 
 
 @final

@@ -28,7 +28,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import IO, Any, final
 
 from evalexport.interrupts import Interrupted, exit_description
-from evalexport.isolation.descendants import tracked_launch
+from evalexport.isolation.descendants import owned_scratch, tracked_launch
 from evalexport.isolation.environments import Environment
 from evalexport.workers.protocol import RunnerRequest, WorkerResult, result, worker_result_from
 from evalexport.workers.runner import PROTOCOL_COPY
@@ -161,8 +160,7 @@ def started_worker(
 
     ``secrets`` go to the worker's environment variables only, never to disk.
     """
-    with tempfile.TemporaryDirectory(prefix="evalexport-worker-") as directory:
-        workdir = Path(directory)
+    with owned_scratch("evalexport-worker-") as workdir:
         runner = workdir / "evalexport_worker_runner.py"
         body_copy = workdir / "evalexport_worker_body.py"
         shutil.copyfile(RUNNER, runner)
@@ -172,7 +170,10 @@ def started_worker(
         # in memory: nothing of the worker's outcome depends on a disk that may be full.
         report_read, report_write = os.pipe()
         log_read, log_write = os.pipe()
-        with tracked_launch({**os.environ, **(secrets or {})}) as launch:
+        own_tmp = workdir / "tmp"  # what the SDK writes to TMPDIR is removed with the worker
+        own_tmp.mkdir()
+        environment_variables = {**os.environ, **(secrets or {}), "TMPDIR": str(own_tmp)}
+        with tracked_launch(environment_variables) as launch:
             try:
                 process = subprocess.Popen(
                     [str(environment.python), "-I", str(runner), str(body_copy)],

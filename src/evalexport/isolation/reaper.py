@@ -8,9 +8,11 @@ reading ``/proc/<pid>/environ``, which no reparenting changes.
 
 Run as ``python -I reaper.py OWNER`` by :mod:`evalexport.isolation.descendants`, this file
 watches its stdin: the owner writes ``+PID`` for each process it starts directly and ``-PID``
-when that one has ended. When stdin closes, the owner has ended (normally, or by SIGKILL): the
+when that one has ended, ``s "PATH"`` for each scratch directory it makes and ``r "PATH"``
+when it has removed it. When stdin closes, the owner has ended (normally, or by SIGKILL): the
 direct processes still running get SIGTERM and :data:`GRACE_SECONDS` to end (a worker ends its
-remote run), then every process still tagged with the owner is killed.
+remote run), then every process still tagged with the owner is killed, and the scratch
+directories it left are removed.
 
 Standard library only, and importable: the owner uses :func:`tagged_pids` and :func:`kill_all`
 for its own launches.
@@ -19,7 +21,9 @@ for its own launches.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -95,6 +99,7 @@ def main(argv: list[str]) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
     direct: set[int] = set()
+    scratch: set[str] = set()
     for line in sys.stdin.buffer:
         text = line.strip()
         with contextlib.suppress(ValueError):
@@ -102,7 +107,13 @@ def main(argv: list[str]) -> int:
                 direct.add(int(text[1:]))
             elif text.startswith(b"-"):
                 direct.discard(int(text[1:]))
+            elif text.startswith(b"s "):
+                scratch.add(json.loads(text[2:]))
+            elif text.startswith(b"r "):
+                scratch.discard(json.loads(text[2:]))
     end_owned(owner, sorted(direct))
+    for directory in sorted(scratch):  # what the owner would have removed, had it lived
+        shutil.rmtree(directory, ignore_errors=True)
     return 0
 
 

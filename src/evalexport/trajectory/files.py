@@ -331,8 +331,39 @@ def _stop_if_signalled(signum: int | None) -> None:
 
 def _leave_ctrl_c_to_the_parent() -> None:
     """A terminal's Ctrl-C reaches every process of the foreground group: the pool's workers
-    ignore it (no traceback from each), and the parent stops the pool."""
+    ignore it (no traceback from each), and the parent stops the pool. A worker also ends when
+    its parent does, however the parent ends (SIGKILL included): Linux tells it
+    (``PR_SET_PDEATHSIG``), and where that cannot be asked a thread watches for it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = os.getppid()
+    if not _die_with_parent():
+        import threading
+
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def _die_with_parent() -> bool:
+    """Ask Linux to kill this process when its parent ends; whether it could be asked."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+_PR_SET_PDEATHSIG: Final = 1
+
+
+def _watch_parent(parent: int) -> None:
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
 
 
 def default_workers(path: Path) -> int:
