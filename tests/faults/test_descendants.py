@@ -102,7 +102,9 @@ def test_wandb_core_ends_with_a_worker_stopped_at_its_time_limit(
         monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{silent.getsockname()[1]}")
         monkeypatch.setenv("WANDB_API_KEY", "a1" * 20)
         monkeypatch.setenv("EVALEXPORT_WORKER_TIME_LIMIT", "5")
-        ended = lab.run("wandb", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "--json")
+        ended = lab.run(
+            "wandb", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "+wandb_mode=online", "--json"
+        )
     finally:
         silent.close()
     assert ended.exit_code == 1, ended.output
