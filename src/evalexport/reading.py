@@ -26,6 +26,8 @@ from typing import Any, BinaryIO, Final, Protocol, final
 from evalexport.metrics import FlatMetrics, flatten_metrics
 
 __all__ = [
+    "MAX_FILE_BYTES",
+    "MAX_LINE_BYTES",
     "Digest",
     "ExportableConfig",
     "PreparedRun",
@@ -37,16 +39,26 @@ __all__ = [
     "fingerprinted_files",
     "holds_no_rollouts",
     "iter_rollouts",
+    "not_a_file_reason",
+    "open_regular",
     "parse_aggregate_metrics",
     "parse_saved_config",
     "prepare",
     "read_file",
     "read_rollouts",
+    "run_directory_files",
     "run_fingerprint",
+    "too_long_message",
     "unreadable_file_reason",
 ]
 
 _CHUNK: Final = 1 << 20
+
+MAX_FILE_BYTES: Final = 64 * 1024 * 1024
+"""The largest aggregate-metrics file or saved config read (a real one is a few kilobytes)."""
+MAX_LINE_BYTES: Final = 512 * 1024 * 1024
+"""The longest rollouts line read (a model that never stopped writes tens of megabytes): a
+longer one, or a file with no line break at all, is refused naming the line, never held."""
 
 
 class Digest(Protocol):
@@ -167,7 +179,7 @@ def count_rollouts(run: RunPaths, digest: Digest | None = None) -> int:
     fed the file's bytes as for :func:`iter_rollouts`."""
     count = 0
     with _open_rollouts(run) as handle:
-        for line in handle:
+        while line := _line(run, handle, count + 1):
             if digest is not None:
                 digest.update(line)
             count += not line.isspace()
@@ -175,19 +187,75 @@ def count_rollouts(run: RunPaths, digest: Digest | None = None) -> int:
 
 
 def holds_no_rollouts(run: RunPaths) -> bool:
-    """Whether the rollouts file has no line but blank ones (read up to the first that is not)."""
+    """Whether the rollouts file has no line but blank ones (read up to the first that is not,
+    a line at most :data:`MAX_LINE_BYTES` at a time)."""
     try:
-        with run.rollouts.open("rb") as handle:
-            return all(line.isspace() for line in handle)  # no copy of a long line
-    except OSError:
+        with open_regular(run.rollouts) as handle:
+            while line := handle.readline(_CHUNK):
+                if not line.isspace():
+                    return False
+            return True
+    except (OSError, RunFileError):
         return False  # the reader names the problem
+
+
+def not_a_file_reason(path: Path) -> str | None:
+    """Why ``path``, which exists, cannot be read as a run's file (a FIFO, a device, a
+    socket, a directory), or ``None``."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    for test, what in (
+        (stat.S_ISFIFO, "a FIFO (a named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return f"{path} is {what}, not a regular file"
+    return f"{path} is not a regular file"
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file; :class:`RunFileError` saying what it
+    is otherwise. A FIFO is never waited on (it is opened without blocking, then refused)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise RunFileError(not_a_file_reason(path) or f"{path} is not a regular file")
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
 
 
 def _open_rollouts(run: RunPaths) -> BinaryIO:
     try:
-        return run.rollouts.open("rb")
+        return open_regular(run.rollouts)
     except OSError as error:
         raise RunFileError(f"Cannot read rollouts file {run.rollouts}: {error}") from None
+
+
+def _line(run: RunPaths, handle: BinaryIO, line_number: int) -> bytes:
+    """The next line, at most :data:`MAX_LINE_BYTES`; a longer one is refused naming it."""
+    raw = handle.readline(MAX_LINE_BYTES + 1)
+    if len(raw) > MAX_LINE_BYTES:
+        raise RunFileError(too_long_message(run.rollouts, line_number))
+    return raw
+
+
+def too_long_message(path: Path, line_number: int) -> str:
+    """What a user is told of a rollouts line longer than :data:`MAX_LINE_BYTES`."""
+    return (
+        f"Malformed rollouts file {path}: line {line_number} is longer than "
+        f"{MAX_LINE_BYTES // (1024 * 1024)} MiB, the longest line evalexport reads (one JSON "
+        "object a line; a file with no line breaks is one such line)"
+    )
 
 
 def read_rollouts(
@@ -199,9 +267,9 @@ def read_rollouts(
         line_number += 1
         # Passed, not bound: the line's bytes are freed as soon as they are decoded.
         if digest is None:
-            parsed = _parse_line(run, handle.readline(), line_number)
+            parsed = _parse_line(run, _line(run, handle, line_number), line_number)
         else:
-            held = [handle.readline()]
+            held = [_line(run, handle, line_number)]
             digest.update(held[0])
             parsed = _parse_line(run, held.pop(), line_number)
         if parsed is None:
@@ -295,11 +363,18 @@ def read_file(run: RunPaths, path: Path) -> bytes:
     missing or cannot be read is a :class:`RunFileError` naming it."""
     what = "Aggregate metrics" if path == run.aggregate_metrics else "Saved run config"
     try:
-        return path.read_bytes()
+        with open_regular(path) as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise RunFileError(f"{what} not found: {path}") from None
     except OSError as error:
         raise RunFileError(f"Cannot read {what[0].lower()}{what[1:]} {path}: {error}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise RunFileError(
+            f"{what} {path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, the most "
+            "evalexport reads of it (a real one is a few kilobytes): is it the right file?"
+        )
+    return data
 
 
 def parse_aggregate_metrics(run: RunPaths, data: bytes) -> list[dict[str, Any]]:
@@ -387,15 +462,9 @@ def unreadable_file_reason(
     """
     readers = {Path(path): read for path, read in (readers or {}).items()}
     problems: list[str] = []
-
-    def unlistable(error: OSError) -> None:
-        problems.append(f"{error.filename} cannot be listed ({error.strerror or error})")
-
-    for root, _, names in os.walk(run.run_dir, onerror=unlistable, followlinks=True):
-        for name in sorted(names):
-            path = Path(root) / name
-            if problem := _unreadable(path, readers.get(path)):
-                problems.append(problem)
+    for path in run_directory_files(run.run_dir, problems):
+        if problem := _unreadable(path, readers.get(path)):
+            problems.append(problem)
     if not problems:
         return None
     shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if problems[3:] else "")
@@ -403,6 +472,41 @@ def unreadable_file_reason(
         f"Cannot upload {run.run_dir} as it is: {shown}. Every file of the run directory "
         "is uploaded: make each one a readable file (chmod a+r), or move it out."
     )
+
+
+def run_directory_files(run_dir: Path, problems: list[str]) -> Iterator[Path]:
+    """Every file of the run directory as an upload takes it, in order: through a link to a
+    directory inside it, never through one that leads out of it (``rootfs -> /``) or around
+    in a loop. What cannot be listed, and each link out, goes to ``problems``."""
+    top = Path(os.path.realpath(run_dir))
+    seen: set[str] = set()
+
+    def walk(directory: Path) -> Iterator[Path]:
+        real = os.path.realpath(directory)
+        if real in seen:
+            return  # a link back to a directory already walked
+        seen.add(real)
+        try:
+            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        except OSError as error:
+            problems.append(f"{directory} cannot be listed ({error.strerror or error})")
+            return
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                yield path
+            elif entry.is_symlink() and not Path(os.path.realpath(path)).is_relative_to(top):
+                problems.append(
+                    f"{path} links to {os.path.realpath(path)}, outside the run directory"
+                )
+            else:
+                yield from walk(path)
+
+    yield from walk(run_dir)
 
 
 def _unreadable(path: Path, read: Callable[[BinaryIO], None] | None = None) -> str | None:
@@ -445,7 +549,7 @@ def run_fingerprint(run: RunPaths) -> str:
     digests: list[tuple[str, bytes]] = []
     for path in fingerprinted_files(run):
         file_digest = hashlib.sha256()
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             while chunk := handle.read(_CHUNK):
                 file_digest.update(chunk)
         digests.append((path.name, file_digest.digest()))

@@ -151,12 +151,24 @@ class RunArtifacts:
         rollouts file holds a record): for a caller that reads the rollouts anyway and says
         :attr:`no_records_message` itself, so the file is opened once.
         """
+        if self.rollouts.exists() and (what := reading.not_a_file_reason(self.rollouts)):
+            return (
+                f"Cannot read the rollouts file: {what}. Give the path of the run's rollouts "
+                "file itself (a pipe or a device can be read once at most, and an export reads "
+                "a run's files more than once over its life)"
+            )
         if not self.rollouts.is_file():
             return f"Rollouts file not found: {self.rollouts}"
         if needs_metrics_and_config:
             # ATIF export names an empty file's lines itself, as NeMo Gym's exporter does.
             if check_records and self.holds_no_rollouts():
                 return self.no_records_message
+            for path, what in (
+                (self.aggregate_metrics, "aggregate metrics"),
+                (self.saved_config, "saved config"),
+            ):
+                if path.exists() and (problem := reading.not_a_file_reason(path)):
+                    return f"Cannot read the {what}: {problem}"
             if not self.aggregate_metrics.is_file():
                 return f"Aggregate metrics not found: {self.aggregate_metrics}" + (
                     self._aggregate_hint()
@@ -301,9 +313,11 @@ def _names_rollouts(name: str) -> bool:
 
 
 def _size(path: Path) -> int:
-    if path.is_dir():
-        return sum(_size(child) for child in path.iterdir())
+    """Bytes under ``path``, links not followed (a link to ``/`` is a link), what cannot be
+    listed or stated counting 0."""
     try:
-        return path.stat().st_size
+        if path.is_symlink() or not path.is_dir():
+            return path.lstat().st_size
+        return sum(_size(child) for child in path.iterdir())
     except OSError:
         return 0

@@ -198,9 +198,8 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig, EvalRDLPayload]):
     ) -> DryRunPlan:
         """Every file of the run directory: it is uploaded as it is."""
         files = [
-            PlannedFile(path=str(Path(root) / name), size_bytes=(Path(root) / name).stat().st_size)
-            for root, _, names in sorted(os.walk(run.run_dir, followlinks=True))
-            for name in sorted(names)
+            PlannedFile(path=str(path), size_bytes=path.stat().st_size)
+            for path in reading.run_directory_files(run.run_dir, [])
         ]
         # The service reads the aggregate metrics itself; the upload does not flatten them.
         return DryRunPlan(exporter=self.name, target=self.target(run, config), files=files)

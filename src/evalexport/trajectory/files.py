@@ -25,8 +25,9 @@ from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, final
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, NamedTuple, final
 
+from evalexport.reading import MAX_LINE_BYTES, open_regular
 from evalexport.trajectory.convert import (
     ROLLOUT_INDEX,
     TASK_INDEX,
@@ -182,8 +183,16 @@ class _Job:
     relaxations: frozenset[Relaxation] = frozenset()
 
 
-def _convert_line(line_number: int, raw: bytes, job: _Job) -> _Outcome:
+def _convert_line(line_number: int, raw: bytes | None, job: _Job) -> _Outcome:
     where = f"line {line_number}"
+    if raw is None:
+        return (
+            line_number,
+            None,
+            None,
+            f"{where}: longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB, the longest line "
+            "evalexport reads",
+        )
     if not raw.strip():
         return line_number, None, None, f"{where}: blank JSONL records are not supported"
     try:
@@ -261,17 +270,34 @@ def _write(
     )
 
 
-def _convert_chunk(first_line: int, lines: list[bytes], job: _Job) -> list[_Outcome]:
+def _convert_chunk(first_line: int, lines: list[bytes | None], job: _Job) -> list[_Outcome]:
     return [_convert_line(first_line + offset, raw, job) for offset, raw in enumerate(lines)]
 
 
-def _chunks(path: Path) -> Iterator[tuple[int, list[bytes], int]]:
+def _lines(handle: BinaryIO) -> Iterator[tuple[bytes | None, int]]:
+    """``(line, its length)`` of each line, ``None`` for a line longer than
+    :data:`MAX_LINE_BYTES` (read past in pieces, never held)."""
+    while raw := handle.readline(MAX_LINE_BYTES + 1):
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield raw, len(raw)
+            continue
+        length = len(raw)
+        del raw
+        while piece := handle.readline(_CHUNK_BYTES):
+            length += len(piece)
+            if piece.endswith(b"\n"):
+                break
+        yield None, length
+
+
+def _chunks(path: Path) -> Iterator[tuple[int, list[bytes | None], int]]:
     """``(first line number, lines, bytes read so far)`` in chunks of about a megabyte."""
-    with path.open("rb") as handle:
-        line_number, chunk, size, done = 1, [], 0, 0
-        for raw in handle:
+    with open_regular(path) as handle:
+        line_number, size, done = 1, 0, 0
+        chunk: list[bytes | None] = []
+        for raw, length in _lines(handle):
             chunk.append(raw)
-            size += len(raw)
+            size += length
             if size >= _CHUNK_BYTES:
                 done += size
                 yield line_number, chunk, done
