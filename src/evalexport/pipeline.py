@@ -112,8 +112,39 @@ def run_export(request: ExportRequest) -> ExportResult:
     except (OverrideError, OptionError) as error:
         return ExportResult.failed(name, "", str(error), exit_code=ExitCode.USAGE)
     run = RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath)
-    exporter = chosen(progress=request.progress)
+    try:
+        exporter = chosen(progress=_guarded(request.progress))
+    except Exception as error:  # a plugin's own __init__
+        return ExportResult.failed(
+            name,
+            str(run.run_dir),
+            f"The {name} exporter cannot be made: {type(error).__name__}: {error}",
+        )
     return export_run(exporter, run, config, skip_finished=request.skip_finished)
+
+
+def _guarded(progress: Progress | None) -> Progress | None:
+    """The caller's progress callback, whose failure never fails an export: the first
+    exception it raises is logged, and it is not called again."""
+    if progress is None:
+        return None
+    broken = False
+
+    def report(done: int, total: int) -> None:
+        nonlocal broken
+        if broken:
+            return
+        try:
+            progress(done, total)
+        except Exception as error:
+            broken = True
+            logger.warning(
+                "the progress callback raised %s: %s; the export goes on without it",
+                type(error).__name__,
+                error,
+            )
+
+    return report
 
 
 def _secret_options(config: ExporterConfig) -> list[str]:
@@ -136,7 +167,8 @@ def export_run(
     try:
         with known_secrets(_secret_options(config)):
             return _export(exporter, run, config, skip_finished)
-    except Interrupted as interruption:  # the caller's stop signals: stop here, cleanly
+    except (Interrupted, KeyboardInterrupt) as stop:  # the caller's stop signals: stop cleanly
+        interruption = Interrupted.from_exception(stop)
         return ExportResult.failed(
             exporter.name,
             str(run.run_dir),
@@ -158,6 +190,12 @@ def export_run(
         )
     except RecursionError:
         return _failed(exporter, run, "A file of the run is nested too deeply to read.")
+    except SystemExit as error:  # a plugin that exits: its export fails, the caller goes on
+        return _failed(
+            exporter,
+            run,
+            f"the {exporter.name} exporter called sys.exit({error.code!r}) during the export",
+        )
     except Exception as error:  # an exporter bug must still end in a result
         return _failed(
             exporter,

@@ -16,11 +16,13 @@ from typing import Generic, Literal, TypeVar, final
 
 __all__ = [
     "INSTALLER_VARIABLE",
+    "PLUGIN_IMPORT_VARIABLE",
     "TIME_LIMIT_VARIABLE",
     "Chosen",
     "SettingError",
     "chosen",
     "installer_choice",
+    "plugin_import_timeout",
     "worker_time_limit",
 ]
 
@@ -28,6 +30,10 @@ T = TypeVar("T")
 
 TIME_LIMIT_VARIABLE = "EVALEXPORT_WORKER_TIME_LIMIT"
 """Seconds; overrides every worker's time limit (for tests and impatient CI jobs)."""
+
+PLUGIN_IMPORT_VARIABLE = "EVALEXPORT_PLUGIN_IMPORT_TIMEOUT"
+"""Seconds a plugin exporter's module may take to import before it is called broken."""
+DEFAULT_PLUGIN_IMPORT_TIMEOUT = 20.0
 
 INSTALLER_VARIABLE = "EVALEXPORT_INSTALLER"
 """``uv`` or ``pip``: which installer builds SDK environments (default: uv when available)."""
@@ -56,6 +62,24 @@ def worker_time_limit() -> float | None:
             f"{TIME_LIMIT_VARIABLE}={text!r} is not a time limit: give a number of seconds "
             f"greater than 0 (e.g. {TIME_LIMIT_VARIABLE}=600), or unset it for each "
             "exporter's own limit"
+        )
+    return seconds
+
+
+def plugin_import_timeout() -> float:
+    """``$EVALEXPORT_PLUGIN_IMPORT_TIMEOUT`` in seconds, else 20; raises :class:`SettingError`
+    for anything but a finite number above 0."""
+    text = os.environ.get(PLUGIN_IMPORT_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_PLUGIN_IMPORT_TIMEOUT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise SettingError(
+            f"{PLUGIN_IMPORT_VARIABLE}={text!r} is not a time limit: give a number of seconds "
+            "greater than 0, or unset it for 20"
         )
     return seconds
 

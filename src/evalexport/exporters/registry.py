@@ -7,8 +7,10 @@ is used, so listing exporters or starting the CLI imports no exporter and no SDK
 from __future__ import annotations
 
 import importlib
+import threading
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, final
 
 if TYPE_CHECKING:
@@ -74,9 +76,20 @@ class ExporterEntry:
 
         module_name, _, attribute = self.target.partition(":")
         try:
-            loaded = getattr(importlib.import_module(module_name), attribute)
+            module = (
+                importlib.import_module(module_name)
+                if self.source == "built-in"
+                else _import_plugin(module_name)
+            )
+            loaded = getattr(module, attribute)
         except (Exception, SystemExit) as error:
-            said = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+            said = (
+                str(error)
+                if isinstance(error, _ImportHung)
+                else f"{type(error).__name__}: {error}"
+                if str(error)
+                else type(error).__name__
+            )
             first = scrub_text(said.splitlines()[0] if said.strip() else said)
             raise ExporterLoadError(
                 f"Exporter {self.name!r} ({self.source}) cannot be loaded from {self.target}: "
@@ -94,6 +107,44 @@ class ExporterEntry:
                 f"{', '.join(missing)}; every exporter class sets name, summary and Config"
             )
         return loaded
+
+
+class _ImportHung(Exception):
+    """A plugin's module did not finish importing in time."""
+
+
+_hung: dict[str, str] = {}
+"""Plugin modules whose import never finished in this process, and what was said: importing
+one again would wait on its import lock for ever."""
+
+
+def _import_plugin(module_name: str) -> ModuleType:
+    """Import a plugin's module in a thread of its own, waiting at most
+    ``$EVALEXPORT_PLUGIN_IMPORT_TIMEOUT`` seconds: a module that hangs on import (a network
+    call, a prompt) is reported as broken, and every command that does not need it goes on."""
+    from evalexport.settings import plugin_import_timeout
+
+    if module_name in _hung:
+        raise _ImportHung(_hung[module_name])
+    limit = plugin_import_timeout()
+    outcome: dict[str, Any] = {}
+
+    def load() -> None:
+        try:
+            outcome["module"] = importlib.import_module(module_name)
+        except BaseException as error:  # SystemExit, KeyboardInterrupt: the plugin's, not ours
+            outcome["error"] = error
+
+    thread = threading.Thread(target=load, name=f"evalexport-import-{module_name}", daemon=True)
+    thread.start()
+    thread.join(limit)
+    if thread.is_alive():
+        _hung[module_name] = f"its module {module_name} did not finish importing within {limit:g} s"
+        raise _ImportHung(_hung[module_name])
+    if "error" in outcome:
+        raise outcome["error"]
+    module: ModuleType = outcome["module"]
+    return module
 
 
 def exporter_entries() -> dict[str, ExporterEntry]:

@@ -1,0 +1,160 @@
+"""A plugin is other people's code: whatever it does when it is imported (any exception,
+``SystemExit``, a hang, a class missing its name) or while it exports, every command that does
+not need it works, the ones that do fail with a scrubbed one-line reason naming the plugin and
+its distribution, and ``evalexport list`` shows it as broken with that reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TOKEN = "canary-plugin-0123456789abcdef"
+
+MODULES = {
+    "raises": "raise RuntimeError('token ' + __import__('os').environ['PLUGIN_TOKEN'])",
+    "syntax": "def broken(:\n",
+    "exits": "import sys\nsys.exit(3)",
+    "hangs": "import time\ntime.sleep(600)",
+    "bearer": "raise ValueError('Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123')",
+    "nosummary": (
+        "from evalexport.exporters import Exporter, ExporterConfig\n"
+        "class X(Exporter[ExporterConfig]):\n"
+        "    name = 'nosummary'\n"
+        "    Config = ExporterConfig\n"
+        "    def _export(self, run, config, *, fingerprint):\n"
+        "        raise AssertionError\n"
+    ),
+    "noconfig": (
+        "from evalexport.exporters import Exporter\n"
+        "class X(Exporter):\n"
+        "    name = 'noconfig'\n"
+        "    summary = 'no Config'\n"
+        "    def _export(self, run, config, *, fingerprint):\n"
+        "        raise AssertionError\n"
+    ),
+    "exitsexporting": (
+        "from evalexport.exporters import Exporter, ExporterConfig\n"
+        "class X(Exporter[ExporterConfig]):\n"
+        "    name = 'exitsexporting'\n"
+        "    summary = 'calls sys.exit in its export'\n"
+        "    Config = ExporterConfig\n"
+        "    needs_metrics_and_config = False\n"
+        "    def _export(self, run, config, *, fingerprint):\n"
+        "        raise SystemExit(7)\n"
+    ),
+}
+
+
+@pytest.fixture
+def hostile_site(tmp_path: Path) -> Path:
+    site = tmp_path / "site"
+    for name, source in MODULES.items():
+        dist = site / f"hostile_{name}-1.0.dist-info"
+        dist.mkdir(parents=True)
+        (site / f"hostile_{name}.py").write_text(source)
+        (dist / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: hostile-{name}\nVersion: 1.0\n"
+        )
+        (dist / "entry_points.txt").write_text(
+            f"[evalexport.exporters]\n{name} = hostile_{name}:X\n"
+        )
+    return site
+
+
+def _evalexport(site: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "evalexport", *arguments],
+        env={
+            **os.environ,
+            "PYTHONPATH": str(site),
+            "PLUGIN_TOKEN": TOKEN,
+            "EVALEXPORT_PLUGIN_IMPORT_TIMEOUT": "2",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_list_shows_each_broken_plugin_with_its_reason_and_leaks_nothing(hostile_site) -> None:
+    listed = _evalexport(hostile_site, "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["name"]: row for row in json.loads(listed.stdout)}
+    assert {"atif", "mlflow", "wandb", "evalrdl"} <= set(rows)
+    said = {name: rows[name]["summary"] for name in MODULES if name != "exitsexporting"}
+    assert "RuntimeError: token ****" in said["raises"]
+    assert "SyntaxError" in said["syntax"]
+    assert "SystemExit: 3" in said["exits"]
+    assert "did not finish importing within 2 s" in said["hangs"]
+    assert "Bearer ****" in said["bearer"]
+    assert "does not set summary" in said["nosummary"]
+    assert "does not set Config" in said["noconfig"]
+    for name, summary in said.items():
+        assert summary.startswith("(cannot be loaded: "), (name, summary)
+        assert f"plugin hostile-{name}" in summary
+        assert "\n" not in summary
+    assert TOKEN not in listed.stdout + listed.stderr
+    plain = _evalexport(hostile_site, "list")
+    assert plain.returncode == 0
+    assert TOKEN not in plain.stdout + plain.stderr
+
+
+def test_every_command_that_does_not_need_a_broken_plugin_works(hostile_site, sample_run) -> None:
+    assert _evalexport(hostile_site, "atif", "--help").returncode == 0
+    assert _evalexport(hostile_site, "--help").returncode == 0
+    inspected = _evalexport(hostile_site, "inspect", str(sample_run.rollouts))
+    assert inspected.returncode == 0, inspected.stderr
+
+
+@pytest.mark.parametrize("name", ["raises", "exits", "nosummary", "noconfig"])
+def test_exporting_with_a_broken_plugin_fails_with_one_scrubbed_line(
+    hostile_site, sample_run, name: str
+) -> None:
+    exported = _evalexport(
+        hostile_site, name, f"+rollouts_jsonl_fpath={sample_run.rollouts}", "--json"
+    )
+    assert exported.returncode == 1, exported.stderr
+    result = json.loads(exported.stdout)
+    assert result["status"] == "failed"
+    assert f"Exporter {name!r} (plugin hostile-{name})" in result["message"]
+    assert "Traceback" not in exported.stderr
+    assert TOKEN not in exported.stdout + exported.stderr
+    helped = _evalexport(hostile_site, name, "--help")
+    assert helped.returncode == 1
+    assert "Traceback" not in helped.stdout + helped.stderr
+
+
+def test_a_plugin_that_exits_while_exporting_fails_its_export_only(
+    hostile_site, sample_run
+) -> None:
+    exported = _evalexport(
+        hostile_site, "exitsexporting", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "--json"
+    )
+    assert exported.returncode == 1
+    assert "called sys.exit(7) during the export" in json.loads(exported.stdout)["message"]
+
+
+def test_the_python_api_returns_a_result_for_a_broken_plugin(hostile_site, sample_run) -> None:
+    script = (
+        "import json, sys, evalexport\n"
+        "result = evalexport.export('raises', sys.argv[1])\n"
+        "print(result.model_dump_json())\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script, str(sample_run.rollouts)],
+        env={**os.environ, "PYTHONPATH": str(hostile_site), "PLUGIN_TOKEN": TOKEN},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    result = json.loads(completed.stdout)
+    assert (result["status"], result["exit_code"]) == ("failed", 1)
+    assert TOKEN not in completed.stdout
