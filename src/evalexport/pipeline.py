@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, final
 
 from evalexport import guard
+from evalexport.exporters.base import OptionError
 from evalexport.exporters.hooks import call_hook
 from evalexport.interrupts import Interrupted, deferred, signal_name
 from evalexport.masking import known_secrets, scrub_logs
@@ -83,7 +84,6 @@ class ExportRequest:
 
 def run_export(request: ExportRequest) -> ExportResult:
     """Run ``request`` through every stage; its result, whatever happens."""
-    from evalexport.exporters.base import OptionError
     from evalexport.exporters.registry import (
         ExporterLoadError,
         UnknownExporterError,
@@ -177,7 +177,7 @@ def export_run(
             exit_code=ExitCode.for_signal(interruption.signum),
             interrupted_by=signal_name(interruption.signum),
         )
-    except SettingError as error:
+    except (SettingError, OptionError) as error:  # a setting, or an option a read found wrong
         return _failed(exporter, run, str(error), exit_code=ExitCode.USAGE)
     except (RunFileError, ExportFailure) as error:
         return _failed(exporter, run, str(error), **error.details)

@@ -406,3 +406,43 @@ def test_with_turns_unavailable_allowed_steps_come_from_the_conversation_alone(
 def guarantee_options(tmp_path: Path) -> dict[str, object]:
     """What the guarantee suite exports with (tests/exporters/test_guarantees.py)."""
     return {"output_dirpath": str(tmp_path / "atif"), "agent_version": "1.0"}
+
+
+def test_an_allowed_gap_code_neither_gym_nor_the_run_knows_is_a_usage_error(
+    cli, make_sample_run, tmp_path
+) -> None:
+    sample = make_sample_run(agents=(TOOL_AGENT,), rows_with_gaps=[0])
+    run = _atif(cli, sample.rollouts, tmp_path / "out", "+allow_gaps=[resolution_unavailabel]")
+    assert run.exit_code == 2, run.output
+    assert "+allow_gaps names resolution_unavailabel" in run.output
+    assert "resolution_unavailable" in run.output  # Gym's codes are listed
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_agents_own_gap_code_the_run_records_may_be_allowed(
+    cli, make_sample_run, tmp_path
+) -> None:
+    sample = make_sample_run(agents=(TOOL_AGENT,), rows_with_gaps=[0])
+    lines = sample.rollouts.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["ng_trajectory"]["gaps"][0]["code"] = "judge_verdict_withheld"  # an agent's own code
+    sample.rollouts.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    run = _atif(cli, sample.rollouts, tmp_path / "out", "+allow_gaps=[judge_verdict_withheld]")
+    assert run.exit_code == 0, run.output
+
+
+@pytest.mark.gym
+def test_every_gap_code_evalexport_knows_is_one_nemo_gym_writes(gym_oracle) -> None:
+    import re
+
+    from evalexport.trajectory.convert import GYM_GAP_CODES
+
+    written: set[str] = set()
+    for path in Path(gym_oracle.site_packages).glob("**/*.py"):
+        if "nemo_gym" in path.parts or "responses_api_agents" in path.parts:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            written |= set(re.findall(r'code="([a-z_]+)"', text))
+            written |= set(
+                re.findall(r'"([a-z_]+_(?:unavailable|conflict|ambiguous|unmatched))"', text)
+            )
+    assert written >= GYM_GAP_CODES, sorted(GYM_GAP_CODES - written)

@@ -27,11 +27,11 @@ from typing import Any, Final, final
 
 from pydantic import Field, field_validator
 
-from evalexport.exporters.base import Exporter, ExporterConfig
+from evalexport.exporters.base import Exporter, ExporterConfig, OptionError
 from evalexport.reading import RunFileError
 from evalexport.results import DryRunPlan, ExportFailure, ExportResult, PlannedFile, SkipReason
 from evalexport.run import RunArtifacts
-from evalexport.trajectory.convert import ATIF_SCHEMA_VERSION, TrajectoryIdentity
+from evalexport.trajectory.convert import ATIF_SCHEMA_VERSION, GYM_GAP_CODES, TrajectoryIdentity
 from evalexport.trajectory.files import ConvertedRow, FileConversion, convert_file
 from evalexport.trajectory.manifest import MANIFEST_NAME, staged_output_problem
 from evalexport.trajectory.relaxations import RELAXATIONS, Relaxation
@@ -176,6 +176,14 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories]):
             raise ExportFailure(
                 f"Cannot convert {run.rollouts}: {error.strerror or error} ({where})"
             ) from None
+        if unknown := sorted(set(config.allow_gaps) - GYM_GAP_CODES - set(conversion.gap_counts)):
+            raise OptionError(
+                f"+allow_gaps names {', '.join(unknown)}: no row of {run.rollouts} records "
+                f"{'it' if len(unknown) == 1 else 'them'} and NeMo Gym writes no such code (a "
+                "misspelling?). Gym's codes are "
+                f"{', '.join(sorted(GYM_GAP_CODES))}; `evalexport inspect {run.rollouts}` says "
+                "which the run records"
+            )
         if conversion.rejected:
             raise RunFileError(_rejection(run, conversion), rejected_rows=conversion.rejected)
         if problem := conversion.problem(run.rollouts):

@@ -56,6 +56,33 @@ ROLLOUT_INDEX: Final = "_ng_rollout_index"
 _ENVIRONMENT_SERVER: Final = "_ng_environment_server"
 TURNS_UNAVAILABLE: Final = "turns_unavailable"
 
+GYM_GAP_CODES: Final = frozenset(
+    {
+        "agent_observation_join_failed",
+        "agent_observations_invalid",
+        "compaction_model_call_join_failed",
+        "conversation_unavailable",
+        "duplicate_call_id_conflict",
+        "model_call_capture_gap_invalid",
+        "model_call_capture_incomplete",
+        "model_call_capture_no_records",
+        "model_call_capture_records_unreadable",
+        "model_call_capture_unreadable",
+        "model_call_ownership_unavailable",
+        "model_call_reference_ambiguous",
+        "model_call_reference_conflict",
+        "model_call_reference_unmatched",
+        "model_calls_unavailable",
+        "producer_trajectory_identity_mismatch",
+        "producer_trajectory_invalid",
+        "resolution_unavailable",
+        "trajectory_projection_failed",
+        "turns_unavailable",
+    }
+)
+"""The coverage gap codes NeMo Gym 0.7.0's recorders and agents write (an agent may write its
+own: ``+allow_gaps`` takes any code a row of the run records, and these)."""
+
 _INCOMPLETE_FINISH_REASONS = frozenset(
     {
         "aborted", "canceled", "cancelled", "content_filter", "failed", "incomplete", "length",
