@@ -9,8 +9,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from evalexport.paths import cache_dir
 
@@ -19,16 +22,31 @@ __all__ = ["file_lock", "named_lock"]
 
 @contextlib.contextmanager
 def named_lock(key: str) -> Iterator[None]:
-    """Hold the exclusive lock called ``key`` (any text) while the block runs."""
+    """Hold the exclusive lock called ``key`` (any text) while the block runs.
+
+    The lock file is in the cache directory; where that cannot be written (a cache shared
+    read-only, its environments built already), in a directory of this user's under the
+    system's temporary directory: every process of this machine that shares the read-only
+    cache finds the same one.
+    """
     digest = hashlib.sha256(key.encode()).hexdigest()[:32]
-    locks = cache_dir() / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    with (locks / f"{digest}.lock").open("a") as handle:
+    with _lock_file(digest) as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _lock_file(digest: str) -> IO[str]:
+    try:
+        locks = cache_dir() / "locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        return (locks / f"{digest}.lock").open("a")
+    except OSError:  # a read-only cache
+        fallback = Path(tempfile.gettempdir()) / f"evalexport-locks-{os.getuid()}"
+        fallback.mkdir(mode=0o700, exist_ok=True)
+        return (fallback / f"{digest}.lock").open("a")
 
 
 def file_lock(path: Path) -> contextlib.AbstractContextManager[None]:

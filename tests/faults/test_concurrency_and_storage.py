@@ -311,3 +311,81 @@ def test_a_full_tmpdir_loses_no_outcome_and_a_rerun_makes_no_second_run(
     else:  # refused before anything remote was made: then nothing was
         assert "No space left" in first["message"] or "space" in first["message"].lower()
         assert len(finished) <= 1
+
+
+def test_atif_out_of_space_says_so_of_the_output_and_leaves_nothing(
+    make_sample_run, tmp_path
+) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.fail("this fault needs unshare and root (a tmpfs mounted for one process)")
+    sample = make_sample_run(agents=("aime24_math_tool_agent",))
+    small = tmp_path / "small"
+    small.mkdir()
+    script = 'mount -t tmpfs -o size=64k tmpfs "$0" && "$@"; ls -A "$0"'
+    completed = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "sh",
+            "-c",
+            script,
+            str(small),
+            sys.executable,
+            "-m",
+            "evalexport",
+            "atif",
+            f"+rollouts_jsonl_fpath={sample.rollouts}",
+            f"+output_dirpath={small / 'atif'}",
+            "+agent_version=1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert f"failed: No space left to write the trajectories into {small}" in completed.stdout
+    assert "Nothing was written" in completed.stdout
+    assert completed.stdout.strip().splitlines()[-1].startswith("failed:")  # ls -A: empty
+
+
+@pytest.mark.downloads
+def test_a_full_disk_while_an_embedded_store_is_made_leaves_none_half_made(
+    mlflow_python, sample_run, tmp_path
+) -> None:
+    """The store is made under a name of its own and renamed into place: a disk that fills
+    up meanwhile leaves no store, and the export that follows, with room, makes a whole one."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.fail("this fault needs unshare and root (a tmpfs mounted for one process)")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    export = [
+        sys.executable,
+        "-m",
+        "evalexport",
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+mlflow_tracking_uri=sqlite:///{disk}/mlruns.db",
+        "+upload_rollouts=false",
+        "--json",
+    ]
+    quoted = " ".join(f"'{part}'" for part in export)
+    script = (
+        f'mount -t tmpfs -o size=96k tmpfs "{disk}" && {quoted}; echo; ls -A "{disk}"; '
+        f'mount -o remount,size=64m "{disk}" && {quoted}'
+    )
+    completed = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=600
+    )
+    lines = [line for line in completed.stdout.splitlines() if line.strip()]
+    first, then = json.loads(lines[0]), json.loads(lines[-1])
+    assert first["status"] == "failed", first
+    assert "mlruns.db" not in lines[1:-1]  # no half-made store left where it is looked for
+    assert then["status"] == "succeeded", then["message"]

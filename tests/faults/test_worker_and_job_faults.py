@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -76,3 +78,23 @@ def test_a_job_tail_run_twice_uploads_once_because_its_log_is_outside_the_run(
     results = [json.loads(line) for line in log.read_text().splitlines()]
     assert [r["status"] for r in results] == ["succeeded", "skipped"], results
     assert run_files(sample) == before
+
+
+def test_a_read_only_cache_that_holds_the_environment_still_exports(
+    lab: FaultLab, evalrdl_sdk, make_sample_run
+) -> None:
+    """A cluster shares one cache, read-only, built once: no lock file, no last-used note is
+    needed to use what it holds."""
+    from tests.faults.conftest import read_only
+
+    first = make_sample_run("first")
+    built = lab.run("evalrdl", f"+rollouts_jsonl_fpath={first.rollouts}", "--json")
+    assert built.exit_code == 0, built.output  # builds the environment into the cache
+    second = make_sample_run("second", seed=7)
+    cache = Path(os.environ["EVALEXPORT_CACHE_DIR"])
+    with read_only(cache) as prefix:
+        ended = lab.run(
+            "evalrdl", f"+rollouts_jsonl_fpath={second.rollouts}", "--json", prefix=prefix
+        )
+    assert ended.exit_code == 0, ended.output
+    assert ended.result()["status"] == "succeeded"

@@ -17,6 +17,7 @@ so fails exactly when the export would.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import tempfile
@@ -172,6 +173,12 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories]):
                 progress=self.progress,
             )
         except OSError as error:
+            if error.errno in (errno.ENOSPC, errno.EDQUOT) and output is not None:
+                raise ExportFailure(
+                    f"No space left to write the trajectories into {output.parent} "
+                    f"({error.strerror or error}); free space there, or choose an "
+                    "+output_dirpath on another file system. Nothing was written."
+                ) from None
             where = error.filename or run.rollouts
             raise ExportFailure(
                 f"Cannot convert {run.rollouts}: {error.strerror or error} ({where})"

@@ -389,6 +389,8 @@ class IsolatedExporter(
     ) -> ExportResult:
         """A stop signal arrived while the worker ran: the export failed with ``128 + signal``,
         unless the worker had already finished (then what it did stands, marker and all)."""
+        import signal
+
         from evalexport.interrupts import signal_name
         from evalexport.isolation.launcher import GRACE_SECONDS
 
@@ -403,10 +405,15 @@ class IsolatedExporter(
             return finished
         if outcome.result is not None:
             what = str(outcome.result.get("message", ""))
-        else:
+        elif outcome.exit_code == -signal.SIGKILL:
             what = (
                 f"The worker did not stop within {GRACE_SECONDS:g} s and was killed; "
                 "its remote run may be left unfinished."
+            )
+        else:  # it stopped at once (loading its SDK, say), before it could say how far it got
+            what = (
+                f"The worker stopped ({outcome.describe_exit()}) before it reported; a remote "
+                "run it had made, if any, is ended by the next export of this run."
             )
         return ExportResult.failed(
             self.name,

@@ -241,6 +241,8 @@ def ensure_environment(spec: EnvironmentSpec, installer: Installer | None = None
     """
     root = environments_root()
     path = root / spec.directory_name()
+    if (ready := existing_environment(spec)) is not None:
+        return ready  # built: usable without a lock, from a cache shared read-only too
     with _locked(root / f"{spec.directory_name()}.lock"):
         record = _read_record(path)
         built = record is None
@@ -248,7 +250,7 @@ def ensure_environment(spec: EnvironmentSpec, installer: Installer | None = None
             if path.exists():  # an interrupted build: never use it
                 shutil.rmtree(path)
             record = _build(spec, path, installer or find_installer())
-    (path / LAST_USED_NAME).touch()
+    _mark_used(path)
     return Environment(path, record, built)
 
 
@@ -258,8 +260,15 @@ def existing_environment(spec: EnvironmentSpec) -> Environment | None:
     record = _read_record(path)
     if record is None:
         return None
-    (path / LAST_USED_NAME).touch()
+    _mark_used(path)
     return Environment(path, record, built=False)
+
+
+def _mark_used(path: Path) -> None:
+    """Note that the environment was used now (``evalexport envs`` shows it); a cache shared
+    read-only keeps no such note, and the environment works all the same."""
+    with contextlib.suppress(OSError):
+        (path / LAST_USED_NAME).touch()
 
 
 def _build(spec: EnvironmentSpec, path: Path, installer: Installer) -> dict[str, Any]:

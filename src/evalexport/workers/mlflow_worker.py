@@ -7,8 +7,10 @@ scratch directory. The token, if any, reaches MLflow's REST client as MLFLOW_TRA
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from pathlib import Path
 from typing import Any, Final, TypedDict
 
 from evalexport.workers.protocol import (
@@ -173,6 +175,23 @@ def _dry_run(client: Any, payload: MlflowPayload) -> WorkerResult:
     )
 
 
+def _create_store_atomically(uri: str, client_class: Any) -> None:
+    """Make a new embedded store under a name of its own, then rename it into place: a store
+    whose making failed (a full disk, a stop signal) is never left half made where the next
+    export would open it. The caller holds the store's lock, so no one else makes it too."""
+    store = Path(uri.removeprefix("sqlite:///"))
+    if store.exists():
+        return
+    making = store.with_name(f"{store.name}.making-{os.getpid()}")
+    try:
+        client_class(tracking_uri=f"sqlite:///{making}").get_experiment_by_name("Default")
+        making.replace(store)
+    finally:
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                making.with_name(making.name + suffix).unlink()
+
+
 def _hint(error: BaseException, uri: str) -> str:
     text = str(error)
     if "_alembic_tmp_" in text:
@@ -201,6 +220,7 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
     try:
         if payload["store_directory"]:
             os.chdir(payload["store_directory"])  # MLflow's ./mlruns for Default: beside it
+            _create_store_atomically(uri, MlflowClient)
         client = MlflowClient(tracking_uri=uri)  # a local store is opened (and migrated) here
         if payload["dry_run"]:
             return _dry_run(client, payload)
