@@ -53,20 +53,25 @@ lines = open(rollouts, encoding="utf-8").read().splitlines()
 record = json.loads(lines[0])
 text = "Let me check that once more. " * (megabytes * 1_000_000 // 29)
 record["response"]["output"][0]["content"][0]["text"] = text
+if sys.argv[3] == "both":  # the answer everywhere Gym records it: 4 copies on the line
+    trajectory = record["ng_trajectory"]
+    trajectory["invocations"][0]["conversation"][-1]["content"][0]["text"] = text
+    trajectory["turns"][-1]["answer"][0]["content"][0]["text"] = text
+    trajectory["model_calls"][-1]["response"]["output"][-1]["content"][0]["text"] = text
 lines[0] = json.dumps(record)
 open(rollouts, "w", encoding="utf-8").write("\\n".join(lines) + "\\n")
 print(len(lines[0]))
 """
 
 
-def long_line_run(directory: Path, megabytes: int) -> tuple[Path, int]:
+def long_line_run(directory: Path, megabytes: int, where: str) -> tuple[Path, int]:
     """The sample run with one long line, and that line's length in bytes. Written by another
     process: a child's peak RSS starts from its parent's (Linux keeps it across exec)."""
     run = directory / "aime24"
     shutil.copytree(SAMPLE, run)
     rollouts = run / "aime24_rollouts.jsonl"
     completed = subprocess.run(
-        [sys.executable, "-c", LENGTHEN, str(rollouts), str(megabytes)],
+        [sys.executable, "-c", LENGTHEN, str(rollouts), str(megabytes), where],
         capture_output=True,
         text=True,
         check=True,
@@ -90,14 +95,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--megabytes", type=int, default=50)
     parser.add_argument("--with-workers", action="store_true")
+    parser.add_argument(
+        "--in-trajectory",
+        action="store_true",
+        help="put the long answer in the trajectory's conversation too, as Gym records it",
+    )
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
-        rollouts, line_bytes = long_line_run(work, options.megabytes)
+        where = "both" if options.in_trajectory else "response"
+        rollouts, line_bytes = long_line_run(work, options.megabytes, where)
         line_mib = line_bytes / 2**20
         given = f"+rollouts_jsonl_fpath={rollouts}"
         commands = {
             "inspect": ["inspect", str(rollouts)],
+            "atif --dry-run": [
+                "atif",
+                given,
+                f"+output_dirpath={work / 'dry'}",
+                "+agent_version=1",
+                "--dry-run",
+            ],
             "atif": ["atif", given, f"+output_dirpath={work / 'atif'}", "+agent_version=1"],
             "mlflow --dry-run": ["mlflow", given, "--dry-run"],
             "wandb --dry-run": ["wandb", given, "+wandb_mode=offline", "--dry-run"],
