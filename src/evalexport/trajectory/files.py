@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
 import re
 import signal
@@ -320,7 +321,11 @@ def _outcomes(path: Path, job: _Job, workers: int) -> Iterator[tuple[list[_Outco
     # being fed), or in a worker not yet past its initializer, can leave the pool hung.
     with (
         deferred() as held,
-        ProcessPoolExecutor(max_workers=workers, initializer=_leave_ctrl_c_to_the_parent) as pool,
+        ProcessPoolExecutor(
+            max_workers=workers,
+            initializer=_leave_ctrl_c_to_the_parent,
+            initargs=(os.getpid(), multiprocessing.get_start_method() == "forkserver"),
+        ) as pool,
     ):
         try:
             for first, lines, done in _chunks(path):
@@ -355,18 +360,23 @@ def _stop_if_signalled(signum: int | None) -> None:
         raise Interrupted(signum)
 
 
-def _leave_ctrl_c_to_the_parent() -> None:
+def _leave_ctrl_c_to_the_parent(creator: int, via_forkserver: bool) -> None:
     """A terminal's Ctrl-C reaches every process of the foreground group: the pool's workers
     ignore it (no traceback from each), and the parent stops the pool. A worker also ends when
     its parent does, however the parent ends (SIGKILL included): Linux tells it
-    (``PR_SET_PDEATHSIG``), and where that cannot be asked a thread watches for it."""
+    (``PR_SET_PDEATHSIG``), and where that cannot be asked a thread watches for it.
+
+    ``creator`` is the exporting process: a forked or spawned worker whose parent is already
+    another process was orphaned before it could ask, and ends at once. A forkserver's worker
+    is the forkserver's child, and the forkserver ends with the exporting process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     parent = os.getppid()
     if not _die_with_parent():
         import threading
 
         threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-    if os.getppid() != parent:  # the parent died before the request took effect
+    orphaned = os.getppid() != parent or (not via_forkserver and parent != creator)
+    if orphaned:  # the parent died before the request took effect
         os._exit(1)
 
 
