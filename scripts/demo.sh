@@ -5,10 +5,12 @@
 # Re-runnable: the sample run is copied to a new scratch directory under ${TMPDIR:-/tmp} each
 # time (an export writes its marker beside the run), and nothing is written into the checkout
 # but the (git-ignored) .venv. The first MLflow export builds MLflow's own environment in
-# ~/.cache/evalexport (about a minute); later runs reuse it.
+# evalexport's cache ($EVALEXPORT_CACHE_DIR, else the user cache directory; about a minute);
+# later runs reuse it.
 set -euo pipefail
 EVALEXPORT_EXTRAS="" source "$(dirname "$0")/_venv.sh"
 
+venv_bin=$(dirname "$(command -v evalexport)")
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/evalexport-demo.XXXXXX")
 cp -R examples/aime24 "$scratch/run"
 cp -R examples/logic_puzzles "$scratch/gaps"
@@ -27,6 +29,6 @@ cat <<EOT
 
 ATIF trajectories: $scratch/atif (one JSON file per rollout, and manifest.jsonl)
 MLflow store:      $scratch/mlruns.db (the second export was skipped: already exported)
-Look at the MLflow run with:
-    $(ls -d "${EVALEXPORT_CACHE_DIR:-$HOME/.cache/evalexport}"/envs/mlflow-*/bin | head -n 1)/mlflow ui --backend-store-uri sqlite:///$scratch/mlruns.db
+Look at the MLflow run with MLflow's own UI, from the environment evalexport exported with:
+    $venv_bin/evalexport envs run mlflow mlflow ui --backend-store-uri sqlite:///$scratch/mlruns.db
 EOT

@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, final
 
 from evalexport import guard
+from evalexport._format import human_size
 from evalexport.exporters.base import OptionError
 from evalexport.exporters.hooks import call_hook
 from evalexport.interrupts import Interrupted, deferred, signal_name
 from evalexport.masking import known_secrets, scrub_logs
-from evalexport.progress import Progress
+from evalexport.progress import Progress, ProgressLog, reading, stage
 from evalexport.reading import PreparedRun, RunFileError, run_fingerprint
 from evalexport.results import ExitCode, ExportFailure, ExportResult, ExportStatus, SkipReason
 from evalexport.run import RunArtifacts
@@ -246,7 +247,7 @@ def _export(
             if earlier is not None:
                 return _failed(exporter, run, earlier.message())
         with exporter._delivery(run, config, dry_run=dry_run) as deliver:
-            prepared = exporter.check_inputs(run, config)
+            prepared = _read_once(exporter, run, config)
             try:
                 if isinstance(prepared, PreparedRun):
                     for warning in prepared.warnings():
@@ -263,6 +264,7 @@ def _export(
                 if dry_run:
                     answer = deliver(prepared, fingerprint)
                     return _described(exporter, run, config, prepared, answer)
+                stage(exporter.name, f"exporting to {_target(exporter, run, config)}")
                 delivered = deliver(prepared, fingerprint)
                 assert delivered is not None, "an export's delivery always has a result"
                 result = delivered
@@ -282,6 +284,29 @@ def _export(
             signal_name(held.signum),
         )
     return result
+
+
+def _read_once(exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig) -> object:
+    """Stage 5: the exporter reads the run, once; a line says so, and long reads report
+    their bytes (:mod:`evalexport.progress`)."""
+    try:
+        size = f" ({human_size(run.rollouts.stat().st_size)})"
+    except OSError:
+        size = ""  # the read names the problem
+    stage(exporter.name, f"reading {run.rollouts.name}{size}")
+    with reading(ProgressLog(f"{exporter.name}: reading {run.rollouts.name}")):
+        return exporter.check_inputs(run, config)
+
+
+def _target(exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig) -> str:
+    """Where the run goes, for the stage line: the exporter's own words, else its name (a
+    plugin's ``target`` that fails is not worth failing an export over)."""
+    from evalexport.masking import mask_text
+
+    try:
+        return mask_text(str(exporter.target(run, config)))  # a URL's password never shown
+    except Exception:
+        return exporter.name
 
 
 def _described(

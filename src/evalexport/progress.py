@@ -1,11 +1,141 @@
-"""Progress of long work, as exporters report it."""
+"""Progress of long work: as exporters report it, and as a log shows it.
+
+An exporter reports ``progress(done, total)`` to its caller (the CLI draws it in place on a
+terminal). Everywhere else (a Slurm or CI log, a file) progress is lines: one per stage of an
+export (:func:`stage`), and during long work at most one every few seconds
+(:class:`ProgressLog`: what is done, the rate, the time left). Both are INFO records of the
+``evalexport.progress`` logger, which the CLI prints on stderr, never on stdout where
+``--json`` goes; a Python caller sees them where its logging sends INFO records.
+
+``$EVALEXPORT_PROGRESS_INTERVAL`` sets the seconds between two lines of long work (default 5).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import Final
 
-__all__ = ["Progress"]
+from evalexport._format import human_size
+
+__all__ = [
+    "INTERVAL_VARIABLE",
+    "Progress",
+    "ProgressLog",
+    "reading",
+    "reading_progress",
+    "stage",
+]
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(done, total)`` during long work; the exporter's ``progress_unit`` says
 what is counted (``bytes`` of input, or ``steps`` of a worker)."""
+
+INTERVAL_VARIABLE: Final = "EVALEXPORT_PROGRESS_INTERVAL"
+_DEFAULT_INTERVAL: Final = 5.0
+
+logger = logging.getLogger("evalexport.progress")
+
+
+def stage(exporter: str, text: str) -> None:
+    """One line for a stage of an export: ``mlflow: reading aime24_rollouts.jsonl (200.0 MiB)``."""
+    logger.info("%s: %s", exporter, text)
+
+
+def interval() -> float:
+    """Seconds between two lines of long work: ``$EVALEXPORT_PROGRESS_INTERVAL``, else 5."""
+    try:
+        seconds = float(os.environ.get(INTERVAL_VARIABLE, ""))
+    except ValueError:
+        return _DEFAULT_INTERVAL
+    return seconds if seconds >= 0 else _DEFAULT_INTERVAL
+
+
+class ProgressLog:
+    """A :data:`Progress` that logs a line at most every :func:`interval` seconds:
+    ``mlflow: reading the run: 84.0 MiB of 200.0 MiB (42%), 12.3 MiB/s, about 10 s left``.
+    Work that ends within the interval logs nothing (its stage line said it all); longer work
+    logs its end too. The rate and the time left are measured from the first report."""
+
+    def __init__(
+        self,
+        label: str,
+        unit: str = "bytes",
+        *,
+        every: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        emit: Callable[[str], None] | None = None,
+    ) -> None:
+        self.label = label
+        self.unit = unit
+        self._every = interval() if every is None else every
+        self._clock = clock
+        self._emit = emit or (lambda line: logger.info("%s", line))
+        self._started: float | None = None
+        self._last: float | None = None
+        self._finished = False
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self._clock()
+        if self._started is None:
+            self._started = self._last = now
+        assert self._last is not None
+        finished = total > 0 and done >= total
+        due = now - self._last >= self._every
+        if self._finished or not (due or (finished and self._last > self._started)):
+            return
+        self._last = now
+        self._finished = finished
+        self._emit(f"{self.label}: {self.describe(done, total, now - self._started)}")
+
+    def describe(self, done: int, total: int, elapsed: float) -> str:
+        """``84.0 MiB of 200.0 MiB (42%), 12.3 MiB/s, about 10 s left``."""
+        percent = 100 * done // total if total else 100
+        if self.unit == "bytes":
+            said = f"{human_size(done)} of {human_size(total)} ({percent}%)"
+        else:
+            said = f"{done} of {total} {self.unit} ({percent}%)"
+        if elapsed <= 0 or done <= 0:
+            return said
+        rate = done / elapsed
+        pace = f"{human_size(int(rate))}/s" if self.unit == "bytes" else f"{rate:.1f} {self.unit}/s"
+        if done >= total:
+            return f"{said}, {pace}, done in {_duration(elapsed)}"
+        return f"{said}, {pace}, about {_duration((total - done) / rate)} left"
+
+
+def _duration(seconds: float) -> str:
+    """``under 1 s``, ``8 s``, ``3 min 20 s``, ``1 h 05 min``."""
+    if seconds < 0.5:
+        return "under 1 s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, rest = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+_reading: ContextVar[Progress | None] = ContextVar("evalexport_reading_progress", default=None)
+
+
+@contextlib.contextmanager
+def reading(report: Progress | None) -> Iterator[None]:
+    """Within the block, reading a run's rollouts reports ``report(bytes_read, total)``
+    (:func:`evalexport.reading.prepare` asks :func:`reading_progress`)."""
+    token = _reading.set(report)
+    try:
+        yield
+    finally:
+        _reading.reset(token)
+
+
+def reading_progress() -> Progress | None:
+    """Where the rollouts being read report their bytes, if anyone asked (:func:`reading`)."""
+    return _reading.get()

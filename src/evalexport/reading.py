@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Final, Protocol, final
 
+from evalexport.evaluation_times import EvaluationTimes, TimesSeen
 from evalexport.metrics import FlatMetrics, flatten_metrics
+from evalexport.progress import Progress, reading_progress
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -574,6 +576,8 @@ class PreparedRun:
     saved_config: ExportableConfig
     """The saved config as exporters send it: masked again."""
     rollout_count: int
+    evaluation: EvaluationTimes
+    """When the evaluation ran (:mod:`evalexport.evaluation_times`): the remote run's times."""
     rollouts_table: Path | None = None
     """The rollouts as Gym's one-column table, if it was asked for: in a scratch directory of
     its own, removed by :meth:`discard`."""
@@ -601,6 +605,28 @@ class PreparedRun:
             shutil.rmtree(directory, ignore_errors=True)
             if self.released is not None:
                 self.released(directory)
+
+
+def _size_or_zero(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # the read names the problem
+
+
+class _ReportingDigest:
+    """A digest that also reports how many of the file's ``total`` bytes it has been fed."""
+
+    def __init__(self, digest: Digest, report: Progress, total: int) -> None:
+        self._digest = digest
+        self._report = report
+        self._total = total
+        self._done = 0
+
+    def update(self, data: bytes, /) -> None:
+        self._digest.update(data)
+        self._done += len(data)
+        self._report(self._done, max(self._total, self._done))
 
 
 RolloutsSink = Callable[[Iterator[Rollout]], None]
@@ -631,18 +657,23 @@ def prepare(
         config_bytes = read_file(run, run.saved_config)
         saved_config = exportable_config(parse_saved_config(run, config_bytes))
         rollouts_digest = hashlib.sha256()
+        read: Digest = rollouts_digest
+        if (report := reading_progress()) is not None:
+            read = _ReportingDigest(rollouts_digest, report, _size_or_zero(run.rollouts))
         count = 0
+        seen = TimesSeen()
 
         def counted() -> Iterator[Rollout]:
             nonlocal count
-            for rollout in iter_rollouts(run, rollouts_digest):
+            for rollout in iter_rollouts(run, read):
                 count += 1
+                seen.see(rollout.record)
                 yield rollout
 
         if rollouts_sink is not None:
             rollouts_sink(counted())
         elif not parse_rollouts:
-            count = count_rollouts(run, rollouts_digest)
+            count = count_rollouts(run, read)
         else:
             for _ in counted():
                 pass
@@ -666,6 +697,7 @@ def prepare(
         metrics=metrics,
         saved_config=saved_config,
         rollout_count=count,
+        evaluation=seen.times(fingerprinted_files(run)),
         rollouts_table=rollouts_table,
         scratch=scratch,
         released=released,

@@ -65,10 +65,17 @@ class DryRunPlan(BaseModel):
     exporter: str
     target: str
     files: list[PlannedFile] = []
+    sections: dict[str, list[str]] = {}
+    """What the export would send, in the backend's own words and order: MLflow's
+    ``metrics``/``params``/``tags``, W&B's ``config keys``/``summary``/``tables``. Shown as
+    given, an empty one as ``none``; a plan without sections shows the names below that it
+    fills, and nothing it leaves empty."""
     metric_names: list[str] = []
     param_names: list[str] = []
     tag_names: list[str] = []
     batches: int = 0
+    """Requests the export would send, where the backend counts them (MLflow's ``log_batch``
+    calls); ``0``: not counted, and not shown."""
     settings: dict[str, str] = {}
     """Where each target setting came from: ``{"mlflow_tracking_uri": "MLFLOW_TRACKING_URI from
     the environment"}`` (an option, the SDK's own variable, or the default)."""
@@ -78,11 +85,20 @@ class DryRunPlan(BaseModel):
     counts: dict[str, Any] = Field(default={}, exclude=True)
     """Counts for people (``trajectory_count``): they go in the dry run's result ``details``."""
 
-    @field_validator("target")
+    @field_validator("target", "summary")
     @classmethod
-    def _scrub_target(cls, target: str) -> str:
+    def _scrub_target(cls, text: str) -> str:
         """A target is often a URL, and a URL may carry a password: shown, it never does."""
-        return scrub_text(target)
+        return scrub_text(text)
+
+    @field_validator("sections")
+    @classmethod
+    def _scrub_sections(cls, sections: dict[str, list[str]]) -> dict[str, list[str]]:
+        """A plugin's sections are shown as given, but never with a secret in them."""
+        return {
+            scrub_text(label): [scrub_text(item) for item in items]
+            for label, items in sections.items()
+        }
 
 
 class ExportFailure(Exception):

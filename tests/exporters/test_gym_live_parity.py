@@ -9,8 +9,10 @@ the README:
 * Gym masks every config value whose key contains ``token``, ``key`` or ``header``
   (``max_tokens``, ``key_metrics``, ``tokenizer_path``...): its params show ``****`` where
   evalexport logs the saved config's (already masked) value.
-* evalexport adds its own tags (``evalexport.*``), the aggregate-metrics file as an artifact,
-  and in W&B its fingerprint in the summary.
+* evalexport adds its own tags (``evalexport.*``: the fingerprint, the export's and the
+  evaluation's times), the aggregate-metrics file as an artifact, the typed samples table
+  beside Gym's rollouts table (``samples.json``, W&B's ``Samples``), and in W&B its
+  fingerprint and the times in the summary (``evalexport/*``, ``evaluation/*``).
 * Gym logs ``None`` metric values to W&B's summary; evalexport drops them (SPEC §1).
 * Gym's W&B rollouts table holds each row as bytes, which W&B stores as a list of byte values;
   evalexport stores the JSON text, which W&B shows.
@@ -173,7 +175,8 @@ def test_an_mlflow_export_lines_up_with_gyms_live_mlflow_run(
     assert user_tags(ours) == user_tags(gym)
     assert ours["tags"]["simple_agent/judge_model"] == "meta/llama-3.3-70b-instruct"
     assert set(gym["artifacts"]) == {"global_config.json", "rollouts.json"}
-    assert set(ours["artifacts"]) == {*gym["artifacts"], tricky_run.run.aggregate_metrics.name}
+    added = {tricky_run.run.aggregate_metrics.name, "samples.json"}  # beside Gym's
+    assert set(ours["artifacts"]) == {*gym["artifacts"], *added}
     gym_config = json.loads(Path(gym["downloaded"]).read_text())
     our_config = json.loads(Path(ours["downloaded"]).read_text())
     assert our_config == saved
@@ -215,6 +218,8 @@ def test_a_wandb_export_lines_up_with_gyms_live_wandb_run(
     gym_summary = {k: v for k, v in gym["summary"].items() if not k.startswith("_")}
     our_summary = {k: v for k, v in ours["summary"].items() if not k.startswith("_")}
     assert our_summary.pop(FINGERPRINT_KEY)
+    added_by_evalexport = ("evalexport/", "evaluation/", "Samples/")  # beside Gym's keys
+    our_summary = {k: v for k, v in our_summary.items() if not k.startswith(added_by_evalexport)}
     table_keys = {"Rollouts/_type": "table-file", "Rollouts/ncols": 1}
     for key, value in table_keys.items():
         assert our_summary[key] == gym_summary[key] == value
@@ -229,7 +234,7 @@ def test_a_wandb_export_lines_up_with_gyms_live_wandb_run(
     our_config = {k: v for k, v in ours["config"].items() if k != "_wandb" and k not in own}
     assert sorted(our_config) == sorted(gym_config)
     (gym_table,) = gym["tables"].values()
-    (our_table,) = ours["tables"].values()
+    (our_table,) = (v for k, v in ours["tables"].items() if k.startswith("Rollouts_"))
     assert our_table["columns"] == gym_table["columns"] == ["Rollout"]
     assert len(our_table["data"]) == len(gym_table["data"]) == tricky_run.rollout_count
     # Gym puts orjson's bytes in the cell, which W&B stores as a list of byte values: the row

@@ -3,6 +3,7 @@ the embedded SQLite default (SPEC §3.6). Building the MLflow environment needs 
 
 from __future__ import annotations
 
+import datetime
 import json
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from evalexport.exporters.mlflow_names import flatten_params, sanitize_name, san
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
 from evalexport.pipeline import export_run
+from evalexport.reading import prepare
 from evalexport.results import ExportStatus
 from evalexport.testing.mlflow_server import read_runs
 from evalexport.testing.proxy import FailingProxy
@@ -71,6 +73,7 @@ def test_metrics_params_tags_and_artifacts_read_back_as_the_run_holds_them(
         "aime24_rollouts_aggregate_metrics.json",
         "global_config.json",
         "rollouts.json",
+        "samples.json",
     ]
     assert json.loads(Path(run["downloaded"]).read_text()) == sample_run.run.read_saved_config()
     assert sample_run.canaries.found_in_tree(mlflow_server.root) == []
@@ -240,6 +243,7 @@ def test_the_embedded_default_writes_an_sqlite_store_in_the_current_directory(
         "aime24_rollouts_aggregate_metrics.json",
         "global_config.json",
         "rollouts.json",
+        "samples.json",
     ]
     assert (Path.cwd() / "mlartifacts").is_dir()
 
@@ -411,6 +415,90 @@ def test_every_experiment_of_a_new_embedded_store_keeps_its_artifacts_beside_it(
     assert set(locations) == {"Default", "aime24"}
     for name, location in locations.items():
         assert location.removeprefix("file://").startswith(str(store.parent)), (name, location)
+
+
+LOAD_SAMPLES = """
+import json, sys
+import mlflow
+mlflow.set_tracking_uri(sys.argv[1])
+experiment = mlflow.get_run(sys.argv[2]).info.experiment_id
+mlflow.set_experiment(experiment_id=experiment)  # load_table reads the active experiment
+table = mlflow.load_table("samples.json", run_ids=[sys.argv[2]])
+print(json.dumps({
+    "columns": list(table.columns),
+    "kinds": {name: kind.kind for name, kind in table.dtypes.items()},
+    "rows": len(table),
+    "best_reward": float(table.sort_values("reward", ascending=False)["reward"].iloc[0]),
+}))
+"""
+
+
+def test_the_run_has_the_evaluations_times_and_the_exports_in_a_tag(
+    mlflow_server, mlflow_python, sample_run
+) -> None:
+    options = {"mlflow_tracking_uri": mlflow_server.url, "mlflow_experiment_name": "times"}
+    result = _export(sample_run, **options)
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    (run,) = read_runs(mlflow_python, mlflow_server.url, "times")
+    times = prepare(sample_run.run).evaluation
+    assert times.source == "the rollouts' own timestamps"
+    assert (run["start_time"], run["end_time"]) == (times.started_at_ms, times.ended_at_ms)
+    assert run["tags"]["evalexport.evaluation.started_at"].startswith("2026-08-26T")
+    exported = datetime.datetime.fromisoformat(run["tags"]["evalexport.exported_at"])
+    assert abs(exported - datetime.datetime.now(datetime.UTC)) < datetime.timedelta(minutes=10)
+
+
+def test_load_table_reads_the_samples_table_with_a_numeric_reward(
+    mlflow_server, mlflow_python, sample_run
+) -> None:
+    result = _export(sample_run, mlflow_tracking_uri=mlflow_server.url)
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    loaded = subprocess.run(
+        [str(mlflow_python), "-c", LOAD_SAMPLES, mlflow_server.url, result.run_id],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    table = json.loads(loaded.stdout.splitlines()[-1])
+    assert table["columns"][:4] == ["task_index", "rollout_index", "agent", "reward"]
+    # Numbers, so the table sorts by them (pandas reads 1.0 and 0.0 as integers).
+    assert table["kinds"]["reward"] in {"f", "i"}
+    assert table["kinds"]["task_index"] == "i"
+    assert table["rows"] == sample_run.rollout_count
+    assert table["best_reward"] == 1.0
+
+
+def test_mlflows_own_variables_steer_an_export_given_no_option(
+    mlflow_server, mlflow_python, sample_run, monkeypatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "from-the-environment")
+    result = _export(sample_run)
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    assert (
+        result.details["settings"]["mlflow_tracking_uri"]
+        == "MLFLOW_TRACKING_URI from the environment"
+    )
+    assert [
+        r["run_id"] for r in read_runs(mlflow_python, mlflow_server.url, "from-the-environment")
+    ] == [result.run_id]
+    assert not (Path.cwd() / "mlruns.db").exists()
+
+
+def test_an_option_beats_mlflows_variables(
+    mlflow_server, mlflow_python, sample_run, monkeypatch, tmp_path
+) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "beaten-by-the-option")
+    result = _export(
+        sample_run, mlflow_tracking_uri=mlflow_server.url, mlflow_experiment_name="from-the-option"
+    )
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    assert result.details["settings"]["mlflow_experiment_name"] == "+mlflow_experiment_name"
+    assert len(read_runs(mlflow_python, mlflow_server.url, "from-the-option")) == 1
+    assert read_runs(mlflow_python, mlflow_server.url, "beaten-by-the-option") == []
 
 
 GUARANTEE_FIXTURES = ("mlflow_python",)

@@ -13,6 +13,7 @@ from evalexport.exporters.wandb import FINGERPRINT_KEY, WandbConfig, WandbExport
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
 from evalexport.pipeline import export_run
+from evalexport.reading import prepare
 from evalexport.results import ExportStatus
 from tests.exporters.wandb_support import read_offline_run
 
@@ -43,10 +44,12 @@ def test_the_offline_run_holds_config_summary_and_the_rollouts_table(
     run_dir = Path(result.details["run_dir"])
     assert run_dir.parent == Path(os.environ["WANDB_DIR"]) / "wandb"
     stored = read_offline_run(wandb_python, run_dir)
+    times = prepare(sample_run.run).evaluation
     assert stored["run"] == {
         "id": result.run_id,
         "project": "aime24-e2e",
         "name": "nightly",
+        "start_time": stored["run"]["start_time"],  # W&B's own: the export's
     }
     config = {k: v for k, v in stored["config"].items() if k != "_wandb"}
     assert config == sample_run.run.read_saved_config()
@@ -59,8 +62,16 @@ def test_the_offline_run_holds_config_summary_and_the_rollouts_table(
     )
     assert stored["summary"][FINGERPRINT_KEY] == run_fingerprint(sample_run.run)
     assert "evalexport" in stored["tags"]
-    ((file_name, table),) = stored["tables"].items()
-    assert file_name.startswith("Rollouts_")
+    assert stored["summary"]["evaluation/started_at"] == times.described()["started_at"]
+    assert stored["summary"]["evaluation/ended_at"] == times.described()["ended_at"]
+    assert stored["summary"]["evalexport/exported_at"] >= times.described()["ended_at"]
+    names = sorted(stored["tables"])
+    assert [name.split("_", 1)[0] for name in names] == ["Rollouts", "Samples"]
+    table, samples = (stored["tables"][name] for name in names)
+    assert samples["columns"][:4] == ["task_index", "rollout_index", "agent", "reward"]
+    assert [row[3] for row in samples["data"]] == [
+        json.loads(line)["reward"] for line in sample_run.rollouts.read_text().splitlines()
+    ]
     assert table["columns"] == ["Rollout"]
     assert len(table["data"]) == sample_run.rollout_count
     row = json.loads(sample_run.rollouts.read_text().splitlines()[5])
@@ -116,7 +127,8 @@ def test_an_old_wandb_pin_writes_the_same_offline_run(sample_run, cli) -> None:
     python = Path(result["details"]["environment"]) / "bin" / "python"
     stored = read_offline_run(python, Path(result["details"]["run_dir"]))
     assert stored["summary"][FINGERPRINT_KEY] == run_fingerprint(sample_run.run)
-    assert len(next(iter(stored["tables"].values()))["data"]) == sample_run.rollout_count
+    (rollouts,) = (t for name, t in stored["tables"].items() if name.startswith("Rollouts_"))
+    assert len(rollouts["data"]) == sample_run.rollout_count
 
 
 def test_an_offline_run_goes_into_a_wandb_dir_that_did_not_exist_yet(
@@ -127,6 +139,54 @@ def test_an_offline_run_goes_into_a_wandb_dir_that_did_not_exist_yet(
     result = _export(sample_run)
     assert result.status is ExportStatus.SUCCEEDED, result.message
     assert Path(result.details["run_dir"]).parent == wandb_dir / "wandb"
+
+
+def test_the_run_describes_the_evaluation_not_the_worker(wandb_python, sample_run) -> None:
+    """No worker path, worker Python or worker requirements: the program is evalexport's."""
+    result = _export(sample_run)
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    run_dir = Path(result.details["run_dir"])
+    stored = read_offline_run(wandb_python, run_dir)
+    assert "requirements.txt" not in stored["files"]
+    metadata_file = run_dir / "files" / "wandb-metadata.json"
+    metadata = json.loads(metadata_file.read_text()) if metadata_file.exists() else {}
+    assert metadata.get("program", "evalexport").startswith("evalexport")
+    written = "\n".join(
+        path.read_text(errors="replace") for path in run_dir.rglob("*") if path.is_file()
+    )
+    assert "evalexport_worker_runner" not in written
+    assert "sdk-envs" not in written  # the cached environment's paths
+
+
+def _export_by_the_environment(sample, **options):
+    exporter = WandbExporter()
+    config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample.rollouts), **options})
+    return export_run(exporter, sample.run, config)
+
+
+def test_wandbs_own_variables_steer_an_export_given_no_option(
+    wandb_python, sample_run, monkeypatch
+) -> None:
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_PROJECT", "from-the-environment")
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    result = _export_by_the_environment(sample_run)
+    assert result.status is ExportStatus.SUCCEEDED, result.message  # offline: no key asked
+    assert result.details["settings"]["wandb_mode"] == "WANDB_MODE from the environment"
+    stored = read_offline_run(wandb_python, Path(result.details["run_dir"]))
+    assert stored["run"]["project"] == "from-the-environment"
+
+
+def test_an_option_beats_wandbs_variables(wandb_python, sample_run, monkeypatch) -> None:
+    monkeypatch.setenv("WANDB_MODE", "online")
+    monkeypatch.setenv("WANDB_PROJECT", "from-the-environment")
+    result = _export_by_the_environment(
+        sample_run, wandb_mode="offline", wandb_project="from-the-option"
+    )
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    assert result.details["settings"]["wandb_project"] == "+wandb_project"
+    stored = read_offline_run(wandb_python, Path(result.details["run_dir"]))
+    assert stored["run"]["project"] == "from-the-option"
 
 
 GUARANTEE_FIXTURES = ("wandb_python",)

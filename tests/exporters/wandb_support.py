@@ -3,8 +3,9 @@
 wandb writes an offline run as ``run-<id>.wandb``: a LevelDB-style log (a 7-byte ``:W&B``
 header, 32 KiB blocks, records split into FULL/FIRST/MIDDLE/LAST chunks) of protobuf
 ``Record`` messages. The reader below runs inside the wandb environment, so the test process
-never imports wandb, and prints what a user would check: config, summary, tags, and the tables
-logged, read from the run's ``files/media`` directory.
+never imports wandb, and prints what a user would check: config, summary, tags, the run's
+start, the tables logged (read from the run's ``files/media`` directory, keyed by file name:
+``<key>_<step>_<hash>.table.json``) and the files the run keeps.
 """
 
 from __future__ import annotations
@@ -51,7 +52,12 @@ for raw in records:
     record.ParseFromString(raw)
     kind = record.WhichOneof("record_type")
     if kind == "run":
-        run_info = {"id": record.run.run_id, "project": record.run.project, "name": record.run.display_name}
+        run_info = {
+            "id": record.run.run_id,
+            "project": record.run.project,
+            "name": record.run.display_name,
+            "start_time": record.run.start_time.seconds,
+        }
         tags = list(record.run.tags)
         for item in record.run.config.update:
             config[item.key] = json.loads(item.value_json)
@@ -63,7 +69,8 @@ for raw in records:
             key = item.key or "/".join(item.nested_key)
             summary[key] = json.loads(item.value_json)
 tables = {Path(p).name: json.loads(Path(p).read_text()) for p in glob.glob(str(run_dir / "files" / "media" / "table" / "*.table.json"))}
-print(json.dumps({"run": run_info, "config": config, "summary": summary, "tags": tags, "tables": tables}))
+files = sorted(str(p.relative_to(run_dir / "files")) for p in (run_dir / "files").rglob("*") if p.is_file())
+print(json.dumps({"run": run_info, "config": config, "summary": summary, "tags": tags, "tables": tables, "files": files}))
 """
 
 

@@ -167,3 +167,26 @@ def test_a_credential_in_a_requirement_url_is_never_listed(cli, tmp_path) -> Non
     assert "evalrdl @ https://user:****@pkgs.example.com/evalrdl.whl" in plain.stdout
     assert secret not in plain.output + as_json.output
     assert os.environ["EVALEXPORT_CACHE_DIR"] in str(env)
+
+
+def test_a_build_says_what_it_installs_and_how_long_it_took(
+    tinysdk_1: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first use waits for the build: the log says so at its start, on the way, and at
+    its end; a reuse says nothing."""
+    import evalexport.isolation.environments as environments
+
+    caplog.set_level("INFO", logger="evalexport.progress")
+    monkeypatch.setattr(environments, "_HEARTBEAT_FLOOR", 0.05)  # a beat while pip installs
+    monkeypatch.setenv("EVALEXPORT_PROGRESS_INTERVAL", "0")
+    spec = EnvironmentSpec("echo", (tinysdk_1,))
+    built = ensure_environment(spec, find_installer("pip"))
+    said = [r.getMessage() for r in caplog.records if r.name == "evalexport.progress"]
+    assert said[0].startswith(f"echo: building the echo SDK environment in {built.path} ")
+    assert f"with {tinysdk_1} on Python {spec.python_version}" in said[0]
+    assert said[1] == f"echo: installing {tinysdk_1} with pip"
+    assert any(line.startswith(f"echo: still installing {tinysdk_1} with pip (") for line in said)
+    assert said[-1].startswith("echo: built the echo SDK environment in ")
+    caplog.clear()
+    ensure_environment(spec, find_installer("pip"))
+    assert [r for r in caplog.records if r.name == "evalexport.progress"] == []

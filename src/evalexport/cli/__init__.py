@@ -68,6 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(args: list[str]) -> int:
+    if args[:2] == ["envs", "run"]:  # the rest is the tool's own command line, flags and all
+        return envs.run_tool(args[2:])
     try:
         arguments = parse(args, _VALUE_FLAGS, _SWITCHES)
     except UsageError as error:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from evalexport._format import human_size
@@ -43,8 +45,6 @@ def run(name: str, arguments: Arguments, rest: list[str]) -> int:
             "takes --json, --dry-run and +key=value options (see evalexport "
             f"{name} --help)"
         )
-    import logging
-
     # Exporters and workers log (e.g. a stored run that needs binding); users read it on stderr.
     logging.basicConfig(level=logging.INFO, format="evalexport: %(message)s", stream=sys.stderr)
     from evalexport.masking import SCRUBBER
@@ -52,12 +52,14 @@ def run(name: str, arguments: Arguments, rest: list[str]) -> int:
     for handler in logging.getLogger().handlers:  # what is printed is scrubbed, whoever logged
         if SCRUBBER not in handler.filters:
             handler.addFilter(SCRUBBER)
-    progress = _ProgressLine(name, _progress_unit(name)) if sys.stderr.isatty() else None
-    result = run_export(
-        ExportRequest(name, overrides=rest, dry_run=arguments.dry_run, progress=progress)
-    )
-    if progress is not None:
-        progress.close()
+    progress = _progress(name, _progress_unit(name))
+    try:
+        result = run_export(
+            ExportRequest(name, overrides=rest, dry_run=arguments.dry_run, progress=progress)
+        )
+    finally:
+        if isinstance(progress, _ProgressLine):
+            progress.close()
     if result.exit_code is ExitCode.USAGE:
         if arguments.json:
             print(result.model_dump_json())  # one line, as every result
@@ -77,13 +79,34 @@ def _progress_unit(name: str) -> str:
         return "bytes"
 
 
-class _ProgressLine:
-    """``atif: 42% (84.0 MiB of 200.0 MiB)`` rewritten in place on a terminal's stderr."""
+def _progress(name: str, unit: str) -> Callable[[int, int], None]:
+    """The export's progress on stderr: drawn in place on a terminal, else lines a log keeps
+    (:class:`evalexport.progress.ProgressLog`: at most one every few seconds, and the last)."""
+    if sys.stderr.isatty():
+        return _ProgressLine(name, unit)
+    from evalexport.progress import ProgressLog
+
+    return ProgressLog(name, unit)
+
+
+class _ProgressLine(logging.Filter):
+    """``atif: 42% (84.0 MiB of 200.0 MiB)`` rewritten in place on a terminal's stderr; a log
+    line printed meanwhile starts on a line of its own."""
 
     def __init__(self, exporter: str, unit: str = "bytes") -> None:
+        super().__init__()
         self.exporter = exporter
         self.unit = unit
         self.shown = False
+        self._open = False
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(self)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self._open:
+            sys.stderr.write("\n")
+            self._open = False
+        return True
 
     def __call__(self, done: int, total: int) -> None:
         percent = 100 * done // total if total else 100
@@ -94,11 +117,14 @@ class _ProgressLine:
         )
         sys.stderr.write(f"\r{self.exporter}: {percent}% ({amount})")
         sys.stderr.flush()
-        self.shown = True
+        self.shown = self._open = True
 
     def close(self) -> None:
-        if self.shown:
+        for handler in logging.getLogger().handlers:
+            handler.removeFilter(self)
+        if self._open:
             sys.stderr.write("\n")
+            self._open = False
 
 
 def report(arguments: Arguments, result: ExportResult) -> int:
@@ -115,21 +141,30 @@ def report(arguments: Arguments, result: ExportResult) -> int:
 
 
 def _print_plan(plan: DryRunPlan) -> None:
+    """The plan in its exporter's words: the target, the files, then its sections (or the
+    names it fills); nothing is shown that the exporter did not say."""
     print(f"target: {plan.target}")
     for setting, source in plan.settings.items():
         print(f"  {setting}: {source}")
-    print("files:")
-    for item in plan.files:
-        print(f"  {human_size(item.size_bytes):>9}  {item.path}")
-    for label, names in (
-        ("metrics", plan.metric_names),
-        ("params", plan.param_names),
-        ("tags", plan.tag_names),
-    ):
+    if plan.files:
+        print("files:")
+        for item in plan.files:
+            print(f"  {human_size(item.size_bytes):>9}  {item.path}")
+    sections = plan.sections or {
+        label: names
+        for label, names in (
+            ("metrics", plan.metric_names),
+            ("params", plan.param_names),
+            ("tags", plan.tag_names),
+        )
+        if names
+    }
+    for label, names in sections.items():
         print(f"{label} ({len(names)}):" + ("" if names else " none"))
         for name in names:
             print(f"  {name}")
-    print(f"batches: {plan.batches}")
+    if plan.batches:
+        print(f"batches: {plan.batches}")
 
 
 def _exporter_help(exporter_class: type[Exporter[Any]]) -> str:

@@ -55,6 +55,14 @@ class AtifConfig(ExporterConfig):
     agent_name: str | None = Field(
         default=None, description="ATIF agent name; default: each rollout's agent_ref.name."
     )
+    agent: str | None = Field(
+        default=None,
+        description=(
+            "Export only the rows of this agent (agent_ref.name), as if the file held them "
+            "alone: how a run of several agents goes to ATIF, one agent (and one "
+            "+output_dirpath and +agent_version) at a time. Default: every row, of one agent."
+        ),
+    )
     allow_gaps: list[str] = Field(
         default=[],
         description=(
@@ -71,7 +79,7 @@ class AtifConfig(ExporterConfig):
         ),
     )
 
-    @field_validator("agent_version", "session_id", "agent_name")
+    @field_validator("agent_version", "session_id", "agent_name", "agent")
     @classmethod
     def _not_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
@@ -171,6 +179,7 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories]):
                 allowed_gaps=config.allow_gaps,
                 relaxations=config.relax,
                 progress=self.progress,
+                agent=config.agent,
             )
         except OSError as error:
             if error.errno in (errno.ENOSPC, errno.EDQUOT) and output is not None:
@@ -193,7 +202,7 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories]):
             )
         if conversion.rejected:
             raise RunFileError(_rejection(run, conversion), rejected_rows=conversion.rejected)
-        if problem := conversion.problem(run.rollouts):
+        if problem := conversion.problem(run.rollouts, config.agent):
             raise RunFileError(problem)
         return conversion
 
@@ -207,7 +216,7 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories]):
             exporter=self.name,
             target=target,
             files=[PlannedFile(path=str(run.rollouts), size_bytes=run.rollouts.stat().st_size)],
-            summary=f"{conversion.converted} trajectories of {run.rollouts.name} would be "
+            summary=f"{conversion.converted} trajectories of {_whose(run, config)} would be "
             f"written to {target}",
             counts=_counts(conversion),
         )
@@ -252,18 +261,28 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories]):
             return self.failed(run, f"Output path was created during export: {output}")
         staged.staging.chmod(0o755)
         staged.staging.rename(output)
+        of_agent = f" of agent {config.agent}" if config.agent is not None else ""
         return ExportResult.succeeded(
             self.name,
             str(run.run_dir),
-            f"wrote {conversion.converted} ATIF trajectories to {output}",
+            f"wrote {conversion.converted} ATIF trajectories{of_agent} to {output}",
             output_dirpath=str(output),
             manifest=str(output / MANIFEST_NAME),
             **_counts(conversion),
         )
 
 
+def _whose(run: RunArtifacts, config: AtifConfig) -> str:
+    """``aime24_rollouts.jsonl``, or ``agent X of aime24_rollouts.jsonl``."""
+    if config.agent is None:
+        return run.rollouts.name
+    return f"agent {config.agent} of {run.rollouts.name}"
+
+
 def _counts(conversion: FileConversion) -> dict[str, Any]:
     counts: dict[str, Any] = {"trajectory_count": conversion.converted}
+    if conversion.other_agents:
+        counts["rows_of_other_agents"] = dict(sorted(conversion.other_agents.items()))
     if conversion.trajectories_with_gaps:
         counts["trajectories_with_gaps"] = conversion.trajectories_with_gaps
         counts["gap_counts"] = dict(sorted(conversion.gap_counts.items()))
@@ -284,12 +303,12 @@ def _rejection(run: RunArtifacts, conversion: FileConversion) -> str:
         f"nothing was written:\n{listed}"
     )
     if agents := conversion.agents_problem(run.rollouts):
-        message += f"\n{agents}"
-    message += (
+        # Rows of several agents share their (task, rollout) keys: +agent is the way on.
+        return f"{message}\n{agents}"
+    return message + (
         f"\n`evalexport inspect {run.rollouts}` tells which +allow_gaps or +relax options "
         "(relaxations of Gym's strict profile) would accept these rows."
     )
-    return message
 
 
 _OWNER: Final = ".evalexport-owner"

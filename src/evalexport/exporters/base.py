@@ -265,9 +265,11 @@ class Exporter(legacy.LegacyHooks, abc.ABC, Generic[ConfigT, PreparedT]):
     def dry_run_plan(
         self, run: RunArtifacts, config: ConfigT, prepared: PreparedT | None = None
     ) -> DryRunPlan:
-        """What the export would do, in the backend's words: by default the run's files and
-        the flattened metric names. Exporters extend it with sanitized names, params and batch
-        counts, or a one-line ``summary``."""
+        """What the export would do, in the backend's words. By default: the run's files it
+        reads and, when it needs them, the run's aggregate metrics as flattened (what the run
+        holds, not a claim of what the backend is sent). Exporters say their own: sections in
+        their backend's words (``metrics``/``params``/``tags``, ``config keys``/``summary``),
+        a count of ``batches``, or a one-line ``summary``."""
         files = [
             PlannedFile(path=str(path), size_bytes=path.stat().st_size)
             for path in (run.rollouts, run.aggregate_metrics, run.saved_config)
@@ -282,13 +284,14 @@ class Exporter(legacy.LegacyHooks, abc.ABC, Generic[ConfigT, PreparedT]):
                 else flatten_metrics(run.read_aggregate_metrics())
             )
             metric_names, tag_names = list(flat.metrics), list(flat.texts)
+        held = metric_names + tag_names
         return DryRunPlan(
             exporter=self.name,
             target=self.target(run, config),
             files=files,
+            sections={"aggregate metrics of the run": held} if held else {},
             metric_names=metric_names,
             tag_names=tag_names,
-            batches=1,
         )
 
     def already_exported(self, run: RunArtifacts, config: ConfigT) -> ExportResult | None:

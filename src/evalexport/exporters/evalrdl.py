@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 from pydantic import BeforeValidator, Field, field_validator
 
 from evalexport import reading
+from evalexport._format import human_size
 from evalexport.contracts.surfaces import Surface
 from evalexport.exporters.isolated import (
     DEFAULT_TIME_LIMIT,
@@ -202,4 +203,20 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig, EvalRDLPayload]):
             for path in reading.run_directory_files(run.run_dir, [])
         ]
         # The service reads the aggregate metrics itself; the upload does not flatten them.
-        return DryRunPlan(exporter=self.name, target=self.target(run, config), files=files)
+        total = human_size(sum(item.size_bytes for item in files))
+        upload = [f"label: {config.label}" if config.label else "label: none (the service's)"]
+        upload.append(f"tags: {', '.join(config.tags) or 'none'}")
+        upload.append(f"meta keys: {', '.join(sorted(config.meta)) or 'none'}")
+        upload.append(
+            f"wait: up to {config.timeout} s for the service's verdict"
+            if config.wait
+            else "wait: no (the upload token is the receipt)"
+        )
+        return DryRunPlan(
+            exporter=self.name,
+            target=self.target(run, config),
+            files=files,
+            sections={"upload": upload},
+            summary=f"{len(files)} files ({total}) of {run.run_dir} would be uploaded as they "
+            f"are, as one upload to {self.target(run, config)}",
+        )

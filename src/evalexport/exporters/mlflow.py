@@ -37,6 +37,7 @@ from evalexport.exporters.mlflow_names import (
     sanitize_names,
 )
 from evalexport.exporters.prepared import PreparedRun, for_payload, prepare
+from evalexport.exporters.samples import SAMPLES_FILE
 from evalexport.guard import FINGERPRINT_TAG
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
@@ -217,6 +218,12 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
             exporter=self.name,
             target=self.target(run, config),
             files=[PlannedFile(path=str(p), size_bytes=p.stat().st_size) for p in sources],
+            sections={
+                "metrics": sorted(plan.metrics),
+                "params": sorted(plan.params),
+                "tags": sorted(plan.tags),
+                "artifacts": _artifact_names(run, config),
+            },
             metric_names=sorted(plan.metrics),
             param_names=sorted(plan.params),
             tag_names=sorted(plan.tags),
@@ -261,10 +268,15 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
         experiment = experiment_name(config, run).value
         run_name = config.mlflow_run_name or run.default_run_name
         uri = resolve_tracking_uri(tracking_uri(config).value)
+        evaluation = prepared.evaluation.described()
         run_tags = {
             FINGERPRINT_TAG: fingerprint or prepared.fingerprint,
             "evalexport.version": __version__,
             "evalexport.rollouts": str(run.rollouts),
+            "evalexport.exported_at": _now(),
+            "evalexport.evaluation.started_at": evaluation["started_at"],
+            "evalexport.evaluation.ended_at": evaluation["ended_at"],
+            "evalexport.evaluation.times_from": evaluation["source"],
         }
         if live_run_id := run.live_run_id(self.name):
             logger.warning(
@@ -278,9 +290,11 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
         artifacts = [_write_global_config(plan.saved_config, scratch), metrics_file]
         if config.upload_rollouts and table is not None:
             artifacts.append(table)
-            run_tags["mlflow.loggedArtifacts"] = json.dumps(
-                [{"path": "rollouts.json", "type": "table"}]
-            )
+            tables = [{"path": "rollouts.json", "type": "table"}]
+            if (samples := table.parent / SAMPLES_FILE).is_file():  # the typed table beside it
+                artifacts.append(samples)
+                tables.append({"path": SAMPLES_FILE, "type": "table"})
+            run_tags["mlflow.loggedArtifacts"] = json.dumps(tables)
         return {
             "tracking_uri": uri,
             "fingerprint_tag": FINGERPRINT_TAG,
@@ -296,6 +310,8 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
                 for batch in plan.batches
             ],
             "artifacts": [str(path) for path in artifacts],
+            "start_time_ms": prepared.evaluation.started_at_ms,
+            "end_time_ms": prepared.evaluation.ended_at_ms,
         }
 
     def interpret(
@@ -335,6 +351,22 @@ def experiment_name(config: MLflowConfig, run: RunArtifacts) -> Chosen[str]:
         "MLFLOW_EXPERIMENT_NAME",
         run.benchmark,
     )
+
+
+def _artifact_names(run: RunArtifacts, config: MLflowConfig) -> list[str]:
+    """The run's artifacts as MLflow lists them: Gym's two, the aggregate metrics, and the
+    samples table beside Gym's rollouts table."""
+    names = ["global_config.json", run.aggregate_metrics.name]
+    if config.upload_rollouts:
+        names += ["rollouts.json", SAMPLES_FILE]
+    return sorted(names)
+
+
+def _now() -> str:
+    """The export's own time, as a tag beside the evaluation's."""
+    import datetime
+
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 def _settings(config: MLflowConfig, run: RunArtifacts) -> dict[str, str]:

@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from evalexport.exporters.samples import SAMPLES_FILE, SamplesTable
 from evalexport.exporters.tables import write_rollouts_table, write_table_rows
 from evalexport.reading import PreparedRun, Rollout
 from evalexport.reading import prepare as read_run
@@ -28,8 +29,9 @@ def prepare(
     (:func:`evalexport.reading.prepare`); raise :class:`~evalexport.reading.RunFileError`
     naming the first file that cannot be exported.
 
-    ``rollouts_table``: write Gym's rollouts table while the rollouts are read (removed with
-    :meth:`~PreparedRun.discard`). ``parse_rollouts=False``: only hash the rollouts and count
+    ``rollouts_table``: write Gym's rollouts table while the rollouts are read, and the typed
+    samples table beside it (:mod:`.samples`, ``samples.json`` in the same directory); both
+    are removed with :meth:`~PreparedRun.discard`. ``parse_rollouts=False``: only hash the rollouts and count
     their lines, for an exporter that sends none of them.
     """
     if not rollouts_table:
@@ -39,9 +41,11 @@ def prepare(
     scratch = Path(tempfile.mkdtemp(prefix="evalexport-rollouts-"))
     claim_scratch(scratch)  # removed by the reaper if this process dies before discard()
     table = scratch / "rollouts.json"
+    samples = SamplesTable(scratch)
 
     def write_table(rollouts: Iterator[Rollout]) -> None:
-        write_table_rows(rollouts, table)
+        write_table_rows(samples.rows(rollouts), table)
+        samples.write(scratch / SAMPLES_FILE)
 
     return read_run(
         run,

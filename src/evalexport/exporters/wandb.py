@@ -8,6 +8,7 @@ are written under ``$WANDB_DIR`` (else the current directory) for ``wandb sync``
 
 from __future__ import annotations
 
+import datetime
 import logging
 import os
 from pathlib import Path
@@ -23,9 +24,10 @@ from evalexport.exporters.isolated import (
     WorkerSpec,
 )
 from evalexport.exporters.prepared import PreparedRun, for_payload, prepare
+from evalexport.exporters.samples import SAMPLES_FILE, SAMPLES_TABLE_KEY
 from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY
 from evalexport.guard import FINGERPRINT_SUMMARY_KEY
-from evalexport.results import DryRunPlan, ExportResult, PlannedFile
+from evalexport.results import DryRunPlan, ExportResult, ExportStatus, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.settings import Chosen, SettingError, chosen
 from evalexport.workers import wandb_worker
@@ -125,20 +127,41 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
     def dry_run_plan(
         self, run: RunArtifacts, config: WandbConfig, prepared: PreparedRun | None = None
     ) -> DryRunPlan:
+        """In W&B's words: the run's config keys, its summary, the tables it logs."""
         plan = super().dry_run_plan(run, config, prepared)
+        prepared = prepared or prepare(run)
         files = [PlannedFile(path=str(p), size_bytes=p.stat().st_size) for p in (run.saved_config,)]
+        tables: list[str] = []
         if config.upload_rollouts:
             files.append(
                 PlannedFile(path=str(run.rollouts), size_bytes=run.rollouts.stat().st_size)
             )
-        return plan.model_copy(update={"files": files, "settings": _settings(config, run)})
+            rows = prepared.rollout_count
+            tables = [
+                f"{ROLLOUTS_TABLE_KEY} ({rows} rows, one JSON text each, as NeMo Gym logs it)",
+                f"{SAMPLES_TABLE_KEY} ({rows} rows, a column per value: task_index, "
+                "rollout_index, agent, reward, ...)",
+            ]
+        sections = {
+            "config keys": list(prepared.saved_config.config),
+            "summary": list(_summary(prepared, prepared.fingerprint)),
+            "tables": tables,
+        }
+        return plan.model_copy(
+            update={"files": files, "sections": sections, "settings": _settings(config, run)}
+        )
 
     def interpret(
         self, run: RunArtifacts, config: WandbConfig, result: WorkerResult, environment: Path
     ) -> ExportResult:
         exported = super().interpret(run, config, result, environment)
         details = {**exported.details, "settings": _settings(config, run)}
-        return exported.model_copy(update={"details": details})
+        update: dict[str, object] = {"details": details}
+        offline_run = details.get("run_dir") if details.get("mode") == "offline" else None
+        if exported.status is ExportStatus.SUCCEEDED and isinstance(offline_run, str):
+            details["sync_command"] = sync = _sync_command(config, environment, offline_run)
+            update["message"] = f"{exported.message}; upload it with: {sync}"
+        return exported.model_copy(update=update)
 
     def worker_secrets(self, config: WandbConfig) -> dict[str, str]:
         key = config.wandb_api_key
@@ -155,7 +178,6 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
         """What the worker logs: from ``prepared`` in an export; read here when called on its
         own (a benchmark, a test), with the rollouts table written into ``scratch``."""
         prepared, table = for_payload(run, prepared, scratch, rollouts_table=config.upload_rollouts)
-        flat = prepared.metrics
         saved = prepared.saved_config  # check_inputs warned of what masking changed
         fingerprint = fingerprint or prepared.fingerprint
         name = config.wandb_name or run.default_run_name
@@ -166,10 +188,14 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
             "mode": mode(config).value,
             "dir": str(self._offline_dir()),
             "config": saved.config,
-            "summary": {**flat.values, FINGERPRINT_KEY: fingerprint},
+            "summary": _summary(prepared, fingerprint),
             "table_key": ROLLOUTS_TABLE_KEY,
             "tags": ["evalexport", f"evalexport-{fingerprint.removeprefix('sha256:')[:16]}"],
             "rollouts_table": str(table) if table else None,
+            "samples_key": SAMPLES_TABLE_KEY,
+            "samples_table": str(samples)
+            if table and (samples := table.parent / SAMPLES_FILE).is_file()
+            else None,
             "dry_run": config.dry_run,
             "skip_existing": config.skip_existing,
         }
@@ -179,8 +205,49 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
         (offline there is no one to ask)."""
         return WorkerSpec(
             requirements=super().worker(config).requirements,
+            environment=_describing_the_evaluation(config),
             answers_dry_runs=mode(config).value == "online",
         )
+
+
+def _sync_command(config: WandbConfig, environment: Path, offline_run: str) -> str:
+    """The command that uploads an offline run, with the wandb this export used:
+    ``evalexport envs run wandb wandb sync DIR`` (the environment's own name when the
+    requirement is not the default)."""
+    import shlex
+
+    default = WandbConfig.model_fields["requirement"].get_default()
+    name = "wandb" if config.requirement == default else environment.name
+    return shlex.join(["evalexport", "envs", "run", name, "wandb", "sync", offline_run])
+
+
+def _summary(prepared: PreparedRun, fingerprint: str) -> dict[str, bool | int | float | str]:
+    """The run's summary: the flattened metrics as NeMo Gym logs them, then evalexport's own
+    fields (the fingerprint; the evaluation's times, since W&B sets a run's start itself; the
+    export's time)."""
+    evaluation = prepared.evaluation.described()
+    return {
+        **prepared.metrics.values,
+        FINGERPRINT_KEY: fingerprint,
+        "evaluation/started_at": evaluation["started_at"],
+        "evaluation/ended_at": evaluation["ended_at"],
+        "evaluation/times_from": evaluation["source"],
+        "evalexport/exported_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _describing_the_evaluation(config: WandbConfig) -> dict[str, str]:
+    """What W&B records of the process that logs: evalexport's command as its program, and
+    neither the worker's paths, its Python nor its environment's requirements (the
+    evaluation's own config is the run's config). Each setting under the names of the wandb
+    releases of the matrix: ``WANDB__*`` before 0.19, ``WANDB_X_*`` after."""
+    program = f"evalexport wandb +rollouts_jsonl_fpath={config.rollouts_jsonl_fpath}"
+    environment = {"WANDB_PROGRAM": program}
+    for name in ("DISABLE_META", "SAVE_REQUIREMENTS", "DISABLE_MACHINE_INFO"):
+        value = "false" if name == "SAVE_REQUIREMENTS" else "true"
+        environment[f"WANDB__{name}"] = value
+        environment[f"WANDB_X_{name}"] = value
+    return environment
 
 
 def mode(config: WandbConfig) -> Chosen[Literal["online", "offline"]]:

@@ -249,7 +249,7 @@ def ensure_environment(spec: EnvironmentSpec, installer: Installer | None = None
         if record is None:
             if path.exists():  # an interrupted build: never use it
                 shutil.rmtree(path)
-            record = _build(spec, path, installer or find_installer())
+            record = _announced_build(spec, path, installer or find_installer())
     _mark_used(path)
     return Environment(path, record, built)
 
@@ -269,6 +269,58 @@ def _mark_used(path: Path) -> None:
     read-only keeps no such note, and the environment works all the same."""
     with contextlib.suppress(OSError):
         (path / LAST_USED_NAME).touch()
+
+
+def _announced_build(spec: EnvironmentSpec, path: Path, installer: Installer) -> dict[str, Any]:
+    """:func:`_build`, said as it goes: a first use waits a minute or more, and a log that
+    says nothing meanwhile looks hung."""
+    import time
+
+    from evalexport.progress import stage
+
+    started = time.monotonic()
+    stage(
+        spec.exporter,
+        f"building the {spec.exporter} SDK environment in {path} (the first export with "
+        f"{', '.join(_shown_requirements(spec))} on Python {spec.python_version} builds it, "
+        "in a minute or two; later exports reuse it)",
+    )
+    record = _build(spec, path, installer)
+    stage(
+        spec.exporter,
+        f"built the {spec.exporter} SDK environment in {time.monotonic() - started:.0f} s",
+    )
+    return record
+
+
+_HEARTBEAT_FLOOR = 10.0
+"""The fewest seconds between two lines saying a build goes on."""
+
+
+@contextlib.contextmanager
+def _still_working(exporter: str, what: str) -> Iterator[None]:
+    """While the block runs, a line every few seconds (at least :data:`_HEARTBEAT_FLOOR`)
+    that ``what`` goes on."""
+    import threading
+    import time
+
+    from evalexport.progress import interval, stage
+
+    done = threading.Event()
+    started = time.monotonic()
+    every = max(interval(), _HEARTBEAT_FLOOR)
+
+    def beat() -> None:
+        while not done.wait(every):
+            stage(exporter, f"still {what} ({time.monotonic() - started:.0f} s so far)")
+
+    beating = threading.Thread(target=beat, name="evalexport-build-progress", daemon=True)
+    beating.start()
+    try:
+        yield
+    finally:
+        done.set()
+        beating.join()
 
 
 def _build(spec: EnvironmentSpec, path: Path, installer: Installer) -> dict[str, Any]:
@@ -291,11 +343,16 @@ def _build(spec: EnvironmentSpec, path: Path, installer: Installer) -> dict[str,
             path,
         )
         python = path / "bin" / "python"
-        _run_step(
-            installer.install_command(python, spec.requirements),
-            f"Installing {' '.join(_shown_requirements(spec))} with {installer.name}",
-            path,
-        )
+        installing = f"installing {' '.join(_shown_requirements(spec))} with {installer.name}"
+        from evalexport.progress import stage
+
+        stage(spec.exporter, installing)
+        with _still_working(spec.exporter, installing):
+            _run_step(
+                installer.install_command(python, spec.requirements),
+                installing[0].upper() + installing[1:],
+                path,
+            )
     except BaseException:
         shutil.rmtree(path, ignore_errors=True)
         raise

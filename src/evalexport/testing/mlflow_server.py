@@ -29,6 +29,7 @@ out = []
 for run in runs:
     out.append({
         "run_id": run.info.run_id, "status": run.info.status, "run_name": run.info.run_name,
+        "start_time": run.info.start_time, "end_time": run.info.end_time,
         "metrics": run.data.metrics, "params": run.data.params, "tags": run.data.tags,
         "artifacts": sorted(a.path for a in client.list_artifacts(run.info.run_id)),
     })

@@ -3,7 +3,9 @@
 Every line is checked as NeMo Gym's strict exporter checks it (no blank lines, strict JSON, an
 object with non-negative task and rollout indices, no duplicate ``(task, rollout)`` key), then
 converted. Every rejected row is collected, so one failed export names all of them; the file
-must also hold one agent only, since ``agent_version`` describes the whole batch.
+must also hold one agent only, since ``agent_version`` describes the whole batch, unless one
+agent's rows are asked for (``agent=``): the others are then left out, as if the file held
+that agent's rows alone.
 
 Large files are converted by a pool of processes in chunks of lines; results come back in
 file order and at most a few chunks are in flight, so memory stays flat whatever the file's
@@ -109,22 +111,35 @@ class FileConversion:
     relaxation_counts: Counter[str] = field(default_factory=Counter)
     """Relaxation -> number of trajectories that needed it."""
     trajectories_relaxed: int = 0
+    other_agents: Counter[str] = field(default_factory=Counter)
+    """With one agent asked for: the rows of each other agent, left out."""
 
     def agents_problem(self, path: Path) -> str | None:
         """Why the file's agents cannot go into one batch of trajectories, or ``None``."""
         if len(self.agents) == 1 or (self.rows == 0 and not self.agents):
             return None
-        named = ", ".join(sorted(self.agents)) or "none"
+        named = ", ".join(sorted(map(str, self.agents))) or "none"
+        first = min(map(str, self.agents), default="NAME")
         return (
             f"Strict ATIF export requires one agent_ref.name per file, because +agent_version "
             f"describes the whole batch; {path} holds rows of {len(self.agents)} agents "
-            f"({named}). Split the rollouts by agent_ref.name and export each file."
+            f"({named}). Export one agent's rows at a time with +agent=NAME, each with its own "
+            f"+output_dirpath and +agent_version (e.g. +agent={first})."
         )
 
-    def problem(self, path: Path) -> str | None:
-        """Why the file as a whole cannot be exported, or ``None``."""
+    def problem(self, path: Path, agent: str | None = None) -> str | None:
+        """Why the file as a whole cannot be exported, or ``None``; ``agent``: the agent whose
+        rows were asked for."""
         if self.rejected:
             return None  # the caller lists the rows
+        if self.rows == 0 and agent is not None:
+            held = ", ".join(
+                f"{name} ({rows} rows)" for name, rows in sorted(self.other_agents.items())
+            )
+            return (
+                f"+agent={agent}: no row of {path} is of that agent (agent_ref.name); it holds "
+                f"{held or 'no rows'}"
+            )
         if self.rows == 0:
             return f"Rollouts file contains no records: {path}"
         return self.agents_problem(path)
@@ -169,8 +184,9 @@ class _FirstLines:
         return None
 
 
-# One line's outcome, as a worker reports it: (line number, label, key, trajectory or error).
-_Outcome = tuple[int, Any, tuple[int, int] | None, "ConvertedRow | str"]
+# One line's outcome, as a worker reports it: (line number, label, key, trajectory or error,
+# or None for a row of an agent that was not asked for).
+_Outcome = tuple[int, Any, tuple[int, int] | None, "ConvertedRow | str | None"]
 
 
 @final
@@ -182,6 +198,8 @@ class _Job:
     allowed_gaps: frozenset[str]
     output: Path | None
     relaxations: frozenset[Relaxation] = frozenset()
+    agent: str | None = None
+    """Convert only this agent's rows (``agent_ref.name``); ``None``: every row."""
 
 
 def _convert_line(line_number: int, raw: bytes | None, job: _Job) -> _Outcome:
@@ -231,6 +249,8 @@ def _convert_line(line_number: int, raw: bytes | None, job: _Job) -> _Outcome:
     except TrajectoryError as error:
         return line_number, None, None, str(error)
     label = agent_label(row)
+    if job.agent is not None and label != job.agent:
+        return line_number, label, key, None
     try:
         converted = convert_rollout(
             row,
@@ -418,6 +438,7 @@ def convert_file(
     relaxations: Collection[Relaxation] = (),
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    agent: str | None = None,
 ) -> FileConversion:
     """Convert every line of ``path``, writing each trajectory file into ``output``.
 
@@ -425,14 +446,20 @@ def convert_file(
     will fail then), but every line is still checked so all rejected rows are named.
     ``output=None`` converts in memory only, as a dry run does. ``progress(bytes_read,
     total_bytes)`` is called after each chunk. ``allowed_gaps`` and ``relaxations`` are
-    :func:`.convert.convert_rollout`'s.
+    :func:`.convert.convert_rollout`'s. ``agent``: convert only the rows of that agent
+    (``agent_ref.name``), as if the file held them alone; the others are counted in
+    :attr:`FileConversion.other_agents`. A line that cannot be read names no agent, and is
+    rejected whichever agent is asked for.
     """
     total = path.stat().st_size
     result = FileConversion()
     first_lines = _FirstLines()
-    job = _Job(identity, frozenset(allowed_gaps), output, known_relaxations(relaxations))
+    job = _Job(identity, frozenset(allowed_gaps), output, known_relaxations(relaxations), agent)
     for outcomes, read in _outcomes(path, job, workers or default_workers(path)):
         for line_number, label, key, outcome in outcomes:
+            if outcome is None:  # another agent's row, left out
+                result.other_agents[str(label)] += 1
+                continue
             result.rows += 1
             if key is not None:
                 if (earlier := first_lines.earlier(key, line_number)) is not None:

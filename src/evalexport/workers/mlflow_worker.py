@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from pathlib import Path
 from typing import Any, Final, TypedDict
 
@@ -85,6 +84,10 @@ class MlflowPayload(TypedDict):
     run_tags: dict[str, str]
     batches: list[MlflowBatch]
     artifacts: list[str]
+    start_time_ms: int
+    """When the evaluation began: the run's start (MLflow sorts runs by it)."""
+    end_time_ms: int
+    """When the evaluation ended: the run's end, and its metrics' timestamp."""
 
 
 _MAX_ERROR = 600
@@ -242,11 +245,14 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
             )
         progress(1, total)
         created = client.create_run(
-            experiment_id, run_name=payload["run_name"], tags=payload["run_tags"]
+            experiment_id,
+            start_time=payload["start_time_ms"],
+            run_name=payload["run_name"],
+            tags=payload["run_tags"],
         )
         run_id = created.info.run_id
         progress(2, total)
-        timestamp = int(time.time() * 1000)
+        timestamp = payload["end_time_ms"]
         for done, batch in enumerate(payload["batches"], start=3):
             client.log_batch(
                 run_id,
@@ -260,7 +266,7 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
         for done, path in enumerate(payload["artifacts"], start=3 + len(payload["batches"])):
             client.log_artifact(run_id, path)
             progress(done, total)
-        client.set_terminated(run_id, "FINISHED")
+        client.set_terminated(run_id, "FINISHED", end_time=payload["end_time_ms"])
         progress(total, total)
     except BaseException as error:  # SDK and connection errors, and a stop signal
         stopped = not isinstance(error, Exception)

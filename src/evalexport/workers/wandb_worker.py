@@ -35,6 +35,9 @@ class WandbPayload(TypedDict):
     tags: list[str]
     """The run's tags; the last is ``evalexport-<fingerprint>``, by which a copy is found."""
     rollouts_table: str | None
+    samples_key: str
+    samples_table: str | None
+    """The typed samples table (a column per value), logged beside Gym's ``Rollouts``."""
     dry_run: bool
     """Only ask the target what an export would find there (online: the project's runs of this
     run's data); create nothing."""
@@ -177,9 +180,15 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
         progress(1, total)
         run.summary.update(payload["summary"])
         if payload["rollouts_table"]:
-            table = json.loads(Path(payload["rollouts_table"]).read_text(encoding="utf-8"))
-            table_key = payload["table_key"]
-            run.log({table_key: wandb.Table(columns=table["columns"], data=table["data"])})
+            logged = {}
+            for key, path in (
+                (payload["table_key"], payload["rollouts_table"]),
+                (payload["samples_key"], payload["samples_table"]),
+            ):
+                if path:
+                    table = json.loads(Path(path).read_text(encoding="utf-8"))
+                    logged[key] = wandb.Table(columns=table["columns"], data=table["data"])
+            run.log(logged)
             progress(2, total)
         run_id, url, run_dir = run.id, getattr(run, "url", None), run.dir
         run.finish()

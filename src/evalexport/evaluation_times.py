@@ -1,0 +1,102 @@
+"""When the evaluation ran: the times a remote run is given, rather than the export's.
+
+NeMo Gym records epoch seconds in each rollout's ``ng_trajectory``: a turn's ``timestamp``,
+a model call's and a tool call's ``started_at`` and ``completed_at``. The evaluation ran from
+the earliest of them to the latest, over every rollout. A run without them (no trajectory)
+is dated by its files: it ended when its rollouts file was last written, and began when the
+earliest of its files was (the inputs it was given are written first).
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, final
+
+__all__ = ["FROM_FILES", "FROM_ROLLOUTS", "EvaluationTimes", "TimesSeen"]
+
+FROM_ROLLOUTS: Final = "the rollouts' own timestamps"
+FROM_FILES: Final = "the run files' modification times"
+
+
+@final
+@dataclass(frozen=True)
+class EvaluationTimes:
+    """When the evaluation began and ended (epoch seconds), and what says so."""
+
+    started_at: float
+    ended_at: float
+    source: str
+    """:data:`FROM_ROLLOUTS` or :data:`FROM_FILES`."""
+
+    @property
+    def started_at_ms(self) -> int:
+        """The start in milliseconds, as MLflow takes it."""
+        return int(self.started_at * 1000)
+
+    @property
+    def ended_at_ms(self) -> int:
+        """The end in milliseconds, as MLflow takes it."""
+        return int(self.ended_at * 1000)
+
+    def described(self) -> dict[str, str]:
+        """The times as ISO 8601 text, with their source: for tags and summary fields."""
+        return {
+            "started_at": _iso(self.started_at),
+            "ended_at": _iso(self.ended_at),
+            "source": self.source,
+        }
+
+
+def _iso(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(timespec="seconds")
+
+
+class TimesSeen:
+    """The earliest and latest of the timestamps Gym recorded, over the rollouts seen."""
+
+    def __init__(self) -> None:
+        self.earliest = math.inf
+        self.latest = -math.inf
+
+    def see(self, record: Mapping[str, Any]) -> None:
+        """Take in one rollout's timestamps (those of its ``ng_trajectory``)."""
+        trajectory = record.get("ng_trajectory")
+        if not isinstance(trajectory, Mapping):
+            return
+        for turn in _mappings(trajectory.get("turns")):
+            self._note(turn.get("timestamp"))
+        for kind in ("model_calls", "tool_calls"):
+            for call in _mappings(trajectory.get(kind)):
+                self._note(call.get("started_at"))
+                self._note(call.get("completed_at"))
+
+    def _note(self, value: object) -> None:
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            seconds = float(value)
+            if seconds > 0:
+                self.earliest = min(self.earliest, seconds)
+                self.latest = max(self.latest, seconds)
+
+    def times(self, files: Iterable[Path]) -> EvaluationTimes:
+        """The evaluation's times: from the rollouts when they recorded any, else from the
+        modification times of ``files`` (the rollouts file first: its is the end)."""
+        if self.earliest <= self.latest:
+            return EvaluationTimes(self.earliest, self.latest, FROM_ROLLOUTS)
+        stamps = []
+        for path in files:
+            try:
+                stamps.append(path.stat().st_mtime)
+            except OSError:
+                continue
+        if not stamps:
+            now = datetime.datetime.now(datetime.UTC).timestamp()
+            return EvaluationTimes(now, now, FROM_FILES)
+        return EvaluationTimes(min(stamps), stamps[0], FROM_FILES)
+
+
+def _mappings(value: object) -> Iterable[Mapping[str, Any]]:
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []

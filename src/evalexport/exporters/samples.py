@@ -1,0 +1,129 @@
+"""A typed table of the rollouts, one row each, beside Gym's one-column ``Rollouts`` table.
+
+Gym's live exporters upload each rollout as one JSON string (kept as it is:
+:mod:`.tables`), which no MLflow or W&B view can sort or filter by reward. This table has a
+column per value: ``task_index``, ``rollout_index``, ``agent``, ``reward`` (a number; empty
+where a rollout has none), then every top-level field whose value is a scalar of one kind (a
+number, a boolean, or a text) in every rollout, in the order the first rollout holds them: a
+field that is a number in one rollout and a text in another is no column, as W&B's tables
+refuse a column of mixed kinds. A text longer than :data:`TEXT_LIMIT` characters is cut
+there, ``…`` marking the cut; a number that is not finite is an empty cell (JSON has no NaN).
+Written while the rollouts are read, never held: each row goes to
+a scratch file as it comes, and the table is written from it once the shared columns are known.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from evalexport.reading import Rollout
+
+__all__ = ["SAMPLES_FILE", "SAMPLES_TABLE_KEY", "TEXT_LIMIT", "SamplesTable"]
+
+SAMPLES_TABLE_KEY: Final = "Samples"
+"""The W&B table's key, beside Gym's ``Rollouts``."""
+SAMPLES_FILE: Final = "samples.json"
+"""The MLflow table artifact, beside Gym's ``rollouts.json``."""
+TEXT_LIMIT: Final = 1000
+"""The longest text a cell holds, in characters; a longer one is cut, ``…`` marking it."""
+
+_FIXED: Final = ("task_index", "rollout_index", "agent", "reward")
+_NOT_COLUMNS: Final = frozenset({"_ng_task_index", "_ng_rollout_index", "reward", "agent_ref"})
+
+
+class SamplesTable:
+    """The samples table of the rollouts fed to :meth:`rows`, written by :meth:`write`."""
+
+    def __init__(self, scratch: Path) -> None:
+        self._rows_file = scratch / "samples.rows.jsonl"
+        self._shared: dict[str, type] | None = None
+        """The candidate columns so far, each with the kind of value it holds."""
+        self._count = 0
+
+    def rows(self, rollouts: Iterator[Rollout]) -> Iterator[Rollout]:
+        """The rollouts, passed on as they are, each row noted on the way."""
+        with self._rows_file.open("w", encoding="utf-8") as rows:
+            for rollout in rollouts:
+                row = self._row(rollout.record)
+                rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+                self._count += 1
+                yield rollout
+
+    def _row(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        agent_ref = record.get("agent_ref")
+        name = agent_ref.get("name") if isinstance(agent_ref, Mapping) else None
+        row: dict[str, Any] = {
+            "task_index": record.get("_ng_task_index"),
+            "rollout_index": record.get("_ng_rollout_index"),
+            "agent": name if isinstance(name, str) else None,
+            "reward": _reward(record.get("reward")),
+        }
+        scalars: dict[str, type] = {}
+        for key, value in record.items():
+            if key not in _NOT_COLUMNS and key not in _FIXED and (kind := _kind(value)):
+                scalars[key] = kind
+        if self._shared is None:
+            self._shared = dict(scalars)
+        else:
+            shared = self._shared
+            self._shared = {k: kind for k, kind in shared.items() if scalars.get(k) is kind}
+        row.update({key: _cell(record[key]) for key in scalars})
+        return row
+
+    def write(self, path: Path) -> Path:
+        """``{"columns": [...], "data": [[...], ...]}``, MLflow's and W&B's table JSON, from the
+        rows noted: the fixed columns and the scalar fields every rollout has."""
+        columns = [*_FIXED, *(self._shared or {})]
+        with (
+            self._rows_file.open(encoding="utf-8") as rows,
+            path.open("w", encoding="utf-8") as out,
+        ):
+            out.write(json.dumps({"columns": columns})[:-1] + ', "data": [')
+            for position, line in enumerate(rows):
+                row = json.loads(line)
+                out.write(",\n" if position else "\n")
+                out.write(json.dumps([row.get(column) for column in columns], ensure_ascii=False))
+            out.write("\n]}\n")
+        self._rows_file.unlink()
+        return path
+
+
+def _kind(value: object) -> type | None:
+    """The kind of a scalar, as a table column holds it: text, boolean or number."""
+    if isinstance(value, str):
+        return str
+    if isinstance(value, bool):
+        return bool
+    if isinstance(value, int | float):
+        return float
+    return None
+
+
+def _reward(value: object) -> float | None:
+    """The reward as a number (Gym's is a float; a boolean reward counts as 1.0 or 0.0), or
+    ``None``: none, or not a finite number (JSON has no NaN, and MLflow's UI parses JSON)."""
+    return float(value) if isinstance(value, bool | int | float) and _number(value) else None
+
+
+def _cell(value: Any) -> Any:
+    """A scalar as a table cell: text cut at :data:`TEXT_LIMIT` characters, others as they
+    are (``None`` for what is no scalar)."""
+    if isinstance(value, str):
+        text = value if len(value) <= TEXT_LIMIT else value[: TEXT_LIMIT - 1] + "…"
+        # A lone surrogate (JSON's "\ud800") has no UTF-8: it is shown as U+FFFD.
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return value if _number(value) else None
+
+
+def _number(value: object) -> bool:
+    """A boolean, or a number a float holds (JSON's integers have no bound, floats'
+    NaN and infinity no JSON)."""
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return abs(value) <= 2**53
+    return isinstance(value, float) and math.isfinite(value)

@@ -1,0 +1,83 @@
+"""The typed samples table (``exporters/samples.py``) written beside Gym's rollouts table:
+a column per scalar the rollouts share, so MLflow and W&B can sort and filter by them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from evalexport.exporters.prepared import prepare
+from evalexport.exporters.samples import SAMPLES_FILE, TEXT_LIMIT, SamplesTable
+from evalexport.reading import Rollout
+
+
+def _table(records: list[dict], tmp_path: Path) -> dict:
+    table = SamplesTable(tmp_path)
+    rollouts = (Rollout(number, record) for number, record in enumerate(records, 1))
+    assert [r.record for r in table.rows(rollouts)] == records  # passed on as they are
+    return json.loads(table.write(tmp_path / SAMPLES_FILE).read_text(encoding="utf-8"))
+
+
+def test_a_factory_run_has_a_row_per_rollout_with_its_reward(make_sample_run) -> None:
+    sample = make_sample_run()
+    prepared = prepare(sample.run, rollouts_table=True)
+    try:
+        assert prepared.rollouts_table is not None
+        path = prepared.rollouts_table.parent / SAMPLES_FILE
+        table = json.loads(path.read_text(encoding="utf-8"))
+    finally:
+        prepared.discard()
+    assert not path.exists()
+    records = [json.loads(line) for line in sample.rollouts.read_text().splitlines()]
+    assert table["columns"] == [
+        "task_index",
+        "rollout_index",
+        "agent",
+        "reward",
+        "expected_answer",
+        "symbolic_correct",
+    ]
+    assert table["data"] == [
+        [
+            r["_ng_task_index"],
+            r["_ng_rollout_index"],
+            r["agent_ref"]["name"],
+            r["reward"],
+            r["expected_answer"],
+            r["symbolic_correct"],
+        ]
+        for r in records
+    ]
+    assert all(isinstance(row[3], float) for row in table["data"])
+
+
+def test_a_column_is_a_scalar_of_one_kind_in_every_rollout(tmp_path: Path) -> None:
+    base = {"_ng_task_index": 0, "_ng_rollout_index": 0, "reward": 1}
+    table = _table(
+        [
+            {**base, "answer": "4", "score": 1, "flag": True, "mixed": 1, "sometimes": "x"},
+            {**base, "answer": "5", "score": 2.5, "flag": False, "mixed": "1", "nested": {}},
+        ],
+        tmp_path,
+    )
+    assert table["columns"][4:] == ["answer", "score", "flag"]
+    assert table["data"][0] == [0, 0, None, 1.0, "4", 1, True]
+
+
+def test_cells_hold_what_json_and_the_tables_can(tmp_path: Path) -> None:
+    long = "é" * (TEXT_LIMIT + 5)
+    table = _table(
+        [
+            {"reward": float("nan"), "text": long, "big": 10**400, "odd": "a\ud800b"},
+            {"reward": True, "text": "short", "big": 1, "odd": "c"},
+        ],
+        tmp_path,
+    )
+    first, second = table["data"]
+    assert (first[3], second[3]) == (None, 1.0)
+    assert len(first[4]) == TEXT_LIMIT
+    assert first[4].endswith("…")
+    assert first[4][:-1] == long[: TEXT_LIMIT - 1]
+    assert first[5] is None  # an integer no float holds
+    assert first[6] == "a\ufffdb"
+    assert "NaN" not in (tmp_path / SAMPLES_FILE).read_text(encoding="utf-8")

@@ -1,0 +1,134 @@
+"""Progress a log can show (``progress.py``, the CLI's stderr): a line per stage, and during
+long work a line at most every few seconds with the rate and the time left; on stdout,
+nothing but the result."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalexport.progress import INTERVAL_VARIABLE, ProgressLog, interval, reading
+from evalexport.reading import prepare
+from evalexport.results import ExportStatus
+
+MIB = 1024 * 1024
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _fed(log: ProgressLog, clock: _Clock, reports: list[tuple[float, int, int]]) -> None:
+    for at, done, total in reports:
+        clock.now = 100.0 + at
+        log(done, total)
+
+
+def test_long_work_logs_a_line_per_interval_with_its_rate_and_the_time_left() -> None:
+    clock, lines = _Clock(), []
+    log = ProgressLog("mlflow: reading run.jsonl", every=5, clock=clock, emit=lines.append)
+    _fed(log, clock, [(i / 2, i * MIB, 40 * MIB) for i in range(41)])
+    assert lines == [
+        "mlflow: reading run.jsonl: 10.0 MiB of 40.0 MiB (25%), 2.0 MiB/s, about 15 s left",
+        "mlflow: reading run.jsonl: 20.0 MiB of 40.0 MiB (50%), 2.0 MiB/s, about 10 s left",
+        "mlflow: reading run.jsonl: 30.0 MiB of 40.0 MiB (75%), 2.0 MiB/s, about 5 s left",
+        "mlflow: reading run.jsonl: 40.0 MiB of 40.0 MiB (100%), 2.0 MiB/s, done in 20 s",
+    ]
+
+
+def test_work_done_within_the_interval_logs_nothing() -> None:
+    clock, lines = _Clock(), []
+    log = ProgressLog("mlflow", "steps", every=5, clock=clock, emit=lines.append)
+    _fed(log, clock, [(i, i, 4) for i in range(5)])
+    assert lines == []
+
+
+def test_steps_are_counted_as_steps_and_long_waits_in_minutes() -> None:
+    clock, lines = _Clock(), []
+    log = ProgressLog("mlflow", "steps", every=60, clock=clock, emit=lines.append)
+    _fed(log, clock, [(0, 0, 10), (100, 1, 10), (2000, 10, 10), (2100, 10, 10)])
+    assert lines == [
+        "mlflow: 1 of 10 steps (10%), 0.0 steps/s, about 15 min 00 s left",
+        "mlflow: 10 of 10 steps (100%), 0.0 steps/s, done in 33 min 20 s",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"), [("", 5.0), ("0", 0.0), ("2.5", 2.5), ("soon", 5.0), ("-1", 5.0)]
+)
+def test_the_interval_is_the_variables_when_it_is_a_duration(
+    value: str, seconds: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(INTERVAL_VARIABLE, value)
+    assert interval() == seconds
+
+
+def test_reading_a_run_reports_every_byte_of_its_rollouts(make_sample_run) -> None:
+    sample = make_sample_run(tasks=30)
+    reports: list[tuple[int, int]] = []
+    with reading(lambda done, total: reports.append((done, total))):
+        prepare(sample.run)
+    size = sample.rollouts.stat().st_size
+    assert reports[-1] == (size, size)
+    assert len(reports) > 10
+    assert [done for done, _ in reports] == sorted(done for done, _ in reports)
+    prepare(sample.run)  # outside the block nobody is told
+    assert reports[-1] == (size, size)
+
+
+def test_an_export_logs_its_stages(make_sample_run, tmp_path, caplog) -> None:
+    from evalexport.api import export
+
+    sample = make_sample_run(agents=("aime24_math_tool_agent",))
+    caplog.set_level(logging.INFO, logger="evalexport.progress")
+    result = export("atif", sample.rollouts, output_dirpath=tmp_path / "atif", agent_version="1")
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    stages = [r.getMessage() for r in caplog.records if r.name == "evalexport.progress"]
+    assert stages[0].startswith(f"atif: reading {sample.rollouts.name} (")
+    assert stages[-1] == f"atif: exporting to {tmp_path / 'atif'}"
+
+
+def test_the_cli_logs_progress_on_stderr_that_is_no_terminal_and_keeps_stdout_for_json(
+    make_sample_run, tmp_path
+) -> None:
+    sample = make_sample_run(tasks=60, repeats=16, agents=("aime24_math_tool_agent",))
+    log = tmp_path / "log"
+    with log.open("w") as stderr:
+        completed = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "evalexport",
+                "atif",
+                f"+rollouts_jsonl_fpath={sample.rollouts}",
+                f"+output_dirpath={tmp_path / 'atif'}",
+                "+agent_version=1",
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env={**os.environ, INTERVAL_VARIABLE: "0"},
+            check=False,
+            timeout=300,
+        )
+    assert completed.returncode == 0, log.read_text()
+    (line,) = completed.stdout.splitlines()
+    assert json.loads(line)["status"] == "succeeded"
+    lines = log.read_text().splitlines()
+    assert "\r" not in log.read_text()
+    assert lines[0].startswith(f"evalexport: atif: reading {sample.rollouts.name} (")
+    progress = [entry for entry in lines if "%)" in entry]
+    assert len(progress) >= 2, lines
+    assert any("MiB/s" in entry or "KiB/s" in entry for entry in progress), lines
+    assert Path(tmp_path / "atif").is_dir()
