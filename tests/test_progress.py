@@ -46,6 +46,13 @@ def test_long_work_logs_a_line_per_interval_with_its_rate_and_the_time_left() ->
     ]
 
 
+def test_the_last_second_is_not_said_to_be_about_under_a_second() -> None:
+    clock, lines = _Clock(), []
+    log = ProgressLog("atif", every=1, clock=clock, emit=lines.append)
+    _fed(log, clock, [(0, 0, 100 * MIB), (5, 99 * MIB, 100 * MIB)])
+    assert lines == ["atif: 99.0 MiB of 100.0 MiB (99%), 19.8 MiB/s, under 1 s left"]
+
+
 def test_work_done_within_the_interval_logs_nothing() -> None:
     clock, lines = _Clock(), []
     log = ProgressLog("mlflow", "steps", every=5, clock=clock, emit=lines.append)

@@ -105,7 +105,8 @@ class ProgressLog:
         pace = f"{human_size(int(rate))}/s" if self.unit == "bytes" else f"{rate:.1f} {self.unit}/s"
         if done >= total:
             return f"{said}, {pace}, done in {_duration(elapsed)}"
-        return f"{said}, {pace}, about {_duration((total - done) / rate)} left"
+        left = _duration((total - done) / rate)
+        return f"{said}, {pace}, {left if left == 'under 1 s' else 'about ' + left} left"
 
 
 def _duration(seconds: float) -> str:
