@@ -91,27 +91,33 @@ def check_recorded_calls(
     site_names: Mapping[str, str] | None = None,
 ) -> list[str]:
     """``site: reason`` for every recorded call or read that would fail against a committed
-    manifest, each once.
+    manifest, each once (a reason every manifest gives alike names all their versions).
 
     ``site_names`` maps file names as the fake saw them (the worker's copy, in a scratch
     directory) to the source file a reader should open.
     """
-    problems: list[str] = []
+    versions: dict[str, list[str]] = {}
     manifests = list(manifests)
     for record in calls:
         site = str(record.get("site", "<unknown site>"))
         for copied, source in (site_names or {}).items():
             site = re.sub(r"[^\s:]*" + re.escape(copied), source, site)
         for manifest in manifests:
+            anonymous = {**manifest, "version": _REAL}
             if "read" in record:
-                reasons = [reason] if (reason := _read_problem(manifest, record)) else []
+                reasons = [reason] if (reason := _read_problem(anonymous, record)) else []
             else:
-                bound = bind_call(manifest, record)
-                reasons = [bound] if bound else list(_defaults_problems(manifest, record))
-            problems.extend(
-                f"{site}: {reason}" for reason in reasons if f"{site}: {reason}" not in problems
-            )
-    return problems
+                bound = bind_call(anonymous, record)
+                reasons = [bound] if bound else list(_defaults_problems(anonymous, record))
+            for reason in reasons:
+                found = versions.setdefault(f"{site}: {reason}", [])
+                if str(manifest["version"]) not in found:
+                    found.append(str(manifest["version"]))
+    # A problem every manifest shows alike is one line naming those versions.
+    return [problem.replace(_REAL, ", ".join(found)) for problem, found in versions.items()]
+
+
+_REAL = "\0version\0"
 
 
 def check_call_log(
