@@ -30,9 +30,9 @@ def test_the_evalrdl_contract_tests_pass_against_a_faithful_sdk_without_a_call_l
     shutil.copytree(ROOT / "fakes" / "evalrdl" / "src", source)
     machinery = source / "evalrdl" / "_fake.py"
     text = machinery.read_text()
-    for fake_only in ('os.environ.get("EVALRDL_FAKE_CALL_LOG")', '"EVALRDL_FAKE_STORE"'):
+    for fake_only in ('Recorder("evalrdl")', '"EVALRDL_FAKE_STORE"'):
         assert fake_only in text, f"{fake_only} is no longer in {machinery.name}"
-    text = text.replace('os.environ.get("EVALRDL_FAKE_CALL_LOG")', "None")
+    text = text.replace('Recorder("evalrdl")', 'Recorder("evalrdl", log_variable="NO_CALL_LOG")')
     machinery.write_text(text.replace('"EVALRDL_FAKE_STORE"', '"STAND_IN_SERVICE_STORE"'))
     wheelhouse = tmp_path / "index"
     wheel_from_tree(wheelhouse, source, "evalrdl")

@@ -162,7 +162,9 @@ def check_fake(sdk: str, contracts: Path | None = None, fake: Path | None = None
     if not manifests:
         raise ContractError(f"no committed manifests in {directory}")
     fake_manifest = extract_manifest(sdk, fake=fake or Path(surface.fake))
-    findings = apply_allowlist(fake_findings(manifests, fake_manifest), load_allowlist(directory), sdk)
+    findings = apply_allowlist(
+        fake_findings(manifests, fake_manifest), load_allowlist(directory), sdk
+    )
     versions = ", ".join(str(m["version"]) for m in manifests)
     report = Report(findings=findings)
     report.lines = [finding.line() for finding in findings]

@@ -37,7 +37,13 @@ from typing import IO, Any, final
 from evalexport.interrupts import Interrupted, exit_description
 from evalexport.isolation.descendants import owned_scratch, tracked_launch
 from evalexport.isolation.environments import Environment
-from evalexport.workers.protocol import RunnerRequest, WorkerResult, result, worker_result_from
+from evalexport.workers.protocol import (
+    WORKER_BODY_VARIABLE,
+    RunnerRequest,
+    WorkerResult,
+    result,
+    worker_result_from,
+)
 from evalexport.workers.runner import PROTOCOL_COPY
 
 __all__ = ["GRACE_SECONDS", "WorkerOutcome", "run_worker"]
@@ -172,7 +178,13 @@ def started_worker(
         log_read, log_write = os.pipe()
         own_tmp = workdir / "tmp"  # what the SDK writes to TMPDIR is removed with the worker
         own_tmp.mkdir()
-        environment_variables = {**os.environ, **(secrets or {}), "TMPDIR": str(own_tmp)}
+        environment_variables = {
+            **os.environ,
+            **(secrets or {}),
+            "TMPDIR": str(own_tmp),
+            # A fake's recorder names the body's own source as the call site, not this copy.
+            WORKER_BODY_VARIABLE: str(body.resolve()),
+        }
         with tracked_launch(environment_variables) as launch:
             try:
                 process = subprocess.Popen(

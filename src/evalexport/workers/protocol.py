@@ -19,6 +19,7 @@ __all__ = [
     "REFUSED",
     "SUCCEEDED",
     "USAGE",
+    "WORKER_BODY_VARIABLE",
     "ExitCode",
     "RunnerRequest",
     "Status",
@@ -26,6 +27,11 @@ __all__ = [
     "result",
     "worker_result_from",
 ]
+
+
+WORKER_BODY_VARIABLE = "EVALEXPORT_WORKER_BODY"
+"""In a worker's environment: the source file of its body (the worker runs a copy), so that a
+fake SDK's recorder names the body's own lines (``evalexport.testing.recording``)."""
 
 
 class ExitCode(enum.IntEnum):

@@ -17,7 +17,7 @@ MINIMUM_VERSION_WHEN_TOO_OLD = "0.0.250"
 UploadState = Literal["committed", "deduped", "accepted"]
 
 
-@_fake.records_reads("evalrdl.Upload")
+@_fake.record.reads("evalrdl.Upload")
 @dataclass(frozen=True)
 class Upload:
     """One upload's outcome. ``state`` is ``committed``, ``deduped`` or ``accepted``."""
@@ -33,7 +33,7 @@ class Uploads:
     def __init__(self, client: "Client") -> None:
         self._client = client
 
-    @_fake.recorded("evalrdl.Client().uploads.upload")
+    @_fake.record.calls("evalrdl.Client().uploads.upload")
     def upload(
         self,
         path: str | os.PathLike[str],
@@ -103,7 +103,7 @@ class Uploads:
 class Client:
     """A client of one EvalRDL deployment: ``prod``, ``stg`` or a URL."""
 
-    @_fake.recorded("evalrdl.Client")
+    @_fake.record.calls("evalrdl.Client")
     def __init__(self, url: str = "prod", *, token: str | None = None) -> None:
         self.url = URLS.get(url, url)
         self._token = token

@@ -7,7 +7,7 @@ class EvalRDLError(Exception):
     """Base class of every error the SDK raises."""
 
 
-@_fake.records_reads("evalrdl.IntakeRefused")
+@_fake.record.reads("evalrdl.IntakeRefused")
 class IntakeRefused(EvalRDLError):
     """The service refused the upload at one of its intake stages."""
 
@@ -17,7 +17,7 @@ class IntakeRefused(EvalRDLError):
         self.reason = reason
 
 
-@_fake.records_reads("evalrdl.ClientTooOld")
+@_fake.record.reads("evalrdl.ClientTooOld")
 class ClientTooOld(EvalRDLError):
     """The service no longer accepts this SDK version."""
 

@@ -7,7 +7,7 @@ from typing import Any
 from evalrdl import _fake
 
 
-@_fake.recorded("evalrdl.sdk.api.upload_plan", skip_self=False)
+@_fake.record.calls("evalrdl.sdk.api.upload_plan")
 def upload_plan(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """One plan per upload the SDK would make: ``{"dir", "files", "bytes"}``.
 
