@@ -1,4 +1,5 @@
-"""``evalexport contract manifest|check|verify SDK``: SDK contracts (see ``contracts/``)."""
+"""``evalexport contract manifest|check|verify|matrix|scaffold``: SDK contracts (see
+``contracts/``)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,17 @@ from pathlib import Path
 
 from evalexport.cli._args import OK, Arguments, usage_error
 
-SUMMARY = "SDK contracts: 'contract manifest|check|verify SDK' (see contract --help)"
-VALUE_FLAGS = ("--requirement", "--fake", "--contracts")
-_WITH_SDK = ("manifest", "check", "verify")
+SUMMARY = "SDK contracts: 'contract manifest|check|verify|scaffold SDK' (see contract --help)"
+VALUE_FLAGS = ("--requirement", "--fake", "--contracts", "--manifest", "--out")
+_WITH_SDK = ("manifest", "check", "verify", "scaffold")
 FLAGS = VALUE_FLAGS
 
 HELP = """usage: evalexport contract manifest SDK [--fake PATH | --requirement REQ]
        evalexport contract check SDK [--fake PATH] [--contracts DIR]
        evalexport contract verify SDK [--requirement REQ] [--contracts DIR]
        evalexport contract matrix [SDK ...] [--contracts DIR]
+       evalexport contract scaffold SDK (--requirement REQ | --fake PATH | --manifest FILE)
+                                        --out DIR
 
 SDK is one an installed exporter declares (its sdk_contract: built-in or plugin).
 
@@ -30,7 +33,14 @@ verify    check a real release of SDK (installed here, or built from --requireme
           new environment) against the committed manifest of its version or, for a version
           with none, the newest one; exit 1 on any change that can break the worker
 matrix    every installed exporter's SDK (or those named): check its fake, or verify each
-          release it has a committed manifest of (each in a new environment, from the index)"""
+          release it has a committed manifest of (each in a new environment, from the index)
+scaffold  write an installable fake of SDK into the new directory DIR, from the surface the
+          exporter declares as a real release has it (--requirement tinytrack==1.0), as a
+          fake's source tree has it (--fake), or as a committed manifest records it
+          (--manifest contracts/SDK/VERSION.json): every name with the real signatures,
+          exception bases and read-back attributes, every call and read recorded, the
+          behaviour left as stubs marked SCAFFOLD:. 'contract check SDK --fake DIR/src'
+          finds no drift in it as written"""
 
 
 def run(arguments: Arguments, rest: list[str]) -> int:
@@ -63,6 +73,8 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         return report.exit_code
     action, sdk = rest
     fake = Path(values["--fake"]) if "--fake" in values else None
+    if action == "scaffold":
+        return _scaffold(sdk, values)
     try:
         if action == "manifest":
             manifest = extract_manifest(sdk, fake=fake, requirement=values.get("--requirement"))
@@ -77,3 +89,46 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         return usage_error(str(error))
     print("\n".join(report.lines))
     return report.exit_code
+
+
+def _scaffold(sdk: str, values: dict[str, str]) -> int:
+    """``contract scaffold SDK (--requirement | --fake | --manifest) --out DIR``."""
+    from evalexport.contracts.check import ContractError, load_manifest
+    from evalexport.contracts.drift import extract_manifest
+    from evalexport.contracts.scaffold import write_scaffold
+
+    sources = [flag for flag in ("--requirement", "--fake", "--manifest") if flag in values]
+    if len(sources) != 1 or "--out" not in values:
+        return usage_error(
+            "contract scaffold SDK takes one of --requirement REQ, --fake PATH or --manifest "
+            "FILE, and --out DIR (see evalexport contract --help)"
+        )
+    out = Path(values["--out"])
+    try:
+        if "--manifest" in values:
+            manifest = load_manifest(Path(values["--manifest"]))
+        else:
+            manifest = extract_manifest(
+                sdk,
+                fake=Path(values["--fake"]) if "--fake" in values else None,
+                requirement=values.get("--requirement"),
+            )
+    except ContractError as error:
+        return usage_error(str(error))
+    if manifest["sdk"] != sdk:
+        return usage_error(f"the manifest is of {manifest['sdk']}, not {sdk}")
+    try:
+        scaffold = write_scaffold(manifest, out)
+    except OSError as error:
+        return usage_error(f"cannot scaffold into {out}: {error}")
+    print(
+        f"wrote a fake {sdk} {manifest['version']} in {scaffold.project} ({len(scaffold.files)} "
+        f"files; its source root is {scaffold.source_root})"
+    )
+    print("next:")
+    print(f"  fill in each stub:   grep -rn SCAFFOLD: {scaffold.source_root}")
+    print(f"  check it:            evalexport contract check {sdk} --fake {scaffold.source_root}")
+    print(f"  install it:          pip install {scaffold.project}")
+    for note in scaffold.notes:
+        print(f"note: {note}")
+    return OK

@@ -39,6 +39,7 @@ __all__ = [
     "apply_allowlist",
     "compare_manifests",
     "load_allowlist",
+    "load_manifest",
     "load_manifests",
     "named_parameters",
     "values_text",
@@ -104,24 +105,27 @@ class ContractError(Exception):
     manifest that is not one); the message says what to do."""
 
 
+def load_manifest(path: Path) -> dict[str, Any]:
+    """The manifest in ``path``; a file that is not one is a :class:`ContractError` naming it."""
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ContractError(
+            f"{path} is not a manifest ({error}); extract it again: evalexport contract "
+            f"manifest SDK [--fake PATH | --requirement REQ] > {path}"
+        ) from None
+    if not isinstance(manifest, dict) or not {"sdk", "version", "entries"} <= set(manifest):
+        raise ContractError(
+            f"{path} is not a manifest (no sdk, version and entries); extract it again with "
+            "evalexport contract manifest"
+        )
+    return manifest
+
+
 def load_manifests(directory: Path) -> list[dict[str, Any]]:
     """Every committed manifest (``<version>.json``) in ``directory``, oldest version first;
     a file that is not a manifest is a :class:`ContractError` naming it."""
-    manifests = []
-    for path in sorted(directory.glob("*.json")):
-        try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise ContractError(
-                f"{path} is not a manifest ({error}); extract it again: evalexport contract "
-                f"manifest SDK [--fake PATH | --requirement REQ] > {path}"
-            ) from None
-        if not isinstance(manifest, dict) or "version" not in manifest or "entries" not in manifest:
-            raise ContractError(
-                f"{path} is not a manifest (no version and entries); extract it again with "
-                "evalexport contract manifest"
-            )
-        manifests.append(manifest)
+    manifests = [load_manifest(path) for path in sorted(directory.glob("*.json"))]
     return sorted(manifests, key=lambda manifest: version_key(str(manifest["version"])))
 
 

@@ -1,0 +1,565 @@
+"""``evalexport contract scaffold``: an installable fake SDK written from a real SDK's surface.
+
+The fake is written from a surface manifest (:mod:`.surface_extractor`): every module, class,
+function and exception the surface names, with the real signatures (names, kinds, defaults,
+annotations, return annotations), the real exception bases and the attributes the worker reads
+back (fields with their allowed values, properties, methods, instance attributes), so that
+the fake's own manifest equals the one it was made from: ``evalexport contract check`` finds no
+drift in a fresh scaffold. Every call and every read goes through evalexport's recorder
+(``<sdk>/_recording.py``, a copy of :mod:`evalexport.testing.recording`), and the behaviour is
+left as stubs that raise :class:`NotImplementedError`, each marked ``SCAFFOLD:`` for the author
+to fill. What a manifest cannot say (a default that is an object of the SDK's own, a base class
+from another package) is written as near as it can be and listed in :attr:`Scaffold.notes`.
+
+Where a name lives: a path's leading lower-case names are its module (``wandb.sdk.wandb_run``),
+an upper-case name is a class, the last lower-case name a function; ``()`` is an instance
+(``evalrdl.Client().uploads.upload``: ``uploads`` is an object the constructor makes). An
+exception that another one names as its base is defined in the module that base names, so the
+bases compare equal.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+import shutil
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, final
+
+__all__ = ["Scaffold", "write_scaffold"]
+
+_BUILTIN = "builtins."
+_LITERAL_DEFAULT = re.compile(
+    r"^(None|True|False|-?[\d.eE+-]+j?|'.*'|\".*\"|b'.*'|b\".*\"|\(.*\)|frozenset\(.*\))$"
+)
+
+
+@final
+@dataclass
+class Scaffold:
+    """What :func:`write_scaffold` wrote: the project, its source root (``--fake``), and what
+    could not be made exactly as the real SDK has it."""
+
+    project: Path
+    source_root: Path
+    files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+# The model: modules holding classes and functions -------------------------------------------
+
+
+@dataclass
+class _Object:
+    """An object the SDK hands out and the worker calls methods on (``Client().uploads``)."""
+
+    class_name: str
+    methods: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
+    """method -> (its surface path, its manifest entry)."""
+    attributes: dict[str, _Object] = field(default_factory=dict)
+
+
+@dataclass
+class _Class:
+    name: str
+    module: str
+    path: str | None = None
+    """The class's own surface path, if the surface names it."""
+    entry: Mapping[str, Any] | None = None
+    methods: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
+    instance: _Object | None = None
+    """What the surface reaches through an instance (``Class().x``)."""
+    base: str | None = None
+    """The direct base, qualified (``evalrdl.exceptions.EvalRDLError``) or a builtin's name."""
+    exception: bool = False
+
+
+@dataclass
+class _Function:
+    name: str
+    path: str
+    entry: Mapping[str, Any]
+    returns: _Object | None = None
+
+
+@dataclass
+class _Module:
+    name: str
+    classes: dict[str, _Class] = field(default_factory=dict)
+    functions: dict[str, _Function] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    """name -> the module it is imported from."""
+
+
+def _segments(path: str) -> list[str]:
+    return path.replace("()", ".()").split(".")
+
+
+def _split(path: str, sdk: str) -> tuple[str, list[str]]:
+    """``(module, rest)``: the module a path's first object lives in, and the rest of it."""
+    parts = _segments(path)
+    if parts[0] != sdk:
+        raise ValueError(f"{path} is not in the {sdk} package")
+    for index in range(1, len(parts)):
+        part = parts[index]
+        last = index == len(parts) - 1
+        following = parts[index + 1] if not last else None
+        if part == "()" or part[:1].isupper() or last or following == "()":
+            return ".".join(parts[:index]), parts[index:]
+    return sdk, parts[1:]
+
+
+class _Model:
+    def __init__(self, manifest: Mapping[str, Any]) -> None:
+        self.sdk = str(manifest["sdk"])
+        self.version = str(manifest["version"])
+        self.modules: dict[str, _Module] = {}
+        self.notes: list[str] = []
+        self.module(self.sdk)
+        entries: Mapping[str, Mapping[str, Any]] = manifest["entries"]
+        for path in sorted(entries, key=lambda p: (p.count("."), p)):
+            entry = entries[path]
+            if entry.get("kind") == "missing":
+                self.notes.append(f"{path} is missing in the manifest it was made from: left out")
+                continue
+            self._place(path, entry)
+        self._place_exception_bases(entries)
+
+    def module(self, name: str) -> _Module:
+        for depth in range(1, name.count(".") + 2):
+            prefix = ".".join(name.split(".")[:depth])
+            self.modules.setdefault(prefix, _Module(prefix))
+        return self.modules[name]
+
+    def _class(self, module: str, name: str) -> _Class:
+        holder = self.module(module)
+        return holder.classes.setdefault(name, _Class(name, module))
+
+    def _place(self, path: str, entry: Mapping[str, Any]) -> None:
+        module, rest = _split(path, self.sdk)
+        head, tail = rest[0], rest[1:]
+        kind = entry["kind"]
+        if not tail:
+            if kind in ("class", "exception"):
+                cls = self._class(module, head)
+                cls.path, cls.entry, cls.exception = path, entry, kind == "exception"
+                if cls.exception:
+                    bases = entry.get("bases") or ["builtins.Exception"]
+                    cls.base = bases[0]
+            elif kind == "callable":
+                self.module(module).functions[head] = _Function(head, path, entry)
+            else:
+                self.notes.append(f"{path} is a {kind}: a fake cannot hold it; write it by hand")
+            return
+        if head[:1].isupper():
+            cls = self._class(module, head)
+            if tail[0] != "()":
+                if len(tail) == 1 and kind == "callable":
+                    cls.methods[tail[0]] = (path, entry)
+                else:
+                    self.notes.append(
+                        f"{path}: nested classes are not scaffolded; write it by hand"
+                    )
+                return
+            cls.instance = cls.instance or _Object(f"_{head}Instance")
+            self._reach(cls.instance, tail[1:], path, entry)
+            return
+        function = self.module(module).functions.get(head)
+        if function is None or tail[0] != "()":
+            self.notes.append(f"{path}: reached through {head}, which the surface does not name")
+            return
+        function.returns = function.returns or _Object(f"_{head.title()}Result")
+        self._reach(function.returns, tail[1:], path, entry)
+
+    def _reach(self, obj: _Object, rest: list[str], path: str, entry: Mapping[str, Any]) -> None:
+        if not rest:
+            self.notes.append(f"{path}: an instance itself is no surface entry; name its parts")
+            return
+        if len(rest) == 1:
+            if entry["kind"] == "callable":
+                obj.methods[rest[0]] = (path, entry)
+            return  # an attribute: its owner's attributes say what it is
+        name = rest[0]
+        inner = obj.attributes.setdefault(name, _Object(f"{obj.class_name}_{name}"))
+        self._reach(inner, rest[1:], path, entry)
+
+    def _place_exception_bases(self, entries: Mapping[str, Mapping[str, Any]]) -> None:
+        """Define every exception base within the SDK in the module that names it, with its
+        own bases after it, and make a surface name of the same class an import of it."""
+        for entry in list(entries.values()):
+            bases = entry.get("bases") or []
+            for position, base in enumerate(bases):
+                if not base.startswith(self.sdk + "."):
+                    continue
+                module, name = base.rsplit(".", 1)
+                cls = self._class(module, name)
+                cls.exception = True
+                cls.base = cls.base or (bases[position + 1] if position + 1 < len(bases) else None)
+        for module in list(self.modules.values()):
+            for name, cls in list(module.classes.items()):
+                if not cls.exception or cls.path is None:
+                    continue
+                home = self._defined_elsewhere(name, module.name)
+                if home is not None:
+                    defined = self.modules[home].classes[name]
+                    defined.entry, defined.path = defined.entry or cls.entry, cls.path
+                    del module.classes[name]
+                    module.aliases[name] = home
+
+    def _defined_elsewhere(self, name: str, here: str) -> str | None:
+        for module in self.modules.values():
+            if module.name != here and name in module.classes:
+                cls = module.classes[name]
+                if cls.exception and cls.path is None:
+                    return module.name
+        return None
+
+
+# Writing ------------------------------------------------------------------------------------
+
+
+def _annotation(text: str | None) -> str:
+    return "" if text is None else f": {text!r}"
+
+
+def _returns(text: str | None) -> str:
+    return "" if text is None else f" -> {text!r}"
+
+
+class _Writer:
+    def __init__(self, model: _Model) -> None:
+        self.model = model
+        self.notes = model.notes
+
+    def default(self, path: str, parameter: Mapping[str, Any]) -> str:
+        text = str(parameter["default"])
+        if text == "<process id>":
+            return "os.getpid()"
+        if _LITERAL_DEFAULT.match(text):
+            return text
+        if text.startswith("<" + _BUILTIN) and text.endswith(">"):
+            return f"{text[len(_BUILTIN) + 1 : -1]}()"
+        if text.startswith("<") and text.endswith(">"):
+            # An object of the SDK's own (a sentinel): one that names the same type.
+            return f"default_object({text[1:-1]!r})"
+        self.notes.append(
+            f'{path}: parameter "{parameter["name"]}" defaults to {text} in the real SDK; the '
+            "scaffold gives None: make the fake's default the same"
+        )
+        return "None"
+
+    def parameters(self, path: str, entry: Mapping[str, Any], *, add_self: bool) -> str:
+        written: list[str] = ["self"] if add_self else []
+        keyword_only_marked = False
+        positional_only = False
+        for parameter in entry.get("parameters") or []:
+            name, kind = parameter["name"], parameter["kind"]
+            if kind == "POSITIONAL_ONLY":
+                positional_only = True
+            elif positional_only:
+                written.append("/")
+                positional_only = False
+            if kind == "KEYWORD_ONLY" and not keyword_only_marked:
+                written.append("*")
+                keyword_only_marked = True
+            prefix = {"VAR_POSITIONAL": "*", "VAR_KEYWORD": "**"}.get(kind, "")
+            if kind == "VAR_POSITIONAL":
+                keyword_only_marked = True
+            text = f"{prefix}{name}{_annotation(parameter.get('annotation'))}"
+            if parameter.get("has_default"):
+                equals = " = " if parameter.get("annotation") else "="
+                text += f"{equals}{self.default(path, parameter)}"
+            written.append(text)
+        if positional_only:
+            written.append("/")
+        return ", ".join(written)
+
+    def stub(self, path: str, indent: str) -> str:
+        return (
+            f'{indent}raise NotImplementedError("SCAFFOLD: {path} is a stub; write what the fake '
+            'does")\n'
+        )
+
+    def function(self, function: _Function) -> str:
+        entry = function.entry
+        lines = f'\n\n@record.calls("{function.path}")\n'
+        lines += f"def {function.name}({self.parameters(function.path, entry, add_self=False)})"
+        lines += f"{_returns(entry.get('returns'))}:\n"
+        if function.returns is not None:
+            lines += (
+                f"    # SCAFFOLD: what {function.path} gives back; the surface reaches into it\n"
+            )
+            return lines + f"    return {function.returns.class_name}()\n"
+        return lines + self.stub(function.path, "    ")
+
+    def method(self, name: str, path: str, entry: Mapping[str, Any], indent: str) -> str:
+        # A method named by its class path has ``self`` among its manifest parameters; one
+        # reached through an instance (``()``) does not.
+        add_self = "()" in path or not any(
+            p["name"] == "self" for p in (entry.get("parameters") or [])[:1]
+        )
+        text = f'\n{indent}@record.calls("{path}")\n'
+        text += f"{indent}def {name}({self.parameters(path, entry, add_self=add_self)})"
+        text += f"{_returns(entry.get('returns'))}:\n"
+        return text + self.stub(path, indent + "    ")
+
+    def obj(self, obj: _Object) -> str:
+        text = ""
+        for inner in obj.attributes.values():
+            text += self.obj(inner)
+        text += f"\n\nclass {obj.class_name}:\n"
+        text += '    """An object the SDK hands out (scaffolded: its methods are stubs)."""\n'
+        if obj.attributes:
+            text += "\n    def __init__(self) -> None:\n"
+            for name, inner in obj.attributes.items():
+                text += f"        self.{name} = {inner.class_name}()\n"
+        for name, (path, entry) in obj.methods.items():
+            text += self.method(name, path, entry, "    ")
+        return text
+
+    def klass(self, cls: _Class, module: _Module) -> str:
+        entry = cls.entry or {}
+        attributes: Mapping[str, Any] = entry.get("attributes") or {}
+        text = ""
+        if cls.instance is not None:
+            for inner in cls.instance.attributes.values():
+                text += self.obj(inner)
+        enums = {
+            name: attribute
+            for name, attribute in attributes.items()
+            if attribute.get("values") is not None
+            and "Literal[" not in str(attribute.get("annotation") or "")
+        }
+        for name, attribute in enums.items():
+            text += self.enum(cls, name, attribute)
+        base = ""
+        if cls.exception:
+            base = self.base_name(cls)
+        text += "\n\n"
+        if cls.path is not None and (attributes or cls.exception):
+            text += f'@record.reads("{cls.path}")\n'
+        text += f"class {cls.name}{f'({base})' if base else ''}:\n"
+        text += f'    """{cls.path or cls.name} (scaffolded from the real SDK\'s surface)."""\n'
+        parameters = {p["name"]: p for p in entry.get("parameters") or []}
+        for name, attribute in attributes.items():
+            kind = attribute["kind"]
+            if kind == "field":
+                text += f"    {name}: {self.field_annotation(cls, name, attribute, enums)}\n"
+            elif kind == "constant":
+                value = str(attribute.get("value", "None"))
+                text += f"    {name} = {value if _LITERAL_DEFAULT.match(value) else 'None'}\n"
+        assigned = [
+            name
+            for name, attribute in attributes.items()
+            if attribute["kind"] in ("instance", "field")
+        ]
+        if entry.get("parameters") is not None:
+            signature = self.parameters(cls.path or cls.name, entry, add_self=True)
+            if cls.path is not None:
+                text += f'\n    @record.calls("{cls.path}")\n'
+            else:
+                text += "\n"
+            text += f"    def __init__({signature}) -> None:\n"
+            if cls.exception:
+                positional = [
+                    p["name"]
+                    for p in parameters.values()
+                    if p["kind"] in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")
+                ]
+                text += f"        super().__init__({', '.join(positional)})\n"
+            text += self.assignments(cls, attributes, parameters, assigned)
+        elif any(attributes[name]["kind"] == "instance" for name in assigned) or (
+            cls.instance is not None and cls.instance.attributes
+        ):
+            text += "\n    def _scaffolded_attributes(self) -> None:\n"
+            text += "        # SCAFFOLD: the instance attributes the real SDK sets\n"
+            text += self.assignments(cls, attributes, {}, assigned)
+        methods = {**cls.methods, **(cls.instance.methods if cls.instance else {})}
+        for name, (path, method_entry) in methods.items():
+            text += self.method(name, path, method_entry, "    ")
+        for name, attribute in attributes.items():
+            if name in methods:
+                continue
+            if attribute["kind"] == "property":
+                text += f"\n    @property\n    def {name}(self){_returns(attribute.get('annotation'))}:\n"
+                text += self.stub(f"{cls.path or cls.name}.{name}", "        ")
+            elif attribute["kind"] == "method":
+                text += f"\n    def {name}(self, *args: Any, **kwargs: Any) -> Any:\n"
+                text += self.stub(f"{cls.path or cls.name}.{name}", "        ")
+        if text.rstrip().endswith('(scaffolded from the real SDK\'s surface)."""'):
+            text += "\n"
+        return text
+
+    def assignments(
+        self,
+        cls: _Class,
+        attributes: Mapping[str, Any],
+        parameters: Mapping[str, Any],
+        assigned: list[str],
+    ) -> str:
+        text = ""
+        reached = cls.instance.attributes if cls.instance is not None else {}
+        for name in assigned:
+            if name in reached:
+                text += f"        self.{name} = {reached[name].class_name}()\n"
+            elif name in parameters and parameters[name]["kind"] not in (
+                "VAR_POSITIONAL",
+                "VAR_KEYWORD",
+            ):
+                text += f"        self.{name} = {name}\n"
+            elif attributes[name]["kind"] == "instance":
+                text += f"        self.{name} = None  # SCAFFOLD: what the real SDK sets\n"
+        for name, inner in reached.items():
+            if name not in assigned:
+                text += f"        self.{name} = {inner.class_name}()\n"
+        return text or "        pass\n"
+
+    def field_annotation(
+        self, cls: _Class, name: str, attribute: Mapping[str, Any], enums: Mapping[str, Any]
+    ) -> str:
+        annotation = attribute.get("annotation")
+        if name in enums:
+            return self.enum_name(cls, name, attribute)
+        if attribute.get("values") is not None and annotation is not None:
+            return str(annotation).removeprefix("typing.")  # a Literal, evaluated
+        return repr(annotation) if annotation is not None else "Any"
+
+    def enum_name(self, cls: _Class, name: str, attribute: Mapping[str, Any]) -> str:
+        annotation = str(attribute.get("annotation") or "")
+        found = re.findall(r"([A-Za-z_]\w*)", annotation.replace("Optional", ""))
+        return found[-1] if found else f"_{cls.name}{name.title()}"
+
+    def enum(self, cls: _Class, name: str, attribute: Mapping[str, Any]) -> str:
+        text = f"\n\nclass {self.enum_name(cls, name, attribute)}(enum.Enum):\n"
+        for position, value in enumerate(attribute["values"]):
+            member = re.sub(r"\W", "_", str(value)).upper() or f"VALUE_{position}"
+            if not member.isidentifier() or keyword.iskeyword(member) or member[0].isdigit():
+                member = f"VALUE_{position}"
+            text += f"    {member} = {value!r}\n"
+        return text
+
+    def base_name(self, cls: _Class) -> str:
+        base = cls.base or "builtins.Exception"
+        if base.startswith(_BUILTIN):
+            return base[len(_BUILTIN) :]
+        if base.startswith(self.model.sdk + "."):
+            return base.rsplit(".", 1)[1]
+        self.notes.append(
+            f"{cls.path or cls.name}: its base {base} is another package's; the scaffold bases it "
+            "on Exception, so the bases differ from the real SDK's until the fake follows it"
+        )
+        return "Exception"
+
+    def module_source(self, module: _Module) -> str:
+        body = ""
+        imports: dict[str, set[str]] = {}
+        for name, home in module.aliases.items():
+            imports.setdefault(home, set()).add(name)
+        for cls in self.ordered(module):
+            if cls.exception and cls.base and cls.base.startswith(self.model.sdk + "."):
+                home, name = cls.base.rsplit(".", 1)
+                if home != module.name:
+                    imports.setdefault(home, set()).add(name)
+            body += self.klass(cls, module)
+        for function in module.functions.values():
+            if function.returns is not None:
+                body += self.obj(function.returns)
+            body += self.function(function)
+        header = (
+            f'"""{module.name}: scaffolded by evalexport contract scaffold from the surface of '
+        )
+        header += f"{self.model.sdk} {self.model.version}. Fill in each SCAFFOLD: stub.\n\n"
+        header += "Annotations are the real SDK's, as text: the contract compares them, and the\n"
+        header += 'names they use need not exist in the fake."""\n'
+        header += "# ruff: noqa: F821\n\n"
+        header += "import enum\nimport os\nfrom typing import Any, Literal, Optional, Union\n\n"
+        for home in sorted(imports):
+            header += f"from {home} import {', '.join(sorted(imports[home]))}\n"
+        header += f"from {self.model.sdk}._fake import default_object, record\n"
+        if module.name == self.model.sdk:
+            header += f"\n__version__ = {self.model.version!r}\n"
+        header += "\n# Keep the imports a stub may use.\n_ = (enum, os, Any, Literal, Optional, Union, default_object, record)\n"
+        return header + body
+
+    def ordered(self, module: _Module) -> Iterator[_Class]:
+        """The module's classes, each base before the classes built on it."""
+        done: set[str] = set()
+        classes = module.classes
+
+        def visit(cls: _Class) -> Iterator[_Class]:
+            if cls.name in done:
+                return
+            done.add(cls.name)
+            if cls.base and cls.base.startswith(module.name + "."):
+                base = cls.base.rsplit(".", 1)[1]
+                if cls.base.rsplit(".", 1)[0] == module.name and base in classes:
+                    yield from visit(classes[base])
+            yield cls
+
+        for cls in list(classes.values()):
+            yield from visit(cls)
+
+
+_FAKE = '''"""Fake-only machinery (not part of the SDK's surface): the recorder every scaffolded call
+and read goes through, to ${variable} when it is set. Put per-test behaviour here too."""
+
+from {sdk}._recording import Recorder
+
+record = Recorder({sdk!r})
+
+
+def default_object(qualified: str) -> object:
+    """An object standing for a default of the real SDK's own type (a sentinel such as
+    pydantic's ``_HAS_DEFAULT_FACTORY_CLASS``): of a type that bears the same name."""
+    module, _, name = qualified.rpartition(".")
+    return type(name, (), {{"__module__": module, "__qualname__": name}})()
+'''
+
+_PYPROJECT = """[build-system]
+requires = ["setuptools>=69"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "{sdk}"
+dynamic = ["version"]
+description = "Fake {sdk} SDK for contract tests, scaffolded from the surface of {sdk} {version}."
+requires-python = ">=3.11"
+
+[tool.setuptools.dynamic]
+version = {{ attr = "{sdk}.__version__" }}
+
+[tool.setuptools.packages.find]
+where = ["src"]
+"""
+
+
+def write_scaffold(manifest: Mapping[str, Any], out: Path) -> Scaffold:
+    """Write an installable fake of ``manifest``'s SDK into the new directory ``out``."""
+    from evalexport.testing import recording
+
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"{out} is not empty; scaffold into a new directory")
+    model = _Model(manifest)
+    writer = _Writer(model)
+    sdk = model.sdk
+    source_root = out / "src"
+    scaffold = Scaffold(out, source_root)
+    package = source_root / sdk
+    package.mkdir(parents=True)
+    sources = {
+        out / "pyproject.toml": _PYPROJECT.format(sdk=sdk, version=model.version),
+        package / "_fake.py": _FAKE.format(sdk=sdk, variable=f"{sdk.upper()}_FAKE_CALL_LOG"),
+    }
+    for module in model.modules.values():
+        directory = source_root.joinpath(*module.name.split("."))
+        sources[directory / "__init__.py"] = writer.module_source(module)
+    for path, text in sources.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        scaffold.files.append(path)
+    shutil.copyfile(recording.__file__, package / "_recording.py")
+    scaffold.files.append(package / "_recording.py")
+    scaffold.notes = list(dict.fromkeys(writer.notes))
+    return scaffold
