@@ -158,7 +158,8 @@ def test_the_scaffold_installs_and_its_recorded_calls_bind(cli, tmp_path: Path) 
         ("evalrdl.IntakeRefused", None),
         ("evalrdl.IntakeRefused", "stage"),
     ]
-    assert records[0]["args"] == [] and records[0]["kwargs"] == {"url": "stg"}
+    assert records[0]["args"] == []
+    assert records[0]["kwargs"] == {"url": "stg"}
     assert check_call_log("evalrdl", log, ROOT / "contracts") == []
 
 
