@@ -190,3 +190,31 @@ def test_a_build_says_what_it_installs_and_how_long_it_took(
     caplog.clear()
     ensure_environment(spec, find_installer("pip"))
     assert [r for r in caplog.records if r.name == "evalexport.progress"] == []
+
+
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_a_fake_rebuilt_under_the_same_version_is_served_as_it_is_now(
+    installer: str, tmp_path: Path
+) -> None:
+    """A plugin's tests rebuild its fake's wheel after an edit, version unchanged: the next
+    export gets the new code, never the environment (or the installer's cache) of the old."""
+    from evalexport.testing.wheels import build_wheel
+
+    def fake(origin: str) -> str:
+        modules = {"tinysdk/__init__.py": f"__version__ = '1.0'\nORIGIN = {origin!r}\n"}
+        return str(build_wheel(tmp_path / "wheels", "tinysdk", "1.0", modules))
+
+    served = []
+    for origin in ("before the edit", "after the edit"):
+        spec = EnvironmentSpec("echo", (fake(origin),))
+        environment = ensure_environment(spec, find_installer(installer))
+        shown = subprocess.run(
+            [str(environment.python), "-c", "import tinysdk; print(tinysdk.ORIGIN)"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        served.append((environment.path, shown.stdout.strip()))
+    (first, before), (second, after) = served
+    assert (before, after) == ("before the edit", "after the edit")
+    assert first != second
