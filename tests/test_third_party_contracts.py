@@ -116,3 +116,69 @@ def test_the_pytest_plugin_derives_its_switch_and_its_token_variable(tmp_path) -
     assert "1 passed, 1 skipped" in completed.stdout
     switched = _run(sys.executable, *arguments, "--with_tinytrack_sdk", cwd=tmp_path)
     assert "2 passed" in switched.stdout, switched.stdout
+
+
+def _installed_copy(tmp_path: Path, source: Path | None) -> Path:
+    """The plugin installed as a copy into ``tmp_path/site`` (its RECORD lists its files), from
+    the source tree ``source`` (its ``direct_url.json``), or from an index (``None``)."""
+    import shutil
+
+    site = tmp_path / "site"
+    shutil.copytree(PLUGIN, site / "tinytrack_exporter")
+    dist_info = site / "tinytrack_exporter-0.1.0.dist-info"
+    shutil.copytree(SITE / "tinytrack_exporter-0.1.0.dist-info", dist_info)
+    files = sorted(p.relative_to(site) for p in site.rglob("*") if p.is_file())
+    (dist_info / "RECORD").write_text("".join(f"{p},,\n" for p in files))
+    if source is not None:
+        (dist_info / "direct_url.json").write_text(
+            json.dumps({"url": source.as_uri(), "dir_info": {}})
+        )
+    return site
+
+
+def test_a_new_manifest_is_written_into_the_plugins_source_tree_not_its_installed_copy(
+    tmp_path,
+) -> None:
+    import shutil
+
+    project = tmp_path / "project"
+    shutil.copytree(PLUGIN, project / "src" / "tinytrack_exporter")
+    site = _installed_copy(tmp_path, project)
+    before = sorted(p.relative_to(site) for p in site.rglob("*"))
+    written = _run(
+        sys.executable,
+        "-m",
+        "evalexport",
+        "contract",
+        "manifest",
+        "tinytrack",
+        "--fake",
+        str(DRIFT),
+        "--write",
+        PYTHONPATH=str(site),
+    )
+    assert written.returncode == 0, written.stderr
+    target = project / "src" / "tinytrack_exporter" / "contracts" / "2.0.json"
+    assert written.stdout.strip() == f"wrote {target}"
+    assert json.loads(target.read_text())["version"] == "2.0"
+    assert sorted(p.relative_to(site) for p in site.rglob("*")) == before
+
+
+def test_a_copy_installed_from_an_index_is_never_written_into(tmp_path) -> None:
+    site = _installed_copy(tmp_path, None)
+    refused = _run(
+        sys.executable,
+        "-m",
+        "evalexport",
+        "contract",
+        "manifest",
+        "tinytrack",
+        "--fake",
+        str(DRIFT),
+        "--write",
+        PYTHONPATH=str(site),
+    )
+    assert refused.returncode == 2
+    assert "live in an installed copy of its exporter" in refused.stderr
+    assert "pass --contracts DIR" in refused.stderr
+    assert not (site / "tinytrack_exporter" / "contracts" / "2.0.json").exists()

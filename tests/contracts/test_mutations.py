@@ -279,8 +279,8 @@ def test_a_faithful_new_release_passes_and_is_told_to_commit_its_manifest(tmp_pa
     assert report.lines == [
         f"Success: evalrdl {STAND_IN_VERSION} has the worker's surface and matches the newest "
         f"committed manifest, {newest} ({STAND_IN_VERSION} has none of its own)",
-        f"Commit its manifest: evalexport contract manifest evalrdl --requirement "
-        f"evalrdl=={STAND_IN_VERSION} > {CONTRACTS / 'evalrdl'}/{STAND_IN_VERSION}.json",
+        f"Commit its manifest into {CONTRACTS / 'evalrdl'}: evalexport contract manifest "
+        f"evalrdl --requirement evalrdl=={STAND_IN_VERSION} --write --contracts {CONTRACTS}",
     ]
 
 

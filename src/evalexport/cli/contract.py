@@ -10,10 +10,11 @@ from evalexport.cli._args import OK, Arguments, usage_error
 
 SUMMARY = "SDK contracts: 'contract manifest|check|verify|scaffold SDK' (see contract --help)"
 VALUE_FLAGS = ("--requirement", "--fake", "--contracts", "--manifest", "--out")
+SWITCHES = ("--write",)
 _WITH_SDK = ("manifest", "check", "verify", "scaffold")
-FLAGS = VALUE_FLAGS
+FLAGS = (*VALUE_FLAGS, *SWITCHES)
 
-HELP = """usage: evalexport contract manifest SDK [--fake PATH | --requirement REQ]
+HELP = """usage: evalexport contract manifest SDK [--fake PATH | --requirement REQ] [--write]
        evalexport contract check SDK [--fake PATH] [--contracts DIR]
        evalexport contract verify SDK [--requirement REQ] [--contracts DIR]
        evalexport contract matrix [SDK ...] [--contracts DIR]
@@ -25,7 +26,9 @@ SDK is one an installed exporter declares (its sdk_contract: built-in or plugin)
 manifest  print the surface manifest (parameters, defaults, annotations, what the worker reads
           back, exception bases, version) of SDK as it is installed here, in a fake's source
           tree (--fake fakes/evalrdl/src), or in a new environment built from a requirement
-          (--requirement mlflow==2.22.1)
+          (--requirement mlflow==2.22.1); --write commits it as DIR/SDK/VERSION.json
+          instead (default: where the exporter keeps its manifests, in its source tree:
+          never into an installed copy in site-packages)
 check     compare the fake's manifest (default: the fake the exporter declares) with every
           committed manifest in DIR/SDK/ (default: where the exporter keeps them, else
           ./contracts/SDK); one finding per line; exit 1 on any finding
@@ -45,11 +48,13 @@ scaffold  write an installable fake of SDK into the new directory DIR, from the 
 
 def run(arguments: Arguments, rest: list[str]) -> int:
     """``evalexport contract manifest|check|verify SDK``: printing and exit codes."""
+    from evalexport._files import write_text_atomically
     from evalexport.contracts.drift import (
         ContractError,
         check_fake,
         check_matrix,
         extract_manifest,
+        manifest_home,
         verify_release,
     )
 
@@ -78,7 +83,14 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     try:
         if action == "manifest":
             manifest = extract_manifest(sdk, fake=fake, requirement=values.get("--requirement"))
-            print(json.dumps(manifest, indent=2, sort_keys=True))
+            text = json.dumps(manifest, indent=2, sort_keys=True)
+            if "--write" not in arguments.switches:
+                print(text)
+                return OK
+            written = manifest_home(sdk, contracts) / f"{manifest['version']}.json"
+            written.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomically(written, text + "\n")
+            print(f"wrote {written}")
             return OK
         report = (
             check_fake(sdk, contracts, fake)

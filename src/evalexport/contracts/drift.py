@@ -31,6 +31,7 @@ __all__ = [
     "check_matrix",
     "extract_manifest",
     "fake_findings",
+    "manifest_home",
     "surface_of",
     "verify_release",
 ]
@@ -149,6 +150,56 @@ def _extract_in_environment(surface: Surface, requirement: str | tuple[str, ...]
     return manifest
 
 
+def manifest_home(sdk: str, contracts: Path | None = None) -> Path:
+    """Where new manifests of ``sdk`` are written: ``contracts/<sdk>`` when ``contracts`` is
+    given, else where its exporter keeps them. An exporter used from its source tree (a
+    checkout, an editable install) keeps them there; one installed as a copy (site-packages)
+    has them written into the source tree it was installed from (its ``direct_url.json``),
+    never into the copy."""
+    directory = surface_of(sdk).manifest_directory(contracts).absolute()
+    if contracts is not None:
+        return directory
+    owner = _installed_copy_of(directory)
+    if owner is None:
+        return directory
+    root, project = owner
+    if project is None:
+        raise ContractError(
+            f"the manifests of {sdk} live in an installed copy of its exporter ({directory}); "
+            "new manifests belong in your project's source tree: pass --contracts DIR (the "
+            f"directory holding {sdk}/), or install the exporter from its source tree "
+            "(pip install -e .)"
+        )
+    relative = directory.relative_to(root)
+    candidates = [project / relative, project / "src" / relative]
+    return next((c for c in candidates if c.parent.is_dir()), candidates[0])
+
+
+def _installed_copy_of(directory: Path) -> tuple[Path, Path | None] | None:
+    """``(the directory it was installed into, the local source tree it came from, if any)``
+    when an installer put ``directory`` where it is (a distribution's RECORD lists files in
+    it); ``None`` when it is a source tree."""
+    import importlib.metadata
+    from urllib.parse import unquote, urlparse
+
+    for distribution in importlib.metadata.distributions():
+        root = Path(str(distribution.locate_file(""))).absolute()
+        if not directory.is_relative_to(root):
+            continue
+        listed = (
+            Path(str(distribution.locate_file(file))).absolute()
+            for file in distribution.files or []
+        )
+        if not any(path.is_relative_to(directory) for path in listed):
+            continue
+        origin = json.loads(distribution.read_text("direct_url.json") or "{}")
+        url = urlparse(str(origin.get("url", "")))
+        editable = bool(origin.get("dir_info", {}).get("editable"))
+        local = url.scheme == "file" and not editable and Path(unquote(url.path)).is_dir()
+        return root, Path(unquote(url.path)) if local else None
+    return None
+
+
 def check_fake(sdk: str, contracts: Path | None = None, fake: Path | None = None) -> Report:
     """The fake's manifest against every committed manifest of the real SDK.
 
@@ -232,9 +283,14 @@ def verify_release(
             f"Success: {sdk} {version} has the worker's surface and matches {against}"
         )
         if not own:
+            try:
+                home = f"into {manifest_home(sdk, contracts)}"
+            except ContractError:
+                home = "with --contracts DIR (your project's contracts)"
+            given = f" --contracts {contracts}" if contracts is not None else ""
             report.lines.append(
-                f"Commit its manifest: evalexport contract manifest {sdk} --requirement "
-                f"{sdk}=={version} > {directory}/{version}.json"
+                f"Commit its manifest {home}: evalexport contract manifest {sdk} --requirement "
+                f"{sdk}=={version} --write{given}"
             )
     return report
 

@@ -17,6 +17,13 @@ the same switches and fixtures by installing it:
     run the tests that start a one-node Slurm cluster (as root, with Debian's slurm-wlm and
     munge installed).
 
+Fixtures: ``evalexport_isolation`` (a temporary HOME, caches, stores, no tokens),
+``make_sample_run``/``sample_run`` (finished runs with canary secrets), ``canaries``,
+``served_sdk`` (an isolated exporter's SDK for the worker: its fake, rebuilt from its source
+for each test session and recorded, or the real one under ``--with_<sdk>_sdk``),
+``exporter_options`` (for :class:`~evalexport.testing.guarantees.ExporterGuarantees`) and
+``gym_oracle``.
+
 A test marked ``downloads``, ``<sdk>_sdk``, ``gym`` or ``slurm`` is skipped unless its switch is on, and the skip reason names the switch. A test whose
 switch is on fails, never skips, when what it needs is missing: the switch asked for it.
 """
@@ -84,12 +91,12 @@ _STORE_VARIABLES = (
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Add the ``--with_*`` switches."""
     group = parser.getgroup("evalexport", "evalexport contract tests")
-    for switch, needs in SWITCHES.values():
+    for marker, (switch, needs) in SWITCHES.items():
         group.addoption(
             switch,
             action="store_true",
             default=False,
-            help=f"run the tests that {needs}",
+            help=f"include the tests marked '{marker}' (each {needs})",
         )
 
 
@@ -227,3 +234,63 @@ def make_sample_run(tmp_path: Path, canaries: CanarySecrets) -> Callable[..., Sa
 def sample_run(make_sample_run: Callable[..., SampleRun]) -> SampleRun:
     """A complete, well-formed finished run with canary secrets in its saved config."""
     return make_sample_run()
+
+
+@pytest.fixture
+def served_sdk(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Callable[[str], ServedSdk]:
+    """``served_sdk("tinytrack")``: the SDK an isolated exporter's worker gets in this test.
+
+    Without ``--with_tinytrack_sdk``: a wheel of the fake the exporter declares
+    (``sdk_contract.fake``), built from its source now, so an edited fake is what the worker
+    gets whatever its version says; pass ``.requirement`` as the export's ``requirement``
+    option, and every call and read the worker makes is recorded in ``.call_log``
+    (``$TINYTRACK_FAKE_CALL_LOG``), which ``.problems()`` checks against the committed
+    manifests. With the switch: the exporter's own requirement (``.requirement`` is ``None``),
+    the real SDK, and nothing recorded.
+    """
+    from evalexport.contracts.drift import surface_of
+
+    def serve(sdk: str) -> ServedSdk:
+        surface = surface_of(sdk)
+        if request.config.getoption(f"--with_{sdk}_sdk", default=False):
+            return ServedSdk(sdk, None, None)
+        if surface.fake is None:
+            raise pytest.UsageError(f"{sdk} declares no fake (sdk_contract.fake) to serve")
+        from evalexport.testing.wheels import wheel_from_tree
+
+        wheelhouse = tmp_path_factory.mktemp(f"{sdk}-fake")
+        wheel = wheel_from_tree(wheelhouse, Path(surface.fake), sdk)
+        call_log = wheelhouse / "calls.jsonl"
+        monkeypatch.setenv(f"{sdk.upper()}_FAKE_CALL_LOG", str(call_log))
+        return ServedSdk(sdk, str(wheel), call_log)
+
+    return serve
+
+
+class ServedSdk:
+    """What :func:`served_sdk` serves: the requirement to export with, and the fake's log."""
+
+    def __init__(self, sdk: str, requirement: str | None, call_log: Path | None) -> None:
+        self.sdk = sdk
+        self.requirement = requirement
+        """A wheel of the fake, or ``None``: the exporter's own requirement (the real SDK)."""
+        self.call_log = call_log
+        """Where the fake records the worker's calls and reads; ``None`` for the real SDK."""
+
+    @property
+    def options(self) -> dict[str, str]:
+        """The export options that serve this SDK: ``{"requirement": wheel}`` for the fake."""
+        return {"requirement": self.requirement} if self.requirement else {}
+
+    def problems(self) -> list[str]:
+        """Each recorded call or read that would fail against a committed manifest of the real
+        SDK, naming the worker's line (``[]`` for the real SDK, which records nothing)."""
+        if self.call_log is None or not self.call_log.exists():
+            return []
+        from evalexport.contracts.recorded import check_call_log
+
+        return check_call_log(self.sdk, self.call_log)
