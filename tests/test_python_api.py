@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import evalexport
-from evalexport.results import ExitCode, ExportStatus
+from evalexport.results import ExitCode, ExportStatus, SkipReason
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,3 +62,41 @@ def test_inspect_reports_a_run_as_the_command_does(cli, sample_run) -> None:
     report = evalexport.inspect(sample_run.rollouts)
     printed = json.loads(cli("inspect", str(sample_run.rollouts), "--json").stdout)
     assert printed == json.loads(json.dumps(report.as_json_data()))
+
+
+def test_a_result_is_true_when_it_succeeded_or_was_skipped_and_false_otherwise() -> None:
+    made = {
+        ExportStatus.SUCCEEDED: evalexport.ExportResult.succeeded("x", "/r", "done"),
+        ExportStatus.SKIPPED: evalexport.ExportResult.skipped(
+            "x", "/r", "again", SkipReason.ALREADY_EXPORTED
+        ),
+        ExportStatus.FAILED: evalexport.ExportResult.failed("x", "/r", "no"),
+    }
+    assert {status: bool(result) for status, result in made.items()} == {
+        ExportStatus.SUCCEEDED: True,
+        ExportStatus.SKIPPED: True,
+        ExportStatus.FAILED: False,
+    }
+    assert not evalexport.ExportResult.failed("x", "/r", "bad option", exit_code=ExitCode.USAGE)
+
+
+def test_a_number_for_a_text_option_is_its_text_as_on_the_command_line(cli, sample_run) -> None:
+    ours = evalexport.dry_run("mlflow", sample_run.rollouts, mlflow_run_name=2024)
+    assert ours, ours.message
+    theirs = cli(
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        "+mlflow_run_name=2024",
+        "--dry-run",
+    )
+    assert theirs.exit_code == 0, theirs.output  # the command line takes it as text too
+
+
+def test_errors_name_options_in_the_callers_terms(cli, sample_run) -> None:
+    python = evalexport.export("mlflow", sample_run.rollouts, upload_rollout=False)
+    assert "unknown option 'upload_rollout'" in python.message
+    assert "'upload_rollouts'" in python.message  # the valid ones, as keyword arguments
+    command_line = cli(
+        "mlflow", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "+upload_rollout=0"
+    )
+    assert "unknown option +upload_rollout " in command_line.output

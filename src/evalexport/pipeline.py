@@ -100,7 +100,7 @@ def run_export(request: ExportRequest) -> ExportResult:
     except ExporterLoadError as error:
         return ExportResult.failed(name, "", str(error))
     try:
-        options = dict(request.options)
+        options = _as_the_command_line_takes_text(dict(request.options), chosen.text_options())
         if request.overrides:
             options.update(
                 parse_overrides(
@@ -109,7 +109,7 @@ def run_export(request: ExportRequest) -> ExportResult:
             )
         if request.dry_run:
             options.setdefault("dry_run", True)
-        config = chosen.parse_config(options)
+        config = chosen.parse_config(options, python=not request.overrides)
     except (OverrideError, OptionError) as error:
         return ExportResult.failed(name, "", str(error), exit_code=ExitCode.USAGE)
     run = RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath)
@@ -122,6 +122,19 @@ def run_export(request: ExportRequest) -> ExportResult:
             f"The {name} exporter cannot be made: {type(error).__name__}: {error}",
         )
     return export_run(exporter, run, config, skip_finished=request.skip_finished)
+
+
+def _as_the_command_line_takes_text(
+    options: dict[str, Any], text_options: frozenset[str]
+) -> dict[str, Any]:
+    """A number given for a text option is its text, as the command line takes
+    ``+mlflow_run_name=2024``: ``mlflow_run_name=2024`` names the run "2024"."""
+    return {
+        key: str(value)
+        if key in text_options and isinstance(value, int | float) and not isinstance(value, bool)
+        else value
+        for key, value in options.items()
+    }
 
 
 def _guarded(progress: Progress | None) -> Progress | None:

@@ -136,6 +136,11 @@ class ExportResult(BaseModel):
     (``protocol.result(..., receipts={...})``); everything else named like a secret is masked."""
     details: dict[str, Any] = {}
 
+    def __bool__(self) -> bool:
+        """True when the export succeeded or was skipped (exit code 0): ``if result:`` reads as
+        "did it go well". A failed, pending or usage-error result is false."""
+        return self.exit_code is ExitCode.OK
+
     @field_validator("message")
     @classmethod
     def _scrub_message(cls, message: str) -> str:

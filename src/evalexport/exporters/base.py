@@ -161,12 +161,14 @@ class Exporter(legacy.LegacyHooks, abc.ABC, Generic[ConfigT, PreparedT]):
     # -- options: the template's, not hooks ----------------------------------------------------
 
     @classmethod
-    def parse_config(cls, options: dict[str, Any]) -> ConfigT:
-        """Validate CLI or plan options, raising :class:`OptionError` naming each bad one."""
+    def parse_config(cls, options: dict[str, Any], *, python: bool = False) -> ConfigT:
+        """Validate options, raising :class:`OptionError` naming each bad one: as the command
+        line writes them (``+upload_rollout``), or with ``python`` as a Python caller passes
+        them (``'upload_rollout'``)."""
         try:
             return cls.Config.model_validate(options)
         except ValidationError as error:
-            raise OptionError(cls._describe_option_errors(error)) from None
+            raise OptionError(cls._describe_option_errors(error, python=python)) from None
 
     @classmethod
     def text_options(cls) -> frozenset[str]:
@@ -191,11 +193,15 @@ class Exporter(legacy.LegacyHooks, abc.ABC, Generic[ConfigT, PreparedT]):
         )
 
     @classmethod
-    def _describe_option_errors(cls, error: ValidationError) -> str:
-        valid = ", ".join(f"+{name}" for name in cls.Config.model_fields)
+    def _describe_option_errors(cls, error: ValidationError, *, python: bool = False) -> str:
+        def spelt(name: str) -> str:
+            return repr(name) if python else f"+{name}"
+
+        valid = ", ".join(spelt(name) for name in cls.Config.model_fields)
         problems: list[str] = []
         for item in error.errors():
-            option = "+" + ".".join(str(part) for part in item["loc"]) if item["loc"] else "options"
+            dotted = ".".join(str(part) for part in item["loc"])
+            option = spelt(dotted) if item["loc"] else "options"
             if item["type"] == "extra_forbidden":
                 problems.append(f"unknown option {option} for exporter {cls.name!r}")
             elif item["type"] == "missing":
