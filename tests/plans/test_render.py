@@ -74,7 +74,8 @@ def test_the_plan_can_make_an_export_failure_fail_the_job(cli, write_plan) -> No
 
 
 def test_render_lists_what_each_exporter_needs(cli, write_plan) -> None:
-    run = cli("plan", "render", write_plan(evalrdl={"label": "nightly"}))
+    outside = {"agent_version": "1.0", "output_dirpath": "{run_dir}-atif"}  # EvalRDL uploads it
+    run = cli("plan", "render", write_plan(evalrdl={"label": "nightly"}, atif=outside))
     assert "# evalrdl: its own environment with evalrdl>=0.0.241, built on first use" in run.stdout
     assert "# atif: nothing beyond evalexport itself" in run.stdout
 

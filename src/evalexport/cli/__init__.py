@@ -28,7 +28,16 @@ from evalexport.cli import (
     plan,
     save_config,
 )
-from evalexport.cli._args import FAILED, OK, USAGE, Arguments, UsageError, parse, usage_error
+from evalexport.cli._args import (
+    FAILED,
+    OK,
+    USAGE,
+    Arguments,
+    UsageError,
+    parse,
+    set_help_topic,
+    usage_error,
+)
 from evalexport.workers.protocol import ExitCode
 
 __all__ = ["main"]
@@ -68,7 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(args: list[str]) -> int:
-    if args[:2] == ["envs", "run"]:  # the rest is the tool's own command line, flags and all
+    set_help_topic(None)
+    if args[:2] == ["envs", "run"]:
+        set_help_topic("envs")  # the rest is the tool's own command line, flags and all
         return envs.run_tool(args[2:])
     try:
         arguments = parse(args, _VALUE_FLAGS, _SWITCHES)
@@ -90,7 +101,11 @@ def _main(args: list[str]) -> int:
     name, *rest = arguments.positionals
     command = COMMANDS.get(name)
     if command is None:
+        from evalexport.exporters.registry import exporter_entries
+
+        set_help_topic(name if name in exporter_entries() else None)
         return export.run(name, arguments, rest)
+    set_help_topic(name)
     if misplaced := _flags_not_taken(command, arguments):
         return usage_error(
             f"{name}: {', '.join(misplaced)} "
@@ -112,7 +127,8 @@ def _print_overview(stream: TextIO) -> None:
         "usage: evalexport EXPORTER +rollouts_jsonl_fpath=PATH [+key=value ...] "
         "[--json] [--dry-run]",
         "       evalexport EXPORTER --help",
-        "       evalexport list | inspect PATH",
+        "       evalexport list | inspect PATH | save-config R CONFIG.yaml ... | envs ...",
+        "       evalexport plan check|render|run|gather ... | contract SUBCOMMAND SDK ...",
         "",
         "Export a finished LLM-evaluation run to a tracking system or file format.",
         "",

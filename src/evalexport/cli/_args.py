@@ -14,7 +14,16 @@ from dataclasses import dataclass, field
 from evalexport.workers.protocol import FAILED, USAGE
 from evalexport.workers.protocol import SUCCEEDED as OK
 
-__all__ = ["FAILED", "OK", "USAGE", "Arguments", "UsageError", "parse", "usage_error"]
+__all__ = [
+    "FAILED",
+    "OK",
+    "USAGE",
+    "Arguments",
+    "UsageError",
+    "parse",
+    "set_help_topic",
+    "usage_error",
+]
 
 
 class UsageError(Exception):
@@ -90,8 +99,20 @@ def parse(argv: Sequence[str], value_flags: Iterable[str], switches: Iterable[st
     return arguments
 
 
+_help_topic: str | None = None
+"""The command (or exporter) being run, whose own ``--help`` a usage error points to."""
+
+
+def set_help_topic(topic: str | None) -> None:
+    """Point later usage errors at ``evalexport TOPIC --help`` (``None``: ``evalexport --help``)."""
+    global _help_topic
+    _help_topic = topic
+
+
 def usage_error(message: str) -> int:
-    """Print ``evalexport: error: MESSAGE`` and the help hint on stderr; return exit code 2."""
+    """Print ``evalexport: error: MESSAGE`` and the help of the command at hand on stderr;
+    return exit code 2."""
     print(f"evalexport: error: {message}", file=sys.stderr)
-    print("Run 'evalexport --help' for usage.", file=sys.stderr)
+    where = f"evalexport {_help_topic} --help" if _help_topic else "evalexport --help"
+    print(f"Run '{where}' for usage.", file=sys.stderr)
     return USAGE

@@ -79,8 +79,12 @@ def exit_code_of(outcomes: list[TaskOutcome]) -> int:
     return int(ExitCode.OK)
 
 
-def summary_table(outcomes: list[TaskOutcome]) -> str:
-    """The outcomes as an aligned text table, one row per task."""
+def summary_table(outcomes: list[TaskOutcome], width: int | None = None) -> str:
+    """The outcomes as an aligned text table, one row per task, its message wrapped (never
+    cut) to ``width`` columns (default: the terminal's, else 100)."""
+    import shutil
+    import textwrap
+
     rows = [("benchmark", "exporter", "status", "exit", "seconds", "message")]
     for outcome in outcomes:
         result = outcome.result
@@ -91,16 +95,20 @@ def summary_table(outcomes: list[TaskOutcome]) -> str:
                 result.status.value,
                 str(int(result.exit_code)),
                 f"{outcome.seconds:.1f}",
-                result.message.splitlines()[0][:70] if result.message else "",
+                result.message.splitlines()[0] if result.message else "",
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row[:5], widths, strict=True))
-        + "  "
-        + row[5]
-        for row in rows
-    ]
+    indent = sum(widths) + 2 * len(widths)
+    total = width or shutil.get_terminal_size((100, 24)).columns
+    lines = []
+    for row in rows:
+        first, *more = textwrap.wrap(
+            row[5], max(40, total - indent), break_long_words=False, break_on_hyphens=False
+        ) or [""]
+        cells = "  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths, strict=True))
+        lines.append(f"{cells}  {first}".rstrip())
+        lines.extend(" " * indent + line for line in more)
     counts: dict[str, int] = {}
     for outcome in outcomes:
         counts[outcome.result.status.value] = counts.get(outcome.result.status.value, 0) + 1

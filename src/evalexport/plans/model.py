@@ -302,12 +302,53 @@ def validate_plan(data: Any, source: str = "the plan") -> ExportPlan:
         problems.append("exports: no exporter is configured; nothing would be exported")
     if problems:
         raise PlanError(source, problems)
-    for task in resolve_tasks(plan):
+    tasks = resolve_tasks(plan)
+    for task in tasks:
         problems += _value_problems(task)
         problems += _log_problems(task, plan.job.export_log_dir)
+    problems += _uploaded_output_problems(tasks)
     if problems:
         raise PlanError(source, problems)
     return plan
+
+
+def _uploaded_output_problems(tasks: list[ExportTask]) -> list[str]:
+    """An export that writes into a run directory another export of the plan uploads as it is
+    (EvalRDL): the upload would carry that output, and change with it."""
+    from evalexport.exporters.registry import ExporterLoadError, load_exporter
+
+    def kind(exporter: str) -> str | None:
+        try:
+            return str(load_exporter(exporter).kind)
+        except ExporterLoadError:
+            return None
+
+    uploaded = {
+        task.rollouts.parent.absolute(): task
+        for task in tasks
+        if kind(task.exporter) == "directory"
+    }
+    problems = []
+    for task in tasks:
+        try:
+            paths = load_exporter(task.exporter).path_options()
+        except ExporterLoadError:
+            continue
+        for option in sorted(paths - {"rollouts_jsonl_fpath"}):
+            value = task.options.get(option)
+            if value is None:
+                continue
+            written = Path(os.path.expandvars(str(value))).absolute()
+            for run_dir, uploader in uploaded.items():
+                if written.is_relative_to(run_dir):
+                    problems.append(
+                        f"{task.benchmark}/{task.exporter}.{option}: {written} is inside the run "
+                        f"directory {run_dir}, which the {uploader.exporter} export of "
+                        f"{uploader.benchmark} uploads as it is, so it would upload this output "
+                        "too; write it outside the run directory (e.g. "
+                        f"{run_dir.parent / (run_dir.name + '-' + task.exporter)})"
+                    )
+    return problems
 
 
 def _log_problems(task: ExportTask, log_dir: Path | None) -> list[str]:

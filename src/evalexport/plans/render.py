@@ -89,5 +89,30 @@ def environments_needed(plan: ExportPlan) -> dict[str, str]:
                 "$EVALEXPORT_CACHE_DIR (build it ahead of the job where nodes lack the index)"
             )
         else:
-            needs[task.exporter] = "nothing beyond evalexport itself (pip install evalexport)"
+            needs[task.exporter] = f"nothing beyond evalexport itself ({install_hint()})"
     return needs
+
+
+def install_hint() -> str:
+    """How a compute node installs the evalexport this machine has: from the checkout or the
+    wheel it was installed from, else the same version from the index it came from."""
+    import importlib.metadata
+    import json
+    from urllib.parse import unquote, urlparse
+
+    from evalexport import __version__
+
+    try:
+        origin = importlib.metadata.distribution("evalexport").read_text("direct_url.json")
+    except importlib.metadata.PackageNotFoundError:
+        origin = None
+    url = urlparse(str(json.loads(origin).get("url", ""))) if origin else None
+    if url is not None and url.scheme == "file":
+        source = unquote(url.path)
+        if source.endswith(".whl"):
+            return f"pip install {source}, a path the nodes can read"
+        return (
+            f"pip install {source} on a path the nodes can read, or a wheel of it: "
+            f"pip wheel --no-deps -w DIR {source}, then pip install DIR/evalexport-{__version__}-*.whl"
+        )
+    return f"pip install evalexport=={__version__} from the index this machine installed it from"

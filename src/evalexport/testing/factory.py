@@ -268,8 +268,8 @@ _CITIES = ("Paris", "Reykjavík", "São Paulo", "Nairobi", "Osaka", "Toronto", "
 def make_two_turn_rollout(
     rng: random.Random, task_index: int, rollout_index: int, agent: str = "simple_agent"
 ) -> dict[str, Any]:
-    """A two-turn tool agent's rollout, about 5 KB, shaped as NeMo Gym's own exporter tests
-    build one (``tests/unit_tests/test_atif_export.py``, ``_canonical_rollout``).
+    """A two-turn tool agent's rollout, about 5 KB, shaped as NeMo Gym's own tests of its ATIF
+    exporter build one (their ``_canonical_rollout``, in the nemo-gym repository).
 
     A system and a user message; turn 1 reasons and makes one ``get_weather`` call; its output
     follows; turn 2 reasons and answers. The captured model calls carry their metadata and

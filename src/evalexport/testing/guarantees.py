@@ -34,7 +34,7 @@ with a message that names it:
 * **nothing twice**: a batch's rerun of a finished export skips it, or fails, but never
   exports it a second time (a tracking or directory exporter skips it).
 
-evalexport's own built-in exporters are held by this same suite (``tests/test_guarantees.py``,
+evalexport's own built-in exporters are held by this same suite (``tests/exporters/test_guarantees.py``,
 one class per registered built-in).
 """
 
