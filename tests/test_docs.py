@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+DOCS = sorted([ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").rglob("*.md")])
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _TESTED = re.compile(r"<!-- tested: (\S+) -->")
 _SECTION = re.compile(r"<!-- the code blocks of this section run in (\S+) -->")

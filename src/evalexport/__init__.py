@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from evalexport.results import ExitCode, ExportResult, ExportStatus
     from evalexport.run import Rollout, RunArtifacts, RunFileError
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 PLUGIN_API_VERSION = 3
 """The exporter plugin API that ``docs/plugins.md`` describes. Plugins written from every
