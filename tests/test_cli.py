@@ -334,7 +334,7 @@ def test_a_reader_that_goes_away_ends_the_output_without_a_traceback(sample_run)
     process.stdout.readline()
     process.stdout.close()  # as `| head -1` does
     errors = process.stderr.read().decode()
-    process.wait(timeout=60)
+    assert process.wait(timeout=60) == 0  # `set -o pipefail` scripts keep going
     assert "Traceback" not in errors
     assert "BrokenPipeError" not in errors
 

@@ -386,6 +386,10 @@ def test_a_dry_run_against_a_dead_server_fails_as_the_export_would(
     real = _export(sample_run, **options)
     assert (dry.status, real.status) == (ExportStatus.FAILED, ExportStatus.FAILED)
     assert dry.message.startswith("dry run: the export would fail:")
+    for said in (dry.message, real.message):  # in the user's terms, not urllib3's retry trace
+        assert "the tracking server cannot be reached (connection refused)" in said
+        assert "evalexport envs run mlflow mlflow server" in said
+        assert "Max retries" not in said
 
 
 def test_a_dry_run_makes_no_store_where_there_is_none(mlflow_python, sample_run, tmp_path) -> None:

@@ -29,7 +29,6 @@ from evalexport.cli import (
     save_config,
 )
 from evalexport.cli._args import (
-    FAILED,
     OK,
     USAGE,
     Arguments,
@@ -69,11 +68,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"evalexport: {interruption}; stopped", file=sys.stderr)
         return interruption.exit_code
     except BrokenPipeError:
-        # The reader went away (``evalexport ... | head``): stop quietly, as cat does.
+        # The reader went away (``evalexport inspect R | head``) having read what it wanted:
+        # stop quietly, and do not fail a pipeline for it.
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return FAILED
+        return OK
 
 
 def _main(args: list[str]) -> int:

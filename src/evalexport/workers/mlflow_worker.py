@@ -195,6 +195,31 @@ def _create_store_atomically(uri: str, client_class: Any) -> None:
                 making.with_name(making.name + suffix).unlink()
 
 
+_UNREACHABLE: Final = (
+    ("Connection refused", "connection refused"),
+    ("Name or service not known", "the host name is unknown"),
+    ("nodename nor servname", "the host name is unknown"),
+    ("Failed to resolve", "the host name is unknown"),
+    ("timed out", "no answer within the request timeout"),
+    ("Max retries exceeded", "no answer"),
+    ("Connection reset", "the connection was reset"),
+)
+
+
+def _described(error: BaseException, uri: str) -> str:
+    """The error in the user's terms: a server that cannot be reached says so and what to do,
+    rather than the HTTP library's retry trace; anything else as the SDK words it."""
+    text = str(error)
+    reason = next((said for found, said in _UNREACHABLE if found in text), None)
+    if reason is not None and uri.startswith(("http://", "https://")):
+        return (
+            f"the tracking server cannot be reached ({reason}). Check that it is running and "
+            "that the URI is right; a local one starts with: evalexport envs run mlflow mlflow "
+            "server --host 127.0.0.1 --port PORT"
+        )
+    return f"{type(error).__name__}: {_short(error)}" + _hint(error, uri)
+
+
 def _hint(error: BaseException, uri: str) -> str:
     text = str(error)
     if "_alembic_tmp_" in text:
@@ -284,8 +309,7 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
         return result(
             "failed",
             FAILED,
-            f"MLflow export to {uri} failed{left}: {type(error).__name__}: {_short(error)}"
-            + _hint(error, uri),
+            f"MLflow export to {uri} failed{left}: {_described(error, uri)}",
             partial_run_id=run_id,
         )
     notices = [

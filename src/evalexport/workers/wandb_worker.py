@@ -198,7 +198,7 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
         if not isinstance(error, Exception):  # a stop signal
             error.add_note(f"W&B export ({mode}) stopped{left}.")
             raise
-        text = " ".join(str(error).split())[:_MAX_ERROR]
+        text = " ".join(str(error).split())[:_MAX_ERROR].rstrip(".")
         hint = ""
         if mode == "online" and ("api key" in text.lower() or "login" in text.lower()):
             hint = " Set WANDB_API_KEY or +wandb_api_key, or export with +wandb_mode=offline."
