@@ -102,3 +102,23 @@ def test_nothing_cites_a_document_the_repository_does_not_hold() -> None:
             if not (ROOT / named).exists():
                 outside.append(f"{path.relative_to(ROOT)} names {named}")
     assert outside == []
+
+
+def test_the_testing_guide_lists_every_knob_of_make_sample_run_with_its_type() -> None:
+    import inspect
+
+    from evalexport.testing.factory import make_run
+
+    guide = (ROOT / "docs" / "testing.md").read_text()
+    cells = [
+        re.split(r"(?<!\\)\|", row)
+        for row in guide.split("## `make_sample_run`'s knobs", 1)[1].splitlines()
+        if row.startswith("| `")
+    ]
+    table = {cell[1].strip(" `"): cell[2].strip(" `").replace("\\|", "|") for cell in cells}
+    knobs = {
+        name: str(parameter.annotation)
+        for name, parameter in inspect.signature(make_run).parameters.items()
+        if name != "directory"
+    }
+    assert table == knobs
