@@ -136,6 +136,12 @@ def _installed_copy(tmp_path: Path, source: Path | None) -> Path:
     return site
 
 
+def _write_drifted_manifest(site: Path) -> subprocess.CompletedProcess:
+    """``contract manifest tinytrack --fake DRIFT --write`` with the plugin installed in site."""
+    command = ("contract", "manifest", "tinytrack", "--fake", str(DRIFT), "--write")
+    return _run(sys.executable, "-m", "evalexport", *command, PYTHONPATH=str(site))
+
+
 def test_a_new_manifest_is_written_into_the_plugins_source_tree_not_its_installed_copy(
     tmp_path,
 ) -> None:
@@ -145,18 +151,7 @@ def test_a_new_manifest_is_written_into_the_plugins_source_tree_not_its_installe
     shutil.copytree(PLUGIN, project / "src" / "tinytrack_exporter")
     site = _installed_copy(tmp_path, project)
     before = sorted(p.relative_to(site) for p in site.rglob("*"))
-    written = _run(
-        sys.executable,
-        "-m",
-        "evalexport",
-        "contract",
-        "manifest",
-        "tinytrack",
-        "--fake",
-        str(DRIFT),
-        "--write",
-        PYTHONPATH=str(site),
-    )
+    written = _write_drifted_manifest(site)
     assert written.returncode == 0, written.stderr
     target = project / "src" / "tinytrack_exporter" / "contracts" / "2.0.json"
     assert written.stdout.strip() == f"wrote {target}"
@@ -166,18 +161,7 @@ def test_a_new_manifest_is_written_into_the_plugins_source_tree_not_its_installe
 
 def test_a_copy_installed_from_an_index_is_never_written_into(tmp_path) -> None:
     site = _installed_copy(tmp_path, None)
-    refused = _run(
-        sys.executable,
-        "-m",
-        "evalexport",
-        "contract",
-        "manifest",
-        "tinytrack",
-        "--fake",
-        str(DRIFT),
-        "--write",
-        PYTHONPATH=str(site),
-    )
+    refused = _write_drifted_manifest(site)
     assert refused.returncode == 2
     assert "live in an installed copy of its exporter" in refused.stderr
     assert "pass --contracts DIR" in refused.stderr
