@@ -191,3 +191,9 @@ def test_the_evalrdl_fake_carries_evalexports_recorder_unchanged() -> None:
 
 def test_the_recorder_and_the_launcher_name_the_same_variable() -> None:
     assert recording.WORKER_BODY_VARIABLE == WORKER_BODY_VARIABLE
+
+
+def test_the_scaffold_copies_this_very_recorder() -> None:
+    from evalexport.contracts.scaffold import RECORDER_SOURCE
+
+    assert RECORDER_SOURCE == Path(recording.__file__).resolve()

@@ -11,11 +11,7 @@ left as stubs that raise :class:`NotImplementedError`, each marked ``SCAFFOLD:``
 to fill. What a manifest cannot say (a default that is an object of the SDK's own, a base class
 from another package) is written as near as it can be and listed in :attr:`Scaffold.notes`.
 
-Where a name lives: a path's leading lower-case names are its module (``wandb.sdk.wandb_run``),
-an upper-case name is a class, the last lower-case name a function; ``()`` is an instance
-(``evalrdl.Client().uploads.upload``: ``uploads`` is an object the constructor makes). An
-exception that another one names as its base is defined in the module that base names, so the
-bases compare equal.
+Where each name lives is decided by :mod:`.scaffold_model`; this module writes the sources.
 """
 
 from __future__ import annotations
@@ -26,9 +22,21 @@ import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, final
+from typing import Any, Final, final
 
-__all__ = ["Scaffold", "write_scaffold"]
+from evalexport.contracts.scaffold_model import (
+    SurfaceClass,
+    SurfaceFunction,
+    SurfaceModel,
+    SurfaceModule,
+    SurfaceObject,
+)
+
+__all__ = ["RECORDER_SOURCE", "Scaffold", "write_scaffold"]
+
+RECORDER_SOURCE: Final = Path(__file__).resolve().parents[1] / "testing" / "recording.py"
+"""``evalexport.testing.recording``, the recorder a fake carries a copy of (by its path:
+contracts/ stands below testing/ and does not import it)."""
 
 _BUILTIN = "builtins."
 _LITERAL_DEFAULT = re.compile(
@@ -48,175 +56,6 @@ class Scaffold:
     notes: list[str] = field(default_factory=list)
 
 
-# The model: modules holding classes and functions -------------------------------------------
-
-
-@dataclass
-class _Object:
-    """An object the SDK hands out and the worker calls methods on (``Client().uploads``)."""
-
-    class_name: str
-    methods: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
-    """method -> (its surface path, its manifest entry)."""
-    attributes: dict[str, _Object] = field(default_factory=dict)
-
-
-@dataclass
-class _Class:
-    name: str
-    module: str
-    path: str | None = None
-    """The class's own surface path, if the surface names it."""
-    entry: Mapping[str, Any] | None = None
-    methods: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
-    instance: _Object | None = None
-    """What the surface reaches through an instance (``Class().x``)."""
-    base: str | None = None
-    """The direct base, qualified (``evalrdl.exceptions.EvalRDLError``) or a builtin's name."""
-    exception: bool = False
-
-
-@dataclass
-class _Function:
-    name: str
-    path: str
-    entry: Mapping[str, Any]
-    returns: _Object | None = None
-
-
-@dataclass
-class _Module:
-    name: str
-    classes: dict[str, _Class] = field(default_factory=dict)
-    functions: dict[str, _Function] = field(default_factory=dict)
-    aliases: dict[str, str] = field(default_factory=dict)
-    """name -> the module it is imported from."""
-
-
-def _segments(path: str) -> list[str]:
-    return path.replace("()", ".()").split(".")
-
-
-def _split(path: str, sdk: str) -> tuple[str, list[str]]:
-    """``(module, rest)``: the module a path's first object lives in, and the rest of it."""
-    parts = _segments(path)
-    if parts[0] != sdk:
-        raise ValueError(f"{path} is not in the {sdk} package")
-    for index in range(1, len(parts)):
-        part = parts[index]
-        last = index == len(parts) - 1
-        following = parts[index + 1] if not last else None
-        if part == "()" or part[:1].isupper() or last or following == "()":
-            return ".".join(parts[:index]), parts[index:]
-    return sdk, parts[1:]
-
-
-class _Model:
-    def __init__(self, manifest: Mapping[str, Any]) -> None:
-        self.sdk = str(manifest["sdk"])
-        self.version = str(manifest["version"])
-        self.modules: dict[str, _Module] = {}
-        self.notes: list[str] = []
-        self.module(self.sdk)
-        entries: Mapping[str, Mapping[str, Any]] = manifest["entries"]
-        for path in sorted(entries, key=lambda p: (p.count("."), p)):
-            entry = entries[path]
-            if entry.get("kind") == "missing":
-                self.notes.append(f"{path} is missing in the manifest it was made from: left out")
-                continue
-            self._place(path, entry)
-        self._place_exception_bases(entries)
-
-    def module(self, name: str) -> _Module:
-        for depth in range(1, name.count(".") + 2):
-            prefix = ".".join(name.split(".")[:depth])
-            self.modules.setdefault(prefix, _Module(prefix))
-        return self.modules[name]
-
-    def _class(self, module: str, name: str) -> _Class:
-        holder = self.module(module)
-        return holder.classes.setdefault(name, _Class(name, module))
-
-    def _place(self, path: str, entry: Mapping[str, Any]) -> None:
-        module, rest = _split(path, self.sdk)
-        head, tail = rest[0], rest[1:]
-        kind = entry["kind"]
-        if not tail:
-            if kind in ("class", "exception"):
-                cls = self._class(module, head)
-                cls.path, cls.entry, cls.exception = path, entry, kind == "exception"
-                if cls.exception:
-                    bases = entry.get("bases") or ["builtins.Exception"]
-                    cls.base = bases[0]
-            elif kind == "callable":
-                self.module(module).functions[head] = _Function(head, path, entry)
-            else:
-                self.notes.append(f"{path} is a {kind}: a fake cannot hold it; write it by hand")
-            return
-        if head[:1].isupper():
-            cls = self._class(module, head)
-            if tail[0] != "()":
-                if len(tail) == 1 and kind == "callable":
-                    cls.methods[tail[0]] = (path, entry)
-                else:
-                    self.notes.append(
-                        f"{path}: nested classes are not scaffolded; write it by hand"
-                    )
-                return
-            cls.instance = cls.instance or _Object(f"_{head}Instance")
-            self._reach(cls.instance, tail[1:], path, entry)
-            return
-        function = self.module(module).functions.get(head)
-        if function is None or tail[0] != "()":
-            self.notes.append(f"{path}: reached through {head}, which the surface does not name")
-            return
-        function.returns = function.returns or _Object(f"_{head.title()}Result")
-        self._reach(function.returns, tail[1:], path, entry)
-
-    def _reach(self, obj: _Object, rest: list[str], path: str, entry: Mapping[str, Any]) -> None:
-        if not rest:
-            self.notes.append(f"{path}: an instance itself is no surface entry; name its parts")
-            return
-        if len(rest) == 1:
-            if entry["kind"] == "callable":
-                obj.methods[rest[0]] = (path, entry)
-            return  # an attribute: its owner's attributes say what it is
-        name = rest[0]
-        inner = obj.attributes.setdefault(name, _Object(f"{obj.class_name}_{name}"))
-        self._reach(inner, rest[1:], path, entry)
-
-    def _place_exception_bases(self, entries: Mapping[str, Mapping[str, Any]]) -> None:
-        """Define every exception base within the SDK in the module that names it, with its
-        own bases after it, and make a surface name of the same class an import of it."""
-        for entry in list(entries.values()):
-            bases = entry.get("bases") or []
-            for position, base in enumerate(bases):
-                if not base.startswith(self.sdk + "."):
-                    continue
-                module, name = base.rsplit(".", 1)
-                cls = self._class(module, name)
-                cls.exception = True
-                cls.base = cls.base or (bases[position + 1] if position + 1 < len(bases) else None)
-        for module in list(self.modules.values()):
-            for name, cls in list(module.classes.items()):
-                if not cls.exception or cls.path is None:
-                    continue
-                home = self._defined_elsewhere(name, module.name)
-                if home is not None:
-                    defined = self.modules[home].classes[name]
-                    defined.entry, defined.path = defined.entry or cls.entry, cls.path
-                    del module.classes[name]
-                    module.aliases[name] = home
-
-    def _defined_elsewhere(self, name: str, here: str) -> str | None:
-        for module in self.modules.values():
-            if module.name != here and name in module.classes:
-                cls = module.classes[name]
-                if cls.exception and cls.path is None:
-                    return module.name
-        return None
-
-
 # Writing ------------------------------------------------------------------------------------
 
 
@@ -229,7 +68,7 @@ def _returns(text: str | None) -> str:
 
 
 class _Writer:
-    def __init__(self, model: _Model) -> None:
+    def __init__(self, model: SurfaceModel) -> None:
         self.model = model
         self.notes = model.notes
 
@@ -282,7 +121,7 @@ class _Writer:
             'does")\n'
         )
 
-    def function(self, function: _Function) -> str:
+    def function(self, function: SurfaceFunction) -> str:
         entry = function.entry
         lines = f'\n\n@record.calls("{function.path}")\n'
         lines += f"def {function.name}({self.parameters(function.path, entry, add_self=False)})"
@@ -305,7 +144,7 @@ class _Writer:
         text += f"{_returns(entry.get('returns'))}:\n"
         return text + self.stub(path, indent + "    ")
 
-    def obj(self, obj: _Object) -> str:
+    def obj(self, obj: SurfaceObject) -> str:
         text = ""
         for inner in obj.attributes.values():
             text += self.obj(inner)
@@ -319,7 +158,7 @@ class _Writer:
             text += self.method(name, path, entry, "    ")
         return text
 
-    def klass(self, cls: _Class, module: _Module) -> str:
+    def klass(self, cls: SurfaceClass, module: SurfaceModule) -> str:
         entry = cls.entry or {}
         attributes: Mapping[str, Any] = entry.get("attributes") or {}
         text = ""
@@ -394,7 +233,7 @@ class _Writer:
 
     def assignments(
         self,
-        cls: _Class,
+        cls: SurfaceClass,
         attributes: Mapping[str, Any],
         parameters: Mapping[str, Any],
         assigned: list[str],
@@ -417,7 +256,7 @@ class _Writer:
         return text or "        pass\n"
 
     def field_annotation(
-        self, cls: _Class, name: str, attribute: Mapping[str, Any], enums: Mapping[str, Any]
+        self, cls: SurfaceClass, name: str, attribute: Mapping[str, Any], enums: Mapping[str, Any]
     ) -> str:
         annotation = attribute.get("annotation")
         if name in enums:
@@ -426,12 +265,12 @@ class _Writer:
             return str(annotation).removeprefix("typing.")  # a Literal, evaluated
         return repr(annotation) if annotation is not None else "Any"
 
-    def enum_name(self, cls: _Class, name: str, attribute: Mapping[str, Any]) -> str:
+    def enum_name(self, cls: SurfaceClass, name: str, attribute: Mapping[str, Any]) -> str:
         annotation = str(attribute.get("annotation") or "")
         found = re.findall(r"([A-Za-z_]\w*)", annotation.replace("Optional", ""))
         return found[-1] if found else f"_{cls.name}{name.title()}"
 
-    def enum(self, cls: _Class, name: str, attribute: Mapping[str, Any]) -> str:
+    def enum(self, cls: SurfaceClass, name: str, attribute: Mapping[str, Any]) -> str:
         text = f"\n\nclass {self.enum_name(cls, name, attribute)}(enum.Enum):\n"
         for position, value in enumerate(attribute["values"]):
             member = re.sub(r"\W", "_", str(value)).upper() or f"VALUE_{position}"
@@ -440,7 +279,7 @@ class _Writer:
             text += f"    {member} = {value!r}\n"
         return text
 
-    def base_name(self, cls: _Class) -> str:
+    def base_name(self, cls: SurfaceClass) -> str:
         base = cls.base or "builtins.Exception"
         if base.startswith(_BUILTIN):
             return base[len(_BUILTIN) :]
@@ -452,7 +291,7 @@ class _Writer:
         )
         return "Exception"
 
-    def module_source(self, module: _Module) -> str:
+    def module_source(self, module: SurfaceModule) -> str:
         body = ""
         imports: dict[str, set[str]] = {}
         for name, home in module.aliases.items():
@@ -483,12 +322,12 @@ class _Writer:
         header += "\n# Keep the imports a stub may use.\n_ = (enum, os, Any, Literal, Optional, Union, default_object, record)\n"
         return header + body
 
-    def ordered(self, module: _Module) -> Iterator[_Class]:
+    def ordered(self, module: SurfaceModule) -> Iterator[SurfaceClass]:
         """The module's classes, each base before the classes built on it."""
         done: set[str] = set()
         classes = module.classes
 
-        def visit(cls: _Class) -> Iterator[_Class]:
+        def visit(cls: SurfaceClass) -> Iterator[SurfaceClass]:
             if cls.name in done:
                 return
             done.add(cls.name)
@@ -537,11 +376,10 @@ where = ["src"]
 
 def write_scaffold(manifest: Mapping[str, Any], out: Path) -> Scaffold:
     """Write an installable fake of ``manifest``'s SDK into the new directory ``out``."""
-    from evalexport.testing import recording
 
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} is not empty; scaffold into a new directory")
-    model = _Model(manifest)
+    model = SurfaceModel(manifest)
     writer = _Writer(model)
     sdk = model.sdk
     source_root = out / "src"
@@ -559,7 +397,7 @@ def write_scaffold(manifest: Mapping[str, Any], out: Path) -> Scaffold:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         scaffold.files.append(path)
-    shutil.copyfile(recording.__file__, package / "_recording.py")
+    shutil.copyfile(RECORDER_SOURCE, package / "_recording.py")
     scaffold.files.append(package / "_recording.py")
     scaffold.notes = list(dict.fromkeys(writer.notes))
     return scaffold

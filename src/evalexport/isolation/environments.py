@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
+from evalexport.isolation.local_requirements import content_digest, package_name
 from evalexport.paths import cache_dir
 
 __all__ = [
@@ -79,7 +80,7 @@ class EnvironmentSpec:
         """16 hex digits naming the exporter, its sorted requirements and the Python version,
         and the content of every requirement that is a local file or directory (a fake's wheel
         rebuilt under the same version is another environment, never a stale one)."""
-        contents = [_content_digest(r) for r in sorted(self.requirements)]
+        contents = [content_digest(r) for r in sorted(self.requirements)]
         identity = json.dumps(
             [
                 self.exporter,
@@ -94,42 +95,6 @@ class EnvironmentSpec:
     def directory_name(self) -> str:
         """``<exporter>-py<version>-<key>``: the environment's directory under the cache."""
         return f"{self.exporter}-py{self.python_version}-{self.key()}"
-
-
-def _content_digest(requirement: str) -> str | None:
-    """The SHA-256 of what a local requirement holds (a wheel or sdist file, or a project
-    directory's files but its caches), or ``None`` for one an index serves."""
-    text = requirement.split("@", 1)[1].strip() if " @ " in requirement else requirement
-    text = text.removeprefix("file://")
-    if not text or not (text.startswith((os.sep, ".")) or os.sep in text):
-        return None
-    path = Path(text).expanduser()
-    try:
-        if path.is_file():
-            with path.open("rb") as handle:
-                return hashlib.file_digest(handle, "sha256").hexdigest()
-        if not path.is_dir():
-            return None
-        digest = hashlib.sha256()
-        for file in sorted(path.rglob("*")):
-            parts = set(file.relative_to(path).parts)
-            if file.is_file() and not parts & _NOT_CONTENT:
-                digest.update(str(file.relative_to(path)).encode() + b"\0")
-                digest.update(file.read_bytes())
-        return digest.hexdigest()
-    except OSError:
-        return None  # the installer says what is wrong with it
-
-
-def _package_name(requirement: str) -> str:
-    """The distribution a local requirement installs, as its file or directory names it."""
-    if " @ " in requirement:
-        return requirement.split(" @ ", 1)[0].strip()
-    name = Path(requirement.removeprefix("file://")).name
-    return name.split("-", 1)[0] if name.endswith((".whl", ".tar.gz", ".zip")) else name
-
-
-_NOT_CONTENT = frozenset({"__pycache__", ".git", "build", ".tox", ".venv"})
 
 
 @final
@@ -199,8 +164,8 @@ class Installer:
             assert self.executable is not None
             # uv caches what it built from a local path by the project's metadata files; a
             # fake whose code changed must be built again.
-            local = [r for r in requirements if _content_digest(r) is not None]
-            refresh = [f"--refresh-package={_package_name(r)}" for r in local]
+            local = [r for r in requirements if content_digest(r) is not None]
+            refresh = [f"--refresh-package={package_name(r)}" for r in local]
             return [
                 self.executable,
                 "pip",
