@@ -30,5 +30,5 @@ cat <<EOT
 ATIF trajectories: $scratch/atif (one JSON file per rollout, and manifest.jsonl)
 MLflow store:      $scratch/mlruns.db (the second export was skipped: already exported)
 Look at the MLflow run with MLflow's own UI, from the environment evalexport exported with:
-    $venv_bin/evalexport envs run mlflow mlflow ui --backend-store-uri sqlite:///$scratch/mlruns.db
+    ${EVALEXPORT_CACHE_DIR:+EVALEXPORT_CACHE_DIR=$EVALEXPORT_CACHE_DIR }$venv_bin/evalexport envs run mlflow mlflow ui --backend-store-uri sqlite:///$scratch/mlruns.db
 EOT
