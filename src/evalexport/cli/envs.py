@@ -13,10 +13,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalexport._format import human_size
 from evalexport.cli._args import FAILED, OK, Arguments, usage_error
+
+if TYPE_CHECKING:
+    from evalexport.isolation.environments import Environment
 
 SUMMARY = (
     "list the cached SDK environments; 'envs remove NAME | --all'; "
@@ -153,11 +156,14 @@ def run_tool(tokens: list[str]) -> int:
     }
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(executable, [tool, *arguments], environ)
-    return FAILED  # not reached: execve returns only by raising
+    try:
+        os.execve(executable, [tool, *arguments], environ)
+    except OSError as error:  # execve returns only by raising
+        print(f"evalexport: error: cannot run {executable}: {error.strerror}", file=sys.stderr)
+    return FAILED
 
 
-def _environment(name: str, requirements: tuple[str, ...]) -> Any:
+def _environment(name: str, requirements: tuple[str, ...]) -> Environment:
     """The environment NAME means: an environment's directory name, else an exporter's
     environment for ``requirements`` (its default requirement when none), built if missing."""
     from evalexport.exporters.isolated import IsolatedExporter
