@@ -196,4 +196,4 @@ def test_the_recorder_and_the_launcher_name_the_same_variable() -> None:
 def test_the_scaffold_copies_this_very_recorder() -> None:
     from evalexport.contracts.scaffold import RECORDER_SOURCE
 
-    assert RECORDER_SOURCE == Path(recording.__file__).resolve()
+    assert Path(recording.__file__).resolve() == RECORDER_SOURCE
