@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, final
 
-__all__ = ["FROM_FILES", "FROM_ROLLOUTS", "EvaluationTimes", "TimesSeen"]
+__all__ = ["FROM_FILES", "FROM_ROLLOUTS", "EvaluationTimes", "TimesSeen", "exported_at"]
 
 FROM_ROLLOUTS: Final = "the rollouts' own timestamps"
 FROM_FILES: Final = "the run files' modification times"
@@ -49,6 +49,11 @@ class EvaluationTimes:
             "ended_at": _iso(self.ended_at),
             "source": self.source,
         }
+
+
+def exported_at() -> str:
+    """Now, as the export's own time is recorded beside the evaluation's (ISO 8601, UTC)."""
+    return _iso(datetime.datetime.now(datetime.UTC).timestamp())
 
 
 def _iso(seconds: float) -> str:

@@ -22,6 +22,7 @@ from pydantic import Field, SecretStr, field_validator
 
 from evalexport import __version__
 from evalexport.contracts.surfaces import Surface
+from evalexport.evaluation_times import exported_at
 from evalexport.exporters.isolated import (
     WORKER_BODIES,
     IsolatedConfig,
@@ -37,7 +38,7 @@ from evalexport.exporters.mlflow_names import (
     sanitize_names,
 )
 from evalexport.exporters.prepared import PreparedRun, for_payload, prepare
-from evalexport.exporters.samples import SAMPLES_FILE
+from evalexport.exporters.samples import SAMPLES_FILE, samples_beside
 from evalexport.guard import FINGERPRINT_TAG
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
@@ -273,7 +274,7 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
             FINGERPRINT_TAG: fingerprint or prepared.fingerprint,
             "evalexport.version": __version__,
             "evalexport.rollouts": str(run.rollouts),
-            "evalexport.exported_at": _now(),
+            "evalexport.exported_at": exported_at(),
             "evalexport.evaluation.started_at": evaluation["started_at"],
             "evalexport.evaluation.ended_at": evaluation["ended_at"],
             "evalexport.evaluation.times_from": evaluation["source"],
@@ -291,7 +292,7 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
         if config.upload_rollouts and table is not None:
             artifacts.append(table)
             tables = [{"path": "rollouts.json", "type": "table"}]
-            if (samples := table.parent / SAMPLES_FILE).is_file():  # the typed table beside it
+            if (samples := samples_beside(table)) is not None:  # the typed table beside it
                 artifacts.append(samples)
                 tables.append({"path": SAMPLES_FILE, "type": "table"})
             run_tags["mlflow.loggedArtifacts"] = json.dumps(tables)
@@ -360,13 +361,6 @@ def _artifact_names(run: RunArtifacts, config: MLflowConfig) -> list[str]:
     if config.upload_rollouts:
         names += ["rollouts.json", SAMPLES_FILE]
     return sorted(names)
-
-
-def _now() -> str:
-    """The export's own time, as a tag beside the evaluation's."""
-    import datetime
-
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 def _settings(config: MLflowConfig, run: RunArtifacts) -> dict[str, str]:

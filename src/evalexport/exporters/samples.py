@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from evalexport.reading import Rollout
 
-__all__ = ["SAMPLES_FILE", "SAMPLES_TABLE_KEY", "TEXT_LIMIT", "SamplesTable"]
+__all__ = ["SAMPLES_FILE", "SAMPLES_TABLE_KEY", "TEXT_LIMIT", "SamplesTable", "samples_beside"]
 
 SAMPLES_TABLE_KEY: Final = "Samples"
 """The W&B table's key, beside Gym's ``Rollouts``."""
@@ -33,6 +33,14 @@ TEXT_LIMIT: Final = 1000
 
 _FIXED: Final = ("task_index", "rollout_index", "agent", "reward")
 _NOT_COLUMNS: Final = frozenset({"_ng_task_index", "_ng_rollout_index", "reward", "agent_ref"})
+
+
+def samples_beside(rollouts_table: Path | None) -> Path | None:
+    """The samples table written beside Gym's rollouts table in the same pass, if there is
+    one (:func:`evalexport.exporters.prepared.prepare`)."""
+    if rollouts_table is None or not (samples := rollouts_table.parent / SAMPLES_FILE).is_file():
+        return None
+    return samples
 
 
 class SamplesTable:

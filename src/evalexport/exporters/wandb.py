@@ -8,7 +8,6 @@ are written under ``$WANDB_DIR`` (else the current directory) for ``wandb sync``
 
 from __future__ import annotations
 
-import datetime
 import logging
 import os
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Literal
 from pydantic import Field, SecretStr
 
 from evalexport.contracts.surfaces import Surface
+from evalexport.evaluation_times import exported_at
 from evalexport.exporters.isolated import (
     WORKER_BODIES,
     IsolatedConfig,
@@ -24,7 +24,7 @@ from evalexport.exporters.isolated import (
     WorkerSpec,
 )
 from evalexport.exporters.prepared import PreparedRun, for_payload, prepare
-from evalexport.exporters.samples import SAMPLES_FILE, SAMPLES_TABLE_KEY
+from evalexport.exporters.samples import SAMPLES_TABLE_KEY, samples_beside
 from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY
 from evalexport.guard import FINGERPRINT_SUMMARY_KEY
 from evalexport.results import DryRunPlan, ExportResult, ExportStatus, PlannedFile
@@ -193,9 +193,7 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
             "tags": ["evalexport", f"evalexport-{fingerprint.removeprefix('sha256:')[:16]}"],
             "rollouts_table": str(table) if table else None,
             "samples_key": SAMPLES_TABLE_KEY,
-            "samples_table": str(samples)
-            if table and (samples := table.parent / SAMPLES_FILE).is_file()
-            else None,
+            "samples_table": str(samples) if (samples := samples_beside(table)) else None,
             "dry_run": config.dry_run,
             "skip_existing": config.skip_existing,
         }
@@ -232,7 +230,7 @@ def _summary(prepared: PreparedRun, fingerprint: str) -> dict[str, bool | int | 
         "evaluation/started_at": evaluation["started_at"],
         "evaluation/ended_at": evaluation["ended_at"],
         "evaluation/times_from": evaluation["source"],
-        "evalexport/exported_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "evalexport/exported_at": exported_at(),
     }
 
 
