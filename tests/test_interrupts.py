@@ -1,4 +1,5 @@
-"""Stop signals as exceptions, and the one block where they wait (a marker being written)."""
+"""Stop signals as exceptions, the blocks where they wait (a marker being written), and the
+landing after which they no longer undo an export."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from evalexport.interrupts import STOP_SIGNALS, Interrupted, deferred, signals_raise
+from evalexport.interrupts import (
+    STOP_SIGNALS,
+    Interrupted,
+    deferred,
+    landed,
+    landing,
+    signals_raise,
+)
 
 
 @pytest.fixture
@@ -64,3 +72,28 @@ def test_under_nohup_the_marker_write_is_still_protected_from_sigterm() -> None:
             os.kill(os.getpid(), signal.SIGHUP)  # still the user's choice: ignored
         assert held.signum == signal.SIGTERM
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+
+
+@pytest.mark.usefixtures("signals_as_a_terminal_leaves_them")
+def test_a_stop_signal_raises_until_the_export_lands_and_is_recorded_after() -> None:
+    with signals_raise(), landing() as delivery:
+        with pytest.raises(Interrupted):  # before the landing: the export stops
+            os.kill(os.getpid(), signal.SIGTERM)
+        landed()
+        os.kill(os.getpid(), signal.SIGINT)  # after it: recorded, the work goes on
+        with deferred() as held:  # a signal held by a block is acted on as it would have been
+            os.kill(os.getpid(), signal.SIGHUP)
+        held.raise_held()
+        assert delivery.signum == signal.SIGINT
+    with signals_raise(), pytest.raises(Interrupted):  # the next export starts unlanded
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+@pytest.mark.usefixtures("signals_as_a_terminal_leaves_them")
+def test_a_signal_held_outside_a_landed_export_raises_when_the_block_ends() -> None:
+    with signals_raise():
+        with deferred() as held:
+            os.kill(os.getpid(), signal.SIGTERM)
+        with pytest.raises(Interrupted) as caught:
+            held.raise_held()
+    assert caught.value.signum == signal.SIGTERM

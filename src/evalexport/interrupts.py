@@ -6,6 +6,11 @@ the spot, skipping every ``finally``), so the CLI turns all three into :class:`I
 while it works. An exception unwinds normally: the worker is told to stop and end its remote
 run, scratch directories are removed, no marker is written, and the CLI exits with
 ``128 + signal``, as a shell reports a process a signal stopped.
+
+Once an export has landed (the remote run is finished, the output renamed into place), a stop
+signal can no longer undo it, only cost it its marker and so make a rerun export it twice.
+The pipeline opens a :func:`landing` around each delivery; from :func:`landed` on, a stop
+signal is recorded, the marker is written, and the export stands, as a log line says.
 """
 
 from __future__ import annotations
@@ -17,7 +22,17 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import final
 
-__all__ = ["STOP_SIGNALS", "Deferred", "Interrupted", "deferred", "signal_name", "signals_raise"]
+__all__ = [
+    "STOP_SIGNALS",
+    "Deferred",
+    "Interrupted",
+    "Landing",
+    "deferred",
+    "landed",
+    "landing",
+    "signal_name",
+    "signals_raise",
+]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """The signals that stop an export cleanly."""
@@ -61,6 +76,12 @@ class Interrupted(BaseException):
 
 
 def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    """The handler :func:`signals_raise` installs: raise :class:`Interrupted`, unless the
+    export under way has landed (then the signal is recorded, for the export stands)."""
+    current = _landing
+    if current is not None and current.has_landed:
+        current.record(signum, frame)
+        return
     raise Interrupted(signum)
 
 
@@ -97,6 +118,13 @@ class Deferred:
         """The signal handler while deferred: remember the first signal that arrived."""
         self.signum = self.signum or signum
 
+    def raise_held(self) -> None:
+        """Act on the signal held, if one arrived, as on one arriving now: raise
+        :class:`Interrupted`, the stop it asked for, now that the work it could not cut short
+        is done; or, once the export has :func:`landed`, leave it recorded there."""
+        if self.signum is not None:
+            _raise_interrupted(self.signum, None)
+
 
 @contextlib.contextmanager
 def deferred() -> Iterator[Deferred]:
@@ -104,7 +132,8 @@ def deferred() -> Iterator[Deferred]:
     begun (writing the marker of a remote run that exists). Each stop signal that raises
     :class:`Interrupted` here is held; one the user chose to ignore (``nohup`` ignores SIGHUP,
     a shell's background job SIGINT) stays ignored. The caller decides what a recorded signal
-    means afterwards."""
+    means afterwards: :meth:`Deferred.raise_held` stops then, unless the work done should
+    stand (a remote run's marker), which a log line then says."""
     held = Deferred()
     ours = (
         [signum for signum in STOP_SIGNALS if signal.getsignal(signum) is _raise_interrupted]
@@ -118,3 +147,57 @@ def deferred() -> Iterator[Deferred]:
     finally:
         for signum in ours:
             signal.signal(signum, _raise_interrupted)
+
+
+@final
+class Landing:
+    """One delivery (:func:`landing`): until :meth:`landed`, a stop signal raises as ever;
+    from then on it is recorded in :attr:`signum` and the export goes on to its marker."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.has_landed = False
+
+    def record(self, signum: int, frame: FrameType | None) -> None:
+        """Remember the first stop signal that arrived after the landing."""
+        self.signum = self.signum or signum
+
+    def landed(self) -> None:
+        """The target holds the export now. Any thread may say so (a worker's report reader
+        does, the moment the worker reports its remote run finished)."""
+        self.has_landed = True
+
+
+_landing: Landing | None = None
+"""The delivery under way in the main thread, if any."""
+
+
+@contextlib.contextmanager
+def landing() -> Iterator[Landing]:
+    """A delivery, from before the target is touched to its marker: see :class:`Landing`.
+    Outside the main thread (a library caller's worker thread, where no handler of ours runs)
+    it changes nothing."""
+    global _landing
+    current = Landing()
+    if threading.current_thread() is not threading.main_thread():
+        yield current
+        return
+    outer, _landing = _landing, current
+    try:
+        yield current
+    finally:
+        _landing = outer
+
+
+def current_landing() -> Landing | None:
+    """The delivery under way in the main thread, for code that reports its landing from
+    another thread (the worker's report reader)."""
+    return _landing
+
+
+def landed() -> None:
+    """Say that the export under way has landed at its target: a stop signal from now on no
+    longer undoes it. An exporter that delivers in this process may say so the moment its
+    output is complete; the pipeline says so when the delivery returns a success."""
+    if (current := _landing) is not None:
+        current.landed()

@@ -17,7 +17,11 @@ export goes through these stages, in this order, and every outcome is an
    logged once;
 6. **describe** it, for a dry run, and stop; else **deliver** it (in this process, or through
    an isolated exporter's worker);
-7. **mark** a tracking export that succeeded, with a stop signal held meanwhile.
+7. **mark** a tracking export that succeeded. From the moment the delivery has landed (the
+   worker reported its remote run finished, or the delivery returned a success), a stop signal
+   is recorded rather than raised (:func:`~evalexport.interrupts.landing`): the export stands
+   with its marker, a log line says the signal came late, and the result carries it
+   (``interrupted_by``) so that a plan's worker stops before its next export.
 
 A dry run is stages 1 to 6 with the description in place of the delivery, so its verdict
 (would export, would skip and why, would fail and why) is the export's by construction.
@@ -35,7 +39,7 @@ from evalexport import guard
 from evalexport._format import human_size
 from evalexport.exporters.base import OptionError
 from evalexport.exporters.hooks import call_hook
-from evalexport.interrupts import Interrupted, deferred, signal_name
+from evalexport.interrupts import Interrupted, Landing, deferred, landing, signal_name
 from evalexport.masking import known_secrets, scrub_logs
 from evalexport.progress import Progress, ProgressLog, reading, stage
 from evalexport.reading import PreparedRun, RunFileError, run_fingerprint
@@ -250,7 +254,11 @@ def _export(
         else None
     )
     locked = export_guard.locked() if export_guard and not dry_run else contextlib.nullcontext()
-    with locked:
+    # From the read to the marker: once the delivery has landed, a stop signal is recorded,
+    # not raised, so the export it cannot undo keeps its marker (see evalexport.interrupts).
+    # A dry run lands nothing: a stop signal stops it whenever it comes.
+    window = landing() if not dry_run else contextlib.nullcontext(Landing())
+    with locked, window as delivery:
         if export_guard is not None:
             # Under the lock: a concurrent export may have finished meanwhile.
             earlier = export_guard.earlier_export()
@@ -260,8 +268,9 @@ def _export(
             if earlier is not None:
                 return _failed(exporter, run, earlier.message())
         with exporter._delivery(run, config, dry_run=dry_run) as deliver:
-            prepared = _read_once(exporter, run, config)
+            prepared: object = None
             try:
+                prepared = _read_once(exporter, run, config)
                 if isinstance(prepared, PreparedRun):
                     for warning in prepared.warnings():
                         logger.warning("%s", warning)
@@ -281,20 +290,22 @@ def _export(
                 delivered = deliver(prepared, fingerprint)
                 assert delivered is not None, "an export's delivery always has a result"
                 result = delivered
+                if result.status is ExportStatus.SUCCEEDED:
+                    delivery.landed()
             finally:
-                discard = getattr(prepared, "discard", None)
-                if callable(discard):
-                    discard()
-        if export_guard is None or result.status is not ExportStatus.SUCCEEDED:
-            return result
-        assert fingerprint is not None
-        # The remote run exists: a stop signal now must not cost it its marker.
-        with deferred() as held:
+                _discard(prepared)
+        if export_guard is not None and result.status is ExportStatus.SUCCEEDED:
+            assert fingerprint is not None
             result = _marked(exporter, run, config, result, fingerprint, export_guard)
-    if held.signum is not None:
+    if delivery.signum is not None:
         logger.warning(
-            "%s arrived while the export marker was written; the export stands",
-            signal_name(held.signum),
+            "%s arrived after the %s export had landed; the export stands",
+            signal_name(delivery.signum),
+            exporter.name,
+        )
+        # Whoever runs the next export (a plan's worker) stops now.
+        result = result.model_copy(
+            update={"details": {**result.details, "interrupted_by": signal_name(delivery.signum)}}
         )
     return result
 
@@ -307,8 +318,24 @@ def _read_once(exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig)
     except OSError:
         size = ""  # the read names the problem
     stage(exporter.name, f"reading {run.rollouts.name}{size}")
-    with reading(ProgressLog(f"{exporter.name}: reading {run.rollouts.name}")):
-        return exporter.check_inputs(run, config)
+    prepared: object = None
+    try:
+        with reading(ProgressLog(f"{exporter.name}: reading {run.rollouts.name}")):
+            prepared = exporter.check_inputs(run, config)
+    except BaseException:  # a stop signal as the read ended: what it wrote is not left behind
+        _discard(prepared)
+        raise
+    return prepared
+
+
+def _discard(prepared: object) -> None:
+    """Remove what an exporter's read wrote (its ``discard()``, if it has one), whole: a second
+    stop signal waits until it is done."""
+    discard = getattr(prepared, "discard", None)
+    if callable(discard):
+        with deferred() as held:
+            discard()
+        held.raise_held()
 
 
 def _target(exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig) -> str:

@@ -17,6 +17,7 @@ so fails exactly when the export would.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import os
 import shutil
@@ -29,6 +30,7 @@ from typing import Any, Final, final
 from pydantic import Field, field_validator
 
 from evalexport.exporters.base import Exporter, ExporterConfig, OptionError
+from evalexport.interrupts import deferred, landed
 from evalexport.reading import RunFileError
 from evalexport.results import DryRunPlan, ExportFailure, ExportResult, PlannedFile, SkipReason
 from evalexport.run import RunArtifacts
@@ -101,10 +103,13 @@ class StagedTrajectories:
     def discard(self) -> None:
         """Remove the staging directory unless it became the output, and the parents created
         for it that stayed empty."""
-        if self.staging is not None and self.staging.exists():
+        if self.staging is None or not self.staging.exists():
+            return
+        with deferred() as held:  # a second Ctrl-C must not leave half a directory
             shutil.rmtree(self.staging)
             for parent in self.created_parents:
                 _remove_if_empty(parent)
+        held.raise_held()
 
 
 class AtifExporter(Exporter[AtifConfig, StagedTrajectories]):
@@ -135,27 +140,26 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories]):
         if config.dry_run:
             return StagedTrajectories(self._convert(run, config, output=None))
         output = config.output_dirpath.absolute()
+        staged = StagedTrajectories(FileConversion())
         try:
-            created = tuple(_make_parents(output.parent))
-            _remove_abandoned_staging(output)
-            staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(output), dir=output.parent))
-            (staging / _OWNER).write_text(_this_process())
-        except OSError as error:
-            raise ExportFailure(
-                f"Cannot create the output directory {output}: {error.strerror or error}"
-            ) from None
-        staged = StagedTrajectories(FileConversion(), staging, created)
-        try:
+            # The staging directory and the record that it is ours come into being together:
+            # a stop signal is held until ``staged`` names it, so the ``except`` removes it.
+            with deferred() as held:
+                staged = _stage_beside(output)
+            held.raise_held()
+            staging = staged.staging
+            assert staging is not None
             with (staging / MANIFEST_NAME).open("w", encoding="utf-8") as manifest:
 
                 def add_to_manifest(row: ConvertedRow) -> None:
                     manifest.write(row.manifest_line() + "\n")
 
                 conversion = self._convert(run, config, staging, add_to_manifest)
+            staged = dataclasses.replace(staged, conversion=conversion)
         except BaseException:  # refused rows, a stop signal: nothing is left behind
             staged.discard()
             raise
-        return StagedTrajectories(conversion, staging, created)
+        return staged
 
     def _convert(
         self,
@@ -260,7 +264,10 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories]):
         if os.path.lexists(output):
             return self.failed(run, f"Output path was created during export: {output}")
         staged.staging.chmod(0o755)
-        staged.staging.rename(output)
+        with deferred() as held:  # renamed into place, the export has landed: it stands
+            staged.staging.rename(output)
+            landed()
+        held.raise_held()
         of_agent = f" of agent {config.agent}" if config.agent is not None else ""
         return ExportResult.succeeded(
             self.name,
@@ -317,6 +324,29 @@ _OWNER: Final = ".evalexport-owner"
 
 def _staging_prefix(output: Path) -> str:
     return f".{output.name}.partial-"
+
+
+def _stage_beside(output: Path) -> StagedTrajectories:
+    """A new staging directory beside ``output`` holding the record of its owner (this
+    process), and the parents of ``output`` made for it; what an earlier export killed outright
+    left there is removed first."""
+    try:
+        created = tuple(_make_parents(output.parent))
+        _remove_abandoned_staging(output)
+        staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(output), dir=output.parent))
+    except OSError as error:
+        raise ExportFailure(
+            f"Cannot create the output directory {output}: {error.strerror or error}"
+        ) from None
+    staged = StagedTrajectories(FileConversion(), staging, created)
+    try:
+        (staging / _OWNER).write_text(_this_process())
+    except OSError as error:
+        staged.discard()
+        raise ExportFailure(
+            f"Cannot write into the output's directory {output.parent}: {error.strerror or error}"
+        ) from None
+    return staged
 
 
 def _this_process() -> str:

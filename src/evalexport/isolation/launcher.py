@@ -29,12 +29,13 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, final
 
-from evalexport.interrupts import Interrupted, exit_description
+from evalexport.interrupts import Interrupted, Landing, current_landing, exit_description
 from evalexport.isolation.descendants import owned_scratch, tracked_launch
 from evalexport.isolation.environments import Environment
 from evalexport.workers.protocol import (
@@ -137,8 +138,13 @@ class StartedWorker:
             "report_fd": self._report_fd,
             "scratch": [str(self._workdir), *map(str, scratch)],
         }
+        landing = current_landing()
+        if landing is not None:  # the moment the worker says its run is finished, it has landed
+            self._reports.on_success = landing.landed
         try:
-            exit_code, timed_out, interrupted_by = _wait(self._process, request, time_limit)
+            exit_code, timed_out, interrupted_by = _wait(
+                self._process, request, time_limit, self._reports, landing
+            )
         finally:
             _end(self._process)
         self._reports.finished()
@@ -217,18 +223,41 @@ def started_worker(
 
 
 def _wait(
-    process: subprocess.Popen[bytes], request: RunnerRequest, time_limit: float
+    process: subprocess.Popen[bytes],
+    request: RunnerRequest,
+    time_limit: float,
+    reports: _Reports,
+    landing: Landing | None,
 ) -> tuple[int, bool, int | None]:
-    """Send the request, wait; returns (exit code, timed out, the stop signal we received)."""
+    """Send the request, wait, and read the worker's last report; returns (exit code, timed
+    out, the stop signal we received before the export landed).
+
+    A stop signal before the landing raises here and is passed on: the worker stops and ends
+    its remote run. One after it (the worker has reported its run finished, and is ending) is
+    recorded by ``landing``: the worker gets it too, so that it does not linger, but the
+    export stands."""
     assert process.stdin is not None
+    deadline = time.monotonic() + time_limit
     try:
         _send(process.stdin, request)
-        return process.wait(timeout=time_limit), False, None
-    except subprocess.TimeoutExpired:
-        return _stop(process, signal.SIGTERM), True, None
+        while True:
+            try:
+                exit_code = process.wait(timeout=min(_POLL_SECONDS, deadline - time.monotonic()))
+                break
+            except subprocess.TimeoutExpired:
+                if landing is not None and landing.signum is not None:
+                    return _stop(process, landing.signum), False, None
+                if time.monotonic() >= deadline:
+                    return _stop(process, signal.SIGTERM), True, None
+        reports.finished()  # in the ``try``: a signal before the result is read is a stop
+        return exit_code, False, None
     except (Interrupted, KeyboardInterrupt) as error:
         interruption = Interrupted.from_exception(error)
         return _stop(process, interruption.signum), False, interruption.signum
+
+
+_POLL_SECONDS = 0.1
+"""How often a waiting launcher looks for a stop signal recorded after the landing."""
 
 
 def _send(stdin: IO[bytes], request: RunnerRequest) -> None:
@@ -273,6 +302,8 @@ class _Reports:
     def __init__(self, fd: int, progress: Callable[[int, int], None] | None) -> None:
         self._result: str | None = None
         self._progress = progress
+        self.on_success: Callable[[], None] | None = None
+        """Called, from the reader's thread, when the worker reports a succeeded result."""
         self._thread = threading.Thread(
             target=self._read, args=(fd,), name="evalexport-worker-reports", daemon=True
         )
@@ -284,6 +315,8 @@ class _Reports:
                 kind, _, rest = line.rstrip(b"\n").partition(b" ")
                 if kind == b"result":
                     self._result = rest.decode("utf-8", errors="replace")
+                    if self.on_success is not None and _succeeded(self._result):
+                        self.on_success()
                 elif kind == b"progress" and self._progress is not None:
                     parts = rest.split()
                     if len(parts) == 2 and all(part.isdigit() for part in parts):
@@ -308,6 +341,15 @@ class _Reports:
             return worker_result_from(data)
         except ValueError as error:
             return result("failed", 1, f"The worker wrote an invalid result ({error})")
+
+
+def _succeeded(result_text: str) -> bool:
+    """Whether a worker's result line says its export succeeded."""
+    try:
+        data = json.loads(result_text)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("status") == "succeeded"
 
 
 @final

@@ -17,9 +17,18 @@ import sys
 
 def main() -> int:
     """One process of the pool: read tasks on stdin, write outcomes on stdout, until stdin closes."""
-    from evalexport.interrupts import Interrupted, deferred, signals_raise
+    from evalexport.interrupts import (
+        STOP_SIGNALS,
+        Interrupted,
+        deferred,
+        signal_name,
+        signals_raise,
+    )
     from evalexport.plans.batch import export_task
     from evalexport.plans.model import ExportTask
+    from evalexport.results import ExitCode
+
+    stop_signals = {signal_name(signum): signum for signum in STOP_SIGNALS}
 
     # Exporters and workers log (e.g. a stored run that needs binding); users read it on stderr.
     logging.basicConfig(level=logging.INFO, format="evalexport: %(message)s", stream=sys.stderr)
@@ -35,11 +44,15 @@ def main() -> int:
             for line in sys.stdin:
                 task = ExportTask.from_json(line)
                 result = export_task(task)
-                with deferred():  # a result half written is a result lost
+                with deferred() as held:  # a result half written is a result lost
                     results.write(result.model_dump_json() + "\n")
                     results.flush()
+                held.raise_held()  # written whole; the stop it held comes now
                 if result.exit_code.stopped_by_signal:  # the export was stopped: so are we
                     return int(result.exit_code)
+                late = stop_signals.get(str(result.details.get("interrupted_by")))
+                if late is not None:  # it came after the export landed, which stands
+                    return int(ExitCode.for_signal(late))
     except Interrupted as interruption:
         return interruption.exit_code
     return 0

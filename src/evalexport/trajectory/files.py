@@ -349,7 +349,7 @@ def _outcomes(path: Path, job: _Job, workers: int) -> Iterator[tuple[list[_Outco
     ):
         try:
             for first, lines, done in _chunks(path):
-                _stop_if_signalled(held.signum)
+                held.raise_held()
                 pending.append((pool.submit(_convert_chunk, first, lines, job), done))
                 if len(pending) >= workers * _IN_FLIGHT_PER_WORKER:
                     future, read = pending.popleft()
@@ -357,27 +357,21 @@ def _outcomes(path: Path, job: _Job, workers: int) -> Iterator[tuple[list[_Outco
             while pending:
                 future, read = pending.popleft()
                 yield _result(future, held), read
-            _stop_if_signalled(held.signum)
+            held.raise_held()
         except BaseException:  # interrupted, or the consumer stopped: queued chunks are moot
             pool.shutdown(wait=True, cancel_futures=True)
             raise
+    held.raise_held()  # one that came while the pool was shut down is a stop all the same
 
 
 def _result(future: Future[list[_Outcome]], held: Deferred) -> list[_Outcome]:
     """The chunk's outcomes; a stop signal held meanwhile is raised within a tenth of a second."""
     while True:
-        _stop_if_signalled(held.signum)
+        held.raise_held()
         try:
             return future.result(timeout=0.1)
         except TimeoutError:
             continue
-
-
-def _stop_if_signalled(signum: int | None) -> None:
-    if signum is not None:
-        from evalexport.interrupts import Interrupted
-
-        raise Interrupted(signum)
 
 
 def _leave_ctrl_c_to_the_parent(creator: int, via_forkserver: bool) -> None:

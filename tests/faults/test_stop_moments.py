@@ -1,0 +1,189 @@
+"""A stop signal at the exact moments where one used to cost something: the moment a staging
+directory is made, the moment the read ends, the moment a process pool winds down, and the
+moment after an export landed. Each signal is sent from inside the export, at that moment, so
+each test hits its moment on every run (the process-level fault tests hit them by chance).
+
+Every export runs through the CLI in this process (``cli``), which turns stop signals into
+:class:`~evalexport.interrupts.Interrupted` as it does for a user.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalexport.interrupts import STOP_SIGNALS
+from tests.conftest import CliRun
+
+
+@pytest.fixture(autouse=True)
+def signals_as_a_terminal_leaves_them() -> Iterator[None]:
+    """Every stop signal at its default, as a terminal's foreground job has them (the suite
+    may run under ``nohup``, and what is ignored when evalexport starts stays ignored)."""
+    previous = {signum: signal.signal(signum, signal.SIG_DFL) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _stop_us() -> None:
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _then_stopped(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function``, which sends this process SIGTERM as soon as it has returned."""
+
+    def stopped_after(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _stop_us()
+
+    return stopped_after
+
+
+def _atif(cli: Callable[..., CliRun], rollouts: Path, output: Path) -> CliRun:
+    return cli(
+        "atif",
+        f"+rollouts_jsonl_fpath={rollouts}",
+        f"+output_dirpath={output}",
+        "+agent_version=1.0",
+        "--json",
+    )
+
+
+def _left_beside(output: Path) -> list[str]:
+    return sorted(path.name for path in output.parent.iterdir() if path.name != "run")
+
+
+@pytest.fixture
+def one_agent_run(make_sample_run):
+    """A run ATIF exports whole (its rows are one agent's)."""
+    return make_sample_run(agents=("aime24_math_simple_agent",), tasks=3, repeats=2)
+
+
+def _interrupted(ended: CliRun) -> None:
+    assert ended.exit_code == 128 + signal.SIGTERM, ended.output
+    assert json.loads(ended.stdout.splitlines()[-1])["status"] == "failed"
+    assert "Traceback" not in ended.output
+
+
+def test_a_stop_as_the_staging_directory_is_made_leaves_no_staging(
+    cli, one_agent_run, tmp_path, monkeypatch
+) -> None:
+    from evalexport.exporters import atif
+
+    # Sent while the staging directory's owner record is being written: the directory exists.
+    monkeypatch.setattr(atif, "_this_process", _then_stopped(atif._this_process))
+    output = tmp_path / "out"
+    ended = _atif(cli, one_agent_run.rollouts, output)
+    _interrupted(ended)
+    assert _left_beside(output) == []
+
+
+def test_a_stop_as_the_read_ends_leaves_no_staging(
+    cli, one_agent_run, tmp_path, monkeypatch
+) -> None:
+    from evalexport import pipeline
+
+    reading = pipeline.reading
+
+    @contextlib.contextmanager
+    def reading_then_stopped(log: Any) -> Iterator[None]:
+        with reading(log):
+            yield
+        _stop_us()  # the read has returned its staged files; the pipeline does not hold them yet
+
+    monkeypatch.setattr(pipeline, "reading", reading_then_stopped)
+    output = tmp_path / "out"
+    ended = _atif(cli, one_agent_run.rollouts, output)
+    _interrupted(ended)
+    assert _left_beside(output) == []
+
+
+def test_a_stop_as_the_conversion_pool_winds_down_stops_the_export(
+    cli, one_agent_run, tmp_path, monkeypatch
+) -> None:
+    from evalexport.trajectory import files
+
+    monkeypatch.setattr(files, "default_workers", lambda path: 2)  # the pool, for a small file
+
+    class PoolStoppedAsItCloses(files.ProcessPoolExecutor):
+        def __exit__(self, *exc_info: Any) -> Any:
+            _stop_us()  # every chunk is converted; the stop is held while the pool shuts down
+            return super().__exit__(*exc_info)
+
+    monkeypatch.setattr(files, "ProcessPoolExecutor", PoolStoppedAsItCloses)
+    output = tmp_path / "out"
+    ended = _atif(cli, one_agent_run.rollouts, output)
+    _interrupted(ended)  # not an export that went on as if nobody had asked it to stop
+    assert _left_beside(output) == []
+
+
+def test_a_stop_as_the_output_is_renamed_into_place_lets_the_export_stand(
+    cli, one_agent_run, tmp_path, monkeypatch, caplog
+) -> None:
+    output = tmp_path / "out"
+    rename = Path.rename
+
+    def rename_then_stopped(self: Path, target: Any) -> Path:
+        moved = rename(self, target)
+        if Path(target) == output:
+            _stop_us()
+        return moved
+
+    monkeypatch.setattr(Path, "rename", rename_then_stopped)
+    ended = _atif(cli, one_agent_run.rollouts, output)
+    assert ended.exit_code == 0, ended.output
+    result = json.loads(ended.stdout.splitlines()[-1])
+    assert result["status"] == "succeeded"
+    assert result["details"]["interrupted_by"] == "SIGTERM"
+    assert "SIGTERM arrived after the atif export had landed; the export stands" in caplog.text
+    assert len(list(output.glob("*.json"))) == 6
+    assert _left_beside(output) == ["out"]
+
+
+@pytest.mark.downloads
+def test_a_stop_after_the_worker_finished_its_run_keeps_the_marker_and_one_remote_run(
+    cli, mlflow_server, mlflow_python, sample_run, monkeypatch, caplog
+) -> None:
+    from evalexport.exporters.isolated import IsolatedExporter
+    from evalexport.testing.mlflow_server import read_runs
+
+    # The worker has ended its run FINISHED and exited; the result is being read.
+    monkeypatch.setattr(
+        IsolatedExporter,
+        "_result_of",
+        _stopped_before(IsolatedExporter._result_of),
+    )
+    args = (
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+mlflow_tracking_uri={mlflow_server.url}",
+        "+mlflow_experiment_name=stopped-late",
+    )
+    ended = cli(*args)
+    assert ended.exit_code == 0, ended.output
+    assert "SIGTERM arrived after the mlflow export had landed; the export stands" in caplog.text
+    monkeypatch.undo()
+    rerun = cli(*args)
+    assert rerun.exit_code == 0, rerun.output
+    assert rerun.stdout.startswith("skipped (already exported)"), rerun.output
+    assert len(read_runs(mlflow_python, mlflow_server.url, "stopped-late")) == 1
+
+
+def _stopped_before(function: Callable[..., Any]) -> Callable[..., Any]:
+    def stopped_first(*args: Any, **kwargs: Any) -> Any:
+        _stop_us()
+        return function(*args, **kwargs)
+
+    return stopped_first
