@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from evalexport.cli import main
+from evalexport.interrupts import STOP_SIGNALS
 from evalexport.testing.mlflow_server import MLflowServer
 
 pytest_plugins = ["pytester"]
@@ -39,6 +41,19 @@ def plugin_site(monkeypatch: pytest.MonkeyPatch) -> Path:
         os.pathsep.join(filter(None, [str(PLUGIN_SITE), os.environ.get("PYTHONPATH")])),
     )
     return PLUGIN_SITE
+
+
+@pytest.fixture
+def signals_as_a_terminal_leaves_them() -> Iterator[None]:
+    """Every stop signal at its default, as a terminal's foreground job has them: the suite may
+    itself run under ``nohup`` (SIGHUP ignored) or as a background job (SIGINT ignored), and
+    what is ignored when evalexport starts stays ignored (``tests/test_interrupts.py``)."""
+    previous = {signum: signal.signal(signum, signal.SIG_DFL) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 @pytest.fixture

@@ -5,31 +5,16 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 
 import pytest
 
 from evalexport.interrupts import (
-    STOP_SIGNALS,
     Interrupted,
     deferred,
     landed,
     landing,
     signals_raise,
 )
-
-
-@pytest.fixture
-def signals_as_a_terminal_leaves_them() -> Iterator[None]:
-    """Every stop signal at its default, as a terminal's foreground job has them: the suite may
-    itself run under ``nohup`` (SIGHUP ignored) or as a background job (SIGINT ignored), and
-    what is ignored when evalexport starts stays ignored (tested below)."""
-    previous = {signum: signal.signal(signum, signal.SIG_DFL) for signum in STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
 
 
 @pytest.mark.usefixtures("signals_as_a_terminal_leaves_them")

@@ -19,20 +19,10 @@ from typing import Any
 
 import pytest
 
-from evalexport.interrupts import STOP_SIGNALS
+from evalexport.testing.factory import SampleRun
 from tests.conftest import CliRun
 
-
-@pytest.fixture(autouse=True)
-def signals_as_a_terminal_leaves_them() -> Iterator[None]:
-    """Every stop signal at its default, as a terminal's foreground job has them (the suite
-    may run under ``nohup``, and what is ignored when evalexport starts stays ignored)."""
-    previous = {signum: signal.signal(signum, signal.SIG_DFL) for signum in STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+pytestmark = pytest.mark.usefixtures("signals_as_a_terminal_leaves_them")
 
 
 def _stop_us() -> None:
@@ -71,10 +61,15 @@ def one_agent_run(make_sample_run):
     return make_sample_run(agents=("aime24_math_simple_agent",), tasks=3, repeats=2)
 
 
-def _interrupted(ended: CliRun) -> None:
+def _stopped_leaving_nothing(cli: Callable[..., CliRun], run: SampleRun, tmp_path: Path) -> None:
+    """Export ``run`` to ATIF (a SIGTERM is planted in it): the export is stopped, and neither
+    its output nor its staging directory is left."""
+    output = tmp_path / "out"
+    ended = _atif(cli, run.rollouts, output)
     assert ended.exit_code == 128 + signal.SIGTERM, ended.output
     assert json.loads(ended.stdout.splitlines()[-1])["status"] == "failed"
     assert "Traceback" not in ended.output
+    assert _left_beside(output) == []
 
 
 def test_a_stop_as_the_staging_directory_is_made_leaves_no_staging(
@@ -84,10 +79,7 @@ def test_a_stop_as_the_staging_directory_is_made_leaves_no_staging(
 
     # Sent while the staging directory's owner record is being written: the directory exists.
     monkeypatch.setattr(atif, "_this_process", _then_stopped(atif._this_process))
-    output = tmp_path / "out"
-    ended = _atif(cli, one_agent_run.rollouts, output)
-    _interrupted(ended)
-    assert _left_beside(output) == []
+    _stopped_leaving_nothing(cli, one_agent_run, tmp_path)
 
 
 def test_a_stop_as_the_read_ends_leaves_no_staging(
@@ -104,10 +96,7 @@ def test_a_stop_as_the_read_ends_leaves_no_staging(
         _stop_us()  # the read has returned its staged files; the pipeline does not hold them yet
 
     monkeypatch.setattr(pipeline, "reading", reading_then_stopped)
-    output = tmp_path / "out"
-    ended = _atif(cli, one_agent_run.rollouts, output)
-    _interrupted(ended)
-    assert _left_beside(output) == []
+    _stopped_leaving_nothing(cli, one_agent_run, tmp_path)
 
 
 def test_a_stop_as_the_conversion_pool_winds_down_stops_the_export(
@@ -123,10 +112,8 @@ def test_a_stop_as_the_conversion_pool_winds_down_stops_the_export(
             return super().__exit__(*exc_info)
 
     monkeypatch.setattr(files, "ProcessPoolExecutor", PoolStoppedAsItCloses)
-    output = tmp_path / "out"
-    ended = _atif(cli, one_agent_run.rollouts, output)
-    _interrupted(ended)  # not an export that went on as if nobody had asked it to stop
-    assert _left_beside(output) == []
+    # Not an export that went on as if nobody had asked it to stop.
+    _stopped_leaving_nothing(cli, one_agent_run, tmp_path)
 
 
 def test_a_stop_as_the_output_is_renamed_into_place_lets_the_export_stand(
