@@ -10,6 +10,7 @@ import pytest
 
 from evalexport.interrupts import (
     Interrupted,
+    current_landing,
     deferred,
     landed,
     landing,
@@ -82,3 +83,15 @@ def test_a_signal_held_outside_a_landed_export_raises_when_the_block_ends() -> N
         with pytest.raises(Interrupted) as caught:
             held.raise_held()
     assert caught.value.signum == signal.SIGTERM
+
+
+def test_another_threads_export_never_lands_the_main_threads() -> None:
+    import threading
+
+    seen: list[object] = []
+    with landing() as delivery:
+        thread = threading.Thread(target=lambda: (seen.append(current_landing()), landed()))
+        thread.start()
+        thread.join()
+        assert seen == [None]
+        assert not delivery.has_landed

@@ -190,8 +190,10 @@ def landing() -> Iterator[Landing]:
 
 
 def current_landing() -> Landing | None:
-    """The delivery under way in the main thread, for code that reports its landing from
-    another thread (the worker's report reader)."""
+    """The delivery under way, asked from the main thread that runs it, for code that reports
+    its landing from another thread (the worker's report reader); ``None`` elsewhere."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
     return _landing
 
 
@@ -199,5 +201,5 @@ def landed() -> None:
     """Say that the export under way has landed at its target: a stop signal from now on no
     longer undoes it. An exporter that delivers in this process may say so the moment its
     output is complete; the pipeline says so when the delivery returns a success."""
-    if (current := _landing) is not None:
+    if (current := current_landing()) is not None:
         current.landed()
