@@ -50,11 +50,15 @@ def test_a_key_seen_again_after_its_tasks_array_grew_past_it_fails_and_writes_no
     run = _export(cli, rollouts, output)
     assert run.exit_code == 1, run.output
     assert "line 4: duplicate Gym rollout key (task 0, rollout 8), first on line 1" in run.stdout
+    # No option accepts a repeated key, so the refusal says so rather than pointing to inspect.
+    assert "no +allow_gaps or +relax option accepts a repeated one" in run.stdout
+    assert "evalexport inspect" not in run.stdout
     assert not output.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dup"]
     dry = _export(cli, rollouts, output, "--dry-run")
     assert dry.exit_code == 1
     assert "duplicate Gym rollout key (task 0, rollout 8)" in dry.stdout
+    assert "no +allow_gaps or +relax option accepts a repeated one" in dry.stdout
 
 
 def test_inspect_does_not_accept_a_file_with_a_duplicate_key(cli, tmp_path) -> None:

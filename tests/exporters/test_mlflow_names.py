@@ -176,6 +176,7 @@ def test_a_server_given_as_host_and_port_without_a_scheme_is_a_usage_error(cli, 
     )
     assert run.exit_code == 2
     assert "write http://127.0.0.1:5055 (or https://)" in run.stderr
+    assert "Value error" not in run.stderr  # the validator's words, not pydantic's frame
 
 
 def test_the_same_in_mlflow_tracking_uri_is_a_usage_error_naming_it(

@@ -312,6 +312,13 @@ def _rejection(run: RunArtifacts, conversion: FileConversion) -> str:
     if agents := conversion.agents_problem(run.rollouts):
         # Rows of several agents share their (task, rollout) keys: +agent is the way on.
         return f"{message}\n{agents}"
+    if conversion.duplicate_keys == len(rejected):
+        # No option accepts a repeated key: pointing to inspect for one would mislead.
+        return (
+            f"{message}\nEach row's (task, rollout) key (_ng_task_index, _ng_rollout_index) must "
+            "be unique in the file, as NeMo Gym requires; no +allow_gaps or +relax option "
+            "accepts a repeated one. Remove or re-key the repeated rows."
+        )
     return message + (
         f"\n`evalexport inspect {run.rollouts}` tells which +allow_gaps or +relax options "
         "(relaxations of Gym's strict profile) would accept these rows."

@@ -200,6 +200,8 @@ class Exporter(legacy.LegacyHooks, abc.ABC, Generic[ConfigT, PreparedT]):
         valid = ", ".join(spelt(name) for name in cls.Config.model_fields)
         problems: list[str] = []
         for item in error.errors():
+            # A validator's own words, without pydantic's "Value error, " before them.
+            item["msg"] = item["msg"].removeprefix("Value error, ")
             dotted = ".".join(str(part) for part in item["loc"])
             option = spelt(dotted) if item["loc"] else "options"
             if item["type"] == "extra_forbidden":

@@ -105,6 +105,9 @@ class FileConversion:
     converted: int = 0
     rows: int = 0
     rejected: list[str] = field(default_factory=list)
+    duplicate_keys: int = 0
+    """How many of :attr:`rejected` repeat an earlier row's (task, rollout) key: no
+    ``+allow_gaps`` or ``+relax`` accepts those, as Gym accepts none."""
     agents: set[str] = field(default_factory=set)
     gap_counts: Counter[str] = field(default_factory=Counter)
     trajectories_with_gaps: int = 0
@@ -461,6 +464,7 @@ def convert_file(
                         f"line {line_number}: duplicate Gym rollout key (task {key[0]}, "
                         f"rollout {key[1]}), first on line {earlier}"
                     )
+                    result.duplicate_keys += 1
                     if isinstance(label, str):
                         result.agents.add(label)
                     continue
