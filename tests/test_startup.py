@@ -57,3 +57,26 @@ def test_the_tripwire_catches_an_sdk_import(tripwire_sdks: Path) -> None:
         check=True,
     )
     assert (tripwire_sdks.parent / "imported.txt").read_text() == "mlflow\n"
+
+
+def test_pytest_loading_the_plugin_imports_no_exporter_and_no_run_factory() -> None:
+    # pytest loads the plugin at every start wherever evalexport is installed: it reads the
+    # SDK surfaces for its switches, and leaves the exporters, the run reader and the run
+    # factory until a switch or fixture asks for them.
+    code = (
+        "import sys, evalexport.testing.plugin\n"
+        "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('evalexport'))))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    loaded = set(completed.stdout.split())
+    assert "evalexport.testing.plugin" in loaded
+    heavy = {
+        "evalexport.exporters.base",
+        "evalexport.pipeline",
+        "evalexport.reading",
+        "evalexport.run",
+        "evalexport.testing.factory",
+    }
+    assert not loaded & heavy, sorted(loaded & heavy)

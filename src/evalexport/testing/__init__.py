@@ -17,6 +17,20 @@ public; this repository's own fixtures live in its ``tests/support/``.
 
 from __future__ import annotations
 
-from evalexport.testing.factory import CanarySecrets, SampleRun, make_rollout, make_run
+from typing import TYPE_CHECKING
+
+from evalexport._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from evalexport.testing.factory import CanarySecrets, SampleRun, make_rollout, make_run
 
 __all__ = ["CanarySecrets", "SampleRun", "make_rollout", "make_run"]
+
+# Imported on first use: pytest loads the plugin beside this package at every start, in any
+# environment where evalexport is installed, and the factory is not needed there until a
+# fixture asks for a run.
+__getattr__ = lazy_attributes(__name__, dict.fromkeys(__all__, "evalexport.testing.factory"))
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
