@@ -100,3 +100,46 @@ def test_errors_name_options_in_the_callers_terms(cli, sample_run) -> None:
         "mlflow", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "+upload_rollout=0"
     )
     assert "unknown option +upload_rollout " in command_line.output
+
+
+def _copy_of_the_example(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "examples" / "aime24", tmp_path / "run")
+    return tmp_path / "run" / "aime24_rollouts.jsonl"
+
+
+def test_a_progress_callback_that_raises_never_fails_the_export(tmp_path, caplog) -> None:
+    calls: list[tuple[int, int]] = []
+
+    def broken(done: int, total: int) -> None:
+        calls.append((done, total))
+        raise RuntimeError("a broken progress bar")
+
+    result = evalexport.export(
+        "atif",
+        _copy_of_the_example(tmp_path),
+        output_dirpath=tmp_path / "out",
+        agent_version="1",
+        progress=broken,
+    )
+    assert (result.status, result.exit_code) == (ExportStatus.SUCCEEDED, ExitCode.OK)
+    assert len(calls) == 1  # not called again once it raised
+    assert len(list((tmp_path / "out").glob("*.json"))) == 32
+    assert "the progress callback raised RuntimeError: a broken progress bar" in caplog.text
+
+
+def test_ctrl_c_during_an_export_is_a_result_with_exit_130_that_wrote_nothing(tmp_path) -> None:
+    # Ctrl-C raises KeyboardInterrupt wherever the main thread is; the progress callback runs
+    # there in the middle of the ATIF conversion, so raising it there is a Ctrl-C mid-export.
+    def ctrl_c(done: int, total: int) -> None:
+        raise KeyboardInterrupt
+
+    rollouts = _copy_of_the_example(tmp_path)
+    before = sorted(path.name for path in rollouts.parent.iterdir())
+    result = evalexport.export(
+        "atif", rollouts, output_dirpath=tmp_path / "out", agent_version="1", progress=ctrl_c
+    )
+    assert (result.status, result.exit_code) == (ExportStatus.FAILED, 130)
+    assert result.details["interrupted_by"] == "SIGINT"
+    assert not result
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["run"]  # no output, no staging
+    assert sorted(path.name for path in rollouts.parent.iterdir()) == before
