@@ -143,3 +143,29 @@ def test_ctrl_c_during_an_export_is_a_result_with_exit_130_that_wrote_nothing(tm
     assert not result
     assert sorted(path.name for path in tmp_path.iterdir()) == ["run"]  # no output, no staging
     assert sorted(path.name for path in rollouts.parent.iterdir()) == before
+
+
+def test_an_exporters_advice_names_its_options_as_keyword_arguments(cli, tmp_path) -> None:
+    rollouts = _copy_of_the_example(tmp_path)
+    options = {"output_dirpath": tmp_path / "out", "agent_version": "1"}
+    result = evalexport.export("atif", rollouts, allow_gaps=["no_such_code"], **options)
+    assert result.exit_code == ExitCode.USAGE
+    assert result.message.startswith("allow_gaps names no_such_code: "), result.message
+    assert "+allow_gaps" not in result.message
+    # The command line keeps its own spelling.
+    typed = cli(
+        "atif",
+        f"+rollouts_jsonl_fpath={rollouts}",
+        *(f"+{key}={value}" for key, value in options.items()),
+        "+allow_gaps=[no_such_code]",
+    )
+    assert "+allow_gaps names no_such_code: " in typed.stderr + typed.stdout
+
+
+def test_only_the_exporters_own_options_lose_their_plus() -> None:
+    from evalexport.pipeline import _in_keyword_terms
+
+    message = "use +agent=NAME with +agent_version, not +agents; +key=value as ever; '+relax=[x]'"
+    assert _in_keyword_terms(message, ["agent", "agent_version", "relax"]) == (
+        "use agent=NAME with agent_version, not +agents; +key=value as ever; 'relax=[x]'"
+    )

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, final
 
@@ -125,7 +126,23 @@ def run_export(request: ExportRequest) -> ExportResult:
             str(run.run_dir),
             f"The {name} exporter cannot be made: {type(error).__name__}: {error}",
         )
-    return export_run(exporter, run, config, skip_finished=request.skip_finished)
+    result = export_run(exporter, run, config, skip_finished=request.skip_finished)
+    if request.overrides:
+        return result
+    # Given as keyword arguments (the Python API) or a plan's keys: its options are named so.
+    message = _in_keyword_terms(result.message, chosen.Config.model_fields)
+    return result if message == result.message else result.model_copy(update={"message": message})
+
+
+def _in_keyword_terms(message: str, options: Iterable[str]) -> str:
+    """``message`` with each of ``options`` written as the command line writes it (``+agent``,
+    ``+relax=[...]``) named as a keyword argument (``agent``, ``relax=[...]``); other ``+`` words
+    (``+key=value``) stay."""
+    names = sorted(options, key=len, reverse=True)
+    if not names or "+" not in message:
+        return message
+    pattern = r"\+(" + "|".join(map(re.escape, names)) + r")\b"
+    return re.sub(pattern, r"\1", message)
 
 
 def _as_the_command_line_takes_text(
