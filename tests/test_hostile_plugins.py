@@ -47,7 +47,31 @@ MODULES = {
         "    def _export(self, run, config, *, fingerprint):\n"
         "        raise SystemExit(7)\n"
     ),
+    "prints": (
+        "import os, subprocess\n"
+        "print('printed on import')\n"
+        "os.write(1, b'written to fd 1 on import\\n')\n"
+        "from evalexport.exporters import Exporter, ExporterConfig\n"
+        "from evalexport.results import ExportResult\n"
+        "class X(Exporter[ExporterConfig]):\n"
+        "    name = 'prints'\n"
+        "    summary = 'prints as it is imported and as it exports'\n"
+        "    Config = ExporterConfig\n"
+        "    needs_metrics_and_config = False\n"
+        "    def _export(self, run, config, *, fingerprint):\n"
+        "        print('printed while exporting')\n"
+        "        subprocess.run(['echo', 'a child of the export printed'], check=True)\n"
+        "        return ExportResult.succeeded(self.name, str(run.run_dir), 'done')\n"
+    ),
 }
+"""Plugins that misbehave; ``prints`` works, but writes to standard output."""
+
+PRINTED = (
+    "printed on import",
+    "written to fd 1 on import",
+    "printed while exporting",
+    "a child of the export printed",
+)
 
 
 @pytest.fixture
@@ -87,7 +111,8 @@ def test_list_shows_each_broken_plugin_with_its_reason_and_leaks_nothing(hostile
     assert listed.returncode == 0, listed.stderr
     rows = {row["name"]: row for row in json.loads(listed.stdout)}
     assert {"atif", "mlflow", "wandb", "evalrdl"} <= set(rows)
-    said = {name: rows[name]["summary"] for name in MODULES if name != "exitsexporting"}
+    broken = [name for name in MODULES if name not in ("exitsexporting", "prints")]
+    said = {name: rows[name]["summary"] for name in broken}
     assert "RuntimeError: token ****" in said["raises"]
     assert "SyntaxError" in said["syntax"]
     assert "SystemExit: 3" in said["exits"]
@@ -158,3 +183,20 @@ def test_the_python_api_returns_a_result_for_a_broken_plugin(hostile_site, sampl
     result = json.loads(completed.stdout)
     assert (result["status"], result["exit_code"]) == ("failed", 1)
     assert TOKEN not in completed.stdout
+
+
+def test_what_a_plugin_prints_never_mixes_into_the_result_on_stdout(
+    hostile_site, sample_run
+) -> None:
+    listed = _evalexport(hostile_site, "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout)  # stdout is the list alone
+    exported = _evalexport(
+        hostile_site, "prints", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "--json"
+    )
+    assert exported.returncode == 0, exported.stderr
+    assert len(exported.stdout.splitlines()) == 1, exported.stdout  # one line of JSON
+    assert json.loads(exported.stdout)["message"] == "done"
+    for text in PRINTED:
+        assert text in exported.stderr, text
+    assert "printed on import" in listed.stderr

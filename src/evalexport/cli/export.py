@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalexport._format import human_size
 from evalexport.cli._args import OK, Arguments, usage_error
+from evalexport.cli._stdout import others_write_to_stderr
 
 if TYPE_CHECKING:
     from evalexport.exporters.base import Exporter
@@ -52,14 +53,15 @@ def run(name: str, arguments: Arguments, rest: list[str]) -> int:
     for handler in logging.getLogger().handlers:  # what is printed is scrubbed, whoever logged
         if SCRUBBER not in handler.filters:
             handler.addFilter(SCRUBBER)
-    progress = _progress(name, _progress_unit(name))
-    try:
-        result = run_export(
-            ExportRequest(name, overrides=rest, dry_run=arguments.dry_run, progress=progress)
-        )
-    finally:
-        if isinstance(progress, _ProgressLine):
-            progress.close()
+    with others_write_to_stderr():  # a plugin that prints never breaks the result on stdout
+        progress = _progress(name, _progress_unit(name))
+        try:
+            result = run_export(
+                ExportRequest(name, overrides=rest, dry_run=arguments.dry_run, progress=progress)
+            )
+        finally:
+            if isinstance(progress, _ProgressLine):
+                progress.close()
     if result.exit_code is ExitCode.USAGE:
         if arguments.json:
             print(result.model_dump_json())  # one line, as every result
