@@ -20,10 +20,13 @@ def others_write_to_stderr() -> Iterator[None]:
     """
     with contextlib.suppress(Exception):
         sys.stdout.flush()
+    saved: int | None = None
     try:
         saved = os.dup(1)
         os.dup2(2, 1)
     except OSError:  # no standard output or error to speak of: nothing to keep apart
+        if saved is not None:
+            os.close(saved)
         with contextlib.redirect_stdout(sys.stderr):
             yield
         return
