@@ -12,8 +12,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from evalexport import reading
-from evalexport.reading import RunFileError
+from evalexport.reading import RunFileError, rollouts
 from evalexport.run import RunArtifacts
 
 RUN = RunArtifacts(Path("/runs/r/aime24_rollouts.jsonl"))
@@ -48,7 +47,7 @@ def _same(left: Any, right: Any) -> bool:
 
 def _parsed(line: bytes) -> Any:
     try:
-        rollout = reading._parse_line(RUN, line, 7)
+        rollout = rollouts._parse_line(RUN, line, 7)
     except RunFileError as error:
         return ("refused", str(error))
     return rollout
@@ -56,7 +55,7 @@ def _parsed(line: bytes) -> Any:
 
 def _strictly(line: bytes, monkeypatch: pytest.MonkeyPatch) -> Any:
     with monkeypatch.context() as patched:
-        patched.setattr(reading, "_fast_decode", lambda: None)
+        patched.setattr(rollouts, "_fast_decode", lambda: None)
         return _parsed(line)
 
 
@@ -122,5 +121,5 @@ def test_a_cut_line_is_refused_with_the_strict_parsers_message(
     fast = _parsed(line + b"\n")
     assert fast[0] == "refused", fast
     with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(reading, "_fast_decode", lambda: None)
+        patched.setattr(rollouts, "_fast_decode", lambda: None)
         assert _parsed(line + b"\n") == fast

@@ -1,0 +1,304 @@
+"""The files of a run, as :mod:`evalexport.reading` reads them: what a run's paths are
+(:class:`RunPaths`), the error that names a file (:class:`RunFileError`), regular files opened
+without ever waiting on a FIFO, the aggregate metrics and the saved config read once and
+bounded, and the run directory walked as an upload takes it."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, Final, Protocol, final
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "Digest",
+    "ExportableConfig",
+    "RunFileError",
+    "RunPaths",
+    "exportable_config",
+    "not_a_file_reason",
+    "open_regular",
+    "parse_aggregate_metrics",
+    "parse_saved_config",
+    "read_file",
+    "run_directory_files",
+    "unreadable_file_reason",
+]
+
+CHUNK: Final = 1 << 20
+"""How much of a file is read at a time where it is read in pieces."""
+
+MAX_FILE_BYTES: Final = 64 * 1024 * 1024
+"""The largest aggregate-metrics file or saved config read (a real one is a few kilobytes)."""
+
+
+class Digest(Protocol):
+    """What the rollouts readers feed the bytes they read: a :mod:`hashlib` hash."""
+
+    def update(self, data: bytes, /) -> None:
+        """Feed the hash the next bytes read."""
+
+
+class RunPaths(Protocol):
+    """The paths of a run this module reads (:class:`evalexport.run.RunArtifacts` has them):
+    reading stands below the run's rules, which use it."""
+
+    @property
+    def rollouts(self) -> Path:
+        """The rollouts file."""
+
+    @property
+    def run_dir(self) -> Path:
+        """The run directory."""
+
+    @property
+    def aggregate_metrics(self) -> Path:
+        """The aggregate-metrics file."""
+
+    @property
+    def saved_config(self) -> Path:
+        """The saved config."""
+
+    @property
+    def no_records_message(self) -> str:
+        """What a user is told when the rollouts file holds no record."""
+
+
+class RunFileError(Exception):
+    """A file of the run is missing, cannot be read or cannot be exported; the message says
+    which and why. ``details`` are for people to read (the rows a conversion refused)."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.details = details
+
+
+@final
+@final
+@dataclass(frozen=True)
+class ExportableConfig:
+    """The saved config as exporters send it: masked again, whatever the file holds."""
+
+    config: dict[str, Any]
+    masked_paths: list[str]
+    """Where the file held a value that looks like a live secret (now masked)."""
+
+    def warning(self, path: Path) -> str | None:
+        """A warning naming the values that looked like live secrets and were masked, or ``None``."""
+        if not self.masked_paths:
+            return None
+        return (
+            f"the saved config {path} holds values that look like live secrets "
+            f"({', '.join(self.masked_paths)}); they are masked in this export. Save it "
+            "masked: delete it, then evalexport save-config (or evalexport.save_run_config)"
+        )
+
+
+def not_a_file_reason(path: Path) -> str | None:
+    """Why ``path``, which exists, cannot be read as a run's file (a FIFO, a device, a
+    socket, a directory), or ``None``."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    for test, what in (
+        (stat.S_ISFIFO, "a FIFO (a named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return f"{path} is {what}, not a regular file"
+    return f"{path} is not a regular file"
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file; :class:`RunFileError` saying what it
+    is otherwise. A FIFO is never waited on (it is opened without blocking, then refused)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise RunFileError(not_a_file_reason(path) or f"{path} is not a regular file")
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+# -- the aggregate metrics and the saved config ----------------------------------------------
+
+
+def read_file(run: RunPaths, path: Path) -> bytes:
+    """The bytes of the aggregate metrics or the saved config, read once; a file that is
+    missing or cannot be read is a :class:`RunFileError` naming it."""
+    what = "Aggregate metrics" if path == run.aggregate_metrics else "Saved run config"
+    try:
+        with open_regular(path) as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise RunFileError(f"{what} not found: {path}") from None
+    except OSError as error:
+        raise RunFileError(f"Cannot read {what[0].lower()}{what[1:]} {path}: {error}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise RunFileError(
+            f"{what} {path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, the most "
+            "evalexport reads of it (a real one is a few kilobytes): is it the right file?"
+        )
+    return data
+
+
+def parse_aggregate_metrics(run: RunPaths, data: bytes) -> list[dict[str, Any]]:
+    """The aggregate-metrics list of the file's bytes, one entry per agent, checked for its
+    shape."""
+    path = run.aggregate_metrics
+    try:
+        parsed = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise RunFileError(f"Cannot read aggregate metrics {path}: {error}") from None
+    except json.JSONDecodeError as error:
+        raise RunFileError(
+            f"Malformed aggregate metrics {path}: {error.msg} at line {error.lineno}"
+        ) from None
+    except RecursionError:
+        raise RunFileError(
+            f"Malformed aggregate metrics {path}: nested too deeply to read"
+        ) from None
+    if not isinstance(parsed, list):
+        raise RunFileError(
+            f"Malformed aggregate metrics {path}: expected a list with one entry per agent, "
+            f"found a JSON {type(parsed).__name__}"
+        )
+    for index, entry in enumerate(parsed):
+        name = entry.get("agent_ref", {}).get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not name:
+            raise RunFileError(
+                f"Malformed aggregate metrics {path}: entry {index} has no agent_ref.name"
+            )
+    return parsed
+
+
+def parse_saved_config(run: RunPaths, data: bytes) -> dict[str, Any]:
+    """The saved (masked, unresolved) run config of the file's bytes."""
+    import yaml
+
+    path = run.saved_config
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise RunFileError(f"Cannot read saved run config {path}: {error}") from None
+    try:
+        # libyaml's parser where PyYAML has it: the same safe types, ten times faster.
+        parsed = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as error:
+        raise RunFileError(f"Malformed saved run config {path}: {error}") from None
+    except RecursionError:
+        raise RunFileError(
+            f"Malformed saved run config {path}: nested too deeply to read"
+        ) from None
+    if parsed is None:
+        return {}
+    if not isinstance(parsed, dict):
+        raise RunFileError(
+            f"Malformed saved run config {path}: expected a mapping, found {type(parsed).__name__}"
+        )
+    return parsed
+
+
+def exportable_config(config: dict[str, Any]) -> ExportableConfig:
+    """The saved config masked again (masking is idempotent), with what that pass changed: a
+    hand-written or older unmasked config never reaches a backend (SPEC §2). One pass of
+    masking gives both."""
+    from evalexport.masking import mask_config_reporting
+
+    masked, changed = mask_config_reporting(config)
+    assert isinstance(masked, dict)
+    return ExportableConfig(masked, changed)
+
+
+# -- the run directory as it is uploaded ---------------------------------------------------
+
+
+def unreadable_file_reason(
+    run: RunPaths, readers: Mapping[Path, Callable[[BinaryIO], None]] | None = None
+) -> str | None:
+    """Why the run directory cannot be uploaded as it is, or ``None``: every file in it
+    (through symlinks, as an upload walks it) must open for reading and be a regular file.
+
+    Each file is opened, not checked with ``os.access``: root passes every access check, and a
+    permission is not the only way a file fails to open (a dangling symlink, a FIFO).
+    ``readers`` maps a file of the run (its path as :class:`~evalexport.run.RunArtifacts` names
+    it) to a function that reads it through the handle this check opened, so a file that is
+    both checked and read is opened once; a reader may raise :class:`RunFileError`.
+    """
+    readers = {Path(path): read for path, read in (readers or {}).items()}
+    problems: list[str] = []
+    for path in run_directory_files(run.run_dir, problems):
+        if problem := _unreadable(path, readers.get(path)):
+            problems.append(problem)
+    if not problems:
+        return None
+    shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if problems[3:] else "")
+    return (
+        f"Cannot upload {run.run_dir} as it is: {shown}. Every file of the run directory "
+        "is uploaded: make each one a readable file (chmod a+r), or move it out."
+    )
+
+
+def run_directory_files(run_dir: Path, problems: list[str]) -> Iterator[Path]:
+    """Every file of the run directory as an upload takes it, in order: through a link to a
+    directory inside it, never through one that leads out of it (``rootfs -> /``) or around
+    in a loop. What cannot be listed, and each link out, goes to ``problems``."""
+    top = Path(os.path.realpath(run_dir))
+    seen: set[str] = set()
+
+    def walk(directory: Path) -> Iterator[Path]:
+        real = os.path.realpath(directory)
+        if real in seen:
+            return  # a link back to a directory already walked
+        seen.add(real)
+        try:
+            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        except OSError as error:
+            problems.append(f"{directory} cannot be listed ({error.strerror or error})")
+            return
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                yield path
+            elif entry.is_symlink() and not Path(os.path.realpath(path)).is_relative_to(top):
+                problems.append(
+                    f"{path} links to {os.path.realpath(path)}, outside the run directory"
+                )
+            else:
+                yield from walk(path)
+
+    yield from walk(run_dir)
+
+
+def _unreadable(path: Path, read: Callable[[BinaryIO], None] | None = None) -> str | None:
+    """Why ``path`` cannot be read as a regular file, or ``None``; ``read`` reads it through
+    the same handle when it can be."""
+    try:
+        # O_NONBLOCK: a FIFO must not hang the check; it is refused below.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as error:
+        return f"{path} cannot be opened ({error.strerror or error})"
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return f"{path} is not a regular file"
+        if read is not None:
+            os.set_blocking(descriptor, True)
+            read(handle)
+    return None

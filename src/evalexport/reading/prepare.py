@@ -1,0 +1,210 @@
+"""A run read once: :func:`prepare` opens the aggregate metrics, the saved config and the
+rollouts once each, hashes them while it parses them, and hands the export (or the dry run)
+one :class:`PreparedRun`; the fingerprint of those bytes is :func:`fingerprint_of` them, in
+the order of :func:`fingerprinted_files`, the same function and order :func:`run_fingerprint`
+uses to read a run again."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import final
+
+from evalexport.evaluation_times import EvaluationTimes, TimesSeen
+from evalexport.metrics import FlatMetrics, flatten_metrics
+from evalexport.progress import Progress, reading_progress
+from evalexport.reading.files import (
+    CHUNK,
+    Digest,
+    ExportableConfig,
+    RunFileError,
+    RunPaths,
+    exportable_config,
+    open_regular,
+    parse_aggregate_metrics,
+    parse_saved_config,
+    read_file,
+)
+from evalexport.reading.rollouts import Rollout, count_rollouts, iter_rollouts
+
+__all__ = [
+    "PreparedRun",
+    "RolloutsSink",
+    "fingerprint_of",
+    "fingerprinted_files",
+    "prepare",
+    "run_fingerprint",
+]
+
+
+def fingerprinted_files(run: RunPaths) -> tuple[Path, Path, Path]:
+    """The files a fingerprint covers, in the order it hashes them."""
+    return (run.rollouts, run.aggregate_metrics, run.saved_config)
+
+
+def fingerprint_of(file_digests: Iterable[tuple[str, bytes]]) -> str:
+    """``sha256:<hex>`` of ``(file name, sha256 digest of its bytes)`` pairs, in the order of
+    :func:`fingerprinted_files`: for a caller that hashed the files while it read them."""
+    digest = hashlib.sha256()
+    for name, file_digest in file_digests:
+        digest.update(name.encode() + b"\0")
+        digest.update(file_digest)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def run_fingerprint(run: RunPaths) -> str:
+    """``sha256:<hex>`` over the rollouts, aggregate-metrics and saved-config files, read now."""
+    digests: list[tuple[str, bytes]] = []
+    for path in fingerprinted_files(run):
+        file_digest = hashlib.sha256()
+        with open_regular(path) as handle:
+            while chunk := handle.read(CHUNK):
+                file_digest.update(chunk)
+        digests.append((path.name, file_digest.digest()))
+    return fingerprint_of(digests)
+
+
+@final
+@dataclass(frozen=True)
+class PreparedRun:
+    """Everything an export sends, read from the run's files once."""
+
+    run: RunPaths
+    fingerprint: str
+    """``sha256:…`` of the bytes read (:func:`fingerprint_of` them)."""
+    aggregate_metrics: bytes
+    """The aggregate-metrics file as it is: uploaded as it is."""
+    metrics: FlatMetrics
+    """The aggregate metrics, flattened (:func:`~evalexport.metrics.flatten_metrics`)."""
+    saved_config: ExportableConfig
+    """The saved config as exporters send it: masked again."""
+    rollout_count: int
+    evaluation: EvaluationTimes
+    """When the evaluation ran (:mod:`evalexport.evaluation_times`): the remote run's times."""
+    rollouts_table: Path | None = None
+    """The rollouts as Gym's one-column table, if it was asked for: in a scratch directory of
+    its own, removed by :meth:`discard`."""
+    scratch: list[Path] = field(default_factory=list)
+    """Directories written while the run was read (the table's), removed by :meth:`discard`."""
+    released: Callable[[Path], None] | None = None
+    """Told of each scratch directory :meth:`discard` removed (the reaper, which would
+    otherwise remove it if this process died)."""
+
+    def warnings(self) -> list[str]:
+        """What the export changes on the way, for the log: live-looking secrets masked,
+        non-finite metrics. The pipeline logs them once, for the dry run and the export."""
+        return [
+            warning
+            for warning in (
+                self.saved_config.warning(self.run.saved_config),
+                self.metrics.non_finite_warning(),
+            )
+            if warning
+        ]
+
+    def discard(self) -> None:
+        """Remove what :func:`prepare` wrote (the rollouts table); the run is untouched."""
+        for directory in self.scratch:
+            shutil.rmtree(directory, ignore_errors=True)
+            if self.released is not None:
+                self.released(directory)
+
+
+def _size_or_zero(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # the read names the problem
+
+
+class _ReportingDigest:
+    """A digest that also reports how many of the file's ``total`` bytes it has been fed."""
+
+    def __init__(self, digest: Digest, report: Progress, total: int) -> None:
+        self._digest = digest
+        self._report = report
+        self._total = total
+        self._done = 0
+
+    def update(self, data: bytes, /) -> None:
+        self._digest.update(data)
+        self._done += len(data)
+        self._report(self._done, max(self._total, self._done))
+
+
+RolloutsSink = Callable[[Iterator[Rollout]], None]
+"""Consumes every rollout while :func:`prepare` reads them (writes Gym's rollouts table)."""
+
+
+def prepare(
+    run: RunPaths,
+    *,
+    parse_rollouts: bool = True,
+    rollouts_sink: RolloutsSink | None = None,
+    rollouts_table: Path | None = None,
+    scratch: Iterable[Path] = (),
+    released: Callable[[Path], None] | None = None,
+) -> PreparedRun:
+    """Read the aggregate metrics, the saved config and the rollouts, in that order, each
+    opened once; raise :class:`RunFileError` naming the first file that cannot be exported.
+
+    ``rollouts_sink`` consumes the rollouts as they are read, ``rollouts_table`` is the file it
+    writes and ``scratch`` the directories it wrote into (removed by
+    :meth:`~PreparedRun.discard`, and here if the read fails). ``parse_rollouts=False``: only
+    hash the rollouts and count their lines, for an exporter that sends none of them.
+    """
+    scratch = list(scratch)
+    try:
+        metrics_bytes = read_file(run, run.aggregate_metrics)
+        metrics = flatten_metrics(parse_aggregate_metrics(run, metrics_bytes))
+        config_bytes = read_file(run, run.saved_config)
+        saved_config = exportable_config(parse_saved_config(run, config_bytes))
+        rollouts_digest = hashlib.sha256()
+        read: Digest = rollouts_digest
+        if (report := reading_progress()) is not None:
+            read = _ReportingDigest(rollouts_digest, report, _size_or_zero(run.rollouts))
+        count = 0
+        seen = TimesSeen()
+
+        def counted() -> Iterator[Rollout]:
+            nonlocal count
+            for rollout in iter_rollouts(run, read):
+                count += 1
+                seen.see(rollout.record)
+                yield rollout
+
+        if rollouts_sink is not None:
+            rollouts_sink(counted())
+        elif not parse_rollouts:
+            count = count_rollouts(run, read)
+        else:
+            for _ in counted():
+                pass
+        if count == 0:
+            raise RunFileError(run.no_records_message)
+    except BaseException:  # a bad line or a stop signal: leave nothing behind
+        for directory in scratch:
+            shutil.rmtree(directory, ignore_errors=True)
+            if released is not None:
+                released(directory)
+        raise
+    digests = {
+        run.rollouts: rollouts_digest.digest(),
+        run.aggregate_metrics: hashlib.sha256(metrics_bytes).digest(),
+        run.saved_config: hashlib.sha256(config_bytes).digest(),
+    }
+    return PreparedRun(
+        run=run,
+        fingerprint=fingerprint_of((path.name, digests[path]) for path in fingerprinted_files(run)),
+        aggregate_metrics=metrics_bytes,
+        metrics=metrics,
+        saved_config=saved_config,
+        rollout_count=count,
+        evaluation=seen.times(fingerprinted_files(run)),
+        rollouts_table=rollouts_table,
+        scratch=scratch,
+        released=released,
+    )
