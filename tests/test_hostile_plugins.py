@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 TOKEN = "canary-plugin-0123456789abcdef"
+EXAMPLE_RUN = Path(__file__).resolve().parent.parent / "examples" / "aime24"
 
 MODULES = {
     "raises": "raise RuntimeError('token ' + __import__('os').environ['PLUGIN_TOKEN'])",
@@ -200,3 +202,22 @@ def test_what_a_plugin_prints_never_mixes_into_the_result_on_stdout(
     for text in PRINTED:
         assert text in exported.stderr, text
     assert "printed on import" in listed.stderr
+
+
+def test_what_a_plugin_prints_on_import_never_mixes_into_a_plans_json(
+    hostile_site, tmp_path
+) -> None:
+    runs = tmp_path / "runs"
+    shutil.copytree(EXAMPLE_RUN, runs / "aime24")
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        f"job:\n  benchmarks: [aime24]\n  runs_root: {runs}\nexports:\n  prints: {{}}\n"
+    )
+    checked = _evalexport(hostile_site, "plan", "check", str(plan))
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout.startswith(f"{plan}: valid"), checked.stdout
+    ran = _evalexport(hostile_site, "plan", "run", str(plan), "--json")
+    assert ran.returncode == 0, ran.stderr
+    (outcome,) = json.loads(ran.stdout)  # stdout is the outcomes alone
+    assert outcome["result"]["message"] == "done"
+    assert "printed on import" in checked.stderr + ran.stderr

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from evalexport._format import human_size
+from evalexport._stdout import others_write_to_stderr
 from evalexport.cli._args import OK, Arguments, usage_error
-from evalexport.cli._stdout import others_write_to_stderr
 
 if TYPE_CHECKING:
     from evalexport.exporters.base import Exporter

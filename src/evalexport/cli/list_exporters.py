@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from evalexport.cli._args import OK, Arguments, usage_error
-from evalexport.cli._stdout import others_write_to_stderr
 
 SUMMARY = "list the installed exporters"
 FLAGS = ("--json",)
@@ -19,13 +18,12 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     if rest:
         return usage_error(f"'list' takes no arguments, got {' '.join(rest)}")
     rows: list[dict[str, str]] = []
-    with others_write_to_stderr():  # a plugin that prints on import never breaks --json
-        for entry in exporter_entries().values():
-            try:
-                summary = entry.load().summary
-            except ExporterLoadError as error:
-                summary = f"(cannot be loaded: {error})"
-            rows.append({"name": entry.name, "source": entry.source, "summary": summary})
+    for entry in exporter_entries().values():
+        try:
+            summary = entry.load().summary
+        except ExporterLoadError as error:
+            summary = f"(cannot be loaded: {error})"
+        rows.append({"name": entry.name, "source": entry.source, "summary": summary})
     if arguments.json:
         print(json.dumps(rows))  # --json: one line
     elif not rows:

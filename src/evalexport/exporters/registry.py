@@ -121,7 +121,9 @@ one again would wait on its import lock for ever."""
 def _import_plugin(module_name: str) -> ModuleType:
     """Import a plugin's module in a thread of its own, waiting at most
     ``$EVALEXPORT_PLUGIN_IMPORT_TIMEOUT`` seconds: a module that hangs on import (a network
-    call, a prompt) is reported as broken, and every command that does not need it goes on."""
+    call, a prompt) is reported as broken, and every command that does not need it goes on.
+    What it prints as it is imported goes to stderr: stdout is the caller's."""
+    from evalexport._stdout import others_write_to_stderr
     from evalexport.settings import plugin_import_timeout
 
     if module_name in _hung:
@@ -136,8 +138,9 @@ def _import_plugin(module_name: str) -> ModuleType:
             outcome["error"] = error
 
     thread = threading.Thread(target=load, name=f"evalexport-import-{module_name}", daemon=True)
-    thread.start()
-    thread.join(limit)
+    with others_write_to_stderr():  # what it prints never mixes into a command's --json
+        thread.start()
+        thread.join(limit)
     if thread.is_alive():
         _hung[module_name] = f"its module {module_name} did not finish importing within {limit:g} s"
         raise _ImportHung(_hung[module_name])
