@@ -28,17 +28,16 @@ def others_write_to_stderr() -> Iterator[None]:
     try:
         saved = os.dup(1)
         os.dup2(2, 1)
-    except OSError:  # no standard output or error to speak of: nothing to keep apart
+    except OSError:  # no standard output or error to speak of: Python's print is kept apart
         if saved is not None:
             os.close(saved)
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
-        return
+            saved = None
     try:
         with contextlib.redirect_stdout(sys.stderr):
             yield
     finally:
-        with contextlib.suppress(Exception):
-            sys.stderr.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
+        if saved is not None:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            os.dup2(saved, 1)
+            os.close(saved)

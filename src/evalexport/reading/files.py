@@ -44,7 +44,7 @@ class Digest(Protocol):
 
 
 class RunPaths(Protocol):
-    """The paths of a run this module reads (:class:`evalexport.run.RunArtifacts` has them):
+    """The paths of a run this package reads (:class:`evalexport.run.RunArtifacts` has them):
     reading stands below the run's rules, which use it."""
 
     @property
