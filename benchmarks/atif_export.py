@@ -117,7 +117,7 @@ from evalexport.run import RunArtifacts
 from evalexport.pipeline import export_run
 def run(rollouts, output):
     exporter = AtifExporter()
-    config = exporter.parse_config({"rollouts_jsonl_fpath": rollouts, "output_dirpath": output,
+    config = parse_options(exporter, {"rollouts_jsonl_fpath": rollouts, "output_dirpath": output,
                                     "session_id": "bench", "agent_version": "1.0"})
     result = export_run(exporter, RunArtifacts.from_rollouts_path(rollouts), config)
     assert result.status == "succeeded", result.message

@@ -127,11 +127,12 @@ def run(payload):
 
 EXPORT_IN_A_PROCESS = """
 import json, resource, sys, time
+from evalexport.exporters.options import parse_options
 from evalexport.exporters.mlflow import MLflowExporter
 from evalexport.run import RunArtifacts
 from evalexport.pipeline import export_run
 exporter = MLflowExporter()
-config = exporter.parse_config(json.loads(sys.argv[1]))
+config = parse_options(exporter, json.loads(sys.argv[1]))
 start = time.perf_counter()
 result = export_run(exporter, RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath), config)
 print(json.dumps({
@@ -187,12 +188,13 @@ def big_run(sizes: list[int], repeat: int = 3) -> None:
             # Untimed: a new server's first large run costs seconds more, whoever logs it.
             warm_rollouts = make_rollouts(scratch / "warm", min(sizes))
             warm = RunArtifacts.from_rollouts_path(warm_rollouts)
-            warm_config = exporter.parse_config(
+            warm_config = parse_options(
+                exporter,
                 {
                     "rollouts_jsonl_fpath": str(warm_rollouts),
                     "mlflow_tracking_uri": server.url,
                     "upload_rollouts": False,
-                }
+                },
             )
             run_worker(
                 environment,
@@ -227,7 +229,7 @@ def big_run(sizes: list[int], repeat: int = 3) -> None:
                     )
                     payload = exporter.worker_payload(
                         run,
-                        exporter.parse_config({**options, "upload_rollouts": False}),
+                        parse_options(exporter, {**options, "upload_rollouts": False}),
                         scratch,
                         "",
                     )
@@ -303,25 +305,27 @@ def main() -> None:
         run = RunArtifacts.from_rollouts_path(rollouts)
         with MLflowServer(environment.python, scratch / "server") as server:
             rows = []
-            warm = exporter.parse_config(
+            warm = parse_options(
+                exporter,
                 {
                     "rollouts_jsonl_fpath": str(rollouts),
                     "mlflow_tracking_uri": server.url,
                     "mlflow_experiment_name": "bench",
                     "upload_rollouts": False,
-                }
+                },
             )
             _warm_up(
                 server, environment, scratch, exporter.worker_payload(run, warm, scratch, None)
             )
             proxy = FailingProxy(server.port)
-            config = exporter.parse_config(
+            config = parse_options(
+                exporter,
                 {
                     "rollouts_jsonl_fpath": str(rollouts),
                     "mlflow_tracking_uri": proxy.url,
                     "mlflow_experiment_name": "bench",
                     "upload_rollouts": False,
-                }
+                },
             )
             start = time.perf_counter()
             result = export_run(exporter, run, config)

@@ -17,7 +17,6 @@ import pytest
 import evalexport
 from evalexport.contracts.check import load_manifests
 from evalexport.contracts.installed import installed_surfaces
-from evalexport.exporters.isolated import IsolatedExporter
 from evalexport.exporters.registry import BUILTIN_EXPORTERS, exporter_entries
 from evalexport.testing.plugin import switches, token_variables
 from tests.test_startup import SDKS
@@ -28,13 +27,13 @@ PACKAGE = Path(evalexport.__file__).resolve().parent
 ISOLATED = sorted(
     (entry.name, entry.load())
     for entry in exporter_entries().values()
-    if entry.source == "built-in" and issubclass(entry.load(), IsolatedExporter)
+    if entry.source == "built-in" and entry.load().sdk is not None
 )
 
 
 def test_the_built_in_isolated_exporters_are_all_checked() -> None:
     assert {name for name, _ in ISOLATED} <= set(BUILTIN_EXPORTERS)
-    assert ISOLATED, "the registry lists isolated built-ins: mlflow, wandb and evalrdl at least"
+    assert ISOLATED, "the registry lists built-ins with an SDK: mlflow, wandb and evalrdl at least"
 
 
 @pytest.mark.parametrize("name", sorted(BUILTIN_EXPORTERS))
@@ -57,7 +56,7 @@ def exporter(request):
 
 
 def test_its_worker_body_reads_a_typed_payload(exporter) -> None:
-    body = exporter.worker_body
+    body = exporter.sdk.body
     assert body.parent == PACKAGE / "workers", f"{body}: a built-in's body is in workers/"
     run = runpy.run_path(str(body))["run"]
     assert typing.is_typeddict(typing.get_type_hints(run)["payload"]), (
@@ -66,22 +65,22 @@ def test_its_worker_body_reads_a_typed_payload(exporter) -> None:
 
 
 def test_it_declares_its_sdk_contract_and_token_variables(exporter) -> None:
-    assert exporter.sdk_contract is not None, "declare sdk_contract = Surface(...)"
-    assert exporter.token_variables, "declare the variables its SDK reads credentials from"
+    assert exporter.sdk.contract is not None, "declare sdk = Sdk(..., contract=Surface(...))"
+    assert exporter.sdk.token_variables, "declare the variables its SDK reads credentials from"
 
 
 def test_a_manifest_of_its_sdk_is_committed(exporter) -> None:
-    directory = ROOT / exporter.sdk_contract.manifest_directory()
+    directory = ROOT / exporter.sdk.contract.manifest_directory()
     assert load_manifests(directory), (
         f"commit {directory}/VERSION.json (evalexport contract manifest ...)"
     )
 
 
 def test_everything_else_derives_its_sdk_from_the_registry(exporter) -> None:
-    sdk = exporter.sdk_contract.sdk
-    assert installed_surfaces()[sdk] is exporter.sdk_contract
+    sdk = exporter.sdk.contract.sdk
+    assert installed_surfaces()[sdk] is exporter.sdk.contract
     assert f"{sdk}_sdk" in switches()
-    assert set(exporter.token_variables) <= set(token_variables())
+    assert set(exporter.sdk.token_variables) <= set(token_variables())
     assert sdk in SDKS  # the startup tripwire
 
 

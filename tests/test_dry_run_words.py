@@ -77,12 +77,8 @@ class _SaysLittle(Exporter[_SaysLittleConfig]):
 
     name = "says-little"
     summary = "A plugin with a plan of its own."
-    Config = _SaysLittleConfig
-    needs_metrics_and_config = False
 
-    def dry_run_plan(
-        self, run: RunArtifacts, config: _SaysLittleConfig, prepared: Any = None
-    ) -> DryRunPlan:
+    def plan(self, run: RunArtifacts) -> DryRunPlan:
         return DryRunPlan(
             exporter=self.name,
             target="a notebook",
@@ -90,9 +86,7 @@ class _SaysLittle(Exporter[_SaysLittleConfig]):
             summary="one page would be written",
         )
 
-    def _export(
-        self, run: RunArtifacts, config: _SaysLittleConfig, *, fingerprint: str | None
-    ) -> Any:
+    def deliver(self) -> Any:
         raise AssertionError("a dry run delivers nothing")
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from evalexport import guard
 from evalexport.exporters import load_exporter
+from evalexport.exporters.options import parse_options
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
 
@@ -19,8 +20,9 @@ pytestmark = pytest.mark.usefixtures("plugin_site")
 
 def _export(sample, store: Path, **options):
     exporter_class = load_exporter("recording")
-    config = exporter_class.parse_config(
-        {"rollouts_jsonl_fpath": str(sample.rollouts), "store_dir": str(store), **options}
+    config = parse_options(
+        exporter_class,
+        {"rollouts_jsonl_fpath": str(sample.rollouts), "store_dir": str(store), **options},
     )
     return export_run(exporter_class(), sample.run, config)
 

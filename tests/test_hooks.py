@@ -1,4 +1,4 @@
-"""Hooks are called with only the arguments they declare: an exporter written before an
+"""Hooks are called with only the arguments they declare, by name: an exporter written before an
 argument was added keeps exporting (the 0.1.0 guide's ``_export(self, run, config)``)."""
 
 from __future__ import annotations
@@ -9,24 +9,27 @@ import pytest
 
 from evalexport.exporters.base import Exporter, ExporterConfig
 from evalexport.exporters.hooks import call_hook
+from evalexport.exporters.options import parse_options
 from evalexport.pipeline import export_run
 from evalexport.results import ExportResult, ExportStatus
 from evalexport.run import RunArtifacts
 
 
-def test_a_keyword_the_hook_does_not_declare_is_left_out() -> None:
-    def old(run: str, config: str) -> tuple[str, str]:
-        return run, config
+def test_an_argument_the_hook_does_not_declare_is_left_out_and_order_is_its_own() -> None:
+    def few(config: str) -> tuple[str]:
+        return (config,)
 
-    def new(run: str, config: str, *, fingerprint: str | None) -> tuple[str, str, str | None]:
-        return run, config, fingerprint
+    def reordered(prepared: str, run: str) -> tuple[str, str]:
+        return prepared, run
 
-    def anything(run: str, **keywords: Any) -> dict[str, Any]:
-        return keywords
+    class Hooks:
+        def deliver(self, target: str, fingerprint: str | None) -> tuple[str, str | None]:
+            return target, fingerprint
 
-    assert call_hook(old, "r", "c", fingerprint="f", prepared=None) == ("r", "c")
-    assert call_hook(new, "r", "c", fingerprint="f", prepared=None) == ("r", "c", "f")
-    assert call_hook(anything, "r", fingerprint="f") == {"fingerprint": "f"}
+    given: dict[str, Any] = {"run": "r", "config": "c", "target": "t", "prepared": "p"}
+    assert call_hook(few, **given, fingerprint="f") == ("c",)
+    assert call_hook(reordered, **given) == ("p", "r")
+    assert call_hook(Hooks().deliver, **given, fingerprint="f") == ("t", "f")
 
 
 class _Config(ExporterConfig):
@@ -49,7 +52,7 @@ with pytest.warns(DeprecationWarning, match=r"guards_exports is deprecated.*kind
 
 def test_an_exporter_whose_export_takes_run_and_config_only_still_exports(sample_run) -> None:
     exporter = _OldStyleExporter()
-    config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample_run.rollouts)})
+    config = parse_options(_OldStyleExporter, {"rollouts_jsonl_fpath": str(sample_run.rollouts)})
     first = export_run(exporter, sample_run.run, config)
     assert first.status is ExportStatus.SUCCEEDED, first.message
     assert first.details["fingerprint"].startswith("sha256:")  # guarded all the same
@@ -73,7 +76,7 @@ def test_the_target_form_is_told_by_the_arguments_it_requires(sample_run) -> Non
             return f"new {run.benchmark}"
 
     config = _Config(rollouts_jsonl_fpath=sample_run.rollouts)
-    assert Old().target(sample_run.run, config) == "old None"  # as the pipeline calls it
+    assert Old().resolve(sample_run.run, config).where == "old None"  # as the pipeline calls it
     assert Old().target(config) == "old None"  # as the plugin's own code may call it
     assert Old().target_of(sample_run.run, config) == "old None"
     assert New().target_of(sample_run.run, config) == "new aime24"

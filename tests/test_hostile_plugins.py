@@ -28,7 +28,7 @@ MODULES = {
         "class X(Exporter[ExporterConfig]):\n"
         "    name = 'nosummary'\n"
         "    Config = ExporterConfig\n"
-        "    def _export(self, run, config, *, fingerprint):\n"
+        "    def deliver(self, run):\n"
         "        raise AssertionError\n"
     ),
     "noconfig": (
@@ -36,7 +36,7 @@ MODULES = {
         "class X(Exporter):\n"
         "    name = 'noconfig'\n"
         "    summary = 'no Config'\n"
-        "    def _export(self, run, config, *, fingerprint):\n"
+        "    def deliver(self, run):\n"
         "        raise AssertionError\n"
     ),
     "exitsexporting": (
@@ -45,8 +45,7 @@ MODULES = {
         "    name = 'exitsexporting'\n"
         "    summary = 'calls sys.exit in its export'\n"
         "    Config = ExporterConfig\n"
-        "    needs_metrics_and_config = False\n"
-        "    def _export(self, run, config, *, fingerprint):\n"
+        "    def deliver(self, run):\n"
         "        raise SystemExit(7)\n"
     ),
     "prints": (
@@ -59,8 +58,7 @@ MODULES = {
         "    name = 'prints'\n"
         "    summary = 'prints as it is imported and as it exports'\n"
         "    Config = ExporterConfig\n"
-        "    needs_metrics_and_config = False\n"
-        "    def _export(self, run, config, *, fingerprint):\n"
+        "    def deliver(self, run):\n"
         "        print('printed while exporting')\n"
         "        subprocess.run(['echo', 'a child of the export printed'], check=True)\n"
         "        return ExportResult.succeeded(self.name, str(run.run_dir), 'done')\n"

@@ -26,10 +26,8 @@ class _ChattyExporter(Exporter[_ChattyConfig]):
 
     name = "chatty"
     summary = "Logs its token."
-    Config = _ChattyConfig
-    needs_metrics_and_config = False
 
-    def _export(self, run, config, *, fingerprint):  # type: ignore[no-untyped-def]
+    def deliver(self, run, config):  # type: ignore[no-untyped-def]
         token = config.api_token.get_secret_value()
         logging.getLogger("evalexport").warning("connecting with %s", token)
         logging.getLogger("evalexport.chatty").debug("still %s", token)
@@ -60,10 +58,8 @@ from evalexport.exporters import Exporter, ExporterConfig
 class Chatty(Exporter[ExporterConfig]):
     name = "chatty"
     summary = "Logs a secret of the environment."
-    Config = ExporterConfig
-    needs_metrics_and_config = False
 
-    def _export(self, run, config, *, fingerprint):
+    def deliver(self, run):
         logging.getLogger("evalexport").warning("token is %s", os.environ["PLUGIN_TOKEN"])
         return ExportResult.succeeded(self.name, str(run.run_dir), "done")
 """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from evalexport.exporters.options import parse_options, path_options, text_options
 from evalexport.overrides import OverrideError, parse_overrides
 
 
@@ -79,11 +80,11 @@ def test_a_path_option_takes_its_text_as_given(written: str, tmp_path) -> None:
 
     options = parse_overrides(
         [f"+output_dirpath={written}", "+agent_version=1"],
-        AtifExporter.text_options(),
-        AtifExporter.path_options(),
+        text_options(AtifExporter),
+        path_options(AtifExporter),
     )
     assert options["output_dirpath"] == written
-    config = AtifExporter.parse_config(
-        {"rollouts_jsonl_fpath": str(tmp_path / "r.jsonl"), **options}
+    config = parse_options(
+        AtifExporter, {"rollouts_jsonl_fpath": str(tmp_path / "r.jsonl"), **options}
     )
     assert str(config.output_dirpath) == written

@@ -63,7 +63,7 @@ def test_a_plugin_of_api_1_exports_and_is_told_the_new_forms(name, sample_run, t
     result = _result(completed)
     assert (result["status"], result["exit_code"]) == ("succeeded", 0), result["message"]
     assert len(list(store.glob("*.json"))) == 1
-    assert "target(self, run, config)" in completed.stderr  # the deprecation names the new form
+    assert "resolve(self, run, config)" in completed.stderr  # the deprecation names the new form
     if name == "auditlog":  # a tracking exporter: guarded, its run id in the marker
         (marker,) = json.loads(sample_run.run.export_marker(name).read_text())["exports"]
         assert result["run_id"] == marker["remote_run_id"]
@@ -90,7 +90,8 @@ _EXPORT_TWICE = (
     ("api", "warnings", "told"),
     [
         (2, "always", 'guards_exports is deprecated and still honoured; set kind = "tracking"'),
-        (3, "error", None),  # the current guide uses no deprecated form
+        (3, "always", "_export is deprecated and still honoured; define deliver("),
+        (4, "error", None),  # the current guide uses no deprecated form
     ],
 )
 def test_the_notebook_plugin_of_each_later_guide_exports_once_through_the_python_api(

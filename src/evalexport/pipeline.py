@@ -5,25 +5,30 @@ The CLI, the Python API, a plan's pool of export processes and a Slurm array tas
 export goes through these stages, in this order, and every outcome is an
 :class:`~evalexport.results.ExportResult`, never an exception:
 
-1. **resolve** the exporter (a name, through the registry, or a class) and its options (typed
+1. **load** the exporter (a name, through the registry, or a class) and its options (typed
    values, or ``+key=value`` tokens as typed on a command line); a mistake is a usage error;
 2. **build the run** (:class:`~evalexport.run.RunArtifacts`) from its rollouts file;
-3. **prerequisites**: the files the exporter's kind needs, the directory rule, the marker, then
-   the exporter's own :meth:`~evalexport.exporters.base.Exporter.unexportable_reason`; nothing
-   has been read, built or written yet;
-4. **guard** a tracking export: its lock, and what an earlier export to this target says
+3. **resolve** the target, once (:meth:`~evalexport.exporters.base.Exporter.resolve`): where the
+   run goes and every setting the export needs, handed to every stage after it; a batch's
+   rerun skips an export whose output is there already;
+4. **prerequisites**: the files the exporter's kind needs, the directory rule, the marker, then
+   the target's own refusal; nothing has been read, built or written yet;
+5. **guard** a tracking export: its lock, and what an earlier export to this target says
    (skip it, or refuse a run that changed since);
-5. **read once** (:meth:`~evalexport.exporters.base.Exporter.check_inputs`), its warnings
-   logged once;
-6. **describe** it, for a dry run, and stop; else **deliver** it (in this process, or through
-   an isolated exporter's worker);
-7. **mark** a tracking export that succeeded. From the moment the delivery has landed (the
+6. **read once** (:meth:`~evalexport.exporters.base.Exporter.read`), its warnings logged once;
+   an exporter with an SDK has its worker opened first, so that the worker imports its SDK
+   while the run is read (:func:`~evalexport.isolation.delivery.opened_worker`);
+7. **describe** it, for a dry run (:meth:`~evalexport.exporters.base.Exporter.plan`, and the
+   worker's answer when it can ask the target), and stop; else **deliver** it
+   (:meth:`~evalexport.exporters.base.Exporter.deliver`: a result, or a worker delivery the
+   opened worker runs);
+8. **mark** a tracking export that succeeded. From the moment the delivery has landed (the
    worker reported its remote run finished, or the delivery returned a success), a stop signal
    is recorded rather than raised (:func:`~evalexport.interrupts.landing`): the export stands
    with its marker, a log line says the signal came late, and the result carries it
    (``interrupted_by``) so that a plan's worker stops before its next export.
 
-A dry run is stages 1 to 6 with the description in place of the delivery, so its verdict
+A dry run is stages 1 to 7 with the description in place of the delivery, so its verdict
 (would export, would skip and why, would fail and why) is the export's by construction.
 """
 
@@ -32,15 +37,17 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
 from evalexport import guard
 from evalexport._format import human_size
-from evalexport.exporters.base import OptionError
-from evalexport.exporters.hooks import call_hook
+from evalexport.exporters.base import OptionError, Target
+from evalexport.exporters.hooks import call_hook, declares
 from evalexport.interrupts import Interrupted, Landing, deferred, landing, signal_name
+from evalexport.isolation.delivery import OpenedWorker, WorkerDelivery
 from evalexport.masking import known_secrets, scrub_logs
 from evalexport.progress import Progress, ProgressLog, reading, stage
 from evalexport.reading import PreparedRun, RunFileError, run_fingerprint
@@ -78,7 +85,7 @@ class ExportRequest:
     progress: Progress | None = None
     skip_finished: bool = False
     """A batch's rerun: skip an export whose output already proves it done
-    (:meth:`~evalexport.exporters.base.Exporter.already_exported`)."""
+    (:attr:`~evalexport.exporters.base.Target.already_exported`)."""
 
     @property
     def exporter_name(self) -> str:
@@ -90,6 +97,7 @@ class ExportRequest:
 
 def run_export(request: ExportRequest) -> ExportResult:
     """Run ``request`` through every stage; its result, whatever happens."""
+    from evalexport.exporters.options import parse_options, path_options, text_options
     from evalexport.exporters.registry import (
         ExporterLoadError,
         UnknownExporterError,
@@ -105,16 +113,13 @@ def run_export(request: ExportRequest) -> ExportResult:
     except ExporterLoadError as error:
         return ExportResult.failed(name, "", str(error))
     try:
-        options = _as_the_command_line_takes_text(dict(request.options), chosen.text_options())
+        texts = text_options(chosen)
+        options = _as_the_command_line_takes_text(dict(request.options), texts)
         if request.overrides:
-            options.update(
-                parse_overrides(
-                    list(request.overrides), chosen.text_options(), chosen.path_options()
-                )
-            )
+            options.update(parse_overrides(list(request.overrides), texts, path_options(chosen)))
         if request.dry_run:
             options.setdefault("dry_run", True)
-        config = chosen.parse_config(options, python=not request.overrides)
+        config = parse_options(chosen, options, python=not request.overrides)
     except (OverrideError, OptionError) as error:
         return ExportResult.failed(name, "", str(error), exit_code=ExitCode.USAGE)
     run = RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath)
@@ -182,25 +187,16 @@ def _guarded(progress: Progress | None) -> Progress | None:
     return report
 
 
-def _secret_options(config: ExporterConfig) -> list[str]:
-    """The values of an export's token options (``SecretStr``), for :func:`known_secrets`."""
-    from pydantic import SecretStr
-
-    return [
-        value.get_secret_value()
-        for value in (getattr(config, name) for name in type(config).model_fields)
-        if isinstance(value, SecretStr)
-    ]
-
-
 def export_run(
     exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig, *, skip_finished: bool = False
 ) -> ExportResult:
-    """Stages 3 to 7 for an exporter, a run and its parsed options: the export, or its dry run
+    """Stages 3 to 8 for an exporter, a run and its parsed options: the export, or its dry run
     when ``config.dry_run``; every outcome, unexpected errors included, is a result."""
+    from evalexport.exporters.options import secret_values
+
     scrub_logs()
     try:
-        with known_secrets(_secret_options(config)):
+        with known_secrets(secret_values(config)):
             return _export(exporter, run, config, skip_finished)
     except (Interrupted, KeyboardInterrupt) as stop:  # the caller's stop signals: stop cleanly
         interruption = Interrupted.from_exception(stop)
@@ -239,43 +235,42 @@ def export_run(
         )
 
 
-def prerequisite_failure(
-    exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig
-) -> str | None:
-    """Stage 3: why the run cannot be exported here, read off the file system alone (no file
-    of the run is opened): the checks of the exporter's kind, then its own."""
+def prerequisite_failure(exporter: AnyExporter, run: RunArtifacts, target: Target) -> str | None:
+    """Stage 4: why the run cannot be exported to ``target``, read off the file system alone
+    (no file of the run is opened): the checks of the exporter's kind, then the target's own
+    refusal."""
     reason = run.missing_file_reason(
-        needs_metrics_and_config=exporter.needs_metrics_and_config, check_records=False
+        needs_metrics_and_config=exporter.kind != "output", check_records=False
     )
     if reason is None and exporter.kind == "directory":
         reason = run.shared_directory_reason()
     if reason is None and exporter.kind == "tracking":
-        target = exporter.target(run, config)
-        reason = guard.ExportGuard(run, exporter.name, target).unexportable_reason()
-    if reason is None:
-        reason = exporter.unexportable_reason(run, config)
-    return reason
+        reason = guard.ExportGuard(run, exporter.name, target.where).unexportable_reason()
+    return reason or target.refusal
 
 
 def _export(
     exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig, skip_finished: bool
 ) -> ExportResult:
     dry_run = bool(config.dry_run)
-    if skip_finished and (finished := exporter.already_exported(run, config)) is not None:
+    target = _resolved(exporter, run, config)
+    if skip_finished and target.already_exported is not None:
+        finished = ExportResult.skipped(
+            exporter.name, str(run.run_dir), target.already_exported, SkipReason.ALREADY_EXPORTED
+        )
         return _as_dry_run(finished) if dry_run else finished
-    if reason := prerequisite_failure(exporter, run, config):
+    if reason := prerequisite_failure(exporter, run, target):
         return _failed(exporter, run, reason)
     export_guard = (
-        guard.ExportGuard(run, exporter.name, exporter.target(run, config))
-        if exporter.kind == "tracking"
-        else None
+        guard.ExportGuard(run, exporter.name, target.where) if exporter.kind == "tracking" else None
     )
     locked = export_guard.locked() if export_guard and not dry_run else contextlib.nullcontext()
     # From the read to the marker: once the delivery has landed, a stop signal is recorded,
     # not raised, so the export it cannot undo keeps its marker (see evalexport.interrupts).
     # A dry run lands nothing: a stop signal stops it whenever it comes.
     window = landing() if not dry_run else contextlib.nullcontext(Landing())
-    with locked, window as delivery:
+    secrets = target.worker.secrets.values() if target.worker is not None else ()
+    with known_secrets(secrets), locked, window as delivery:
         if export_guard is not None:
             # Under the lock: a concurrent export may have finished meanwhile.
             earlier = export_guard.earlier_export()
@@ -284,10 +279,10 @@ def _export(
                 return _as_dry_run(skipped) if dry_run else skipped
             if earlier is not None:
                 return _failed(exporter, run, earlier.message())
-        with exporter._delivery(run, config, dry_run=dry_run) as deliver:
+        with _opened_worker(exporter, config, target, dry_run) as worker:
             prepared: object = None
             try:
-                prepared = _read_once(exporter, run, config)
+                prepared = _read_once(exporter, run, config, target)
                 if isinstance(prepared, PreparedRun):
                     for warning in prepared.warnings():
                         logger.warning("%s", warning)
@@ -300,20 +295,18 @@ def _export(
                         if isinstance(prepared, PreparedRun)
                         else run_fingerprint(run)
                     )
+                handed = _Handed(run, config, target, prepared, fingerprint)
                 if dry_run:
-                    answer = deliver(prepared, fingerprint)
-                    return _described(exporter, run, config, prepared, answer)
-                stage(exporter.name, f"exporting to {_target(exporter, run, config)}")
-                delivered = deliver(prepared, fingerprint)
-                assert delivered is not None, "an export's delivery always has a result"
-                result = delivered
+                    return _described(exporter, handed, _asked(exporter, handed, worker))
+                stage(exporter.name, f"exporting to {_shown(target)}")
+                result = _delivered(exporter, handed, worker)
                 if result.status is ExportStatus.SUCCEEDED:
                     delivery.landed()
             finally:
                 _discard(prepared)
         if export_guard is not None and result.status is ExportStatus.SUCCEEDED:
             assert fingerprint is not None
-            result = _marked(exporter, run, config, result, fingerprint, export_guard)
+            result = _marked(exporter, run, target, result, fingerprint, export_guard)
     if delivery.signum is not None:
         logger.warning(
             "%s arrived after the %s export had landed; the export stands",
@@ -327,8 +320,73 @@ def _export(
     return result
 
 
-def _read_once(exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig) -> object:
-    """Stage 5: the exporter reads the run, once; a line says so, and long reads report
+@final
+@dataclass(frozen=True)
+class _Handed:
+    """What the pipeline hands the hooks after the read: each takes what it declares."""
+
+    run: RunArtifacts
+    config: ExporterConfig
+    target: Target
+    prepared: object
+    fingerprint: str | None
+
+    def arguments(self, scratch: Path | None = None) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "config": self.config,
+            "target": self.target,
+            "prepared": self.prepared,
+            "fingerprint": self.fingerprint,
+            "scratch": scratch,
+        }
+
+
+def _resolved(exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig) -> Target:
+    """Stage 3: the exporter's target, resolved once."""
+    target = call_hook(exporter.resolve, run=run, config=config)
+    if not isinstance(target, Target):
+        raise ExportFailure(
+            f"the {exporter.name} exporter's resolve returned {type(target).__name__}; it "
+            "returns a Target (evalexport.exporters.Target(where=...)). This is a bug in "
+            "the exporter."
+        )
+    return target
+
+
+@contextlib.contextmanager
+def _opened_worker(
+    exporter: AnyExporter, config: ExporterConfig, target: Target, dry_run: bool
+) -> Iterator[OpenedWorker | None]:
+    """The worker of an exporter with an SDK, opened before the run is read: started now when
+    its environment is built (an export), so that it imports its SDK while the run is read."""
+    sdk = exporter.sdk
+    if sdk is None:
+        yield None
+        return
+    if target.worker is None:
+        raise ExportFailure(
+            f"the {exporter.name} exporter declares an sdk but its resolve gave no worker; it "
+            "returns Target(..., worker=WorkerSpec(requirements=...)). This is a bug in the "
+            "exporter."
+        )
+    from evalexport.isolation.delivery import opened_worker
+
+    with opened_worker(
+        exporter.name,
+        sdk.body,
+        target.worker,
+        exporter.progress,
+        start_now=not dry_run,
+        timeout_option="timeout" in type(config).model_fields,
+    ) as worker:
+        yield worker
+
+
+def _read_once(
+    exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig, target: Target
+) -> object:
+    """Stage 6: the exporter reads the run, once; a line says so, and long reads report
     their bytes (:mod:`evalexport.progress`)."""
     try:
         size = f" ({human_size(run.rollouts.stat().st_size)})"
@@ -338,7 +396,7 @@ def _read_once(exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig)
     prepared: object = None
     try:
         with reading(ProgressLog(f"{exporter.name}: reading {run.rollouts.name}")):
-            prepared = exporter.check_inputs(run, config)
+            prepared = call_hook(exporter.read, run=run, config=config, target=target)
     except BaseException:  # a stop signal as the read ended: what it wrote is not left behind
         _discard(prepared)
         raise
@@ -355,26 +413,75 @@ def _discard(prepared: object) -> None:
         held.raise_held()
 
 
-def _target(exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig) -> str:
-    """Where the run goes, for the stage line: the exporter's own words, else its name (a
-    plugin's ``target`` that fails is not worth failing an export over)."""
+def _delivered(exporter: AnyExporter, handed: _Handed, worker: OpenedWorker | None) -> ExportResult:
+    """Stage 7 of an export: what ``deliver`` returned, or what its worker made of it, with
+    where the target's settings came from."""
+    from evalexport.isolation.descendants import owned_scratch
+
+    wants_scratch = declares(exporter.deliver, "scratch")
+    with (
+        owned_scratch(f"evalexport-{exporter.name}-") if wants_scratch else _no_scratch() as scratch
+    ):
+        delivered = call_hook(exporter.deliver, **handed.arguments(scratch))
+        if isinstance(delivered, WorkerDelivery):
+            if worker is None:
+                raise ExportFailure(
+                    f"the {exporter.name} exporter's deliver returned a WorkerDelivery but it "
+                    "declares no sdk (sdk = Sdk(body=...)). This is a bug in the exporter."
+                )
+            scratches = [*([scratch] if scratch else []), *_scratch_of(handed.prepared)]
+            delivered = worker.deliver(delivered, str(handed.run.run_dir), scratches)
+    if not isinstance(delivered, ExportResult):
+        raise ExportFailure(
+            f"the {exporter.name} exporter's deliver returned {type(delivered).__name__}; it "
+            "returns an ExportResult (or, with an sdk, a WorkerDelivery). This is a bug in "
+            "the exporter."
+        )
+    return _with_settings(delivered, handed.target)
+
+
+@contextlib.contextmanager
+def _no_scratch() -> Iterator[None]:
+    yield None
+
+
+def _scratch_of(prepared: object) -> list[Path]:
+    """The directories the read wrote into, which the worker removes if we die first."""
+    return list(prepared.scratch) if isinstance(prepared, PreparedRun) else []
+
+
+def _asked(
+    exporter: AnyExporter, handed: _Handed, worker: OpenedWorker | None
+) -> ExportResult | None:
+    """A dry run's question to the target, through the worker, when the worker can answer
+    without changing it and its environment is built; ``None`` when it cannot be asked."""
+    spec = handed.target.worker
+    if worker is None or spec is None or not spec.answers_dry_runs:
+        return None
+    if (not_asked := worker.not_asked(str(handed.run.run_dir))) is not None:
+        return not_asked
+    return _delivered(exporter, handed, worker)
+
+
+def _with_settings(result: ExportResult, target: Target) -> ExportResult:
+    """``result`` saying where each target setting came from, as the dry run does."""
+    if not target.settings or "settings" in result.details:
+        return result
+    details = {**result.details, "settings": dict(target.settings)}
+    return result.model_copy(update={"details": details})
+
+
+def _shown(target: Target) -> str:
+    """Where the run goes, for the stage line: never a URL's password."""
     from evalexport.masking import mask_text
 
-    try:
-        return mask_text(str(exporter.target(run, config)))  # a URL's password never shown
-    except Exception:
-        return exporter.name
+    return mask_text(target.where)
 
 
-def _described(
-    exporter: AnyExporter,
-    run: RunArtifacts,
-    config: ExporterConfig,
-    prepared: object,
-    answer: ExportResult | None,
-) -> ExportResult:
-    """Stage 6 of a dry run: the target's answer, if it was asked (a failure or a skip is the
+def _described(exporter: AnyExporter, handed: _Handed, answer: ExportResult | None) -> ExportResult:
+    """Stage 7 of a dry run: the target's answer, if it was asked (a failure or a skip is the
     verdict), and the plan, in the backend's words."""
+    run = handed.run
     if answer is not None and answer.status is ExportStatus.FAILED:
         return answer.model_copy(
             update={
@@ -384,7 +491,10 @@ def _described(
         )
     if answer is not None and answer.status is ExportStatus.SKIPPED:
         return _as_dry_run(answer)
-    plan = call_hook(exporter.dry_run_plan, run, config, prepared=prepared)
+    arguments = handed.arguments()
+    plan = call_hook(exporter.plan, **arguments)
+    if handed.target.settings and not plan.settings:
+        plan = plan.model_copy(update={"settings": dict(handed.target.settings)})
     said = plan.summary or f"{run.rollouts.name} would be exported to {plan.target}"
     found: dict[str, Any] = {}
     if answer is not None:
@@ -441,19 +551,17 @@ def _as_dry_run(result: ExportResult) -> ExportResult:
 def _marked(
     exporter: AnyExporter,
     run: RunArtifacts,
-    config: ExporterConfig,
+    target: Target,
     result: ExportResult,
     fingerprint: str,
     export_guard: guard.ExportGuard,
 ) -> ExportResult:
-    """Stage 7: write the marker of a successful export; a failed write is a warning, not a
+    """Stage 8: write the marker of a successful export; a failed write is a warning, not a
     failure."""
     run_id = result.run_id or ""
     details = {**result.details, "fingerprint": fingerprint}
     try:
-        details["marker"] = str(
-            export_guard.mark(exporter.target(run, config), run_id, fingerprint)
-        )
+        details["marker"] = str(export_guard.mark(target.where, run_id, fingerprint))
     except OSError as error:
         # The remote run exists: the export succeeded. Say so, with what a rerun needs.
         path = run.export_marker(exporter.name)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from evalexport.exporters.options import parse_options
 from evalexport.pipeline import export_run
 from evalexport.testing.gym import find_python_313
 from evalexport.testing.wheels import wheel_from_tree
@@ -128,7 +129,7 @@ def _assert_calls_bind_to_the_real_sdk(sdk: EvalRDLSdk) -> None:
     problems = check_recorded_calls(
         sdk.records(),
         load_manifests(CONTRACTS / "evalrdl"),
-        {"evalexport_worker_body.py": str(EvalRDLExporter.worker_body)},
+        {"evalexport_worker_body.py": str(EvalRDLExporter.sdk.body)},
     )
     if problems:
         pytest.fail(
@@ -179,7 +180,7 @@ def export_evalrdl(evalrdl_sdk: EvalRDLSdk) -> Callable[..., Any]:
     def export(sample: Any, **options: Any) -> Any:
         evalrdl_sdk.distinct(sample)
         exporter = EvalRDLExporter()
-        config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample.rollouts), **options})
+        config = parse_options(exporter, {"rollouts_jsonl_fpath": str(sample.rollouts), **options})
         result = export_run(exporter, sample.run, config)
         evalrdl_sdk.fail_if_unreachable(result.message)
         return result

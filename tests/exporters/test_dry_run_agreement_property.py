@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from evalexport.exporters.options import parse_options
 from evalexport.exporters.registry import load_exporter
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
@@ -66,9 +67,9 @@ def test_dry_run_and_export_agree_on_success_or_failure(
         }[exporter]
     )
     dry = export_run(
-        exporter_class(), sample.run, exporter_class.parse_config({**options, "dry_run": True})
+        exporter_class(), sample.run, parse_options(exporter_class, {**options, "dry_run": True})
     )
-    real = export_run(exporter_class(), sample.run, exporter_class.parse_config(options))
+    real = export_run(exporter_class(), sample.run, parse_options(exporter_class, options))
     assert (dry.status is ExportStatus.FAILED) == (real.status is ExportStatus.FAILED), (
         exporter,
         fault,

@@ -12,17 +12,14 @@ from typing import Any
 
 import pytest
 
-from evalexport.exporters.isolated import IsolatedExporter
 from evalexport.exporters.registry import BUILTIN_EXPORTERS, load_exporter
 from evalexport.testing.guarantees import ExporterGuarantees
 
 
 def _needs_the_index(name: str) -> bool:
-    """An isolated exporter with no fake runs its real SDK, built from the package index."""
-    exporter = load_exporter(name)
-    return issubclass(exporter, IsolatedExporter) and (
-        exporter.sdk_contract is None or exporter.sdk_contract.fake is None
-    )
+    """An exporter whose SDK has no fake runs its real SDK, built from the package index."""
+    sdk = load_exporter(name).sdk
+    return sdk is not None and (sdk.contract is None or sdk.contract.fake is None)
 
 
 def _tests_of(name: str) -> ModuleType:

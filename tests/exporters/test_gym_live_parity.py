@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 
 from evalexport.exporters.mlflow import MLflowExporter
 from evalexport.exporters.mlflow_names import flatten_params, sanitize_name
+from evalexport.exporters.options import parse_options
 from evalexport.exporters.wandb import FINGERPRINT_KEY, WandbExporter
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
@@ -139,8 +140,9 @@ def test_an_mlflow_export_lines_up_with_gyms_live_mlflow_run(
     assert live["error"] is None, live
     assert live["warnings"] == []
     exporter = MLflowExporter()
-    config = exporter.parse_config(
-        {"rollouts_jsonl_fpath": str(tricky_run.rollouts), "mlflow_tracking_uri": our_uri, **names}
+    config = parse_options(
+        exporter,
+        {"rollouts_jsonl_fpath": str(tricky_run.rollouts), "mlflow_tracking_uri": our_uri, **names},
     )
     result = export_run(exporter, tricky_run.run, config)
     assert result.status is ExportStatus.SUCCEEDED, result.message
@@ -207,8 +209,9 @@ def test_a_wandb_export_lines_up_with_gyms_live_wandb_run(
     )
     assert live["error"] is None, live
     exporter = WandbExporter()
-    config = exporter.parse_config(
-        {"rollouts_jsonl_fpath": str(tricky_run.rollouts), "wandb_mode": "offline", **names}
+    config = parse_options(
+        exporter,
+        {"rollouts_jsonl_fpath": str(tricky_run.rollouts), "wandb_mode": "offline", **names},
     )
     result = export_run(exporter, tricky_run.run, config)
     assert result.status is ExportStatus.SUCCEEDED, result.message

@@ -13,6 +13,7 @@ import pytest
 
 from evalexport.exporters.mlflow import FINGERPRINT_TAG, MLflowConfig, MLflowExporter
 from evalexport.exporters.mlflow_names import flatten_params, sanitize_name, sanitize_names
+from evalexport.exporters.options import parse_options
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
 from evalexport.pipeline import export_run
@@ -32,7 +33,7 @@ def test_the_session_environment_is_the_one_the_exporter_builds() -> None:
 
 def _export(sample, **options):
     exporter = MLflowExporter()
-    config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample.rollouts), **options})
+    config = parse_options(exporter, {"rollouts_jsonl_fpath": str(sample.rollouts), **options})
     return export_run(exporter, sample.run, config)
 
 
@@ -288,12 +289,13 @@ def test_an_mlflow_2_pin_exports_the_same_run(sample_run, cli, tmp_path) -> None
 def test_the_worker_reports_its_progress_to_the_end(mlflow_server, sample_run) -> None:
     seen: list[tuple[int, int]] = []
     exporter = MLflowExporter(progress=lambda done, total: seen.append((done, total)))
-    config = exporter.parse_config(
+    config = parse_options(
+        exporter,
         {
             "rollouts_jsonl_fpath": str(sample_run.rollouts),
             "mlflow_tracking_uri": mlflow_server.url,
             "mlflow_experiment_name": "progress",
-        }
+        },
     )
     assert export_run(exporter, sample_run.run, config).status is ExportStatus.SUCCEEDED
     assert seen[0][0] == 0
@@ -337,8 +339,8 @@ def test_a_copy_exported_to_the_same_server_is_said_to_be_a_second_copy_or_skipp
     exporter = MLflowExporter()
 
     def export_copy(**extra):
-        config = exporter.parse_config(
-            {"rollouts_jsonl_fpath": str(copy.rollouts), **options, **extra}
+        config = parse_options(
+            exporter, {"rollouts_jsonl_fpath": str(copy.rollouts), **options, **extra}
         )
         return export_run(exporter, copy, config)
 

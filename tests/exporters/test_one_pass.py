@@ -21,6 +21,7 @@ import pytest
 from evalexport.exporters.atif import AtifExporter
 from evalexport.exporters.base import Exporter
 from evalexport.exporters.mlflow import MLflowExporter
+from evalexport.exporters.options import parse_options
 from evalexport.exporters.registry import BUILTIN_EXPORTERS, load_exporter
 from evalexport.exporters.wandb import WandbExporter
 from evalexport.pipeline import export_run
@@ -60,7 +61,7 @@ def _once(sample: Any) -> dict[str, int]:
 
 
 def _export(exporter: Exporter[Any], sample: Any, **options: Any) -> tuple[Any, dict[str, int]]:
-    config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample.rollouts), **options})
+    config = parse_options(exporter, {"rollouts_jsonl_fpath": str(sample.rollouts), **options})
     with counted_opens() as opens:
         result = export_run(exporter, sample.run, config)
     return result, _opens_of_run_files(sample, opens)
@@ -80,7 +81,7 @@ def test_the_audit_hook_sees_every_way_a_file_is_opened(tmp_path: Path) -> None:
 def _reading_whole_runs() -> list[str]:
     """Every built-in that reads the metrics, the config and the rollouts (from the registry)."""
     return [
-        name for name in sorted(BUILTIN_EXPORTERS) if load_exporter(name).needs_metrics_and_config
+        name for name in sorted(BUILTIN_EXPORTERS) if load_exporter(name).kind != "output"
     ]
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from evalexport.exporters.options import parse_options
 from evalexport.exporters.wandb import WandbExporter
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
@@ -109,8 +110,8 @@ def test_an_exporter_without_an_sdk_has_no_environment_to_run() -> None:
 
 def test_a_wandb_offline_export_prints_the_command_that_syncs_it(wandb_python, sample_run) -> None:
     exporter = WandbExporter()
-    config = exporter.parse_config(
-        {"rollouts_jsonl_fpath": str(sample_run.rollouts), "wandb_mode": "offline"}
+    config = parse_options(
+        exporter, {"rollouts_jsonl_fpath": str(sample_run.rollouts), "wandb_mode": "offline"}
     )
     result = export_run(exporter, sample_run.run, config)
     assert result.status is ExportStatus.SUCCEEDED, result.message

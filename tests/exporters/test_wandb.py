@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from evalexport.exporters.options import parse_options
 from evalexport.exporters.wandb import FINGERPRINT_KEY, WandbConfig, WandbExporter
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
@@ -30,8 +31,8 @@ def test_the_session_environment_is_the_one_the_exporter_builds() -> None:
 
 def _export(sample, **options):
     exporter = WandbExporter()
-    config = exporter.parse_config(
-        {"rollouts_jsonl_fpath": str(sample.rollouts), "wandb_mode": "offline", **options}
+    config = parse_options(
+        exporter, {"rollouts_jsonl_fpath": str(sample.rollouts), "wandb_mode": "offline", **options}
     )
     return export_run(exporter, sample.run, config)
 
@@ -160,7 +161,7 @@ def test_the_run_describes_the_evaluation_not_the_worker(wandb_python, sample_ru
 
 def _export_by_the_environment(sample, **options):
     exporter = WandbExporter()
-    config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample.rollouts), **options})
+    config = parse_options(exporter, {"rollouts_jsonl_fpath": str(sample.rollouts), **options})
     return export_run(exporter, sample.run, config)
 
 

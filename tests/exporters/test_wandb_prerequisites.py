@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from evalexport.exporters.options import parse_options
 from evalexport.exporters.wandb import WandbExporter
 from evalexport.isolation import list_environments
 from evalexport.pipeline import export_run
@@ -17,8 +18,8 @@ from evalexport.results import ExportStatus
 
 def _dry_run(sample, **options):
     exporter = WandbExporter()
-    config = exporter.parse_config(
-        {"rollouts_jsonl_fpath": str(sample.rollouts), "dry_run": True, **options}
+    config = parse_options(
+        exporter, {"rollouts_jsonl_fpath": str(sample.rollouts), "dry_run": True, **options}
     )
     return export_run(exporter, sample.run, config)
 
@@ -77,7 +78,7 @@ def test_the_dry_run_of_a_masked_config_warns_of_nothing(sample_run, caplog, mod
 
 def _export(sample, **options):
     exporter = WandbExporter()
-    config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample.rollouts), **options})
+    config = parse_options(exporter, {"rollouts_jsonl_fpath": str(sample.rollouts), **options})
     return export_run(exporter, sample.run, config)
 
 

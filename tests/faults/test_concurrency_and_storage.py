@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from evalexport.exporters.mlflow import FINGERPRINT_TAG, MLflowExporter
+from evalexport.exporters.options import parse_options
 from evalexport.guard import run_fingerprint
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
@@ -165,12 +166,13 @@ def test_a_marker_that_cannot_be_written_after_the_export_is_a_success_with_a_wa
 
     monkeypatch.setattr(guard, "write_marker", refuse)
     exporter = MLflowExporter()
-    config = exporter.parse_config(
+    config = parse_options(
+        exporter,
         {
             "rollouts_jsonl_fpath": str(sample_run.rollouts),
             "mlflow_tracking_uri": mlflow_server.url,
             "mlflow_experiment_name": "unmarked",
-        }
+        },
     )
     result = export_run(exporter, sample_run.run, config)
     assert result.status is ExportStatus.SUCCEEDED

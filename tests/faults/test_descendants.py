@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from evalexport.exporters.options import parse_options
 from evalexport.isolation.reaper import is_running
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
@@ -42,13 +43,14 @@ def test_a_helper_that_left_the_workers_process_group_ends_with_the_worker(
     note = lab.root / "helper.pid"
     before = run_files(sample_run)
     exporter = EchoExporter()
-    config = exporter.parse_config(
+    config = parse_options(
+        exporter,
         {
             "rollouts_jsonl_fpath": str(sample_run.rollouts),
             "requirement": tinysdk_1,
             "behaviour": behaviour,
             "note_path": str(note),
-        }
+        },
     )
     result = export_run(exporter, sample_run.run, config)
     assert result.status is status, result.message

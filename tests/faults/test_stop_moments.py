@@ -143,15 +143,11 @@ def test_a_stop_as_the_output_is_renamed_into_place_lets_the_export_stand(
 def test_a_stop_after_the_worker_finished_its_run_keeps_the_marker_and_one_remote_run(
     cli, mlflow_server, mlflow_python, sample_run, monkeypatch, caplog
 ) -> None:
-    from evalexport.exporters.isolated import IsolatedExporter
+    from evalexport.isolation import delivery
     from evalexport.testing.mlflow_server import read_runs
 
     # The worker has ended its run FINISHED and exited; the result is being read.
-    monkeypatch.setattr(
-        IsolatedExporter,
-        "_result_of",
-        _stopped_before(IsolatedExporter._result_of),
-    )
+    monkeypatch.setattr(delivery._Reading, "of", _stopped_before(delivery._Reading.of))
     args = (
         "mlflow",
         f"+rollouts_jsonl_fpath={sample_run.rollouts}",

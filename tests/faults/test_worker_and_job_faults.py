@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from evalexport.exporters.options import parse_options
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
 from tests.faults.conftest import Ended, FaultLab, run_files
@@ -42,8 +43,9 @@ def test_a_worker_fault_is_a_failed_result_and_leaves_nothing(
     monkeypatch.setenv("UV_NO_INDEX", "1")
     before = run_files(sample_run)
     exporter = EchoExporter()
-    config = exporter.parse_config(
-        {"rollouts_jsonl_fpath": str(sample_run.rollouts), "requirement": tinysdk_1, **options}
+    config = parse_options(
+        exporter,
+        {"rollouts_jsonl_fpath": str(sample_run.rollouts), "requirement": tinysdk_1, **options},
     )
     result = export_run(exporter, sample_run.run, config)
     assert result.status is ExportStatus.FAILED

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from evalexport.exporters.options import parse_options
 from evalexport.pipeline import export_run
 from evalexport.testing.wheels import tinysdk_wheel
 from tests.support.echo_exporter import EchoExporter
@@ -31,8 +32,9 @@ def echo_export(sample_run, tinysdk_1: str):
 
     def export(**options: Any):
         exporter = EchoExporter()
-        config = exporter.parse_config(
-            {"rollouts_jsonl_fpath": str(sample_run.rollouts), "requirement": tinysdk_1, **options}
+        config = parse_options(
+            exporter,
+            {"rollouts_jsonl_fpath": str(sample_run.rollouts), "requirement": tinysdk_1, **options},
         )
         return export_run(exporter, sample_run.run, config)
 

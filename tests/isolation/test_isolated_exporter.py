@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from evalexport.exporters import Sdk
+from evalexport.exporters.options import parse_options
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus, SkipReason
 from tests.support.echo_exporter import EchoExporter
@@ -33,18 +35,19 @@ def test_a_module_named_like_the_sdk_beside_the_worker_cannot_shadow_it(
     exporter_dir = tmp_path / "exporter_package"
     exporter_dir.mkdir()
     body = exporter_dir / "echo.py"
-    shutil.copyfile(EchoExporter.worker_body, body)
+    assert EchoExporter.sdk is not None
+    shutil.copyfile(EchoExporter.sdk.body, body)
     shadow = "ORIGIN = 'shadowing module'\n__version__ = 'shadow'\n"
     (exporter_dir / "tinysdk.py").write_text(shadow)
     (Path.cwd() / "tinysdk.py").write_text(shadow)
     monkeypatch.setenv("PYTHONPATH", str(exporter_dir))
 
     class ShadowedEcho(EchoExporter):
-        worker_body = body
+        sdk = Sdk(body=body)
 
     exporter = ShadowedEcho()
-    config = exporter.parse_config(
-        {"rollouts_jsonl_fpath": str(sample_run.rollouts), "requirement": tinysdk_1}
+    config = parse_options(
+        exporter, {"rollouts_jsonl_fpath": str(sample_run.rollouts), "requirement": tinysdk_1}
     )
     result = export_run(exporter, sample_run.run, config)
     assert result.details["sdk_origin"] == "installed tinysdk"
@@ -164,31 +167,50 @@ def test_a_body_written_before_the_typed_keys_still_reports_its_run_id(echo_expo
 def test_the_deprecated_hooks_warn_naming_the_new_form_and_still_work(
     sample_run, tinysdk_1
 ) -> None:
-    """``receipt_keys`` and ``secrets_the_sdk_may_find`` (earlier guides) are still honoured."""
-    from tests.support.echo_exporter import EchoConfig, EchoExporter
+    """An exporter of the 0.2.0 and 0.3.0 guides' isolated template, ``receipt_keys`` and
+    ``secrets_the_sdk_may_find`` among its forms, still exports."""
+    from evalexport.exporters.isolated import IsolatedExporter
+    from tests.support.echo_exporter import BODIES, EchoConfig
 
     with pytest.warns(DeprecationWarning, match="is deprecated and still honoured") as warned:
 
-        class LegacyExporter(EchoExporter):
+        class LegacyExporter(IsolatedExporter[EchoConfig]):
+            name = "echo"
+            summary = "Echo, as plugin API 2 wrote an isolated exporter."
+            Config = EchoConfig
+            needs_metrics_and_config = False
+            worker_body = BODIES / "echo.py"
             receipt_keys = frozenset({"upload_token"})
+
+            def worker_payload(self, run, config, scratch, fingerprint):  # type: ignore[no-untyped-def]
+                return {
+                    "behaviour": config.behaviour,
+                    "rollouts": str(run.rollouts),
+                    "note_path": config.note_path,
+                }
 
             def secrets_the_sdk_may_find(self, config: EchoConfig) -> list[str]:
                 return [config.note_path or ""]
 
     said = " ".join(str(warning.message) for warning in warned)
+    assert "IsolatedExporter is deprecated" in said
+    assert "sdk = Sdk(body=..." in said
+    assert "worker_payload is deprecated" in said
+    assert "WorkerDelivery(payload)" in said
     assert "receipt_keys is deprecated" in said
     assert "receipts={...}" in said
     assert "secrets_the_sdk_may_find is deprecated" in said
-    assert "worker_secrets" in said
+    assert "WorkerSpec(..., secrets={...})" in said
     exporter = LegacyExporter()
     found = "sdk-found-credential-0123456789"
-    config = exporter.parse_config(
+    config = parse_options(
+        exporter,
         {
             "rollouts_jsonl_fpath": str(sample_run.rollouts),
             "requirement": tinysdk_1,
             "behaviour": "legacy_receipt",
             "note_path": found,
-        }
+        },
     )
     result = export_run(exporter, sample_run.run, config)
     assert result.status is ExportStatus.SUCCEEDED, result.message
@@ -217,7 +239,7 @@ def test_a_built_environments_worker_starts_before_the_run_is_read(
             started.append(worker._process.pid)
             yield worker
 
-    def check_inputs(self, run, config):
+    def read(self, run, config):
         if config.dry_run:  # a dry run starts nothing
             assert len(started) == len(seen)
             return None
@@ -229,7 +251,7 @@ def test_a_built_environments_worker_starts_before_the_run_is_read(
         return None
 
     monkeypatch.setattr(isolation, "started_worker", recorded)
-    monkeypatch.setattr(EchoExporter, "check_inputs", check_inputs)
+    monkeypatch.setattr(EchoExporter, "read", read)
     result = echo_export()
     assert result.status is ExportStatus.SUCCEEDED, result.message
     assert result.details["payload"]["behaviour"] == "echo"

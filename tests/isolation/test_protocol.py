@@ -1,6 +1,6 @@
-"""Both sides of the worker protocol agree (``workers/protocol.py``): each built-in isolated
-exporter builds the payload type its worker body reads, and the payload it builds for a real
-run has that type's keys and value types, through JSON as the worker receives it."""
+"""Both sides of the worker protocol agree (``workers/protocol.py``): each built-in exporter
+with an SDK delivers the payload type its worker body reads, and the payload it builds for a
+real run has that type's keys and value types, through JSON as the worker receives it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from evalexport.exporters.isolated import IsolatedExporter
+from evalexport.exporters.hooks import call_hook
+from evalexport.exporters.options import parse_options
 from evalexport.exporters.registry import exporter_entries, load_exporter
 from evalexport.workers import protocol
 from evalexport.workers.evalrdl_worker import EvalRDLPayload
@@ -22,7 +23,7 @@ from evalexport.workers.evalrdl_worker import EvalRDLPayload
 ISOLATED = sorted(
     entry.name
     for entry in exporter_entries().values()
-    if entry.source == "built-in" and issubclass(entry.load(), IsolatedExporter)
+    if entry.source == "built-in" and entry.load().sdk is not None
 )
 
 
@@ -87,18 +88,21 @@ def _payload_type_of_body(body: Path) -> Any:
 @pytest.mark.parametrize("name", ISOLATED)
 def test_the_exporter_builds_the_payload_type_its_worker_reads(name: str) -> None:
     exporter = load_exporter(name)
-    built = typing.get_type_hints(exporter.worker_payload)["return"]
-    body = importlib.import_module(f"evalexport.workers.{exporter.worker_body.stem}")
+    assert exporter.sdk is not None
+    delivered = typing.get_type_hints(exporter.deliver)["return"]
+    assert typing.get_origin(delivered).__name__ == "WorkerDelivery"
+    (built,) = typing.get_args(delivered)
+    body = importlib.import_module(f"evalexport.workers.{exporter.sdk.body.stem}")
     read = typing.get_type_hints(body.run)["payload"]
     assert built is read  # the payload type lives beside the body that reads it
     assert read.__module__ == body.__name__
-    shipped = runpy.run_path(str(exporter.worker_body))[read.__name__]
+    shipped = runpy.run_path(str(exporter.sdk.body))[read.__name__]
 
     def written(typed: Any) -> dict[str, str]:
         return {key: hint.__forward_arg__ for key, hint in typed.__annotations__.items()}
 
     assert written(shipped) == written(read)  # the copy the worker runs
-    assert typing.get_type_hints(runpy.run_path(str(exporter.worker_body))["run"])["return"] is (
+    assert typing.get_type_hints(runpy.run_path(str(exporter.sdk.body))["run"])["return"] is (
         protocol.WorkerResult
     )
 
@@ -108,11 +112,18 @@ def test_the_payload_built_for_a_run_matches_its_type(
     name: str, sample_run, tmp_path: Path
 ) -> None:
     exporter = load_exporter(name)()
-    config = exporter.parse_config({"rollouts_jsonl_fpath": str(sample_run.rollouts)})
-    payload = json.loads(
-        json.dumps(exporter.worker_payload(sample_run.run, config, tmp_path, "sha256:0"))
-    )
-    assert _mismatches(payload, _payload_type_of_body(type(exporter).worker_body)) == []
+    config = parse_options(exporter, {"rollouts_jsonl_fpath": str(sample_run.rollouts)})
+    handed: dict[str, Any] = {"run": sample_run.run, "config": config}
+    handed["target"] = call_hook(exporter.resolve, **handed)
+    handed["prepared"] = call_hook(exporter.read, **handed)
+    try:
+        delivery = call_hook(exporter.deliver, **handed, fingerprint="sha256:0", scratch=tmp_path)
+    finally:
+        if (discard := getattr(handed["prepared"], "discard", None)) is not None:
+            discard()
+    payload = json.loads(json.dumps(delivery.payload))
+    assert exporter.sdk is not None
+    assert _mismatches(payload, _payload_type_of_body(exporter.sdk.body)) == []
 
 
 def test_a_payload_of_the_wrong_shape_is_refused_by_the_check() -> None:

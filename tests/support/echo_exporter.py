@@ -1,4 +1,4 @@
-"""An isolated exporter driving the tinysdk stand-in through the echo worker body."""
+"""An exporter with an SDK driving the tinysdk stand-in through the echo worker body."""
 
 from __future__ import annotations
 
@@ -7,36 +7,38 @@ from typing import Any
 
 from pydantic import Field, SecretStr
 
-from evalexport.exporters.isolated import IsolatedConfig, IsolatedExporter
+from evalexport.exporters import Exporter, Sdk, SdkConfig, Target, WorkerDelivery, WorkerSpec
 from evalexport.run import RunArtifacts
 
 BODIES = Path(__file__).resolve().parent / "worker_bodies"
 
 
-class EchoConfig(IsolatedConfig):
+class EchoConfig(SdkConfig):
     behaviour: str = Field(default="echo", description="What the worker body does.")
     exit_code: int = Field(default=0, description="Exit code to report (behaviour=exit_code).")
     note_path: str | None = Field(default=None, description="Where the body notes a pid.")
     echo_token: SecretStr | None = Field(default=None, description="Handed to the worker.")
 
 
-class EchoExporter(IsolatedExporter[EchoConfig]):
+class EchoExporter(Exporter[EchoConfig]):
     name = "echo"
     summary = "Echo through a worker in its own environment (test exporter)."
-    Config = EchoConfig
-    needs_metrics_and_config = False
-    worker_body = BODIES / "echo.py"
+    sdk = Sdk(body=BODIES / "echo.py")
 
-    def worker_payload(
-        self, run: RunArtifacts, config: EchoConfig, scratch: Path, fingerprint: str | None
-    ) -> dict[str, Any]:
-        return {
-            "behaviour": config.behaviour,
-            "exit_code": config.exit_code,
-            "rollouts": str(run.rollouts),
-            "note_path": config.note_path,
-        }
-
-    def worker_secrets(self, config: EchoConfig) -> dict[str, str]:
+    def resolve(self, config: EchoConfig) -> Target:
         token = config.echo_token
-        return {"ECHO_TOKEN": token.get_secret_value()} if token else {}
+        secrets = {"ECHO_TOKEN": token.get_secret_value()} if token else {}
+        return Target(
+            where=self.name,
+            worker=WorkerSpec(requirements=config.requirements(), secrets=secrets),
+        )
+
+    def deliver(self, run: RunArtifacts, config: EchoConfig) -> WorkerDelivery[dict[str, Any]]:
+        return WorkerDelivery(
+            {
+                "behaviour": config.behaviour,
+                "exit_code": config.exit_code,
+                "rollouts": str(run.rollouts),
+                "note_path": config.note_path,
+            }
+        )

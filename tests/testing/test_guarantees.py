@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import evalexport
+
 GUIDES = Path(__file__).resolve().parents[1] / "support" / "plugin_guides"
 
 
@@ -34,7 +36,7 @@ from pydantic import Field
 from pathlib import Path
 
 from evalexport import ExportResult
-from evalexport.exporters import Exporter, ExporterConfig, prepare
+from evalexport.exporters import Exporter, ExporterConfig, Target, prepare
 
 
 class StoreConfig(ExporterConfig):
@@ -42,13 +44,12 @@ class StoreConfig(ExporterConfig):
 
 
 class _Base(Exporter[StoreConfig]):
-    Config = StoreConfig
     kind = "tracking"
 
-    def target(self, run, config):
-        return str(config.store_dir)
+    def resolve(self, config):
+        return Target(where=str(config.store_dir))
 
-    def check_inputs(self, run, config):
+    def read(self, run):
         return prepare(run)
 
     def _record(self, run, config, record):
@@ -62,7 +63,7 @@ class ReadsTwice(_Base):
     name = "readstwice"
     summary = "Reads the rollouts again."
 
-    def _export(self, run, config, *, fingerprint, prepared=None):
+    def deliver(self, run, config):
         rows = sum(1 for _ in run.iter_rollouts())
         return self._record(run, config, {"rows": rows})
 
@@ -71,7 +72,7 @@ class WritesIntoTheRun(_Base):
     name = "writesintherun"
     summary = "Writes a note into the run directory."
 
-    def _export(self, run, config, *, fingerprint, prepared=None):
+    def deliver(self, run, config):
         (run.run_dir / "exported.txt").write_text("done")
         return self._record(run, config, {})
 
@@ -80,7 +81,7 @@ class LeaksASecret(_Base):
     name = "leaks"
     summary = "Sends the saved config as it is on disk."
 
-    def _export(self, run, config, *, fingerprint, prepared=None):
+    def deliver(self, run, config):
         return self._record(run, config, {"config": run.saved_config.read_text()})
 """
 
@@ -99,7 +100,7 @@ def plugin_path(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> P
         "writesintherun = bad_plugins:WritesIntoTheRun\n"
         "leaks = bad_plugins:LeaksASecret\n"
     )
-    path = os.pathsep.join([str(site), str(GUIDES / "api3"), os.environ.get("PYTHONPATH", "")])
+    path = os.pathsep.join([str(site), str(GUIDES / f"api{evalexport.PLUGIN_API_VERSION}"), os.environ.get("PYTHONPATH", "")])
     monkeypatch.setenv("PYTHONPATH", path)
     return site
 

@@ -166,7 +166,6 @@ def run_tool(tokens: list[str]) -> int:
 def _environment(name: str, requirements: tuple[str, ...]) -> Environment:
     """The environment NAME means: an environment's directory name, else an exporter's
     environment for ``requirements`` (its default requirement when none), built if missing."""
-    from evalexport.exporters.isolated import IsolatedExporter
     from evalexport.exporters.registry import (
         ExporterLoadError,
         UnknownExporterError,
@@ -190,7 +189,7 @@ def _environment(name: str, requirements: tuple[str, ...]) -> Environment:
         raise LookupError(
             f"{name!r} is neither an exporter with an SDK nor an environment ({known}): {error}"
         ) from None
-    if not issubclass(chosen, IsolatedExporter):
+    if chosen.sdk is None:
         raise LookupError(f"the {name} exporter runs no SDK of its own, so it has no environment")
     if not requirements:
         default = chosen.Config.model_fields["requirement"].get_default()

@@ -73,10 +73,11 @@ def run(name: str, arguments: Arguments, rest: list[str]) -> int:
 def _progress_unit(name: str) -> str:
     """What the exporter's progress counts, for the progress line; the export itself says
     why an exporter cannot be loaded."""
+    from evalexport.exporters.base import progress_unit
     from evalexport.exporters.registry import ExporterLoadError, UnknownExporterError, load_exporter
 
     try:
-        return load_exporter(name).progress_unit
+        return progress_unit(load_exporter(name))
     except (UnknownExporterError, ExporterLoadError):
         return "bytes"
 

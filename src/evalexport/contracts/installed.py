@@ -32,13 +32,19 @@ def _exporters() -> list[type[Any]]:
     return loaded
 
 
+def _contract(exporter: type[Any]) -> Surface | None:
+    """The surface an exporter's SDK declares (``sdk.contract``), if it has one."""
+    surface = getattr(getattr(exporter, "sdk", None), "contract", None)
+    return surface if isinstance(surface, Surface) else None
+
+
 def installed_surfaces() -> dict[str, Surface]:
-    """SDK name -> the surface its exporter declares (``sdk_contract``), for every installed
+    """SDK name -> the surface its exporter declares (``sdk.contract``), for every installed
     exporter that loads (``evalexport list`` says why one does not)."""
     surfaces: dict[str, Surface] = {}
     for exporter in _exporters():
-        surface = getattr(exporter, "sdk_contract", None)
-        if isinstance(surface, Surface):
+        surface = _contract(exporter)
+        if surface is not None:
             surfaces.setdefault(surface.sdk, surface)
     return dict(sorted(surfaces.items()))
 
@@ -67,7 +73,7 @@ def declared_surfaces() -> dict[str, Surface]:
             surface = Surface.declared(declared) if declared else None
         else:
             try:
-                surface = getattr(entry.load(), "sdk_contract", None)
+                surface = _contract(entry.load())
             except ExporterLoadError:
                 continue
         if isinstance(surface, Surface):
@@ -76,10 +82,10 @@ def declared_surfaces() -> dict[str, Surface]:
 
 
 def installed_token_variables() -> tuple[str, ...]:
-    """Every variable an installed exporter's SDK reads credentials from (``token_variables``),
-    in the order found."""
+    """Every variable an installed exporter's SDK reads credentials from
+    (``sdk.token_variables``), in the order found."""
     found: dict[str, None] = {}
     for exporter in _exporters():
-        for variable in getattr(exporter, "token_variables", ()):
+        for variable in getattr(getattr(exporter, "sdk", None), "token_variables", ()):
             found.setdefault(str(variable), None)
     return tuple(found)

@@ -1,4 +1,4 @@
-"""Exporters: the base contract and the registry. Importing this package imports no SDK.
+"""Exporters: the spec, the registry and the built-ins. Importing this package imports no SDK.
 
 Names are imported on first use, so the CLI can read the registry without loading pydantic.
 """
@@ -10,14 +10,9 @@ from typing import TYPE_CHECKING
 from evalexport._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from evalexport.exporters.base import Exporter, ExporterConfig, ExporterKind, OptionError
+    from evalexport.exporters.base import Exporter
     from evalexport.exporters.hooks import ExporterDefinitionError, helper
-    from evalexport.exporters.isolated import (
-        IsolatedConfig,
-        IsolatedExporter,
-        WorkerSecretsError,
-        WorkerSpec,
-    )
+    from evalexport.exporters.isolated import IsolatedConfig, IsolatedExporter
     from evalexport.exporters.registry import (
         ENTRY_POINT_GROUP,
         ExporterEntry,
@@ -26,25 +21,39 @@ if TYPE_CHECKING:
         exporter_entries,
         load_exporter,
     )
+    from evalexport.exporters.spec import (
+        ExporterConfig,
+        ExporterKind,
+        OptionError,
+        Sdk,
+        SdkConfig,
+        Target,
+    )
+    from evalexport.isolation.delivery import WorkerDelivery, WorkerSecretsError, WorkerSpec
     from evalexport.reading import PreparedRun, prepare
     from evalexport.results import DryRunPlan, ExportFailure
 
-_BASE = "evalexport.exporters.base"
+_SPEC = "evalexport.exporters.spec"
 _REGISTRY = "evalexport.exporters.registry"
-_ISOLATED = "evalexport.exporters.isolated"
+_DELIVERY = "evalexport.isolation.delivery"
+_COMPAT = "evalexport.exporters.isolated"
 _PUBLIC = {
     "DryRunPlan": "evalexport.results",
     "ExportFailure": "evalexport.results",
-    "Exporter": _BASE,
-    "ExporterConfig": _BASE,
-    "ExporterKind": _BASE,
-    "OptionError": _BASE,
+    "Exporter": "evalexport.exporters.base",
+    "ExporterConfig": _SPEC,
+    "ExporterKind": _SPEC,
+    "OptionError": _SPEC,
+    "Sdk": _SPEC,
+    "SdkConfig": _SPEC,
+    "Target": _SPEC,
     "ExporterDefinitionError": "evalexport.exporters.hooks",
     "helper": "evalexport.exporters.hooks",
-    "IsolatedConfig": _ISOLATED,
-    "IsolatedExporter": _ISOLATED,
-    "WorkerSecretsError": _ISOLATED,
-    "WorkerSpec": _ISOLATED,
+    "WorkerDelivery": _DELIVERY,
+    "WorkerSecretsError": _DELIVERY,
+    "WorkerSpec": _DELIVERY,
+    "IsolatedConfig": _COMPAT,
+    "IsolatedExporter": _COMPAT,
     "PreparedRun": "evalexport.reading",
     "prepare": "evalexport.reading",
     "ENTRY_POINT_GROUP": _REGISTRY,
@@ -69,7 +78,11 @@ __all__ = [
     "IsolatedExporter",
     "OptionError",
     "PreparedRun",
+    "Sdk",
+    "SdkConfig",
+    "Target",
     "UnknownExporterError",
+    "WorkerDelivery",
     "WorkerSecretsError",
     "WorkerSpec",
     "exporter_entries",

@@ -8,7 +8,7 @@ the whole export, every such row is named, and nothing is written. ``+allow_gaps
 rows whose only gaps are the listed codes, ``+relax`` to the listed relaxations of the strict
 profile (:data:`evalexport.trajectory.relaxations.RELAXATIONS`).
 
-The export's one read of the run is the conversion (:meth:`AtifExporter.check_inputs`): into
+The export's one read of the run is the conversion (:meth:`AtifExporter.read`): into
 a temporary sibling of ``output_dirpath`` for an export, which is checked against its manifest
 and renamed into place only when every trajectory was written; in memory for a dry run, which
 so fails exactly when the export would.
@@ -29,17 +29,17 @@ from typing import Any, Final, final
 
 from pydantic import Field, field_validator
 
-from evalexport.exporters.base import Exporter, ExporterConfig, OptionError
+from evalexport.exporters.base import Exporter, ExporterConfig, OptionError, Target
 from evalexport.interrupts import deferred, landed
 from evalexport.reading import RunFileError
-from evalexport.results import DryRunPlan, ExportFailure, ExportResult, PlannedFile, SkipReason
+from evalexport.results import DryRunPlan, ExportFailure, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.trajectory.convert import ATIF_SCHEMA_VERSION, GYM_GAP_CODES, TrajectoryIdentity
 from evalexport.trajectory.files import ConvertedRow, FileConversion, convert_file
 from evalexport.trajectory.manifest import MANIFEST_NAME, staged_output_problem
 from evalexport.trajectory.relaxations import RELAXATIONS, Relaxation
 
-__all__ = ["AtifConfig", "AtifExporter", "StagedTrajectories"]
+__all__ = ["AtifConfig", "AtifExporter", "AtifTarget", "StagedTrajectories"]
 
 _LISTED_ROWS = 20
 
@@ -112,34 +112,44 @@ class StagedTrajectories:
         held.raise_held()
 
 
-class AtifExporter(Exporter[AtifConfig, StagedTrajectories]):
+@dataclass(frozen=True, kw_only=True)
+class AtifTarget(Target):
+    """The directory an ATIF export creates."""
+
+    output: Path
+    """``+output_dirpath``, absolute."""
+
+
+class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
     """Write each rollout's ``ng_trajectory`` as one ATIF v1.7 trajectory file, as NeMo Gym's
     strict exporter does, atomically, with ``manifest.jsonl``."""
 
     name = "atif"
     summary = f"Write each rollout's ng_trajectory as an {ATIF_SCHEMA_VERSION} trajectory file."
-    Config = AtifConfig
-    needs_metrics_and_config = False
 
-    def target(self, run: RunArtifacts, config: AtifConfig) -> str:
-        return str(config.output_dirpath.absolute())
-
-    def unexportable_reason(self, run: RunArtifacts, config: AtifConfig) -> str | None:
+    def resolve(self, config: AtifConfig) -> AtifTarget:
+        """The output directory, which must not exist yet. One holding a ``manifest.jsonl`` is
+        this export done (it is written last, into the staging directory renamed into place):
+        a batch's rerun skips it."""
         output = config.output_dirpath.absolute()
+        refusal = None
         if os.path.lexists(output):
-            return (
+            refusal = (
                 f"Output path already exists: {output}. "
                 "Choose a new +output_dirpath or remove the old one."
             )
-        return None
+        done = None
+        if (output / MANIFEST_NAME).is_file():
+            done = f"{output} already holds this export's trajectories (manifest.jsonl)"
+        return AtifTarget(where=str(output), refusal=refusal, already_exported=done, output=output)
 
-    def check_inputs(self, run: RunArtifacts, config: AtifConfig) -> StagedTrajectories:
+    def read(self, run: RunArtifacts, config: AtifConfig, target: AtifTarget) -> StagedTrajectories:
         """Convert every row: in memory for a dry run; for an export, into a staging sibling of
-        the output, which :meth:`_export` renames into place. A row Gym would refuse fails the
+        the output, which :meth:`deliver` renames into place. A row Gym would refuse fails the
         read, so the dry run fails exactly when the export would."""
         if config.dry_run:
             return StagedTrajectories(self._convert(run, config, output=None))
-        output = config.output_dirpath.absolute()
+        output = target.output
         staged = StagedTrajectories(FileConversion())
         try:
             # The staging directory and the record that it is ours come into being together:
@@ -210,51 +220,38 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories]):
             raise RunFileError(problem)
         return conversion
 
-    def dry_run_plan(
-        self, run: RunArtifacts, config: AtifConfig, prepared: StagedTrajectories | None = None
-    ) -> DryRunPlan:
-        """The conversion without its files: how many trajectories would be written where."""
-        conversion = (prepared or self.check_inputs(run, config)).conversion
-        target = self.target(run, config)
-        return DryRunPlan(
-            exporter=self.name,
-            target=target,
-            files=[PlannedFile(path=str(run.rollouts), size_bytes=run.rollouts.stat().st_size)],
-            summary=f"{conversion.converted} trajectories of {_whose(run, config)} would be "
-            f"written to {target}",
-            counts=_counts(conversion),
-        )
-
-    def already_exported(self, run: RunArtifacts, config: AtifConfig) -> ExportResult | None:
-        """The output directory holds a ``manifest.jsonl``: it is written last, into the
-        staging directory renamed into place, so its presence means a complete export."""
-        output = config.output_dirpath.absolute()
-        if not (output / MANIFEST_NAME).is_file():
-            return None
-        return ExportResult.skipped(
-            self.name,
-            str(run.run_dir),
-            f"{output} already holds this export's trajectories (manifest.jsonl)",
-            SkipReason.ALREADY_EXPORTED,
-            output_dirpath=str(output),
-        )
-
-    def _export(
+    def plan(
         self,
         run: RunArtifacts,
         config: AtifConfig,
-        *,
-        fingerprint: str | None,
-        prepared: StagedTrajectories | None = None,
+        target: AtifTarget,
+        prepared: StagedTrajectories,
+    ) -> DryRunPlan:
+        """The conversion without its files: how many trajectories would be written where."""
+        conversion = prepared.conversion
+        return DryRunPlan(
+            exporter=self.name,
+            target=target.where,
+            files=[PlannedFile(path=str(run.rollouts), size_bytes=run.rollouts.stat().st_size)],
+            summary=f"{conversion.converted} trajectories of {_whose(run, config)} would be "
+            f"written to {target.where}",
+            counts=_counts(conversion),
+        )
+
+    def deliver(
+        self,
+        run: RunArtifacts,
+        config: AtifConfig,
+        target: AtifTarget,
+        prepared: StagedTrajectories,
     ) -> ExportResult:
         """Check the staged files against their manifest, then rename them into place (an
-        ATIF export is not guarded: ``fingerprint`` is ``None``)."""
-        staged = prepared or self.check_inputs(run, config)
-        assert staged.staging is not None  # an export stages its files
-        output = config.output_dirpath.absolute()
-        conversion = staged.conversion
-        (staged.staging / _OWNER).unlink(missing_ok=True)  # the staging's own, not the output's
-        if problem := staged_output_problem(staged.staging, conversion.converted):
+        ATIF export is not guarded: it has no fingerprint)."""
+        assert prepared.staging is not None  # an export stages its files
+        output = target.output
+        conversion = prepared.conversion
+        (prepared.staging / _OWNER).unlink(missing_ok=True)  # the staging's own, not the output's
+        if problem := staged_output_problem(prepared.staging, conversion.converted):
             return self.failed(
                 run,
                 f"ATIF export of {run.rollouts} failed its own check of the files it wrote, "
@@ -263,9 +260,9 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories]):
             )
         if os.path.lexists(output):
             return self.failed(run, f"Output path was created during export: {output}")
-        staged.staging.chmod(0o755)
+        prepared.staging.chmod(0o755)
         with deferred() as held:  # renamed into place, the export has landed: it stands
-            staged.staging.rename(output)
+            prepared.staging.rename(output)
             landed()
         held.raise_held()
         of_agent = f" of agent {config.agent}" if config.agent is not None else ""

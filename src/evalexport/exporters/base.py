@@ -1,371 +1,258 @@
-"""The exporter template (SPEC §3.1): what an exporter is, and the hooks it may define.
+"""The exporter spec (SPEC §3.1, plugin API 4): what an exporter is, and the hooks it defines.
 
-An exporter names itself (``name``, ``summary``), its options (``Config``), what kind of
-exporter it is (``kind``) and defines a few hooks; :mod:`evalexport.pipeline` runs every
-export with them, for the CLI, the Python API, plans and Slurm alike: it checks the shared
-prerequisites, asks :meth:`Exporter.unexportable_reason`, guards a tracking export, reads the
-run once with :meth:`Exporter.check_inputs`, describes it with :meth:`Exporter.dry_run_plan`
-for a dry run or delivers it with :meth:`Exporter._export`, and writes the marker.
+An exporter is a small typed spec. Four declared values say what it is, and four hooks what it
+does, in the order :mod:`evalexport.pipeline` meets them for every export (the CLI, the Python
+API, plans and Slurm alike); its options are the first type parameter, ``Exporter[MyConfig]``:
 
-The hooks are checked when a class is made (:mod:`.hooks`): a misspelled hook or an argument a
-hook is never called with is an :class:`~.hooks.ExporterDefinitionError`. Classes written from
-an earlier guide are adapted to today's hooks by :mod:`.legacy`, with a ``DeprecationWarning``
-naming the new form.
+===============  ===========================================================================
+``name``         how users name it (``evalexport NAME``, the export marker's name)
+``summary``      one line for ``evalexport list``
+``kind``         what the pipeline does around it (:data:`ExporterKind`)
+``sdk``          for an exporter whose SDK runs in a worker: its :class:`Sdk`
+``resolve``      ``(run, config) -> Target``: where the run goes and every setting it needs,
+                 worked out once per export and handed to the hooks after it
+``read``         ``(run, config, target) -> Prepared``: the export's one read of the run
+``plan``         ``(run, config, target, prepared) -> DryRunPlan``: what a dry run says
+``deliver``      ``(run, config, target, prepared, fingerprint, scratch)`` ->
+                 ``ExportResult``, or a :class:`~evalexport.isolation.delivery.WorkerDelivery`
+                 that the worker lifecycle runs in the SDK's environment
+===============  ===========================================================================
+
+A hook is called with the arguments it declares, by name, as pluggy calls a hook
+implementation: declare only what you use, and an argument added later never breaks you. Every
+hook is checked when the class is made (:mod:`.hooks`): a misspelled hook, an argument a hook
+is never called with or one it cannot take by name is an :class:`~.hooks.ExporterDefinitionError`
+naming the class, the hook and its signature. Classes written from an earlier guide are adapted
+when they are made (:mod:`.compat`), with a ``DeprecationWarning`` naming the new form; nothing
+of theirs is in this class's hierarchy.
 """
 
 from __future__ import annotations
 
 import abc
-import contextlib
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any, ClassVar, Final, Generic, Literal, TypeAlias, get_args
+import typing
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from typing_extensions import TypeVar
 
-from evalexport.exporters import legacy
-from evalexport.exporters.hooks import ExporterDefinitionError, call_hook, takes_also, verify
-from evalexport.metrics import flatten_metrics
-from evalexport.reading import PreparedRun, RunFileError
-from evalexport.results import DryRunPlan, ExportResult, PlannedFile
+from evalexport.exporters import compat
+from evalexport.exporters.hooks import ExporterDefinitionError, verify
+from evalexport.exporters.spec import (
+    KINDS,
+    ExporterConfig,
+    ExporterKind,
+    OptionError,
+    ProgressUnit,
+    Sdk,
+    SdkConfig,
+    Target,
+    default_plan,
+    default_read,
+)
+from evalexport.isolation.delivery import WorkerDelivery
+from evalexport.reading import PreparedRun
+from evalexport.results import DryRunPlan, ExportResult
 from evalexport.run import RunArtifacts
 
-DEPRECATED_HOOKS = legacy.DEPRECATED_HOOKS
-"""Earlier guides' forms still honoured, and what replaces each (:mod:`.legacy`)."""
+if TYPE_CHECKING:
+    from evalexport.progress import Progress
 
 __all__ = [
-    "DEPRECATED_HOOKS",
-    "HOOKS",
-    "TEMPLATE_MODULES",
+    "KINDS",
     "AnyExporter",
-    "Delivery",
-    "DryRunPlan",
     "Exporter",
     "ExporterConfig",
     "ExporterKind",
     "OptionError",
-    "PlannedFile",
     "ProgressUnit",
+    "Sdk",
+    "SdkConfig",
+    "Target",
+    "progress_unit",
 ]
-
-ExporterKind = Literal["tracking", "directory", "output"]
-"""What an exporter does with a run, which decides what the pipeline does around it:
-
-* ``tracking``: makes one remote run per target (MLflow, W&B), so it is guarded: an export
-  marker records each target's run and a rerun skips it (SPEC §3.3);
-* ``directory``: uploads the run directory as it is (EvalRDL), so the directory must hold one
-  run and every file in it must be readable;
-* ``output``: writes an output of its own (ATIF files), which is its own proof of an export.
-"""
-KINDS: Final[tuple[ExporterKind, ...]] = get_args(ExporterKind)
-
-ProgressUnit = Literal["bytes", "steps"]
-"""What ``progress(done, total)`` counts: ``bytes`` of input read, or ``steps`` of a worker."""
-
-
-class ExporterConfig(BaseModel):
-    """Options every exporter takes. Unknown options are refused, never ignored."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    rollouts_jsonl_fpath: Path = Field(
-        description="The run's rollouts file; every other file of the run is found beside it."
-    )
-
-    @field_validator("rollouts_jsonl_fpath", mode="before")
-    @classmethod
-    def _names_a_file(cls, value: object) -> object:
-        """An empty path would be the current directory: never what a user meant."""
-        if isinstance(value, str) and not value.strip():
-            raise ValueError("expected the path of the run's rollouts file, got an empty value")
-        return value
-
-    dry_run: bool = Field(
-        default=False,
-        description="Run every check and print what would be exported, without exporting.",
-    )
-
 
 ConfigT = TypeVar("ConfigT", bound=ExporterConfig)
 PreparedT = TypeVar("PreparedT", default=PreparedRun | None)
-"""What :meth:`Exporter.check_inputs` reads: a :class:`~evalexport.reading.PreparedRun` (or
-``None``) by default; an exporter whose read is its own (ATIF's conversion) names its type."""
+"""What :meth:`Exporter.read` returns: a :class:`~evalexport.reading.PreparedRun` (or ``None``)
+by default; an exporter whose read is its own (ATIF's conversion) names its type."""
+TargetT = TypeVar("TargetT", bound=Target, default=Target)
+"""What :meth:`Exporter.resolve` returns: :class:`Target`, or the exporter's own subclass."""
 
 
-Delivery = Callable[[object, "str | None"], "ExportResult | None"]
-"""The deliver stage of an exporter's template: delivers what the run's read prepared, with the
-run's fingerprint (``None`` unless the export is guarded). For a dry run it asks the target,
-without changing it, what the export would find there, or returns ``None`` when it cannot ask
-(an in-process exporter, an environment not built)."""
-
-
-class OptionError(ValueError):
-    """The options given to an exporter are unknown or invalid (exit code 2)."""
-
-
-HOOKS: Final = (
-    "name",
-    "summary",
-    "Config",
-    "kind",
-    "needs_metrics_and_config",
-    "progress_unit",
-    "target",
-    "unexportable_reason",
-    "check_inputs",
-    "dry_run_plan",
-    "already_exported",
-    "_export",
-)
-"""Every hook of :class:`Exporter`, in the order the pipeline meets them."""
-
-TEMPLATE_MODULES: Final = frozenset({__name__, "evalexport.exporters.isolated"})
-"""The modules of the template itself: its classes define the hooks, they are not checked."""
-
-
-class Exporter(legacy.LegacyHooks, abc.ABC, Generic[ConfigT, PreparedT]):
-    """One destination a finished run can be exported to: ``Exporter[MyConfig]``."""
-
-    template_hooks: ClassVar[tuple[str, ...]] = HOOKS
-    """The hooks of this template (the isolated one has more); not a hook itself."""
+class Exporter(abc.ABC, Generic[ConfigT, PreparedT, TargetT]):
+    """One destination a finished run can be exported to:
+    ``Exporter[MyConfig]``, ``Exporter[MyConfig, MyRead, MyTarget]``."""
 
     name: ClassVar[str]
+    """How users name the exporter: ``evalexport NAME``, ``<stem>_NAME_export_done``."""
     summary: ClassVar[str]
     """One line for ``evalexport list``."""
-    Config: type[ConfigT]
     kind: ClassVar[ExporterKind] = "output"
     """What the exporter does with a run (:data:`ExporterKind`)."""
-    needs_metrics_and_config: ClassVar[bool] = True
-    """Whether the run must hold aggregate metrics and a saved config (a tracking or
-    directory exporter always needs them)."""
-    progress_unit: ClassVar[ProgressUnit] = "bytes"
-    """What ``progress(done, total)`` counts (:data:`ProgressUnit`)."""
+    sdk: ClassVar[Sdk | None] = None
+    """The SDK the exporter drives through a worker (:class:`Sdk`), or ``None``: it delivers
+    in this process."""
+    Config: type[ConfigT]
+    """The options: the first type parameter (``Exporter[MyConfig]``), read when the class is
+    made."""
 
     def __init_subclass__(cls, **keywords: Any) -> None:
-        """Adapt the forms of earlier guides (:mod:`.legacy`), then check the hooks
-        (:func:`.hooks.verify`): a mistake in a hook is an error now, not a hook never
-        called."""
+        """Take the options from the type parameter, adapt the forms of earlier guides
+        (:mod:`.compat`), then check every hook (:func:`.hooks.verify`): a mistake in a hook is
+        an error now, not a hook never called."""
         super().__init_subclass__(**keywords)
-        if cls.__module__ in TEMPLATE_MODULES:
-            return
-        legacy.adapt(cls)
-        template = next(base for base in cls.__mro__ if base.__module__ in TEMPLATE_MODULES)
-        verify(cls, template, cls.template_hooks, legacy.ADAPTED_HOOKS)
-        _check_kind(cls)
+        _take_config_from_parameters(cls)
+        if cls.__module__ == _ISOLATED_TEMPLATE:
+            return  # plugin API 2 and 3's template itself
+        accepted = compat.adapt(cls, Exporter)
+        verify(
+            cls,
+            Exporter,
+            hooks=SPEC_HOOKS,
+            declared=DECLARED,
+            helpers=HELPERS,
+            accepted=accepted,
+            replaced=compat.REPLACED_BY,
+        )
+        _check_declared(cls)
 
-    def __init__(self, progress: Callable[[int, int], None] | None = None) -> None:
+    def __init__(self, progress: Progress | None = None) -> None:
         self.progress = progress
         """Called as ``progress(done, total)`` during long work; the CLI shows it on a terminal."""
 
-    # -- options: the template's, not hooks ----------------------------------------------------
+    # -- the hooks, in the order the pipeline meets them ----------------------------------------
+    #
+    # A hook declares the arguments it uses, by name: an exporter's ``read(self, run)`` is as
+    # right as ``read(self, run, config, target)``. So that a type checker holds each hook to
+    # its return type without refusing such a subset as an incompatible override, the hooks are
+    # typed as callables of any arguments; the methods below are the specifications the class
+    # check reads the arguments from, and the defaults.
 
-    @classmethod
-    def parse_config(cls, options: dict[str, Any], *, python: bool = False) -> ConfigT:
-        """Validate options, raising :class:`OptionError` naming each bad one: as the command
-        line writes them (``+upload_rollout``), or with ``python`` as a Python caller passes
-        them (``'upload_rollout'``)."""
-        try:
-            return cls.Config.model_validate(options)
-        except ValidationError as error:
-            raise OptionError(cls._describe_option_errors(error, python=python)) from None
+    if TYPE_CHECKING:
+        resolve: Callable[..., TargetT]
+        read: Callable[..., PreparedT]
+        plan: Callable[..., DryRunPlan]
+        deliver: Callable[..., ExportResult | WorkerDelivery[Any]]
+    else:
 
-    @classmethod
-    def text_options(cls) -> frozenset[str]:
-        """Options typed as text: the CLI passes their values as written (``1.0`` stays text;
-        a YAML-quoted value is unquoted)."""
-        from pydantic import SecretStr
+        def resolve(self, run, config):
+            """Where the run goes, and every setting the export needs (from the options, then
+            the SDKs' own environment variables, then defaults), worked out once: the pipeline
+            hands the target to every hook after it. Open no file of the run here (:meth:`read`
+            does); say why the run cannot go there in :attr:`Target.refusal`; raise
+            :class:`~evalexport.settings.SettingError` for a setting that cannot be used.
 
-        return frozenset(
-            name
-            for name, info in cls.Config.model_fields.items()
-            if info.annotation in (str, str | None, SecretStr, SecretStr | None)
-        )
+            By default: :class:`Target` named by the exporter's name."""
+            return Target(where=self.name)
 
-    @classmethod
-    def path_options(cls) -> frozenset[str]:
-        """Options typed as a path: the CLI takes their text exactly as given (``/x/traj #2``
-        is a path, never YAML's comment), as the Python API does."""
-        return frozenset(
-            name
-            for name, info in cls.Config.model_fields.items()
-            if info.annotation in (Path, Path | None)
-        )
+        def read(self, run, config, target):
+            """Read every input the export will send, before anything is built, sent or
+            written; the dry run and the export both call it, so they fail on the same runs
+            (SPEC §3.3a).
 
-    @classmethod
-    def _describe_option_errors(cls, error: ValidationError, *, python: bool = False) -> str:
-        def spelt(name: str) -> str:
-            return repr(name) if python else f"+{name}"
+            Raise :class:`~evalexport.reading.RunFileError` naming the file and what is wrong.
+            What it returns is the export's one read of the run: the pipeline hands it to
+            :meth:`plan` and :meth:`deliver` as ``prepared`` and calls its ``discard()``, if it
+            has one, when the export is done.
 
-        valid = ", ".join(spelt(name) for name in cls.Config.model_fields)
-        problems: list[str] = []
-        for item in error.errors():
-            # A validator's own words, without pydantic's "Value error, " before them.
-            item["msg"] = item["msg"].removeprefix("Value error, ")
-            dotted = ".".join(str(part) for part in item["loc"])
-            option = spelt(dotted) if item["loc"] else "options"
-            if item["type"] == "extra_forbidden":
-                problems.append(f"unknown option {option} for exporter {cls.name!r}")
-            elif item["type"] == "missing":
-                problems.append(f"missing required option {option}")
-            elif cls._is_secret_option(item["loc"]):
-                problems.append(f"invalid value for {option}: {item['msg']} (value not shown)")
-            else:
-                from evalexport.masking import scrub_value
+            By default: a tracking exporter prepares the run without parsing its rollouts (the
+            metrics and the config are checked, the fingerprint had from the same pass); a
+            directory exporter checks that every file of the run directory opens; an output
+            exporter that the rollouts file holds a record. Return
+            :func:`evalexport.reading.prepare` ``(run)`` to read the rollouts too.
+            """
+            return default_read(self.kind, run)
 
-                problems.append(
-                    f"invalid value for {option}: {item['msg']} "
-                    f"(got {scrub_value(item['input'])!r})"
-                )
-        return "; ".join(problems) + f". Valid options: {valid}"
+        def plan(self, run, config, target, prepared):
+            """What the export would do, in the backend's words, for a dry run. By default: the
+            run's files it reads and, for a tracking or directory exporter, the run's aggregate
+            metrics as flattened (what the run holds, not a claim of what the backend is sent).
+            Say your own: sections in the backend's words (``metrics``/``params``/``tags``,
+            ``config keys``/``summary``), a count of ``batches``, or a one-line ``summary``."""
+            return default_plan(self.name, run, target, prepared, metrics=self.kind != "output")
 
-    @classmethod
-    def _is_secret_option(cls, location: tuple[int | str, ...]) -> bool:
-        from pydantic import SecretStr
+        @abc.abstractmethod
+        def deliver(self, run, config, target, prepared, fingerprint, scratch):
+            """Export what :meth:`read` prepared, once every check has passed.
 
-        from evalexport.masking import is_secret_key
+            A tracking exporter gets the run's ``fingerprint`` (always a ``str`` for it),
+            computed once under the export lock from the bytes :meth:`read` read: it tags the
+            remote run with it and puts the remote run's id in ``ExportResult.run_id``; the
+            marker is written for it on success. Others get ``None``. ``scratch`` is a
+            temporary directory, removed when the export is done (never the run directory,
+            which an export does not change).
 
-        field = cls.Config.model_fields.get(str(location[0])) if location else None
-        secret_typed = field is not None and field.annotation in (SecretStr, SecretStr | None)
-        return secret_typed or any(is_secret_key(str(part)) for part in location)
+            Return the result (:meth:`failed` for a failure, or raise
+            :class:`~evalexport.results.ExportFailure`); an exporter with an :attr:`sdk`
+            returns a :class:`~evalexport.isolation.delivery.WorkerDelivery` instead: its
+            worker body's payload, run in the SDK's environment by the one worker lifecycle.
+            """
 
-    # -- hooks -----------------------------------------------------------------------------------
+    # -- a helper of the spec's own, not a hook ---------------------------------------------------
 
-    def target(self, run: RunArtifacts, config: ConfigT) -> str:
-        """Where the run goes, in words a user recognizes (a URL, a path, a project). A
-        tracking exporter's marker keeps one record per target."""
-        return self.name
-
-    def unexportable_reason(self, run: RunArtifacts, config: ConfigT) -> str | None:
-        """Why this run cannot be exported here, beyond the checks every exporter of its kind
-        gets (files, directory rule, marker), or ``None``.
-
-        It runs before any environment is built, any network is touched or anything is
-        written, for the dry run as for the export, and opens no file of the run
-        (:meth:`check_inputs` reads them, once).
-        """
-        return None
-
-    def check_inputs(self, run: RunArtifacts, config: ConfigT) -> PreparedT:
-        """Read every input the export will read, before anything is built, sent or written;
-        the dry run and the export both call it, so they fail on the same runs (SPEC §3.3a).
-
-        Raises :class:`~evalexport.reading.RunFileError` naming the file and what is wrong.
-        What it returns is the export's one read of the run: the pipeline passes it to
-        :meth:`dry_run_plan` and :meth:`_export` as ``prepared``, and discards it (its
-        ``discard()``) when the export is done.
-
-        By default, a tracking exporter prepares the run without parsing its rollouts (the
-        metrics and the config are checked, the fingerprint is had from the same pass); a
-        directory exporter checks that every file of the run directory opens; another that
-        :attr:`needs_metrics_and_config` checks that the rollouts file holds a record.
-        """
-        if self.kind == "directory" and (reason := run.unreadable_file_reason()):
-            raise RunFileError(reason)
-        if self.kind == "tracking":
-            from evalexport.reading import prepare
-
-            return prepare(run, parse_rollouts=False)  # type: ignore[return-value]
-        if self.needs_metrics_and_config and run.holds_no_rollouts():
-            raise RunFileError(run.no_records_message)
-        return None  # type: ignore[return-value]
-
-    def dry_run_plan(
-        self, run: RunArtifacts, config: ConfigT, prepared: PreparedT | None = None
-    ) -> DryRunPlan:
-        """What the export would do, in the backend's words. By default: the run's files it
-        reads and, when it needs them, the run's aggregate metrics as flattened (what the run
-        holds, not a claim of what the backend is sent). Exporters say their own: sections in
-        their backend's words (``metrics``/``params``/``tags``, ``config keys``/``summary``),
-        a count of ``batches``, or a one-line ``summary``."""
-        files = [
-            PlannedFile(path=str(path), size_bytes=path.stat().st_size)
-            for path in (run.rollouts, run.aggregate_metrics, run.saved_config)
-            if path.is_file()
-        ]
-        metric_names: list[str] = []
-        tag_names: list[str] = []
-        if self.needs_metrics_and_config:
-            flat = (
-                prepared.metrics
-                if isinstance(prepared, PreparedRun)
-                else flatten_metrics(run.read_aggregate_metrics())
-            )
-            metric_names, tag_names = list(flat.metrics), list(flat.texts)
-        held = metric_names + tag_names
-        return DryRunPlan(
-            exporter=self.name,
-            target=self.target(run, config),
-            files=files,
-            sections={"aggregate metrics of the run": held} if held else {},
-            metric_names=metric_names,
-            tag_names=tag_names,
-        )
-
-    def already_exported(self, run: RunArtifacts, config: ConfigT) -> ExportResult | None:
-        """A skipped result if this export's output is already there, for batches (``plan
-        run``, Slurm arrays), whose reruns skip what is done. Tracking exporters need nothing
-        here: their export marker makes the export skip. An exporter whose output is its own
-        proof (ATIF's ``manifest.jsonl``) says so by overriding this."""
-        return None
-
-    @takes_also("prepared")
-    @abc.abstractmethod
-    def _export(
-        self, run: RunArtifacts, config: ConfigT, *, fingerprint: str | None
-    ) -> ExportResult:
-        """Do the export once every prerequisite holds.
-
-        A tracking exporter gets the run's ``fingerprint`` (always a ``str`` for it), computed
-        once under the export lock from the bytes :meth:`check_inputs` read; it puts the
-        remote run id in ``ExportResult.run_id`` and tags the remote run with the fingerprint,
-        and the marker is written for it on success. Others get ``None``. Declare
-        ``prepared: PreparedRun | None = None`` (or your read's type) to receive what
-        :meth:`check_inputs` returned: each hook is called with the arguments it declares. Raise :class:`~evalexport.reading.RunFileError` or
-        return :meth:`failed` for a failure.
-        """
-
-    # -- the template's own steps and helpers ----------------------------------------------------
-
-    @contextlib.contextmanager
-    def _delivery(self, run: RunArtifacts, config: ConfigT, *, dry_run: bool) -> Iterator[Delivery]:
-        """How this template delivers a prepared run, entered before the run is read: in this
-        process, through :meth:`_export`; for a dry run, not at all. (The isolated template
-        delivers through a worker it may start here, so that the SDK loads while the run is
-        read, and may ask it about the target in a dry run.)"""
-
-        def deliver(prepared: object, fingerprint: str | None) -> ExportResult | None:
-            if dry_run:
-                return None  # an in-process exporter has no one to ask without exporting
-            return call_hook(self._export, run, config, fingerprint=fingerprint, prepared=prepared)
-
-        yield deliver
-
+    @typing.final
     def failed(self, run: RunArtifacts, message: str, **details: Any) -> ExportResult:
         """A failed result of this exporter for ``run``; ``details`` are for people to read."""
         return ExportResult.failed(self.name, str(run.run_dir), message, **details)
 
 
-def _check_kind(cls: type[Exporter[Any, Any]]) -> None:
-    """``kind`` is one of :data:`ExporterKind`, and a tracking or directory exporter reads the
-    metrics and the config (its fingerprint or its upload covers them)."""
+_ISOLATED_TEMPLATE: Final = "evalexport.exporters.isolated"
+
+AnyExporter: TypeAlias = "Exporter[Any, Any, Any]"
+"""An exporter of any options, read and target, as the pipeline and the registry hold one."""
+
+SPEC_HOOKS: Final = ("resolve", "read", "plan", "deliver")
+"""The hooks of the spec, in the order the pipeline meets them."""
+DECLARED: Final = ("name", "summary", "kind", "sdk", "Config")
+"""What an exporter declares besides its hooks (its options are the first type parameter, or
+``Config``)."""
+HELPERS: Final = frozenset({"failed"})
+"""The spec's own helpers: called by exporters, never replaced by them."""
+
+
+def progress_unit(exporter: type[AnyExporter]) -> ProgressUnit:
+    """What an exporter's ``progress(done, total)`` counts: a worker's steps for an exporter
+    with an SDK, else bytes read (an earlier guide's class may say otherwise)."""
+    said = getattr(exporter, "progress_unit", None)
+    if said == "bytes" or said == "steps":
+        return "bytes" if said == "bytes" else "steps"
+    return "steps" if exporter.sdk is not None else "bytes"
+
+
+def _take_config_from_parameters(cls: type[Any]) -> None:
+    """``Config`` is the options type named as the first type parameter (``Exporter[C]``), or
+    what the class (or a base) sets itself."""
+    for base in getattr(cls, "__orig_bases__", ()):
+        origin = typing.get_origin(base)
+        arguments = typing.get_args(base)
+        if not (isinstance(origin, type) and issubclass(origin, Exporter) and arguments):
+            continue
+        options = arguments[0]
+        if isinstance(options, type) and issubclass(options, ExporterConfig):
+            if "Config" not in cls.__dict__:
+                cls.Config = options
+            return
+
+
+def _check_declared(cls: type[AnyExporter]) -> None:
+    """``kind`` is one of :data:`ExporterKind`, ``sdk`` an :class:`Sdk`, and ``Config`` the
+    options' type."""
     where = f"{cls.__module__}.{cls.__qualname__}"
     if cls.kind not in KINDS:
         raise ExporterDefinitionError(
             f"{where}.kind is {cls.kind!r}; an exporter's kind is one of {', '.join(KINDS)}"
         )
-    if cls.kind != "output" and not cls.needs_metrics_and_config:
+    if cls.sdk is not None and not isinstance(cls.sdk, Sdk):
         raise ExporterDefinitionError(
-            f"{where} is a {cls.kind} exporter with needs_metrics_and_config = False; a "
-            f"{cls.kind} export covers the aggregate metrics and the saved config. Leave "
-            "needs_metrics_and_config as it is, or make the kind 'output'."
+            f"{where}.sdk is {cls.sdk!r}; declare sdk = Sdk(body=..., token_variables=..., "
+            "contract=...) (evalexport.exporters.Sdk), or leave it None"
         )
-    units = get_args(ProgressUnit)
-    if cls.progress_unit not in units:
+    options = cls.__dict__.get("Config")
+    if options is not None and not (
+        isinstance(options, type) and issubclass(options, ExporterConfig)
+    ):
         raise ExporterDefinitionError(
-            f"{where}.progress_unit is {cls.progress_unit!r}; it is one of {', '.join(units)}"
+            f"{where}.Config is {options!r}; an exporter's options are a subclass of "
+            "evalexport.exporters.ExporterConfig, named as Exporter[MyConfig]"
         )
-
-
-AnyExporter: TypeAlias = "Exporter[Any, Any]"
-"""An exporter of any options and read, as the pipeline and the registry hold one."""

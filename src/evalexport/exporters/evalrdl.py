@@ -11,28 +11,24 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
+from typing import Annotated, Any, BinaryIO
 
 from pydantic import BeforeValidator, Field, field_validator
 
 from evalexport import reading
 from evalexport._format import human_size
 from evalexport.contracts.surfaces import Surface
-from evalexport.exporters.isolated import (
+from evalexport.exporters.base import Exporter, Sdk, SdkConfig, Target
+from evalexport.isolation.delivery import (
     DEFAULT_TIME_LIMIT,
-    WORKER_BODIES,
-    IsolatedConfig,
-    IsolatedExporter,
+    WorkerDelivery,
     WorkerSecretsError,
     WorkerSpec,
 )
 from evalexport.results import DryRunPlan, PlannedFile
 from evalexport.run import RunArtifacts, RunFileError
-
-if TYPE_CHECKING:
-    from evalexport.exporters.prepared import PreparedRun
-from evalexport.workers import evalrdl_worker
+from evalexport.settings import worker_time_limit
+from evalexport.workers import WORKER_BODIES, evalrdl_worker
 from evalexport.workers.evalrdl_worker import EvalRDLPayload
 
 __all__ = ["EvalRDLConfig", "EvalRDLExporter"]
@@ -54,7 +50,7 @@ TOKEN_VARIABLES = ("EVALRDL_TOKEN", "GITLAB_TOKEN", "GITLAB_PRIVATE_TOKEN")
 """Where the SDK looks for its token, in order, before asking ``glab``."""
 
 
-class EvalRDLConfig(IsolatedConfig):
+class EvalRDLConfig(SdkConfig):
     """Options of the ``evalrdl`` exporter (SPEC §3.5)."""
 
     label: str | None = Field(default=None, description="Label of the stored run.")
@@ -92,22 +88,40 @@ class EvalRDLConfig(IsolatedConfig):
         raise ValueError(f"expected prod, stg or an http(s) URL, got {url!r}")
 
 
-class EvalRDLExporter(IsolatedExporter[EvalRDLConfig, EvalRDLPayload]):
+class EvalRDLExporter(Exporter[EvalRDLConfig, None]):
     """Upload the run directory as it is to the EvalRDL service, through its SDK in an environment
     of its own."""
 
     name = "evalrdl"
     summary = "Upload the run directory as it is to the EvalRDL service."
-    Config = EvalRDLConfig
     kind = "directory"
-    worker_body = WORKER_BODIES / "evalrdl_worker.py"
-    token_variables = TOKEN_VARIABLES
-    sdk_contract = Surface.declared(evalrdl_worker.SURFACE)
+    sdk = Sdk(
+        body=WORKER_BODIES / "evalrdl_worker.py",
+        token_variables=TOKEN_VARIABLES,
+        contract=Surface.declared(evalrdl_worker.SURFACE),
+    )
 
-    def target(self, run: RunArtifacts, config: EvalRDLConfig) -> str:
-        return f"EvalRDL {config.url}"
+    def resolve(self, run: RunArtifacts, config: EvalRDLConfig) -> Target:
+        """The service, and the worker: the SDK's requirement; the upload gets an hour, plus
+        the verdict's timeout when waiting for it; an export's token from ``glab`` when no
+        token variable is set (:func:`_token_from_glab`)."""
+        limit = config.timeout + DEFAULT_TIME_LIMIT if config.wait else DEFAULT_TIME_LIMIT
+        refusal = None
+        secrets: dict[str, str] = {}
+        if not config.dry_run:
+            try:
+                secrets = _token_from_glab(worker_time_limit() or limit)
+            except WorkerSecretsError as error:
+                refusal = str(error)
+        return Target(
+            where=f"EvalRDL {config.url}",
+            refusal=refusal,
+            worker=WorkerSpec(
+                requirements=config.requirements(), time_limit=limit, secrets=secrets
+            ),
+        )
 
-    def check_inputs(self, run: RunArtifacts, config: EvalRDLConfig) -> None:
+    def read(self, run: RunArtifacts) -> None:
         """Every file of the run directory opens (it is uploaded as it is), each once: the
         rollouts file is read through that open for a record, the saved config for values
         that look like live secrets."""
@@ -137,66 +151,7 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig, EvalRDLPayload]):
                 "evalexport.save_run_config) and upload again."
             )
 
-    def worker_secrets(self, config: EvalRDLConfig) -> dict[str, str]:
-        """With no token variable set, the token ``glab auth token`` gives, asked once, within
-        the worker's time limit, and handed to the worker as ``EVALRDL_TOKEN``, so the SDK
-        does not ask ``glab`` again and the token is scrubbed from what the worker reports."""
-        if any(os.environ.get(name) for name in TOKEN_VARIABLES):
-            return {}  # the worker inherits it; results scrub token variables already
-        glab = shutil.which("glab")
-        if glab is None:
-            return {}  # the SDK says what to set
-        from evalexport.isolation.descendants import run_tracked
-
-        limit = self.worker_time_limit(config)
-        try:
-            completed = run_tracked([glab, "auth", "token"], timeout=limit)
-        except subprocess.TimeoutExpired:
-            raise WorkerSecretsError(
-                f"No EvalRDL token: `glab auth token` did not answer within the worker's time "
-                f"limit of {limit:g} s. Set EVALRDL_TOKEN, or check glab (glab auth status)."
-            ) from None
-        except OSError as error:
-            raise WorkerSecretsError(
-                f"No EvalRDL token: `glab auth token` could not run ({error.strerror or error}). "
-                "Set EVALRDL_TOKEN, or check glab (glab auth status)."
-            ) from None
-        token = completed.stdout.strip()
-        if completed.returncode != 0 or not token:
-            from evalexport.masking import scrub_text
-
-            output = (completed.stderr or completed.stdout).strip()
-            said = scrub_text(output.splitlines()[-1]) if output else "no output"
-            raise WorkerSecretsError(
-                f"No EvalRDL token: EVALRDL_TOKEN, GITLAB_TOKEN and GITLAB_PRIVATE_TOKEN are "
-                f"unset, and `glab auth token` gave none (exit code {completed.returncode}: "
-                f"{said}). Set EVALRDL_TOKEN, or log in with glab auth login."
-            )
-        return {"EVALRDL_TOKEN": token}
-
-    def worker(self, config: EvalRDLConfig) -> WorkerSpec:
-        """The SDK's requirement; the upload itself gets an hour, plus the verdict's timeout
-        when waiting for it."""
-        limit = config.timeout + DEFAULT_TIME_LIMIT if config.wait else DEFAULT_TIME_LIMIT
-        return WorkerSpec(requirements=super().worker(config).requirements, time_limit=limit)
-
-    def worker_payload(
-        self, run: RunArtifacts, config: EvalRDLConfig, scratch: Path, fingerprint: str | None
-    ) -> EvalRDLPayload:
-        return {
-            "run_dir": str(run.run_dir),
-            "label": config.label,
-            "tags": list(config.tags),
-            "meta": dict(config.meta),
-            "parallel": config.parallel,
-            "wait": config.wait,
-            "timeout": config.timeout,
-            "url": config.url,
-        }
-
-    def dry_run_plan(
-        self, run: RunArtifacts, config: EvalRDLConfig, prepared: PreparedRun | None = None
-    ) -> DryRunPlan:
+    def plan(self, run: RunArtifacts, config: EvalRDLConfig, target: Target) -> DryRunPlan:
         """Every file of the run directory: it is uploaded as it is."""
         files = [
             PlannedFile(path=str(path), size_bytes=path.stat().st_size)
@@ -214,9 +169,60 @@ class EvalRDLExporter(IsolatedExporter[EvalRDLConfig, EvalRDLPayload]):
         )
         return DryRunPlan(
             exporter=self.name,
-            target=self.target(run, config),
+            target=target.where,
             files=files,
             sections={"upload": upload},
             summary=f"{len(files)} files ({total}) of {run.run_dir} would be uploaded as they "
-            f"are, as one upload to {self.target(run, config)}",
+            f"are, as one upload to {target.where}",
         )
+
+    def deliver(self, run: RunArtifacts, config: EvalRDLConfig) -> WorkerDelivery[EvalRDLPayload]:
+        return WorkerDelivery(
+            {
+                "run_dir": str(run.run_dir),
+                "label": config.label,
+                "tags": list(config.tags),
+                "meta": dict(config.meta),
+                "parallel": config.parallel,
+                "wait": config.wait,
+                "timeout": config.timeout,
+                "url": config.url,
+            }
+        )
+
+
+def _token_from_glab(limit: float) -> dict[str, str]:
+    """With no token variable set, the token ``glab auth token`` gives, asked once, within
+    ``limit`` seconds, and handed to the worker as ``EVALRDL_TOKEN``, so the SDK does not ask
+    ``glab`` again and the token is scrubbed from what the worker reports."""
+    if any(os.environ.get(name) for name in TOKEN_VARIABLES):
+        return {}  # the worker inherits it; results scrub token variables already
+    glab = shutil.which("glab")
+    if glab is None:
+        return {}  # the SDK says what to set
+    from evalexport.isolation.descendants import run_tracked
+
+    try:
+        completed = run_tracked([glab, "auth", "token"], timeout=limit)
+    except subprocess.TimeoutExpired:
+        raise WorkerSecretsError(
+            f"No EvalRDL token: `glab auth token` did not answer within the worker's time "
+            f"limit of {limit:g} s. Set EVALRDL_TOKEN, or check glab (glab auth status)."
+        ) from None
+    except OSError as error:
+        raise WorkerSecretsError(
+            f"No EvalRDL token: `glab auth token` could not run ({error.strerror or error}). "
+            "Set EVALRDL_TOKEN, or check glab (glab auth status)."
+        ) from None
+    token = completed.stdout.strip()
+    if completed.returncode != 0 or not token:
+        from evalexport.masking import scrub_text
+
+        output = (completed.stderr or completed.stdout).strip()
+        said = scrub_text(output.splitlines()[-1]) if output else "no output"
+        raise WorkerSecretsError(
+            f"No EvalRDL token: EVALRDL_TOKEN, GITLAB_TOKEN and GITLAB_PRIVATE_TOKEN are "
+            f"unset, and `glab auth token` gave none (exit code {completed.returncode}: "
+            f"{said}). Set EVALRDL_TOKEN, or log in with glab auth login."
+        )
+    return {"EVALRDL_TOKEN": token}

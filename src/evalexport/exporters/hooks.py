@@ -1,14 +1,12 @@
-"""The exporter hook set, and its check when an exporter class is made.
+"""How the spec's hooks are called, and checked when an exporter class is made.
 
-An exporter is a subclass of :class:`~evalexport.exporters.base.Exporter` (or of
-:class:`~evalexport.exporters.isolated.IsolatedExporter`) that defines some of a small set of
-hooks. Each hook is called with only the arguments it declares (:func:`call_hook`), as pluggy
-calls hook implementations, so an argument added to a hook later never breaks an exporter
-written before it.
+A hook is called with the arguments it declares, by name, as pluggy calls a hook
+implementation (:func:`call_hook`): ``deliver(self, prepared, target)`` is called with those
+two, and an argument added to a hook later never breaks an exporter written before it.
 
 Because a hook is found by its name, a misspelled one would never be called, and an argument a
 hook is never called with would never arrive. Both are refused when the class is made, as
-pluggy refuses them when a plugin is registered: :func:`verify` raises
+pluggy's ``_verify_hook`` refuses them when a plugin is registered: :func:`verify` raises
 :class:`ExporterDefinitionError` naming the class, the hook and the signature it expects. A
 method whose name is close to a hook's but that is a helper of the class's own says so with
 :func:`helper`.
@@ -19,15 +17,17 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeVar
 
 __all__ = [
     "ExporterDefinitionError",
     "call_hook",
+    "check_hook_arguments",
+    "declares",
     "helper",
     "is_helper",
-    "takes_also",
+    "signature_text",
     "verify",
 ]
 
@@ -35,33 +35,19 @@ T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 _HELPER: Final = "__evalexport_helper__"
-_ALSO: Final = "__evalexport_takes_also__"
 _CLOSE: Final = 0.85
 """How alike two names must be (:func:`difflib.SequenceMatcher.ratio`) to be taken for a
-misspelling: ``check_input`` and ``check_inputs`` are (0.96), ``target`` and ``target_url``
-are not (0.75)."""
+misspelling: ``reed`` and ``read`` are not (0.75), ``deliverr`` and ``deliver`` are (0.93)."""
 
 
 class ExporterDefinitionError(TypeError):
-    """An exporter class defines a hook the template would never call as written: a name
-    close to a hook's, or an argument the hook is never called with."""
-
-
-def takes_also(*names: str) -> Callable[[F], F]:
-    """Mark a template method: its hook may also declare ``names``, keyword arguments it is
-    called with when declared (``prepared``), which its own signature leaves out so that a
-    subclass that does not declare them still type-checks."""
-
-    def mark(function: F) -> F:
-        setattr(function, _ALSO, names)
-        return function
-
-    return mark
+    """An exporter class defines a hook the pipeline would never call as written: a name close
+    to a hook's, an argument the hook is never called with, or one it cannot take by name."""
 
 
 def helper(function: F) -> F:
     """Mark a method as a helper of the exporter's own, not a hook, so a name close to a
-    hook's (``check_input`` beside ``check_inputs``) is not refused as a misspelling."""
+    hook's (``reader`` beside ``read``) is not refused as a misspelling."""
     setattr(function, _HELPER, True)
     return function
 
@@ -72,131 +58,134 @@ def is_helper(value: object) -> bool:
     return bool(getattr(getattr(value, "__func__", value), _HELPER, False))
 
 
-def call_hook(hook: Callable[..., T], /, *args: Any, **keywords: Any) -> T:
-    """``hook(*args, **keywords)``, leaving out each keyword the hook does not declare."""
-    declared, takes_any = _keywords_of(getattr(hook, "__func__", hook))
-    if not takes_any:
-        keywords = {name: value for name, value in keywords.items() if name in declared}
-    return hook(*args, **keywords)
+def call_hook(hook: Callable[..., T], /, **arguments: Any) -> T:
+    """``hook`` called with those of ``arguments`` it declares, each by name."""
+    declared = _declared(getattr(hook, "__func__", hook), inspect.ismethod(hook))
+    return hook(**{name: arguments[name] for name in declared if name in arguments})
+
+
+def declares(hook: Callable[..., Any], name: str) -> bool:
+    """Whether ``hook`` (a bound method or a function) declares the argument ``name``."""
+    return name in _declared(getattr(hook, "__func__", hook), inspect.ismethod(hook))
 
 
 @functools.cache
-def _keywords_of(function: Callable[..., Any]) -> tuple[frozenset[str], bool]:
-    """The names a function takes by keyword, and whether it takes ``**kwargs``."""
-    parameters = inspect.signature(function).parameters.values()
-    takes_any = any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters)
-    declared = frozenset(
-        parameter.name
-        for parameter in parameters
-        if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
-    )
-    return declared, takes_any
+def _declared(function: Callable[..., Any], bound: bool) -> tuple[str, ...]:
+    """The names ``function`` takes (its first, ``self``, left out when it is bound)."""
+    names = list(inspect.signature(function).parameters)
+    return tuple(names[1:] if bound else names)
+
+
+def signature_text(name: str, arguments: Iterable[str]) -> str:
+    """``deliver(self, prepared, target)``: a hook's signature as a plugin writes it."""
+    return f"{name}({', '.join(('self', *arguments))})"
+
+
+def check_hook_arguments(
+    where: str, name: str, implementation: Callable[..., Any], arguments: tuple[str, ...]
+) -> None:
+    """Every parameter of ``implementation`` (a method) is one of ``arguments``, which the hook
+    ``name`` is called with by name; none is positional-only, ``*args`` or ``**kwargs``."""
+    parameters = list(inspect.signature(implementation).parameters.values())[1:]  # self
+    expected = signature_text(name, arguments)
+    unknown = [p.name for p in parameters if p.name not in arguments and p.kind in _NAMED]
+    if unknown:
+        listed = ", ".join(repr(item) for item in unknown)
+        close = [
+            f"{item!r} is {match[0]!r} misspelled?"
+            for item in unknown
+            if (match := difflib.get_close_matches(item, arguments, n=1, cutoff=0.75))
+        ]
+        raise ExporterDefinitionError(
+            f"{where}.{name} declares {listed}, which the hook {name} is never called with"
+            f"{' (' + '; '.join(close) + ')' if close else ''}; it is called by name with any "
+            f"of {expected}. Declare only those you use."
+        )
+    unnamed = [p for p in parameters if p.kind not in _NAMED]
+    if unnamed:
+        shown = ", ".join(
+            f"*{p.name}"
+            if p.kind is p.VAR_POSITIONAL
+            else f"**{p.name}"
+            if p.kind is p.VAR_KEYWORD
+            else f"{p.name} (positional-only)"
+            for p in unnamed
+        )
+        raise ExporterDefinitionError(
+            f"{where}.{name} takes {shown}, but a hook is called by name with the arguments "
+            f"it declares: {expected}. Name each argument you use."
+        )
+
+
+_NAMED: Final = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
 def verify(
     cls: type[Any],
-    template: type[Any],
-    hooks: Iterable[str],
+    spec: type[Any],
+    *,
+    hooks: tuple[str, ...],
+    declared: tuple[str, ...],
+    helpers: frozenset[str],
     accepted: Iterable[str] = (),
+    replaced: Mapping[str, str] | None = None,
 ) -> None:
-    """Refuse, with :class:`ExporterDefinitionError`, what ``cls`` defines that the template
+    """Refuse, with :class:`ExporterDefinitionError`, what ``cls`` defines that the pipeline
     would not call as written.
 
-    ``template`` is the template class whose methods are the hooks' specifications, ``hooks``
-    the names of its hooks and ``accepted`` the names of earlier guides' hooks that
-    :mod:`.legacy` adapts (checked for nothing but their presence).
+    ``spec`` is the spec class, whose methods named ``hooks`` are the hooks' specifications;
+    ``declared`` are the values a class declares, ``helpers`` the spec's own methods, which a
+    class may not replace; ``accepted`` the names of earlier guides' forms that :mod:`.compat`
+    adapted (checked there), and ``replaced`` each earlier hook's name and the hook that
+    replaced it, told to a name close to an earlier one.
     """
-    hooks = tuple(hooks)
-    known = (*hooks, *accepted)
+    replaced = replaced or {}
+    accepted = frozenset(accepted)
     where = f"{cls.__module__}.{cls.__qualname__}"
     for name, value in cls.__dict__.items():
-        if name.startswith("__") or name in accepted or is_helper(value):
+        if name.startswith("__") or name.startswith("_abc") or name in accepted:
+            continue
+        if is_helper(value):
             continue
         if name in hooks:
-            spec = inspect.getattr_static(template, name, None)
-            if _is_function(spec) and _is_function(value):
-                _check_arguments(where, name, _function(spec), _function(value))
-            continue
-        if hasattr(template, name):
-            if name.startswith("_"):
+            if not inspect.isfunction(value):
                 raise ExporterDefinitionError(
-                    f"{where}.{name} is a step of the exporter template, not a hook; "
-                    f"define the template's hooks instead: {', '.join(hooks)}"
+                    f"{where}.{name} is {value!r}, but {name} is a hook: define it as a method, "
+                    f"{signature_text(name, _hook_arguments(spec, name))}"
                 )
-            continue  # the template's own helpers (failed, parse_config): not hooks
-        close = difflib.get_close_matches(name, known, n=1, cutoff=_CLOSE)
+            check_hook_arguments(where, name, value, _hook_arguments(spec, name))
+            continue
+        if name in helpers:
+            raise ExporterDefinitionError(
+                f"{where}.{name} replaces the spec's own helper {name}, which exporters call "
+                "and never define; give your method another name"
+            )
+        if name in declared:
+            continue
+        close = difflib.get_close_matches(name, (*hooks, *declared, *replaced), 1, _CLOSE)
         if close:
             raise ExporterDefinitionError(
                 f"{where}.{name} is not a hook of an evalexport exporter, so it would never be "
-                f"called; did you mean {_shown(template, close[0])}? If {name} is a helper of "
-                f"the class's own, decorate it with @evalexport.exporters.helper."
+                f"called; did you mean {_shown(spec, close[0], hooks, replaced)}? If "
+                f"{name} is a helper of the class's own, decorate it with "
+                "@evalexport.exporters.helper."
             )
 
 
-def _check_arguments(
-    where: str, name: str, spec: Callable[..., Any], implementation: Callable[..., Any]
-) -> None:
-    """Every argument of ``implementation`` is one the hook is called with, and those it takes
-    by position come in the hook's order."""
-    wanted = _parameters(spec)
-    given = _parameters(implementation)
-    known = {w.name for w in wanted} | set(getattr(spec, _ALSO, ()))
-    unknown = [p.name for p in given if p.name not in known]
-    positional = [p.name for p in given if p.kind in _POSITIONAL and p.default is p.empty]
-    order = [p.name for p in wanted if p.kind in _POSITIONAL and p.default is p.empty]
-    if unknown:
-        listed = ", ".join(repr(item) for item in unknown)
-        raise ExporterDefinitionError(
-            f"{where}.{name} declares {listed}, which the hook {name} is never called with; "
-            f"its signature is {name}{_signature_text(spec)}{_also_text(spec)}. Declare only "
-            "those arguments (each hook is called with the arguments it declares)."
-        )
-    if positional != order[: len(positional)]:
-        raise ExporterDefinitionError(
-            f"{where}.{name} takes ({', '.join(positional)}) by position, but the hook {name} "
-            f"is called with ({', '.join(order)}); its signature is {name}"
-            f"{_signature_text(spec)}."
-        )
+def _hook_arguments(spec: type[Any], name: str) -> tuple[str, ...]:
+    """The arguments the spec's hook ``name`` is called with."""
+    function = inspect.getattr_static(spec, name)
+    return tuple(inspect.signature(function).parameters)[1:]
 
 
-_POSITIONAL: Final = (
-    inspect.Parameter.POSITIONAL_ONLY,
-    inspect.Parameter.POSITIONAL_OR_KEYWORD,
-)
-
-
-def _parameters(function: Callable[..., Any]) -> list[inspect.Parameter]:
-    """The named parameters of a method, ``self`` and ``cls`` left out."""
-    parameters = list(inspect.signature(function).parameters.values())
-    if parameters and parameters[0].name in ("self", "cls"):
-        parameters = parameters[1:]
-    return [p for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-
-
-def _is_function(value: object) -> bool:
-    return inspect.isfunction(value) or isinstance(value, staticmethod | classmethod)
-
-
-def _function(value: object) -> Callable[..., Any]:
-    function = value.__func__ if isinstance(value, staticmethod | classmethod) else value
-    assert callable(function)
-    return function
-
-
-def _signature_text(function: Callable[..., Any]) -> str:
-    """``(self, run, config, *, fingerprint)``: a hook's signature as a plugin writes it."""
-    signature = inspect.signature(function)
-    return str(signature.replace(return_annotation=inspect.Signature.empty)).replace("'", "")
-
-
-def _also_text(spec: Callable[..., Any]) -> str:
-    also = getattr(spec, _ALSO, ())
-    return f", and it may also declare {', '.join(also)}" if also else ""
-
-
-def _shown(template: type[Any], name: str) -> str:
-    """A hook as a plugin author recognizes it: a method with its signature, else its name."""
-    spec = inspect.getattr_static(template, name, None)
-    if _is_function(spec):
-        return f"{name}{_signature_text(_function(spec))}"
+def _shown(spec: type[Any], name: str, hooks: tuple[str, ...], replaced: Mapping[str, str]) -> str:
+    """A hook as a plugin author recognizes it: a method with its signature, else its name; an
+    earlier guide's name is shown with the hook that replaced it."""
+    if name in replaced:
+        new = replaced[name]
+        if new in hooks:
+            return f"{signature_text(new, _hook_arguments(spec, new))} ({name} is its earlier name)"
+        return f"{new} ({name} is its earlier name)"
+    if name in hooks:
+        return signature_text(name, _hook_arguments(spec, name))
     return name

@@ -23,12 +23,7 @@ from pydantic import Field, SecretStr, field_validator
 from evalexport import __version__
 from evalexport.contracts.surfaces import Surface
 from evalexport.evaluation_times import exported_at
-from evalexport.exporters.isolated import (
-    WORKER_BODIES,
-    IsolatedConfig,
-    IsolatedExporter,
-    WorkerSpec,
-)
+from evalexport.exporters.base import Exporter, Sdk, SdkConfig, Target
 from evalexport.exporters.mlflow_names import (
     MAX_TAG_VALUE_LENGTH,
     Batch,
@@ -37,17 +32,24 @@ from evalexport.exporters.mlflow_names import (
     plan_batches,
     sanitize_names,
 )
-from evalexport.exporters.prepared import PreparedRun, for_payload, prepare
+from evalexport.exporters.prepared import PreparedRun, prepare
 from evalexport.exporters.samples import SAMPLES_FILE, samples_beside
 from evalexport.guard import FINGERPRINT_TAG
+from evalexport.isolation.delivery import WorkerDelivery, WorkerSpec
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.settings import Chosen, SettingError, chosen
-from evalexport.workers import mlflow_worker
+from evalexport.workers import WORKER_BODIES, mlflow_worker
 from evalexport.workers.mlflow_worker import MlflowBatch, MlflowPayload
 from evalexport.workers.protocol import WorkerResult
 
-__all__ = ["FINGERPRINT_TAG", "MLflowConfig", "MLflowExporter", "resolve_tracking_uri"]
+__all__ = [
+    "FINGERPRINT_TAG",
+    "MLflowConfig",
+    "MLflowExporter",
+    "MLflowTarget",
+    "resolve_tracking_uri",
+]
 
 _RELATIVE_SQLITE = re.compile(r"^sqlite:///(?!/)(?P<path>.+)$")
 
@@ -96,7 +98,7 @@ def _tracking_uri_problem(uri: str) -> str | None:
     return None
 
 
-class MLflowConfig(IsolatedConfig):
+class MLflowConfig(SdkConfig):
     """Options of the ``mlflow`` exporter (SPEC §3.6)."""
 
     @field_validator("mlflow_tracking_uri")
@@ -148,6 +150,18 @@ class MLflowConfig(IsolatedConfig):
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class MLflowTarget(Target):
+    """Where an MLflow export goes, every setting resolved once."""
+
+    tracking_uri: str
+    """The tracking URI, an embedded store's path made absolute (the worker runs elsewhere)."""
+    experiment: str
+    run_name: str
+    store: Path | None
+    """The embedded SQLite store the export writes into, if its target is one."""
+
+
 @dataclass
 class _Plan:
     """Everything the export would send, computed once for the dry run and the worker."""
@@ -161,55 +175,66 @@ class _Plan:
     warnings: list[str] = field(default_factory=list)
 
 
-class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
+class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
     """Log the run to MLflow as one run: metrics, the saved config as params, tags, and artifacts,
     named as NeMo Gym's live MLflow exporter names them."""
 
     name = "mlflow"
     summary = "Log the run to MLflow: metrics, the saved config as params, artifacts."
-    Config = MLflowConfig
     kind = "tracking"
-    worker_body = WORKER_BODIES / "mlflow_worker.py"
-    token_variables = (
-        "MLFLOW_TRACKING_TOKEN",
-        "MLFLOW_TRACKING_USERNAME",
-        "MLFLOW_TRACKING_PASSWORD",
+    sdk = Sdk(
+        body=WORKER_BODIES / "mlflow_worker.py",
+        token_variables=(
+            "MLFLOW_TRACKING_TOKEN",
+            "MLFLOW_TRACKING_USERNAME",
+            "MLFLOW_TRACKING_PASSWORD",
+        ),
+        contract=Surface.declared(mlflow_worker.SURFACE),
     )
-    sdk_contract = Surface.declared(mlflow_worker.SURFACE)
 
-    def target(self, run: RunArtifacts, config: MLflowConfig) -> str:
-        return resolve_tracking_uri(tracking_uri(config).value)  # plans and markers mask it
+    def resolve(self, run: RunArtifacts, config: MLflowConfig) -> MLflowTarget:
+        """The tracking URI (``+mlflow_tracking_uri``, else ``$MLFLOW_TRACKING_URI``, else the
+        embedded store), the experiment and the run's name; and the worker: MLflow's
+        requirement, bounded waits on a server that is down or dies (SPEC §3.6), the embedded
+        store, which workers write one at a time, and the token."""
+        uri = tracking_uri(config)
+        experiment = experiment_name(config, run)
+        resolved = resolve_tracking_uri(uri.value)
+        store = (
+            Path(resolved.removeprefix("sqlite:///")) if resolved.startswith("sqlite:///") else None
+        )
+        token = config.mlflow_tracking_token
+        return MLflowTarget(
+            where=resolved,  # plans and markers mask it
+            settings={
+                "mlflow_tracking_uri": uri.source,
+                "mlflow_experiment_name": experiment.source,
+            },
+            refusal=_unwritable_store_reason(store),
+            worker=WorkerSpec(
+                requirements=config.requirements(),
+                environment=_request_limits(config),
+                local_store=store,
+                # A dry run asks the target for runs of this run's data; a store not yet made
+                # holds none, and opening it would make it.
+                answers_dry_runs=store is None or store.exists(),
+                secrets={"MLFLOW_TRACKING_TOKEN": token.get_secret_value()} if token else {},
+            ),
+            tracking_uri=resolved,
+            experiment=experiment.value,
+            run_name=config.mlflow_run_name or run.default_run_name,
+            store=store,
+        )
 
-    def _plan(self, prepared: PreparedRun) -> _Plan:
-        flat = prepared.metrics
-        saved = prepared.saved_config
-        raw_params = flatten_params(saved.config)
-        metric_names = sanitize_names(flat.metrics, "metric")
-        param_names = sanitize_names(raw_params, "param")
-        tag_names = sanitize_names(flat.texts, "tag")
-        metrics = {
-            metric_names.names[k]: v for k, v in flat.metrics.items() if k in metric_names.names
-        }
-        params = {param_names.names[k]: v for k, v in raw_params.items() if k in param_names.names}
-        tags = {
-            tag_names.names[k]: cut_value(v, MAX_TAG_VALUE_LENGTH)
-            for k, v in flat.texts.items()
-            if k in tag_names.names
-        }
-        # What masking and non-finite metrics changed, the pipeline says once, for every export.
-        warnings = metric_names.warnings + param_names.warnings + tag_names.warnings
-        batches = plan_batches(metrics, params, tags)
-        return _Plan(metrics, params, tags, batches, saved.config, warnings)
-
-    def check_inputs(self, run: RunArtifacts, config: MLflowConfig) -> PreparedRun:
+    def read(self, run: RunArtifacts, config: MLflowConfig) -> PreparedRun:
         """Read the run once; an export that uploads the rollouts writes ``rollouts.json``
         while it reads them (each rollout is a row)."""
         return prepare(run, rollouts_table=config.upload_rollouts and not config.dry_run)
 
-    def dry_run_plan(
-        self, run: RunArtifacts, config: MLflowConfig, prepared: PreparedRun | None = None
+    def plan(
+        self, run: RunArtifacts, config: MLflowConfig, target: MLflowTarget, prepared: PreparedRun
     ) -> DryRunPlan:
-        plan = self._plan(prepared or prepare(run))
+        plan = _plan(prepared)
         for warning in plan.warnings:
             logger.warning("%s", warning)
         sources = [run.saved_config, run.aggregate_metrics]
@@ -217,7 +242,7 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
             sources.append(run.rollouts)
         return DryRunPlan(
             exporter=self.name,
-            target=self.target(run, config),
+            target=target.where,
             files=[PlannedFile(path=str(p), size_bytes=p.stat().st_size) for p in sources],
             sections={
                 "metrics": sorted(plan.metrics),
@@ -229,46 +254,22 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
             param_names=sorted(plan.params),
             tag_names=sorted(plan.tags),
             batches=len(plan.batches),
-            settings=_settings(config, run),
         )
 
-    def unexportable_reason(self, run: RunArtifacts, config: MLflowConfig) -> str | None:
-        return _unwritable_store_reason(_local_store(config))
-
-    def worker(self, config: MLflowConfig) -> WorkerSpec:
-        """MLflow's requirement, bounded waits on a server that is down or dies (SPEC §3.6,
-        README "Reliability"), and the embedded store, which workers write one at a time."""
-        store = _local_store(config)
-        return WorkerSpec(
-            requirements=super().worker(config).requirements,
-            environment=_request_limits(config),
-            local_store=store,
-            # A dry run asks the target for runs of this run's data; a store not yet made
-            # holds none, and opening it would make it.
-            answers_dry_runs=store is None or store.exists(),
-        )
-
-    def worker_secrets(self, config: MLflowConfig) -> dict[str, str]:
-        token = config.mlflow_tracking_token
-        return {"MLFLOW_TRACKING_TOKEN": token.get_secret_value()} if token else {}
-
-    def worker_payload(
+    def deliver(
         self,
         run: RunArtifacts,
         config: MLflowConfig,
-        scratch: Path,
+        target: MLflowTarget,
+        prepared: PreparedRun,
         fingerprint: str | None,
-        prepared: PreparedRun | None = None,
-    ) -> MlflowPayload:
-        """What the worker sends: from ``prepared`` in an export; read here when called on its
-        own (a benchmark, a test), with the rollouts table written into ``scratch``."""
-        prepared, table = for_payload(run, prepared, scratch, rollouts_table=config.upload_rollouts)
-        plan = self._plan(prepared)
+        scratch: Path,
+    ) -> WorkerDelivery[MlflowPayload]:
+        """What the worker sends: the batches, the tags, and the artifacts written into
+        ``scratch`` beside Gym's rollouts table."""
+        plan = _plan(prepared)
         for warning in plan.warnings:
             logger.warning("%s", warning)
-        experiment = experiment_name(config, run).value
-        run_name = config.mlflow_run_name or run.default_run_name
-        uri = resolve_tracking_uri(tracking_uri(config).value)
         evaluation = prepared.evaluation.described()
         run_tags = {
             FINGERPRINT_TAG: fingerprint or prepared.fingerprint,
@@ -279,7 +280,8 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
             "evalexport.evaluation.ended_at": evaluation["ended_at"],
             "evalexport.evaluation.times_from": evaluation["source"],
         }
-        if live_run_id := run.live_run_id(self.name):
+        live_run_id = run.live_run_id(self.name)
+        if live_run_id:
             logger.warning(
                 "%s was also logged live as MLflow run %s; exporting it as a second run",
                 run.rollouts.name,
@@ -289,22 +291,23 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
         metrics_file = scratch / run.aggregate_metrics.name
         metrics_file.write_bytes(prepared.aggregate_metrics)  # the file as it was read
         artifacts = [_write_global_config(plan.saved_config, scratch), metrics_file]
-        if config.upload_rollouts and table is not None:
+        table = prepared.rollouts_table if config.upload_rollouts else None
+        if table is not None:
             artifacts.append(table)
             tables = [{"path": "rollouts.json", "type": "table"}]
             if (samples := samples_beside(table)) is not None:  # the typed table beside it
                 artifacts.append(samples)
                 tables.append({"path": SAMPLES_FILE, "type": "table"})
             run_tags["mlflow.loggedArtifacts"] = json.dumps(tables)
-        return {
-            "tracking_uri": uri,
+        payload: MlflowPayload = {
+            "tracking_uri": target.tracking_uri,
             "fingerprint_tag": FINGERPRINT_TAG,
             "dry_run": config.dry_run,
             "skip_existing": config.skip_existing,
-            "artifact_location": _local_artifact_location(uri),
-            "store_directory": str(store.parent) if (store := _local_store(config)) else None,
-            "experiment_name": experiment,
-            "run_name": run_name,
+            "artifact_location": _local_artifact_location(target.tracking_uri),
+            "store_directory": str(target.store.parent) if target.store else None,
+            "experiment_name": target.experiment,
+            "run_name": target.run_name,
             "run_tags": run_tags,
             "batches": [
                 MlflowBatch(metrics=batch.metrics, params=batch.params, tags=batch.tags)
@@ -314,15 +317,36 @@ class MLflowExporter(IsolatedExporter[MLflowConfig, MlflowPayload]):
             "start_time_ms": prepared.evaluation.started_at_ms,
             "end_time_ms": prepared.evaluation.ended_at_ms,
         }
+        if not live_run_id:
+            return WorkerDelivery(payload)
 
-    def interpret(
-        self, run: RunArtifacts, config: MLflowConfig, result: WorkerResult, environment: Path
-    ) -> ExportResult:
-        exported = super().interpret(run, config, result, environment)
-        details = {**exported.details, "settings": _settings(config, run)}
-        if live_run_id := run.live_run_id(self.name):
-            details["live_run_id"] = live_run_id
-        return exported.model_copy(update={"details": details})
+        def with_live_run(result: ExportResult, reported: WorkerResult) -> ExportResult:
+            details = {**result.details, "live_run_id": live_run_id}
+            return result.model_copy(update={"details": details})
+
+        return WorkerDelivery(payload, read_back=with_live_run)
+
+
+def _plan(prepared: PreparedRun) -> _Plan:
+    """What the export sends of ``prepared``: names as Gym's live exporter writes them,
+    within MLflow's limits, in batches."""
+    flat = prepared.metrics
+    saved = prepared.saved_config
+    raw_params = flatten_params(saved.config)
+    metric_names = sanitize_names(flat.metrics, "metric")
+    param_names = sanitize_names(raw_params, "param")
+    tag_names = sanitize_names(flat.texts, "tag")
+    metrics = {metric_names.names[k]: v for k, v in flat.metrics.items() if k in metric_names.names}
+    params = {param_names.names[k]: v for k, v in raw_params.items() if k in param_names.names}
+    tags = {
+        tag_names.names[k]: cut_value(v, MAX_TAG_VALUE_LENGTH)
+        for k, v in flat.texts.items()
+        if k in tag_names.names
+    }
+    # What masking and non-finite metrics changed, the pipeline says once, for every export.
+    warnings = metric_names.warnings + param_names.warnings + tag_names.warnings
+    batches = plan_batches(metrics, params, tags)
+    return _Plan(metrics, params, tags, batches, saved.config, warnings)
 
 
 def tracking_uri(config: MLflowConfig) -> Chosen[str]:
@@ -361,20 +385,6 @@ def _artifact_names(run: RunArtifacts, config: MLflowConfig) -> list[str]:
     if config.upload_rollouts:
         names += ["rollouts.json", SAMPLES_FILE]
     return sorted(names)
-
-
-def _settings(config: MLflowConfig, run: RunArtifacts) -> dict[str, str]:
-    """Where the target settings came from, for the dry run and the result."""
-    return {
-        "mlflow_tracking_uri": tracking_uri(config).source,
-        "mlflow_experiment_name": experiment_name(config, run).source,
-    }
-
-
-def _local_store(config: MLflowConfig) -> Path | None:
-    """The embedded SQLite store the export writes into, if its target is one."""
-    uri = resolve_tracking_uri(tracking_uri(config).value)
-    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
 
 
 def _request_limits(config: MLflowConfig) -> dict[str, str]:

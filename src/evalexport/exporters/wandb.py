@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -17,31 +18,27 @@ from pydantic import Field, SecretStr
 
 from evalexport.contracts.surfaces import Surface
 from evalexport.evaluation_times import exported_at
-from evalexport.exporters.isolated import (
-    WORKER_BODIES,
-    IsolatedConfig,
-    IsolatedExporter,
-    WorkerSpec,
-)
-from evalexport.exporters.prepared import PreparedRun, for_payload, prepare
+from evalexport.exporters.base import Exporter, Sdk, SdkConfig, Target
+from evalexport.exporters.prepared import PreparedRun, prepare
 from evalexport.exporters.samples import SAMPLES_TABLE_KEY, samples_beside
 from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY
 from evalexport.guard import FINGERPRINT_SUMMARY_KEY
+from evalexport.isolation.delivery import WorkerDelivery, WorkerSpec
 from evalexport.results import DryRunPlan, ExportResult, ExportStatus, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.settings import Chosen, SettingError, chosen
-from evalexport.workers import wandb_worker
+from evalexport.workers import WORKER_BODIES, wandb_worker
 from evalexport.workers.protocol import WorkerResult
 from evalexport.workers.wandb_worker import WandbPayload
 
-__all__ = ["FINGERPRINT_KEY", "WandbConfig", "WandbExporter"]
+__all__ = ["FINGERPRINT_KEY", "WandbConfig", "WandbExporter", "WandbTarget"]
 
 FINGERPRINT_KEY = FINGERPRINT_SUMMARY_KEY
 
 logger = logging.getLogger("evalexport.wandb")
 
 
-class WandbConfig(IsolatedConfig):
+class WandbConfig(SdkConfig):
     """Options of the ``wandb`` exporter (SPEC §3.7)."""
 
     wandb_project: str | None = Field(
@@ -76,60 +73,77 @@ class WandbConfig(IsolatedConfig):
     )
 
 
-class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
+@dataclass(frozen=True, kw_only=True)
+class WandbTarget(Target):
+    """Where a W&B export goes, every setting resolved once."""
+
+    project: str
+    entity: str | None
+    mode: Literal["online", "offline"]
+    directory: Path
+    """Where W&B writes the run (``$WANDB_DIR``, else the current directory): ``<it>/wandb``."""
+
+
+class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
     """Log the run to Weights & Biases as one run: config, summary metrics, and NeMo Gym's
     ``Rollouts`` table."""
 
     name = "wandb"
     summary = "Log the run to Weights & Biases: config, summary metrics, a rollouts table."
-    Config = WandbConfig
     kind = "tracking"
-    worker_body = WORKER_BODIES / "wandb_worker.py"
-    token_variables = ("WANDB_API_KEY",)
-    sdk_contract = Surface.declared(wandb_worker.SURFACE)
+    sdk = Sdk(
+        body=WORKER_BODIES / "wandb_worker.py",
+        token_variables=("WANDB_API_KEY",),
+        contract=Surface.declared(wandb_worker.SURFACE),
+    )
 
-    def _offline_dir(self) -> Path:
-        return Path(os.environ.get("WANDB_DIR") or Path.cwd()).absolute()
-
-    def target(self, run: RunArtifacts, config: WandbConfig) -> str:
-        project = "/".join(filter(None, [entity(config).value, project_name(config, run).value]))
-        if mode(config).value == "offline":
-            return f"W&B offline run of {project} under {self._offline_dir() / 'wandb'}"
-        return f"W&B project {project}"
-
-    def unexportable_reason(self, run: RunArtifacts, config: WandbConfig) -> str | None:
-        """W&B writes every run (online ones too) under ``<dir>/wandb``; when it cannot, it
-        falls back to ``/tmp/wandb`` without a word. The directory is checked here instead.
-
-        The SDK creates what is missing (Slurm scripts set ``WANDB_DIR=/scratch/$USER/wandb``
-        before it exists), so the nearest directory that exists must be writable.
-        """
-        runs = self._offline_dir() / "wandb"
-        existing = next(path for path in (runs, *runs.parents) if os.path.lexists(path))
-        if existing.is_dir() and os.access(existing, os.W_OK | os.X_OK):
-            return None if mode(config).value == "offline" else _missing_credentials(config)
-        if existing.is_dir():
-            problem = f"{existing} is not writable"
-        elif existing.exists():
-            problem = f"{existing} is not a directory"
-        else:
-            problem = f"{existing} is a broken symlink"
-        return (
-            f"Cannot write the W&B run under {runs}: {problem}. Set WANDB_DIR to a directory "
-            "you can write to (it may not exist yet), or export from one."
+    def resolve(self, run: RunArtifacts, config: WandbConfig) -> WandbTarget:
+        """The project, entity and mode (an option, else W&B's variable, else the benchmark,
+        the key's own entity, online); the directory W&B writes into, which must be writable;
+        the worker: wandb's requirement and its key. An online dry run asks the project for
+        runs of this run's data (offline there is no one to ask)."""
+        chosen_mode = mode(config)
+        chosen_project = project_name(config, run)
+        chosen_entity = entity(config)
+        directory = Path(os.environ.get("WANDB_DIR") or Path.cwd()).absolute()
+        project = "/".join(filter(None, [chosen_entity.value, chosen_project.value]))
+        offline = chosen_mode.value == "offline"
+        where = (
+            f"W&B offline run of {project} under {directory / 'wandb'}"
+            if offline
+            else f"W&B project {project}"
+        )
+        key = config.wandb_api_key
+        return WandbTarget(
+            where=where,
+            settings={
+                "wandb_mode": chosen_mode.source,
+                "wandb_project": chosen_project.source,
+                "wandb_entity": chosen_entity.source,
+            },
+            refusal=_unwritable_reason(directory)
+            or (None if offline else _missing_credentials(config)),
+            worker=WorkerSpec(
+                requirements=config.requirements(),
+                environment=_describing_the_evaluation(config),
+                answers_dry_runs=not offline,
+                secrets={"WANDB_API_KEY": key.get_secret_value()} if key else {},
+            ),
+            project=chosen_project.value,
+            entity=chosen_entity.value,
+            mode=chosen_mode.value,
+            directory=directory,
         )
 
-    def check_inputs(self, run: RunArtifacts, config: WandbConfig) -> PreparedRun:
+    def read(self, run: RunArtifacts, config: WandbConfig) -> PreparedRun:
         """Read the run once; an export that logs the rollouts writes their table while it
         reads them (each rollout is a row)."""
         return prepare(run, rollouts_table=config.upload_rollouts and not config.dry_run)
 
-    def dry_run_plan(
-        self, run: RunArtifacts, config: WandbConfig, prepared: PreparedRun | None = None
+    def plan(
+        self, run: RunArtifacts, config: WandbConfig, target: WandbTarget, prepared: PreparedRun
     ) -> DryRunPlan:
         """In W&B's words: the run's config keys, its summary, the tables it logs."""
-        plan = super().dry_run_plan(run, config, prepared)
-        prepared = prepared or prepare(run)
         files = [PlannedFile(path=str(p), size_bytes=p.stat().st_size) for p in (run.saved_config,)]
         tables: list[str] = []
         if config.upload_rollouts:
@@ -142,70 +156,90 @@ class WandbExporter(IsolatedExporter[WandbConfig, WandbPayload]):
                 f"{SAMPLES_TABLE_KEY} ({rows} rows, a column per value: task_index, "
                 "rollout_index, agent, reward, ...)",
             ]
-        sections = {
-            "config keys": list(prepared.saved_config.config),
-            "summary": list(_summary(prepared, prepared.fingerprint)),
-            "tables": tables,
-        }
-        return plan.model_copy(
-            update={"files": files, "sections": sections, "settings": _settings(config, run)}
+        flat = prepared.metrics
+        return DryRunPlan(
+            exporter=self.name,
+            target=target.where,
+            files=files,
+            sections={
+                "config keys": list(prepared.saved_config.config),
+                "summary": list(_summary(prepared, prepared.fingerprint)),
+                "tables": tables,
+            },
+            metric_names=list(flat.metrics),
+            tag_names=list(flat.texts),
         )
 
-    def interpret(
-        self, run: RunArtifacts, config: WandbConfig, result: WorkerResult, environment: Path
-    ) -> ExportResult:
-        exported = super().interpret(run, config, result, environment)
-        details = {**exported.details, "settings": _settings(config, run)}
-        update: dict[str, object] = {"details": details}
-        offline_run = details.get("run_dir") if details.get("mode") == "offline" else None
-        if exported.status is ExportStatus.SUCCEEDED and isinstance(offline_run, str):
-            details["sync_command"] = sync = _sync_command(config, environment, offline_run)
-            update["message"] = f"{exported.message}; upload it with: {sync}"
-        return exported.model_copy(update=update)
-
-    def worker_secrets(self, config: WandbConfig) -> dict[str, str]:
-        key = config.wandb_api_key
-        return {"WANDB_API_KEY": key.get_secret_value()} if key else {}
-
-    def worker_payload(
+    def deliver(
         self,
         run: RunArtifacts,
         config: WandbConfig,
-        scratch: Path,
+        target: WandbTarget,
+        prepared: PreparedRun,
         fingerprint: str | None,
-        prepared: PreparedRun | None = None,
-    ) -> WandbPayload:
-        """What the worker logs: from ``prepared`` in an export; read here when called on its
-        own (a benchmark, a test), with the rollouts table written into ``scratch``."""
-        prepared, table = for_payload(run, prepared, scratch, rollouts_table=config.upload_rollouts)
-        saved = prepared.saved_config  # check_inputs warned of what masking changed
+    ) -> WorkerDelivery[WandbPayload]:
+        """What the worker logs, and, for an offline run, the command that uploads it."""
         fingerprint = fingerprint or prepared.fingerprint
-        name = config.wandb_name or run.default_run_name
-        return {
-            "project": project_name(config, run).value,
-            "entity": entity(config).value,
-            "name": name,
-            "mode": mode(config).value,
-            "dir": str(self._offline_dir()),
-            "config": saved.config,
+        table = prepared.rollouts_table if config.upload_rollouts else None
+        samples = samples_beside(table) if table else None
+        payload: WandbPayload = {
+            "project": target.project,
+            "entity": target.entity,
+            "name": config.wandb_name or run.default_run_name,
+            "mode": target.mode,
+            "dir": str(target.directory),
+            "config": prepared.saved_config.config,  # the read warned of what masking changed
             "summary": _summary(prepared, fingerprint),
             "table_key": ROLLOUTS_TABLE_KEY,
             "tags": ["evalexport", f"evalexport-{fingerprint.removeprefix('sha256:')[:16]}"],
             "rollouts_table": str(table) if table else None,
             "samples_key": SAMPLES_TABLE_KEY,
-            "samples_table": str(samples) if (samples := samples_beside(table)) else None,
+            "samples_table": str(samples) if samples else None,
             "dry_run": config.dry_run,
             "skip_existing": config.skip_existing,
         }
 
-    def worker(self, config: WandbConfig) -> WorkerSpec:
-        """wandb's requirement; an online dry run asks the project for runs of this run's data
-        (offline there is no one to ask)."""
-        return WorkerSpec(
-            requirements=super().worker(config).requirements,
-            environment=_describing_the_evaluation(config),
-            answers_dry_runs=mode(config).value == "online",
-        )
+        def with_sync_command(result: ExportResult, reported: WorkerResult) -> ExportResult:
+            offline_run = result.details.get("run_dir")
+            if (
+                result.status is not ExportStatus.SUCCEEDED
+                or result.details.get("mode") != ("offline")
+                or not isinstance(offline_run, str)
+            ):
+                return result
+            environment = Path(str(result.details["environment"]))
+            sync = _sync_command(config, environment, offline_run)
+            return result.model_copy(
+                update={
+                    "message": f"{result.message}; upload it with: {sync}",
+                    "details": {**result.details, "sync_command": sync},
+                }
+            )
+
+        return WorkerDelivery(payload, read_back=with_sync_command)
+
+
+def _unwritable_reason(directory: Path) -> str | None:
+    """W&B writes every run (online ones too) under ``<dir>/wandb``; when it cannot, it falls
+    back to ``/tmp/wandb`` without a word. The directory is checked here instead.
+
+    The SDK creates what is missing (Slurm scripts set ``WANDB_DIR=/scratch/$USER/wandb``
+    before it exists), so the nearest directory that exists must be writable.
+    """
+    runs = directory / "wandb"
+    existing = next(path for path in (runs, *runs.parents) if os.path.lexists(path))
+    if existing.is_dir() and os.access(existing, os.W_OK | os.X_OK):
+        return None
+    if existing.is_dir():
+        problem = f"{existing} is not writable"
+    elif existing.exists():
+        problem = f"{existing} is not a directory"
+    else:
+        problem = f"{existing} is a broken symlink"
+    return (
+        f"Cannot write the W&B run under {runs}: {problem}. Set WANDB_DIR to a directory "
+        "you can write to (it may not exist yet), or export from one."
+    )
 
 
 def _sync_command(config: WandbConfig, environment: Path, offline_run: str) -> str:
@@ -277,15 +311,6 @@ def entity(config: WandbConfig) -> Chosen[str | None]:
     """The entity and where it came from: ``+wandb_entity``, else ``$WANDB_ENTITY``, else the
     key's own (W&B's default)."""
     return chosen("wandb_entity", config.wandb_entity, "WANDB_ENTITY", None)
-
-
-def _settings(config: WandbConfig, run: RunArtifacts) -> dict[str, str]:
-    """Where the target settings came from, for the dry run and the result."""
-    return {
-        "wandb_mode": mode(config).source,
-        "wandb_project": project_name(config, run).source,
-        "wandb_entity": entity(config).source,
-    }
 
 
 def _missing_credentials(config: WandbConfig) -> str | None:

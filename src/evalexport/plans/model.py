@@ -315,6 +315,7 @@ def validate_plan(data: Any, source: str = "the plan") -> ExportPlan:
 def _uploaded_output_problems(tasks: list[ExportTask]) -> list[str]:
     """An export that writes into a run directory another export of the plan uploads as it is
     (EvalRDL): the upload would carry that output, and change with it."""
+    from evalexport.exporters.options import path_options
     from evalexport.exporters.registry import ExporterLoadError, load_exporter
 
     def kind(exporter: str) -> str | None:
@@ -331,7 +332,7 @@ def _uploaded_output_problems(tasks: list[ExportTask]) -> list[str]:
     problems = []
     for task in tasks:
         try:
-            paths = load_exporter(task.exporter).path_options()
+            paths = path_options(load_exporter(task.exporter))
         except ExporterLoadError:
             continue
         for option in sorted(paths - {"rollouts_jsonl_fpath"}):
@@ -364,11 +365,13 @@ def _log_problems(task: ExportTask, log_dir: Path | None) -> list[str]:
 
 def _value_problems(task: ExportTask) -> list[str]:
     from evalexport.exporters.base import OptionError
+    from evalexport.exporters.options import parse_options
     from evalexport.exporters.registry import load_exporter
 
     try:
-        load_exporter(task.exporter).parse_config(
-            {"rollouts_jsonl_fpath": str(task.rollouts), **task.options}
+        parse_options(
+            load_exporter(task.exporter),
+            {"rollouts_jsonl_fpath": str(task.rollouts), **task.options},
         )
     except OptionError as error:
         return [f"{task.benchmark}/{task.exporter}: {error}"]

@@ -73,17 +73,22 @@ def render_tails(plan: ExportPlan, command: str = "evalexport") -> dict[str, str
 
 def environments_needed(plan: ExportPlan) -> dict[str, str]:
     """What each exporter needs installed: its SDK environment, or nothing beyond evalexport."""
-    from evalexport.exporters.isolated import IsolatedExporter
+    from evalexport.exporters.hooks import call_hook
+    from evalexport.exporters.options import parse_options
     from evalexport.exporters.registry import load_exporter
+    from evalexport.run import RunArtifacts
 
     needs: dict[str, str] = {}
     for task in resolve_tasks(plan):
         exporter_class = load_exporter(task.exporter)
-        if issubclass(exporter_class, IsolatedExporter):
-            config = exporter_class.parse_config(
-                {"rollouts_jsonl_fpath": str(task.rollouts), **task.options}
+        if exporter_class.sdk is not None:
+            config = parse_options(
+                exporter_class,
+                {"rollouts_jsonl_fpath": str(task.rollouts), **task.options, "dry_run": True},
             )
-            requirements = exporter_class().requirements(config)
+            run = RunArtifacts.from_rollouts_path(task.rollouts)
+            target = call_hook(exporter_class().resolve, run=run, config=config)
+            requirements = target.worker.requirements if target.worker else ("its SDK",)
             needs[task.exporter] = (
                 f"its own environment with {' '.join(requirements)}, built on first use in "
                 "$EVALEXPORT_CACHE_DIR (build it ahead of the job where nodes lack the index)"

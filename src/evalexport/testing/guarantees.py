@@ -236,7 +236,7 @@ class ExporterGuarantees:
         )
         canaries = list(sample.canaries.all)
         for index, variable in enumerate(
-            getattr(load_exporter(self.exporter_name), "token_variables", ())
+            getattr(load_exporter(self.exporter_name).sdk, "token_variables", ())
         ):
             canary = f"canary-token-{index}-{sample.canaries.suffix}"
             monkeypatch.setenv(variable, canary)
@@ -313,6 +313,7 @@ class ExporterGuarantees:
     ) -> None:
         """SIGTERM once the run is read (or at the first progress report) fails the export with
         exit code 143, leaving the run as it was, no staging and no process; a rerun exports."""
+        from evalexport.exporters.hooks import call_hook
         from evalexport.exporters.registry import load_exporter
         from evalexport.results import ExitCode, ExportStatus
 
@@ -327,15 +328,15 @@ class ExporterGuarantees:
                 sent.set()
                 os.kill(os.getpid(), signal.SIGTERM)
 
-        read = exporter_class.check_inputs
+        read = exporter_class.read
 
-        def read_then_stop(exporter: Any, run: Any, config: Any) -> Any:
-            prepared = read(exporter, run, config)
+        def read_then_stop(exporter: Any, run: Any, config: Any, target: Any) -> Any:
+            prepared = call_hook(read.__get__(exporter), run=run, config=config, target=target)
             if not config.dry_run:
                 stop()  # the export has read the run and is about to deliver it
             return prepared
 
-        monkeypatch.setattr(exporter_class, "check_inputs", read_then_stop)
+        monkeypatch.setattr(exporter_class, "read", read_then_stop)
         with signals_raise():
             result = export(guaranteed_run, progress=stop)
         assert sent.is_set()
@@ -357,7 +358,7 @@ class ExporterGuarantees:
         assert not orphans, self._broken(
             f"a stop signal leaves no process behind, but processes {sorted(orphans)} live on"
         )
-        monkeypatch.setattr(exporter_class, "check_inputs", read)
+        monkeypatch.setattr(exporter_class, "read", read)
         again = export(guaranteed_run)
         assert again.status is ExportStatus.SUCCEEDED, self._broken(
             f"after a stop signal a rerun exports, but it ended {again.summary_line()!r}"

@@ -6,3 +6,8 @@ empty directory and runs ``<env>/bin/python -I runner.py``, so no module of ours
 SDK and no module of the SDK's environment needs evalexport. The runner makes the copy of
 ``protocol.py`` importable as ``evalexport.workers.protocol``, the name the bodies use.
 """
+
+from pathlib import Path
+
+WORKER_BODIES = Path(__file__).resolve().parent
+"""Where the built-in exporters' worker bodies live: ``<name>_worker.py``."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import Field
 
 from evalexport import ExportResult, RunArtifacts, flatten_metrics
-from evalexport.exporters import Exporter, ExporterConfig
+from evalexport.exporters import Exporter, ExporterConfig, Target
 
 
 class RecordingConfig(ExporterConfig):
@@ -31,14 +31,13 @@ class RecordingConfig(ExporterConfig):
 class RecordingExporter(Exporter[RecordingConfig]):
     name = "recording"
     summary = "Record the run's metrics in a local directory (test plugin)."
-    Config = RecordingConfig
     kind = "tracking"
 
-    def target(self, run: RunArtifacts, config: RecordingConfig) -> str:
-        return str(config.store_dir)
+    def resolve(self, config: RecordingConfig) -> Target:
+        return Target(where=str(config.store_dir))
 
-    def _export(
-        self, run: RunArtifacts, config: RecordingConfig, *, fingerprint: str | None
+    def deliver(
+        self, run: RunArtifacts, config: RecordingConfig, fingerprint: str | None
     ) -> ExportResult:
         time.sleep(config.delay_seconds)
         if config.chatter is not None:
@@ -64,12 +63,8 @@ class RecordingExporter(Exporter[RecordingConfig]):
 class BrokenExporter(Exporter[ExporterConfig]):
     name = "broken"
     summary = "Raise from inside the export (test plugin)."
-    Config = ExporterConfig
-    needs_metrics_and_config = False
 
-    def _export(
-        self, run: RunArtifacts, config: ExporterConfig, *, fingerprint: str | None
-    ) -> ExportResult:
+    def deliver(self) -> ExportResult:
         raise RuntimeError("backend exploded while holding Bearer abcdefghijklmnop")
 
 
