@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from evalexport.exporters.options import parse_options
+
 FLOOR_BODY = """
 def run(payload):
     from mlflow.entities import Metric, Param
@@ -165,6 +167,34 @@ def make_rollouts(directory: Path, megabytes: int) -> Path:
     return sample.rollouts
 
 
+def _plan(exporter: Any, run: Any, config: Any) -> Any:
+    """The dry run's plan for ``run``: the exporter's hooks, as the pipeline calls them."""
+    from evalexport.exporters.hooks import call_hook
+
+    handed: dict[str, Any] = {"run": run, "config": config}
+    handed["target"] = call_hook(exporter.resolve, **handed)
+    handed["prepared"] = call_hook(exporter.read, **handed)
+    try:
+        return call_hook(exporter.plan, **handed)
+    finally:
+        handed["prepared"].discard()
+
+
+def _payload(exporter: Any, run: Any, config: Any, scratch: Path) -> dict[str, Any]:
+    """The payload the exporter's worker gets for ``run``: its hooks, as the pipeline calls
+    them (resolve, read, deliver), outside an export."""
+    from evalexport.exporters.hooks import call_hook
+
+    handed: dict[str, Any] = {"run": run, "config": config}
+    handed["target"] = call_hook(exporter.resolve, **handed)
+    handed["prepared"] = call_hook(exporter.read, **handed)
+    try:
+        delivery = call_hook(exporter.deliver, **handed, fingerprint=None, scratch=scratch)
+    finally:
+        handed["prepared"].discard()
+    return dict(delivery.payload)
+
+
 def big_run(sizes: list[int], repeat: int = 3) -> None:
     import hashlib
     import statistics
@@ -200,7 +230,7 @@ def big_run(sizes: list[int], repeat: int = 3) -> None:
                 environment,
                 body,
                 {
-                    **exporter.worker_payload(warm, warm_config, scratch, ""),
+                    **_payload(exporter, warm, warm_config, scratch),
                     "experiment_name": "warm",
                     "artifact": str(warm_rollouts),
                 },
@@ -227,11 +257,11 @@ def big_run(sizes: list[int], repeat: int = 3) -> None:
                             ).stdout
                         )
                     )
-                    payload = exporter.worker_payload(
+                    payload = _payload(
+                        exporter,
                         run,
                         parse_options(exporter, {**options, "upload_rollouts": False}),
                         scratch,
-                        "",
                     )
                     start = time.perf_counter()
                     for path in (run.rollouts, run.aggregate_metrics, run.saved_config):
@@ -314,9 +344,7 @@ def main() -> None:
                     "upload_rollouts": False,
                 },
             )
-            _warm_up(
-                server, environment, scratch, exporter.worker_payload(run, warm, scratch, None)
-            )
+            _warm_up(server, environment, scratch, _payload(exporter, run, warm, scratch))
             proxy = FailingProxy(server.port)
             config = parse_options(
                 exporter,
@@ -338,7 +366,7 @@ def main() -> None:
                 )
             )
             proxy.close()
-            plan = exporter.dry_run_plan(run, config)  # reads the run itself, called alone
+            plan = _plan(exporter, run, config)
 
             def worker(body: str, name: str, payload: dict) -> tuple[int, float, str]:
                 path = scratch / f"{name}.py"
@@ -352,7 +380,7 @@ def main() -> None:
                 status = outcome.result["status"] if outcome.result else outcome.log_tail()
                 return proxy.requests, seconds, str(status)
 
-            payload = exporter.worker_payload(run, config, scratch, None)
+            payload = _payload(exporter, run, config, scratch)
             rows.append(("floor (bare log_batch loop)", *worker(FLOOR_BODY, "floor", payload)))
             values = [
                 (kind, key, value)

@@ -235,17 +235,23 @@ def export_run(
         )
 
 
-def prerequisite_failure(exporter: AnyExporter, run: RunArtifacts, target: Target) -> str | None:
+def prerequisite_failure(
+    exporter: AnyExporter,
+    run: RunArtifacts,
+    target: Target,
+    export_guard: guard.ExportGuard | None = None,
+) -> str | None:
     """Stage 4: why the run cannot be exported to ``target``, read off the file system alone
-    (no file of the run is opened): the checks of the exporter's kind, then the target's own
-    refusal."""
+    (no file of the run is opened): the checks of the exporter's kind (a tracking export's
+    through its ``export_guard``), then the target's own refusal."""
     reason = run.missing_file_reason(
         needs_metrics_and_config=exporter.kind != "output", check_records=False
     )
     if reason is None and exporter.kind == "directory":
         reason = run.shared_directory_reason()
     if reason is None and exporter.kind == "tracking":
-        reason = guard.ExportGuard(run, exporter.name, target.where).unexportable_reason()
+        export_guard = export_guard or guard.ExportGuard(run, exporter.name, target.where)
+        reason = export_guard.unexportable_reason()
     return reason or target.refusal
 
 
@@ -259,11 +265,11 @@ def _export(
             exporter.name, str(run.run_dir), target.already_exported, SkipReason.ALREADY_EXPORTED
         )
         return _as_dry_run(finished) if dry_run else finished
-    if reason := prerequisite_failure(exporter, run, target):
-        return _failed(exporter, run, reason)
     export_guard = (
         guard.ExportGuard(run, exporter.name, target.where) if exporter.kind == "tracking" else None
     )
+    if reason := prerequisite_failure(exporter, run, target, export_guard):
+        return _failed(exporter, run, reason)
     locked = export_guard.locked() if export_guard and not dry_run else contextlib.nullcontext()
     # From the read to the marker: once the delivery has landed, a stop signal is recorded,
     # not raised, so the export it cannot undo keeps its marker (see evalexport.interrupts).
