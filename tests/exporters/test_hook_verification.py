@@ -40,7 +40,7 @@ def _define(**namespace: Any) -> type[Exporter[_Config]]:
 def _earlier(**namespace: Any) -> type[Exporter[_Config]]:
     """An exporter class of an earlier guide made with ``namespace`` as its body."""
     namespace.setdefault("_export", lambda self, run, config, *, fingerprint: None)
-    with pytest.warns(DeprecationWarning):
+    with pytest.warns(DeprecationWarning, match="is deprecated and still honoured"):
         return _define(**namespace)
 
 
@@ -209,7 +209,7 @@ def test_every_hook_of_the_spec_may_be_defined_as_its_signature_says() -> None:
 
 
 def test_every_earlier_hook_may_still_be_defined_as_its_guide_said() -> None:
-    with pytest.warns(DeprecationWarning) as told:
+    with pytest.warns(DeprecationWarning, match="is deprecated and still honoured") as told:
 
         class Complete(Exporter[_Config]):
             name = "complete"

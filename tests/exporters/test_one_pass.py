@@ -80,9 +80,7 @@ def test_the_audit_hook_sees_every_way_a_file_is_opened(tmp_path: Path) -> None:
 
 def _reading_whole_runs() -> list[str]:
     """Every built-in that reads the metrics, the config and the rollouts (from the registry)."""
-    return [
-        name for name in sorted(BUILTIN_EXPORTERS) if load_exporter(name).kind != "output"
-    ]
+    return [name for name in sorted(BUILTIN_EXPORTERS) if load_exporter(name).kind != "output"]
 
 
 @pytest.mark.parametrize("name", _reading_whole_runs())

@@ -53,7 +53,8 @@ def test_its_dry_run_and_its_rerun_resolve_it_once_each(
 ) -> None:
     dry = evalexport.dry_run("mlflow", sample_run.rollouts)
     assert dry.status is ExportStatus.SUCCEEDED, dry.message
-    assert dry.plan is not None and dry.plan.settings["mlflow_tracking_uri"] == "default"
+    assert dry.plan is not None
+    assert dry.plan.settings["mlflow_tracking_uri"] == "default"
     assert counted == {"tracking_uri": 1, "guards": 1}
     assert evalexport.export("mlflow", sample_run.rollouts)
     rerun = evalexport.export("mlflow", sample_run.rollouts)

@@ -100,7 +100,13 @@ def plugin_path(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> P
         "writesintherun = bad_plugins:WritesIntoTheRun\n"
         "leaks = bad_plugins:LeaksASecret\n"
     )
-    path = os.pathsep.join([str(site), str(GUIDES / f"api{evalexport.PLUGIN_API_VERSION}"), os.environ.get("PYTHONPATH", "")])
+    path = os.pathsep.join(
+        [
+            str(site),
+            str(GUIDES / f"api{evalexport.PLUGIN_API_VERSION}"),
+            os.environ.get("PYTHONPATH", ""),
+        ]
+    )
     monkeypatch.setenv("PYTHONPATH", path)
     return site
 
