@@ -37,13 +37,6 @@ def _define(**namespace: Any) -> type[Exporter[_Config]]:
     return type("Probe", (Exporter,), body)
 
 
-def _earlier(**namespace: Any) -> type[Exporter[_Config]]:
-    """An exporter class of an earlier guide made with ``namespace`` as its body."""
-    namespace.setdefault("_export", lambda self, run, config, *, fingerprint: None)
-    with pytest.warns(DeprecationWarning, match="is deprecated and still honoured"):
-        return _define(**namespace)
-
-
 def test_a_misspelled_hook_is_refused_with_the_hook_it_looks_like() -> None:
     def reed(self: Any, run: RunArtifacts) -> None:
         return None
