@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from evalexport.evaluation_times import FROM_FILES, FROM_ROLLOUTS, EvaluationTimes, TimesSeen
+from evalexport.reading.evaluation_times import FROM_FILES, FROM_ROLLOUTS, EvaluationTimes, TimesSeen
 from evalexport.reading import prepare
 
 

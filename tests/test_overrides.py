@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evalexport.exporters.options import parse_options, path_options, text_options
-from evalexport.overrides import OverrideError, parse_overrides
+from evalexport.exporters.overrides import OverrideError, parse_overrides
 
 
 def test_values_parse_as_yaml_scalars_and_flow_lists() -> None:

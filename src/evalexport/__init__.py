@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from evalexport.results import ExitCode, ExportResult, ExportStatus
     from evalexport.run import Rollout, RunArtifacts, RunFileError
 
-__version__ = "0.4.0"
+from evalexport._version import __version__
 
 PLUGIN_API_VERSION = 4
 """The exporter plugin API that ``docs/plugins.md`` describes. Plugins written from every

@@ -20,8 +20,8 @@ from typing import Any, Final, final
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from evalexport._files import write_text_atomically
-from evalexport.locks import named_lock
+from evalexport.host.files import write_text_atomically
+from evalexport.host.locks import named_lock
 from evalexport.reading import fingerprint_of, fingerprinted_files, run_fingerprint
 from evalexport.run import RunArtifacts
 

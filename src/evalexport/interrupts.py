@@ -65,7 +65,7 @@ class Interrupted(BaseException):
     @property
     def exit_code(self) -> int:
         """``128 + signal``, as a shell reports a process a signal ended."""
-        from evalexport.workers.protocol import ExitCode
+        from evalexport.workers.exit_codes import ExitCode
 
         return int(ExitCode.for_signal(self.signum))
 

@@ -43,13 +43,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
 from evalexport import guard
-from evalexport._format import human_size
 from evalexport.exporters.base import OptionError, Target
 from evalexport.exporters.hooks import call_hook, declares
 from evalexport.interrupts import Interrupted, Landing, deferred, landing, signal_name
 from evalexport.isolation.delivery import OpenedWorker, WorkerDelivery
 from evalexport.masking import known_secrets, scrub_logs
-from evalexport.progress import Progress, ProgressLog, reading, stage
+from evalexport.progress import Progress, ProgressLog, human_size, reading, stage
 from evalexport.reading import PreparedRun, RunFileError, run_fingerprint
 from evalexport.results import ExitCode, ExportFailure, ExportResult, ExportStatus, SkipReason
 from evalexport.run import RunArtifacts
@@ -98,12 +97,12 @@ class ExportRequest:
 def run_export(request: ExportRequest) -> ExportResult:
     """Run ``request`` through every stage; its result, whatever happens."""
     from evalexport.exporters.options import parse_options, path_options, text_options
+    from evalexport.exporters.overrides import OverrideError, parse_overrides
     from evalexport.exporters.registry import (
         ExporterLoadError,
         UnknownExporterError,
         exporter_class,
     )
-    from evalexport.overrides import OverrideError, parse_overrides
 
     name = request.exporter_name
     try:

@@ -20,20 +20,19 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Final
 
-from evalexport._format import human_size
-
 __all__ = [
     "INTERVAL_VARIABLE",
     "Progress",
     "ProgressLog",
+    "human_size",
     "reading",
     "reading_progress",
     "stage",
 ]
 
 Progress = Callable[[int, int], None]
-"""Called as ``progress(done, total)`` during long work; the exporter's ``progress_unit`` says
-what is counted (``bytes`` of input, or ``steps`` of a worker)."""
+"""Called as ``progress(done, total)`` during long work: ``bytes`` of input read, or ``steps``
+of a worker (``evalexport.exporters.base.progress_unit`` says which an exporter counts)."""
 
 INTERVAL_VARIABLE: Final = "EVALEXPORT_PROGRESS_INTERVAL"
 _DEFAULT_INTERVAL: Final = 5.0
@@ -140,3 +139,13 @@ def reading(report: Progress | None) -> Iterator[None]:
 def reading_progress() -> Progress | None:
     """Where the rollouts being read report their bytes, if anyone asked (:func:`reading`)."""
     return _reading.get()
+
+
+def human_size(size: int) -> str:
+    """``1.5 KiB``, ``200.0 MiB``: a byte count as a person reads it."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evalexport.masking import scrub_text, scrub_value
-from evalexport.workers.protocol import ExitCode
+from evalexport.workers.exit_codes import ExitCode
 
 __all__ = [
     "DryRunPlan",

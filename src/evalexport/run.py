@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, final
 
 from evalexport import reading
-from evalexport._saved_config_name import saved_config_path
+from evalexport.masking import saved_config_path
 from evalexport.reading import ExportableConfig, Rollout, RunFileError
 
 __all__ = ["ExportableConfig", "Rollout", "RunArtifacts", "RunFile", "RunFileError"]

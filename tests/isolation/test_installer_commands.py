@@ -19,7 +19,7 @@ SPEC = EnvironmentSpec("evalrdl", ("evalrdl>=0.0.241",))
 
 
 def _virtualenv_command(path, *installer_arguments: str) -> list[str]:
-    from evalexport.paths import cache_dir
+    from evalexport.host.cache import cache_dir
 
     return [
         sys.executable,

@@ -135,7 +135,7 @@ def test_unknown_sections_are_refused() -> None:
 
 
 def test_options_survive_the_trip_through_the_command_line_exactly() -> None:
-    from evalexport.overrides import parse_overrides
+    from evalexport.exporters.overrides import parse_overrides
 
     options = {
         "tags": ["a", "b c"],

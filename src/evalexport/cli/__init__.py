@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import TextIO
 
-from evalexport import __version__
+from evalexport._version import __version__
 from evalexport.cli import (
     contract,
     envs,
@@ -37,7 +37,7 @@ from evalexport.cli._args import (
     set_help_topic,
     usage_error,
 )
-from evalexport.workers.protocol import ExitCode
+from evalexport.workers.exit_codes import ExitCode
 
 __all__ = ["main"]
 

@@ -48,7 +48,6 @@ scaffold  write an installable fake of SDK into the new directory DIR, from the 
 
 def run(arguments: Arguments, rest: list[str]) -> int:
     """``evalexport contract manifest|check|verify SDK``: printing and exit codes."""
-    from evalexport._files import write_text_atomically
     from evalexport.contracts.drift import (
         ContractError,
         check_fake,
@@ -57,6 +56,7 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         manifest_home,
         verify_release,
     )
+    from evalexport.host.files import write_text_atomically
 
     help_asked, values = arguments.help, arguments.values
     matrix = rest[:1] == ["matrix"]

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalexport._format import human_size
 from evalexport.cli._args import FAILED, OK, Arguments, usage_error
+from evalexport.progress import human_size
 
 if TYPE_CHECKING:
     from evalexport.isolation.environments import Environment

@@ -7,9 +7,9 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from evalexport._format import human_size
-from evalexport._stdout import others_write_to_stderr
 from evalexport.cli._args import OK, Arguments, usage_error
+from evalexport.host.stdout import others_write_to_stderr
+from evalexport.progress import human_size
 
 if TYPE_CHECKING:
     from evalexport.exporters.base import Exporter

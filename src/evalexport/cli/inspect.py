@@ -6,8 +6,8 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from evalexport._format import human_size
 from evalexport.cli._args import FAILED, OK, Arguments, usage_error
+from evalexport.progress import human_size
 
 if TYPE_CHECKING:
     from evalexport.inspection import RunInspection

@@ -124,7 +124,7 @@ def _finish(outcomes: list[TaskOutcome], arguments: Arguments) -> int:
 
     report = [outcome.as_json_data() for outcome in outcomes]
     if "--report" in arguments.values:
-        from evalexport._files import write_text_atomically
+        from evalexport.host.files import write_text_atomically
 
         write_text_atomically(
             Path(arguments.values["--report"]), json.dumps(report, indent=2) + "\n"

@@ -21,11 +21,11 @@ if TYPE_CHECKING:
         exporter_entries,
         load_exporter,
     )
+    from evalexport.exporters.sdk import Sdk, Surface
     from evalexport.exporters.spec import (
         ExporterConfig,
         ExporterKind,
         OptionError,
-        Sdk,
         SdkConfig,
         Target,
     )
@@ -44,7 +44,8 @@ _PUBLIC = {
     "ExporterConfig": _SPEC,
     "ExporterKind": _SPEC,
     "OptionError": _SPEC,
-    "Sdk": _SPEC,
+    "Sdk": "evalexport.exporters.sdk",
+    "Surface": "evalexport.exporters.sdk",
     "SdkConfig": _SPEC,
     "Target": _SPEC,
     "ExporterDefinitionError": "evalexport.exporters.hooks",
@@ -80,6 +81,7 @@ __all__ = [
     "PreparedRun",
     "Sdk",
     "SdkConfig",
+    "Surface",
     "Target",
     "UnknownExporterError",
     "WorkerDelivery",

@@ -38,13 +38,13 @@ from typing_extensions import TypeVar
 
 from evalexport.exporters import compat
 from evalexport.exporters.hooks import ExporterDefinitionError, verify
+from evalexport.exporters.sdk import Sdk
 from evalexport.exporters.spec import (
     KINDS,
     ExporterConfig,
     ExporterKind,
     OptionError,
     ProgressUnit,
-    Sdk,
     SdkConfig,
     Target,
     default_plan,

@@ -44,12 +44,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
 from evalexport.exporters.hooks import ExporterDefinitionError
-from evalexport.exporters.spec import Sdk, Target, default_plan, default_read
+from evalexport.exporters.sdk import Sdk
+from evalexport.exporters.spec import Target, default_plan, default_read
 from evalexport.isolation.delivery import WorkerDelivery, WorkerSecretsError
 from evalexport.results import DryRunPlan, ExportResult
 
 if TYPE_CHECKING:
-    from evalexport.contracts.surfaces import Surface
+    from evalexport.exporters.sdk import Surface
     from evalexport.run import RunArtifacts
     from evalexport.workers.protocol import WorkerResult
 

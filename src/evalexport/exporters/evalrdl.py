@@ -16,15 +16,16 @@ from typing import Annotated, Any, BinaryIO
 from pydantic import BeforeValidator, Field, field_validator
 
 from evalexport import reading
-from evalexport._format import human_size
-from evalexport.contracts.surfaces import Surface
-from evalexport.exporters.base import Exporter, Sdk, SdkConfig, Target
+from evalexport.exporters.base import Exporter
+from evalexport.exporters.sdk import Sdk, Surface
+from evalexport.exporters.spec import SdkConfig, Target
 from evalexport.isolation.delivery import (
     DEFAULT_TIME_LIMIT,
     WorkerDelivery,
     WorkerSecretsError,
     WorkerSpec,
 )
+from evalexport.progress import human_size
 from evalexport.results import DryRunPlan, PlannedFile
 from evalexport.run import RunArtifacts, RunFileError
 from evalexport.settings import worker_time_limit

@@ -31,7 +31,7 @@ from evalexport.settings import TIME_LIMIT_VARIABLE, worker_time_limit
 from evalexport.workers import WORKER_BODIES
 
 if TYPE_CHECKING:
-    from evalexport.contracts.surfaces import Surface
+    from evalexport.exporters.sdk import Surface
     from evalexport.run import RunArtifacts
     from evalexport.workers.protocol import WorkerResult
 

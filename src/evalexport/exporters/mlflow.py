@@ -20,10 +20,8 @@ from typing import Any
 
 from pydantic import Field, SecretStr, field_validator
 
-from evalexport import __version__
-from evalexport.contracts.surfaces import Surface
-from evalexport.evaluation_times import exported_at
-from evalexport.exporters.base import Exporter, Sdk, SdkConfig, Target
+from evalexport._version import __version__
+from evalexport.exporters.base import Exporter
 from evalexport.exporters.mlflow_names import (
     MAX_TAG_VALUE_LENGTH,
     Batch,
@@ -34,8 +32,11 @@ from evalexport.exporters.mlflow_names import (
 )
 from evalexport.exporters.prepared import PreparedRun, prepare
 from evalexport.exporters.samples import SAMPLES_FILE, samples_beside
+from evalexport.exporters.sdk import Sdk, Surface
+from evalexport.exporters.spec import SdkConfig, Target
 from evalexport.guard import FINGERPRINT_TAG
 from evalexport.isolation.delivery import WorkerDelivery, WorkerSpec
+from evalexport.reading.evaluation_times import exported_at
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.settings import Chosen, SettingError, chosen

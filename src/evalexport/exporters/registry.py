@@ -123,7 +123,7 @@ def _import_plugin(module_name: str) -> ModuleType:
     ``$EVALEXPORT_PLUGIN_IMPORT_TIMEOUT`` seconds: a module that hangs on import (a network
     call, a prompt) is reported as broken, and every command that does not need it goes on.
     What it prints as it is imported goes to stderr: stdout is the caller's."""
-    from evalexport._stdout import others_write_to_stderr
+    from evalexport.host.stdout import others_write_to_stderr
     from evalexport.settings import plugin_import_timeout
 
     if module_name in _hung:

@@ -14,7 +14,6 @@ from typing import Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from evalexport.contracts.surfaces import Surface
 from evalexport.isolation.delivery import WorkerSpec
 from evalexport.metrics import flatten_metrics
 from evalexport.reading import PreparedRun, RunFileError
@@ -27,7 +26,6 @@ __all__ = [
     "ExporterKind",
     "OptionError",
     "ProgressUnit",
-    "Sdk",
     "SdkConfig",
     "Target",
     "default_plan",
@@ -115,22 +113,6 @@ class Target:
     marker makes a rerun skip."""
     worker: WorkerSpec | None = None
     """The worker that delivers, for an exporter with an :attr:`Exporter.sdk`."""
-
-
-@dataclass(frozen=True)
-class Sdk:
-    """The SDK an exporter drives through a worker in an environment of its own (SPEC §3.4)."""
-
-    body: Path
-    """The worker body file: defines ``run(payload: <Sdk>Payload) -> WorkerResult`` with the
-    types of ``workers/protocol.py``, the standard library and the SDK only."""
-    token_variables: tuple[str, ...] = ()
-    """The environment variables the SDK reads credentials from: the worker inherits them, the
-    pytest plugin's isolation removes them, the guarantee suite plants canaries in them."""
-    contract: Surface | None = None
-    """The SDK surface the body uses (what it calls and reads back), where its fake and its
-    committed manifests are: ``evalexport contract ... SDK``, the recorded-call checks and the
-    pytest plugin's ``--with_<sdk>_sdk`` switch serve it (docs/plugins.md, "SDK contracts")."""
 
 
 def default_read(kind: ExporterKind, run: RunArtifacts) -> PreparedRun | None:

@@ -16,14 +16,15 @@ from typing import Literal
 
 from pydantic import Field, SecretStr
 
-from evalexport.contracts.surfaces import Surface
-from evalexport.evaluation_times import exported_at
-from evalexport.exporters.base import Exporter, Sdk, SdkConfig, Target
+from evalexport.exporters.base import Exporter
 from evalexport.exporters.prepared import PreparedRun, prepare
 from evalexport.exporters.samples import SAMPLES_TABLE_KEY, samples_beside
+from evalexport.exporters.sdk import Sdk, Surface
+from evalexport.exporters.spec import SdkConfig, Target
 from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY
 from evalexport.guard import FINGERPRINT_SUMMARY_KEY
 from evalexport.isolation.delivery import WorkerDelivery, WorkerSpec
+from evalexport.reading.evaluation_times import exported_at
 from evalexport.results import DryRunPlan, ExportResult, ExportStatus, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.settings import Chosen, SettingError, chosen

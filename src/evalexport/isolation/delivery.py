@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Final, Generic, final
 
 from typing_extensions import TypeVar
 
+from evalexport.host.locks import file_lock
 from evalexport.interrupts import signal_name
-from evalexport.locks import file_lock
 from evalexport.masking import known_secrets
 from evalexport.results import ExitCode, ExportResult, ExportStatus
 from evalexport.settings import TIME_LIMIT_VARIABLE, installer_choice, worker_time_limit

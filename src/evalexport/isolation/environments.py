@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
+from evalexport.host.cache import cache_dir
 from evalexport.isolation.local_requirements import content_digest, package_name
-from evalexport.paths import cache_dir
 
 __all__ = [
     "Environment",
@@ -385,7 +385,7 @@ def _build(spec: EnvironmentSpec, path: Path, installer: Installer) -> dict[str,
         "installer": installer.name,
         "created_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
-    from evalexport._files import write_text_atomically
+    from evalexport.host.files import write_text_atomically
 
     write_text_atomically(path / RECORD_NAME, json.dumps(record, indent=2) + "\n")
     return record

@@ -45,13 +45,14 @@ from evalexport.workers.protocol import (
     result,
     worker_result_from,
 )
-from evalexport.workers.runner import PROTOCOL_COPY
+from evalexport.workers.runner import EXIT_CODES_COPY, PROTOCOL_COPY
 
 __all__ = ["GRACE_SECONDS", "WorkerOutcome", "run_worker"]
 
 WORKERS = Path(__file__).resolve().parent.parent / "workers"
 RUNNER = WORKERS / "runner.py"
 PROTOCOL = WORKERS / "protocol.py"
+EXIT_CODES = WORKERS / "exit_codes.py"
 GRACE_SECONDS = 20.0
 """How long a stopped worker may take to end its remote run before it is killed (Slurm waits
 30 s, its default ``KillWait``, between SIGTERM and SIGKILL)."""
@@ -177,6 +178,7 @@ def started_worker(
         body_copy = workdir / "evalexport_worker_body.py"
         shutil.copyfile(RUNNER, runner)
         shutil.copyfile(PROTOCOL, workdir / PROTOCOL_COPY)
+        shutil.copyfile(EXIT_CODES, workdir / EXIT_CODES_COPY)
         shutil.copyfile(body, body_copy)
         # Reports (progress, the result) and the worker's output come back through pipes, held
         # in memory: nothing of the worker's outcome depends on a disk that may be full.

@@ -105,7 +105,7 @@ def install_hint() -> str:
     import json
     from urllib.parse import unquote, urlparse
 
-    from evalexport import __version__
+    from evalexport._version import __version__
 
     try:
         origin = importlib.metadata.distribution("evalexport").read_text("direct_url.json")

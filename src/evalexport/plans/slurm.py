@@ -42,7 +42,7 @@ def default_work_dir() -> Path:
     HOME, which a cluster's nodes share; pass ``--work-dir`` where it is not."""
     import secrets
 
-    from evalexport.paths import cache_dir
+    from evalexport.host.cache import cache_dir
 
     return cache_dir() / "slurm" / f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
 
@@ -124,7 +124,7 @@ def wait_for(job_id: str, timeout: float, poll: float = 2.0) -> None:
 
 def run_array_task(tasks_file: Path, index: int, result_dir: Path) -> TaskOutcome:
     """Inside the array: run task ``index`` and write its outcome to ``<result_dir>/<index>.json``."""
-    from evalexport._files import write_text_atomically
+    from evalexport.host.files import write_text_atomically
 
     task = ExportTask.from_json_data(json.loads(tasks_file.read_text())[index])
     outcome = timed(task)

@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final, Protocol, final
 
+from evalexport.host.files import CHUNK, RunFileError, not_a_file_reason, open_regular
+
 __all__ = [
+    "CHUNK",
     "MAX_FILE_BYTES",
     "Digest",
     "ExportableConfig",
@@ -28,9 +31,6 @@ __all__ = [
     "run_directory_files",
     "unreadable_file_reason",
 ]
-
-CHUNK: Final = 1 << 20
-"""How much of a file is read at a time where it is read in pieces."""
 
 MAX_FILE_BYTES: Final = 64 * 1024 * 1024
 """The largest aggregate-metrics file or saved config read (a real one is a few kilobytes)."""
@@ -68,16 +68,6 @@ class RunPaths(Protocol):
         """What a user is told when the rollouts file holds no record."""
 
 
-class RunFileError(Exception):
-    """A file of the run is missing, cannot be read or cannot be exported; the message says
-    which and why. ``details`` are for people to read (the rows a conversion refused)."""
-
-    def __init__(self, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.details = details
-
-
-@final
 @final
 @dataclass(frozen=True)
 class ExportableConfig:
@@ -96,41 +86,6 @@ class ExportableConfig:
             f"({', '.join(self.masked_paths)}); they are masked in this export. Save it "
             "masked: delete it, then evalexport save-config (or evalexport.save_run_config)"
         )
-
-
-def not_a_file_reason(path: Path) -> str | None:
-    """Why ``path``, which exists, cannot be read as a run's file (a FIFO, a device, a
-    socket, a directory), or ``None``."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return None
-    if stat.S_ISREG(mode):
-        return None
-    for test, what in (
-        (stat.S_ISFIFO, "a FIFO (a named pipe)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISDIR, "a directory"),
-    ):
-        if test(mode):
-            return f"{path} is {what}, not a regular file"
-    return f"{path} is not a regular file"
-
-
-def open_regular(path: Path) -> BinaryIO:
-    """``path`` opened for reading if it is a regular file; :class:`RunFileError` saying what it
-    is otherwise. A FIFO is never waited on (it is opened without blocking, then refused)."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise RunFileError(not_a_file_reason(path) or f"{path} is not a regular file")
-        os.set_blocking(descriptor, True)
-        return os.fdopen(descriptor, "rb")
-    except BaseException:
-        os.close(descriptor)
-        raise
 
 
 # -- the aggregate metrics and the saved config ----------------------------------------------

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import final
 
-from evalexport.evaluation_times import EvaluationTimes, TimesSeen
 from evalexport.metrics import FlatMetrics, flatten_metrics
 from evalexport.progress import Progress, reading_progress
+from evalexport.reading.evaluation_times import EvaluationTimes, TimesSeen
 from evalexport.reading.files import (
     CHUNK,
     Digest,
@@ -83,7 +83,7 @@ class PreparedRun:
     """The saved config as exporters send it: masked again."""
     rollout_count: int
     evaluation: EvaluationTimes
-    """When the evaluation ran (:mod:`evalexport.evaluation_times`): the remote run's times."""
+    """When the evaluation ran (:mod:`evalexport.reading.evaluation_times`): the remote run's times."""
     rollouts_table: Path | None = None
     """The rollouts as Gym's one-column table, if it was asked for: in a scratch directory of
     its own, removed by :meth:`discard`."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
+from evalexport.host.files import MAX_LINE_BYTES
 from evalexport.reading.files import CHUNK, Digest, RunFileError, RunPaths, open_regular
 
 __all__ = [
@@ -22,10 +23,6 @@ __all__ = [
     "read_rollouts",
     "too_long_message",
 ]
-
-MAX_LINE_BYTES: Final = 512 * 1024 * 1024
-"""The longest rollouts line read (a model that never stopped writes tens of megabytes): a
-longer one, or a file with no line break at all, is refused naming the line, never held."""
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, NamedTuple, final
 
-from evalexport.reading import MAX_LINE_BYTES, open_regular
+from evalexport.host.files import MAX_LINE_BYTES, open_regular
 from evalexport.trajectory.convert import (
     ROLLOUT_INDEX,
     TASK_INDEX,

@@ -46,24 +46,28 @@ from typing import Any
 PROTOCOL_MODULE = "evalexport.workers.protocol"
 PROTOCOL_COPY = "evalexport_worker_protocol.py"
 """The name the launcher gives its copy of ``protocol.py`` beside this file."""
+EXIT_CODES_MODULE = "evalexport.workers.exit_codes"
+EXIT_CODES_COPY = "evalexport_worker_exit_codes.py"
+"""The name the launcher gives its copy of ``exit_codes.py``, which the protocol imports."""
 
 
 def _install_protocol() -> Any:
     """Load the shipped copy of the protocol as ``evalexport.workers.protocol``. evalexport is
     not installed in an SDK's environment: its two parent packages are stand-ins with an empty
-    path, so this module is the only one of ours a body can import."""
+    path, so this module (and the exit codes it imports) are the only ones of ours a body can
+    import."""
     for package in ("evalexport", "evalexport.workers"):
         stand_in = types.ModuleType(package)
         stand_in.__path__ = []
         sys.modules[package] = stand_in
-    spec = importlib.util.spec_from_file_location(
-        PROTOCOL_MODULE, Path(__file__).with_name(PROTOCOL_COPY)
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[PROTOCOL_MODULE] = module
-    spec.loader.exec_module(module)
+    module = None
+    for name, copy in ((EXIT_CODES_MODULE, EXIT_CODES_COPY), (PROTOCOL_MODULE, PROTOCOL_COPY)):
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(copy))
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
     return module
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from evalexport.paths import cache_dir
+from evalexport.host.cache import cache_dir
 
 __all__ = ["file_lock", "named_lock"]
 

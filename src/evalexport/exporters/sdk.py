@@ -1,0 +1,80 @@
+"""The SDK an exporter drives through a worker, as the exporter declares it (SPEC §3.4): its
+worker body, the variables it reads credentials from, and the surface the body uses (what it
+calls and reads back), which the contract checks hold the fakes and the real releases to.
+
+A built-in's surface is written in its worker body, as ``SURFACE``, and read with
+:meth:`Surface.declared`; :mod:`evalexport.contracts.installed` collects every installed
+exporter's, so ``evalexport contract``, the pytest plugin's ``--with_<sdk>_sdk`` switches and
+token isolation, and the startup tripwire know every SDK without a list to keep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, final
+
+__all__ = ["Sdk", "Surface"]
+
+
+@final
+@dataclass(frozen=True)
+class Surface:
+    """The SDK surface a worker uses, and where its fake and committed manifests are."""
+
+    sdk: str
+    """The SDK's top-level package (``mlflow``), also its distribution name on the index."""
+    paths: tuple[str, ...]
+    """What the worker calls and reads back, as dotted paths (``mlflow.MlflowClient.log_batch``,
+    ``evalrdl.Client().uploads.upload`` for a method of an object a call returns)."""
+    environment: dict[str, str] = field(default_factory=dict)
+    """Set while extracting (never real secrets): what building an instance needs."""
+    fake: str | None = None
+    """The source root of a fake of this SDK (the directory holding its package), checked
+    against the real manifests: relative to the current directory (``fakes/evalrdl/src``, for
+    a checkout) or absolute (a plugin's own fake)."""
+    manifests: str | None = None
+    """The directory of the committed manifests (``<version>.json``): default
+    ``contracts/<sdk>`` in the current directory; a plugin names its own, absolute."""
+    switch: str | None = None
+    """What the pytest plugin's ``--with_<sdk>_sdk`` switch does, in the words of its help
+    (default: run the marked tests against the real SDK)."""
+    companions: tuple[str, ...] = ()
+    """Requirements installed beside each release when it is verified (``sqlalchemy<2.1``)."""
+
+    @classmethod
+    def declared(cls, declaration: Mapping[str, Any]) -> Surface:
+        """The surface a worker body declares as plain data (its ``SURFACE``: the same fields,
+        lists as tuples), so that what the body calls is written beside the calls."""
+        fields = dict(declaration)
+        fields["paths"] = tuple(fields["paths"])
+        fields["companions"] = tuple(fields.get("companions", ()))
+        return cls(**fields)
+
+    def manifest_directory(self, contracts: Path | None = None) -> Path:
+        """``contracts/<sdk>`` when ``contracts`` is given, else where this surface keeps them."""
+        if contracts is not None:
+            return contracts / self.sdk
+        return Path(self.manifests) if self.manifests else Path("contracts") / self.sdk
+
+    @property
+    def switch_help(self) -> str:
+        """What the pytest plugin's ``--with_<sdk>_sdk`` says it does."""
+        return self.switch or f"runs against the real {self.sdk} SDK"
+
+
+@dataclass(frozen=True)
+class Sdk:
+    """The SDK an exporter drives through a worker in an environment of its own (SPEC §3.4)."""
+
+    body: Path
+    """The worker body file: defines ``run(payload: <Sdk>Payload) -> WorkerResult`` with the
+    types of ``workers/protocol.py``, the standard library and the SDK only."""
+    token_variables: tuple[str, ...] = ()
+    """The environment variables the SDK reads credentials from: the worker inherits them, the
+    pytest plugin's isolation removes them, the guarantee suite plants canaries in them."""
+    contract: Surface | None = None
+    """The SDK surface the body uses (what it calls and reads back), where its fake and its
+    committed manifests are: ``evalexport contract ... SDK``, the recorded-call checks and the
+    pytest plugin's ``--with_<sdk>_sdk`` switch serve it (docs/plugins.md, "SDK contracts")."""

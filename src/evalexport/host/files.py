@@ -1,0 +1,95 @@
+"""Files as evalexport reads and writes them: a run's files opened only if they are regular
+files (never waiting on a FIFO), read in bounded pieces and lines, and written atomically.
+
+The trajectory conversion and the run's readers share these, so that neither needs the other
+(nor the masking a run's saved config goes through).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from pathlib import Path
+from typing import Any, BinaryIO, Final
+
+__all__ = [
+    "CHUNK",
+    "MAX_LINE_BYTES",
+    "RunFileError",
+    "not_a_file_reason",
+    "open_regular",
+    "write_text_atomically",
+]
+
+CHUNK: Final = 1 << 20
+"""How much of a file is read at a time where it is read in pieces."""
+
+MAX_LINE_BYTES: Final = 512 * 1024 * 1024
+"""The longest rollouts line read (a model that never stopped writes tens of megabytes): a
+longer one, or a file with no line break at all, is refused naming the line, never held."""
+
+
+class RunFileError(Exception):
+    """A file of the run is missing, cannot be read or cannot be exported; the message says
+    which and why. ``details`` are for people to read (the rows a conversion refused)."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.details = details
+
+
+def not_a_file_reason(path: Path) -> str | None:
+    """Why ``path``, which exists, cannot be read as a run's file (a FIFO, a device, a
+    socket, a directory), or ``None``."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    for test, what in (
+        (stat.S_ISFIFO, "a FIFO (a named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return f"{path} is {what}, not a regular file"
+    return f"{path} is not a regular file"
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file; :class:`RunFileError` saying what it
+    is otherwise. A FIFO is never waited on (it is opened without blocking, then refused)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise RunFileError(not_a_file_reason(path) or f"{path} is not a regular file")
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def write_text_atomically(target: Path, text: str) -> None:
+    """Write ``text`` to ``target`` through a temporary sibling and a rename.
+
+    The sibling is created exclusively (two writers never share one) with the permissions the
+    user's umask gives a new file; a failed write removes it and leaves ``target`` as it was.
+    """
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        temporary.replace(target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+        raise

@@ -1,0 +1,283 @@
+"""The masking rules (SPEC §2): which keys name a secret, and which text carries one by its
+shape, whatever key it sits under. Deliberately word-based: ``hf_token`` and ``accessToken``
+are secrets, ``max_tokens`` and ``key_metrics`` are not.
+
+Pure functions of their arguments; :mod:`.configs` applies them to a run's config, and
+:mod:`.scrubbing` to anything about to leave the process.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+__all__ = [
+    "MASK",
+    "is_interpolation",
+    "is_secret_key",
+    "is_vocabulary_marker",
+    "looks_random",
+    "mask_text",
+    "names_a_vocabulary_token",
+]
+
+MASK = "****"
+
+_SECRET_WORDS = frozenset(
+    {
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "passphrase",
+        "credential",
+        "credentials",
+        "cookie",
+        "authorization",
+    }
+)
+_SECRET_LAST_WORDS = frozenset({"token", "auth", "apikey"})
+_KEY_QUALIFIERS = frozenset(
+    {"api", "access", "secret", "private", "client", "master", "signing", "encryption", "ssh"}
+)
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_INTERPOLATION = re.compile(r"\$\{[^{}]+\}")
+
+# Every pattern below is linear in the text it scans, whatever the text holds (a saved config
+# may hold a 1 MB few-shot prompt): a URL scheme starts only where no scheme character precedes
+# it and is at most 32 characters long, and no lazy or nested repetition backtracks over a line.
+_SCHEME = r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://"
+# A URL's user part and ":": its password follows, up to the first "@" that a host follows, so
+# a password may itself hold "@", and "/", "?" or "#" (base64 passwords often hold "/"; RFC
+# 3986 wants them escaped, people do not). Found by scanning (:func:`_mask_url_passwords`), in
+# time linear in the text: a pattern with a lazy run and a lookahead backtracks quadratically.
+_URL_USERINFO = re.compile(rf"(?P<head>{_SCHEME}(?P<user>[^:/?#@\s]*):)")
+_MAX_PASSWORD = 512
+"""The longest URL password looked for (a generated one is 20 to 64 characters)."""
+_HOST_ENDS = frozenset("/?#:")
+# A user part alone (https://TOKEN@host) is a credential whatever its length: a host is never
+# reached as a bare user name by an evaluation config, but tokens are, short ones too.
+_URL_USER = re.compile(rf"(?P<head>{_SCHEME})(?P<user>[^:/?#@\s]+)(?=@)")
+_QUERY_PARAM = re.compile(r"(?P<head>[?&;](?P<name>[^=&#\s;?]{1,64})=)(?P<value>[^&#\s]*)")
+_ASSIGNMENT = re.compile(
+    r"(?<![\w.-])(?P<head>(?P<name>-{0,2}[A-Za-z_][\w.-]*)=)"
+    r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s\"'&#]+)"
+)
+# HTTP's own spelling; the credential may hold "," and must look like one: a digit or one of
+# "-_~+/=" or an inner ".", or 12 characters for Bearer (20 for Basic), so "Use Basic
+# arithmetic" and "the Bearer of news." stay prose.
+_CREDENTIAL_LOOK = r"(?=[^\s\"']*(?:[0-9\-_~+/=]|\.[^\s\"'.]))"
+_BEARER = re.compile(
+    r"\b(?P<head>(?:Bearer|BEARER)\s+)"
+    rf"(?P<value>(?:{_CREDENTIAL_LOOK}|(?=[^\s\"',.]{{12}}))[^\s\"']+)"
+    r"|\b(?P<basic>(?:Basic|BASIC)\s+)"
+    rf"(?P<basic_value>(?:{_CREDENTIAL_LOOK}|(?=[^\s\"',.]{{20}}))[^\s\"']+)"
+)
+_AUTHORIZATION_VALUE = re.compile(
+    r"(?P<head>\bauthorization\s*:\s*(?:bearer\s+|basic\s+|token\s+)?)(?P<value>[^\s\"']+)",
+    re.IGNORECASE,
+)
+# "--hf-token VALUE": a secret-named flag followed by its value as the next word.
+_FLAG_VALUE = re.compile(
+    r"(?<![\w-])(?P<head>--?(?P<name>[A-Za-z][\w-]*)\s+)(?P<value>[^\s-][^\s]*)"
+)
+# "X-Api-Key: value" header lines and "name: value" lines of YAML text inside a string.
+_HEADER_LINE = re.compile(
+    r"(?m)^(?P<head>[ \t]*(?P<name>[A-Za-z][\w-]*)[ \t]*:[ \t]*)(?P<value>\S(?:[^\n]*\S)?)[ \t\r]*$"
+)
+# "\"api_key\": \"value\"" pairs of JSON text inside a string.
+_JSON_PAIR = re.compile(
+    r"(?P<head>[\"'](?P<name>[A-Za-z_][\w.-]{0,63})[\"']\s*:\s*(?P<quote>[\"']))"
+    r"(?P<value>(?:[^\"'\\]|\\.)*)(?P=quote)"
+)
+_KNOWN_CREDENTIAL = re.compile(
+    r"(?<![A-Za-z0-9_-])(?P<head>"
+    r"sk-(?=[A-Za-z0-9_-]{16})|hf_(?=[A-Za-z0-9]{16})|ghp_(?=[A-Za-z0-9]{16})"
+    r"|github_pat_(?=[A-Za-z0-9_]{16})|glpat-(?=[A-Za-z0-9_-]{16})|xoxb-(?=[A-Za-z0-9-]{16})"
+    r"|nvapi-(?=[A-Za-z0-9_-]{16})"
+    r"|AKIA(?=[0-9A-Z]{16}(?![0-9A-Za-z]))"
+    r")(?P<value>[A-Za-z0-9_-]+)"
+)
+
+
+def _key_words(key: str) -> list[str]:
+    return [word.lower() for word in _WORD.findall(key)]
+
+
+def is_secret_key(key: object) -> bool:
+    """Whether a config key names a secret (``hf_token``, ``apiKey``, ``x-api-key``,
+    ``api_key_2``, ``OPENAI_KEY``)."""
+    text = str(key)
+    words = _key_words(text)
+    while len(words) > 1 and words[-1].isdigit():  # numbered: api_key_2, hf_token2
+        words.pop()
+    if not words:
+        return False
+    if words[-1] == "key" and len(words) > 1 and text.isupper():
+        return True  # an environment variable's name: OPENAI_KEY, NVIDIA_KEY
+    if _SECRET_WORDS.intersection(words):
+        return True
+    if words[-1] in _SECRET_LAST_WORDS:
+        # "input_cost_per_token" is a price, not a token.
+        return not (len(words) > 1 and words[-2] == "per")
+    if words[-1] == "key":
+        return len(words) == 1 or words[-2] in _KEY_QUALIFIERS
+    return False
+
+
+def is_interpolation(value: str) -> bool:
+    """Whether ``value`` is an interpolation (``${oc.env:HF_TOKEN}``): where a secret comes
+    from, never the secret, so it is kept as written."""
+    return _INTERPOLATION.fullmatch(value.strip()) is not None
+
+
+def mask_text(text: str) -> str:
+    """Mask the secrets a string carries by its shape, whatever key it sits under."""
+    if not text:
+        return text
+    text = _mask_url_passwords(text)
+    text = _URL_USER.sub(lambda m: m["head"] + MASK, text)
+    text = _QUERY_PARAM.sub(
+        lambda m: m["head"] + MASK if is_secret_key(m["name"]) and m["value"] else m[0], text
+    )
+    text = _ASSIGNMENT.sub(_mask_assignment, text)
+    text = _FLAG_VALUE.sub(_mask_named, text)
+    text = _JSON_PAIR.sub(lambda m: _mask_named(m, tail=m["quote"]), text)
+    if ":" in text:
+        text = _AUTHORIZATION_VALUE.sub(lambda m: m["head"] + MASK, text)
+        text = _HEADER_LINE.sub(_mask_named, text)
+    text = _BEARER.sub(lambda m: (m["head"] or m["basic"]) + MASK, text)
+    return _KNOWN_CREDENTIAL.sub(_mask_known_credential, text)
+
+
+def _mask_url_passwords(text: str) -> str:
+    """``scheme://user:****@host``: each URL password masked; a user part that is itself a
+    token (GitHub's ``https://TOKEN:x-oauth-basic@``) is masked too."""
+    if "://" not in text:
+        return text
+    pieces: list[str] = []
+    done = 0
+    for match in _URL_USERINFO.finditer(text):
+        start = match.end()
+        if start < done:
+            continue  # inside a password already masked
+        at = _host_at(text, start)
+        if at is None:
+            continue
+        password = text[start:at]
+        if password.endswith("/") and password.rstrip("/").isdigit():
+            continue  # host:port/@scope/pkg: a port, then a path
+        user = match["user"]
+        head = match["head"]
+        if len(user) >= _RANDOM_RUN and looks_random(user):
+            head = head.removesuffix(user + ":") + MASK + ":"
+        pieces += [text[done : match.start()], head, MASK]
+        done = at
+    return "".join(pieces) + text[done:] if pieces else text
+
+
+def _host_at(text: str, start: int) -> int | None:
+    """Where the "@" before a URL's host is, the password starting at ``start``: the first
+    "@" within :data:`_MAX_PASSWORD` characters, and before any whitespace, that a host
+    follows (characters up to "/", "?", "#", ":", whitespace or the end, none an "@")."""
+    limit = min(len(text), start + _MAX_PASSWORD + 1)
+    at = text.find("@", start, limit)
+    while at >= start:
+        if any(character.isspace() for character in text[start:at]):
+            return None
+        end = at + 1
+        while end < len(text) and not (
+            text[end] in _HOST_ENDS or text[end] == "@" or text[end].isspace()
+        ):
+            end += 1
+        if end > at + 1 and (end == len(text) or text[end] != "@"):
+            return at if at > start else None  # "user:@host": no password to mask
+        at = text.find("@", end, limit)
+    return None
+
+
+def _mask_known_credential(match: re.Match[str]) -> str:
+    """A well-known prefix masks what follows only when that looks generated, not written:
+    ``sk-proj-…`` keys hold digits or long random runs; ``sk-learn-VISIBLE`` is words."""
+    if match["head"] == "AKIA" or looks_random(match["value"]):
+        return match["head"] + MASK
+    return match[0]
+
+
+_RANDOM_RUN = 16
+_SEPARATORS = re.compile(r"[-_.]")
+
+
+def looks_random(text: str) -> bool:
+    """Whether ``text`` reads as generated: it holds a digit, or a run of 16 characters with no
+    separator. Generated keys of 16 or more characters almost surely do; words joined by
+    ``-`` or ``_`` do not."""
+    if any(character.isdigit() for character in text):
+        return True
+    return any(len(part) >= _RANDOM_RUN for part in _SEPARATORS.split(text))
+
+
+def _mask_named(match: re.Match[str], tail: str = "") -> str:
+    """``head + ****`` when the match's ``name`` is secret and its value is a live one."""
+    value = match["value"].strip("\"'")
+    if not is_secret_key(match["name"]) or not value or MASK in value or is_interpolation(value):
+        return match[0]
+    return match["head"] + MASK + tail
+
+
+def _mask_assignment(match: re.Match[str]) -> str:
+    value = match["value"].strip("\"'")
+    if not is_secret_key(match["name"]) or value == MASK or is_interpolation(value):
+        return match[0]
+    return match["head"] + MASK
+
+
+# A vocabulary marker such as "[IDK]", "</s>" or "<|eot_id|>": a tokenizer's special token, in
+# brackets, with no space. A credential never looks like one.
+_MARKER = re.compile(r"\[[^\s\[\]]{1,62}\]|<[^\s<>]{1,62}>")
+
+
+_CREDENTIAL_TOKENS: Final = frozenset(
+    {
+        "access",
+        "api",
+        "auth",
+        "bearer",
+        "refresh",
+        "session",
+        "id",
+        "oauth",
+        "client",
+        "personal",
+        "private",
+        "hf",
+        "github",
+        "gh",
+        "gitlab",
+        "slack",
+        "service",
+        "gateway",
+    }
+)
+"""Words that make "<word>_token" a credential whatever its value looks like."""
+
+
+def names_a_vocabulary_token(key: object) -> bool:
+    """``abstention_token``, ``eos_token``: "token" is also a word of a model's vocabulary;
+    ``access_token`` and ``hf_token`` are credentials."""
+    words = _key_words(str(key))
+    return (
+        bool(words)
+        and words[-1] == "token"
+        and not _SECRET_WORDS.intersection(words)
+        and not (len(words) > 1 and words[-2] in _CREDENTIAL_TOKENS)
+    )
+
+
+def is_vocabulary_marker(value: str) -> bool:
+    """``[IDK]``, ``</s>``, ``<|eot_id|>``: short, bracketed, and nothing a generator would
+    write inside (no digit, no long unbroken run, no credential's prefix)."""
+    if not _MARKER.fullmatch(value):
+        return False
+    inside = value[1:-1].strip("|/")
+    return not looks_random(inside) and not _KNOWN_CREDENTIAL.search(inside)
