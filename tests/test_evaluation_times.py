@@ -6,8 +6,13 @@ from __future__ import annotations
 import json
 import os
 
-from evalexport.reading.evaluation_times import FROM_FILES, FROM_ROLLOUTS, EvaluationTimes, TimesSeen
 from evalexport.reading import prepare
+from evalexport.reading.evaluation_times import (
+    FROM_FILES,
+    FROM_ROLLOUTS,
+    EvaluationTimes,
+    TimesSeen,
+)
 
 
 def _stamps(rollouts_path) -> list[float]:

@@ -163,9 +163,9 @@ def test_an_exporters_advice_names_its_options_as_keyword_arguments(cli, tmp_pat
 
 
 def test_only_the_exporters_own_options_lose_their_plus() -> None:
-    from evalexport.pipeline import _in_keyword_terms
+    from evalexport.exporters.options import in_keyword_terms
 
     message = "use +agent=NAME with +agent_version, not +agents; +key=value as ever; '+relax=[x]'"
-    assert _in_keyword_terms(message, ["agent", "agent_version", "relax"]) == (
+    assert in_keyword_terms(message, ["agent", "agent_version", "relax"]) == (
         "use agent=NAME with agent_version, not +agents; +key=value as ever; 'relax=[x]'"
     )

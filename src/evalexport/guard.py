@@ -16,13 +16,14 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, final
+from typing import Final, final
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from evalexport.host.files import write_text_atomically
 from evalexport.host.locks import named_lock
 from evalexport.reading import fingerprint_of, fingerprinted_files, run_fingerprint
+from evalexport.results import ExportResult, SkipReason
 from evalexport.run import RunArtifacts
 
 __all__ = [
@@ -103,7 +104,7 @@ class MarkerFile(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _one_record_of_old(cls, data: Any) -> Any:
+    def _one_record_of_old(cls, data: object) -> object:
         if isinstance(data, dict) and "exports" not in data and "target" in data:
             return {"exporter": data.get("exporter"), "exports": [data]}
         return data
@@ -143,6 +144,19 @@ class AlreadyExported:
 
     marker: ExportMarker
     marker_path: Path
+
+    def skipped(self, exporter: str, run: RunArtifacts) -> ExportResult:
+        """The skipped result of the export of ``run`` to the target this record names."""
+        marker = self.marker
+        return ExportResult.skipped(
+            exporter,
+            str(run.run_dir),
+            f"{run.rollouts.name} was exported to {marker.target} as run {marker.remote_run_id} at "
+            f"{marker.exported_at} (delete {self.marker_path} to export it again)",
+            SkipReason.ALREADY_EXPORTED,
+            run_id=marker.remote_run_id,
+            marker=str(self.marker_path),
+        )
 
 
 @final
@@ -352,6 +366,25 @@ class ExportGuard:
         return write_marker(
             self.run, ExportMarker.now(self.exporter, target, remote_run_id, fingerprint)
         )
+
+    def marked(self, result: ExportResult, target: str, fingerprint: str) -> ExportResult:
+        """``result``, a success, with its marker written (:meth:`mark`). A marker that cannot
+        be written is a warning in the result, not a failure: the remote run exists."""
+        run_id = result.run_id or ""
+        details = {**result.details, "fingerprint": fingerprint}
+        try:
+            details["marker"] = str(self.mark(target, run_id, fingerprint))
+        except OSError as error:
+            warning = (
+                f"WARNING: could not write the export marker {self.marker_path} "
+                f"({error.strerror or error}); a rerun will not know run {run_id} exists and "
+                f"would export the run again. Write the marker yourself or do not rerun."
+            )
+            details["marker_error"] = warning
+            return result.model_copy(
+                update={"message": f"{result.message}. {warning}", "details": details}
+            )
+        return result.model_copy(update={"details": details})
 
     def _record(self, marker: MarkerFile) -> ExportMarker | None:
         if self.target is None:

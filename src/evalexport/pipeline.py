@@ -36,8 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
@@ -48,7 +47,7 @@ from evalexport.exporters.hooks import call_hook, declares
 from evalexport.interrupts import Interrupted, Landing, deferred, landing, signal_name
 from evalexport.isolation.delivery import OpenedWorker, WorkerDelivery
 from evalexport.masking import known_secrets, scrub_logs
-from evalexport.progress import Progress, ProgressLog, human_size, reading, stage
+from evalexport.progress import Progress, ProgressLog, guarded, human_size, reading, stage
 from evalexport.reading import PreparedRun, RunFileError, run_fingerprint
 from evalexport.results import ExitCode, ExportFailure, ExportResult, ExportStatus, SkipReason
 from evalexport.run import RunArtifacts
@@ -75,7 +74,7 @@ class ExportRequest:
 
     exporter: str | type[AnyExporter]
     """An exporter's name (``evalexport list``), or an exporter class."""
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, object] = field(default_factory=dict)
     """Options as typed values, ``rollouts_jsonl_fpath`` among them."""
     overrides: Sequence[str] = ()
     """Options as ``+key=value`` tokens, as typed on a command line (after ``options``)."""
@@ -96,8 +95,8 @@ class ExportRequest:
 
 def run_export(request: ExportRequest) -> ExportResult:
     """Run ``request`` through every stage; its result, whatever happens."""
-    from evalexport.exporters.options import parse_options, path_options, text_options
-    from evalexport.exporters.overrides import OverrideError, parse_overrides
+    from evalexport.exporters.options import in_keyword_terms, options_of
+    from evalexport.exporters.overrides import OverrideError
     from evalexport.exporters.registry import (
         ExporterLoadError,
         UnknownExporterError,
@@ -112,18 +111,12 @@ def run_export(request: ExportRequest) -> ExportResult:
     except ExporterLoadError as error:
         return ExportResult.failed(name, "", str(error))
     try:
-        texts = text_options(chosen)
-        options = _as_the_command_line_takes_text(dict(request.options), texts)
-        if request.overrides:
-            options.update(parse_overrides(list(request.overrides), texts, path_options(chosen)))
-        if request.dry_run:
-            options.setdefault("dry_run", True)
-        config = parse_options(chosen, options, python=not request.overrides)
+        config = options_of(chosen, request.options, request.overrides, dry_run=request.dry_run)
     except (OverrideError, OptionError) as error:
         return ExportResult.failed(name, "", str(error), exit_code=ExitCode.USAGE)
     run = RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath)
     try:
-        exporter = chosen(progress=_guarded(request.progress))
+        exporter = chosen(progress=guarded(request.progress))
     except Exception as error:  # a plugin's own __init__
         return ExportResult.failed(
             name,
@@ -134,56 +127,8 @@ def run_export(request: ExportRequest) -> ExportResult:
     if request.overrides:
         return result
     # Given as keyword arguments (the Python API) or a plan's keys: its options are named so.
-    message = _in_keyword_terms(result.message, chosen.Config.model_fields)
+    message = in_keyword_terms(result.message, chosen.Config.model_fields)
     return result if message == result.message else result.model_copy(update={"message": message})
-
-
-def _in_keyword_terms(message: str, options: Iterable[str]) -> str:
-    """``message`` with each of ``options`` written as the command line writes it (``+agent``,
-    ``+relax=[...]``) named as a keyword argument (``agent``, ``relax=[...]``); other ``+`` words
-    (``+key=value``) stay."""
-    names = sorted(options, key=len, reverse=True)
-    if not names or "+" not in message:
-        return message
-    pattern = r"\+(" + "|".join(map(re.escape, names)) + r")\b"
-    return re.sub(pattern, r"\1", message)
-
-
-def _as_the_command_line_takes_text(
-    options: dict[str, Any], text_options: frozenset[str]
-) -> dict[str, Any]:
-    """A number given for a text option is its text, as the command line takes
-    ``+mlflow_run_name=2024``: ``mlflow_run_name=2024`` names the run "2024"."""
-    return {
-        key: str(value)
-        if key in text_options and isinstance(value, int | float) and not isinstance(value, bool)
-        else value
-        for key, value in options.items()
-    }
-
-
-def _guarded(progress: Progress | None) -> Progress | None:
-    """The caller's progress callback, whose failure never fails an export: the first
-    exception it raises is logged, and it is not called again."""
-    if progress is None:
-        return None
-    broken = False
-
-    def report(done: int, total: int) -> None:
-        nonlocal broken
-        if broken:
-            return
-        try:
-            progress(done, total)
-        except Exception as error:
-            broken = True
-            logger.warning(
-                "the progress callback raised %s: %s; the export goes on without it",
-                type(error).__name__,
-                error,
-            )
-
-    return report
 
 
 def export_run(
@@ -263,7 +208,7 @@ def _export(
         finished = ExportResult.skipped(
             exporter.name, str(run.run_dir), target.already_exported, SkipReason.ALREADY_EXPORTED
         )
-        return _as_dry_run(finished) if dry_run else finished
+        return finished.said_as_dry_run() if dry_run else finished
     export_guard = (
         guard.ExportGuard(run, exporter.name, target.where) if exporter.kind == "tracking" else None
     )
@@ -280,8 +225,8 @@ def _export(
             # Under the lock: a concurrent export may have finished meanwhile.
             earlier = export_guard.earlier_export()
             if isinstance(earlier, guard.AlreadyExported):
-                skipped = _skipped(exporter, run, earlier)
-                return _as_dry_run(skipped) if dry_run else skipped
+                skipped = earlier.skipped(exporter.name, run)
+                return skipped.said_as_dry_run() if dry_run else skipped
             if earlier is not None:
                 return _failed(exporter, run, earlier.message())
         with _opened_worker(exporter, config, target, dry_run) as worker:
@@ -311,7 +256,7 @@ def _export(
                 _discard(prepared)
         if export_guard is not None and result.status is ExportStatus.SUCCEEDED:
             assert fingerprint is not None
-            result = _marked(exporter, run, target, result, fingerprint, export_guard)
+            result = export_guard.marked(result, target.where, fingerprint)
     if delivery.signum is not None:
         logger.warning(
             "%s arrived after the %s export had landed; the export stands",
@@ -336,7 +281,7 @@ class _Handed:
     prepared: object
     fingerprint: str | None
 
-    def arguments(self, scratch: Path | None = None) -> dict[str, Any]:
+    def arguments(self, scratch: Path | None = None) -> dict[str, object]:
         return {
             "run": self.run,
             "config": self.config,
@@ -495,7 +440,7 @@ def _described(exporter: AnyExporter, handed: _Handed, answer: ExportResult | No
             }
         )
     if answer is not None and answer.status is ExportStatus.SKIPPED:
-        return _as_dry_run(answer)
+        return answer.said_as_dry_run()
     arguments = handed.arguments()
     plan = call_hook(exporter.plan, **arguments)
     if handed.target.settings and not plan.settings:
@@ -527,67 +472,12 @@ def _described(exporter: AnyExporter, handed: _Handed, answer: ExportResult | No
     )
 
 
-def _skipped(
-    exporter: AnyExporter, run: RunArtifacts, earlier: guard.AlreadyExported
-) -> ExportResult:
-    marker = earlier.marker
-    return ExportResult.skipped(
-        exporter.name,
-        str(run.run_dir),
-        f"{run.rollouts.name} was exported to {marker.target} as run "
-        f"{marker.remote_run_id} at {marker.exported_at} "
-        f"(delete {earlier.marker_path} to export it again)",
-        SkipReason.ALREADY_EXPORTED,
-        run_id=marker.remote_run_id,
-        marker=str(earlier.marker_path),
-    )
-
-
-def _as_dry_run(result: ExportResult) -> ExportResult:
-    """A verdict reached before anything would be sent, said as a dry run's."""
-    return result.model_copy(
-        update={
-            "message": f"dry run: the export would be skipped: {result.message}",
-            "details": {**result.details, "dry_run": True},
-        }
-    )
-
-
-def _marked(
-    exporter: AnyExporter,
-    run: RunArtifacts,
-    target: Target,
-    result: ExportResult,
-    fingerprint: str,
-    export_guard: guard.ExportGuard,
-) -> ExportResult:
-    """Stage 8: write the marker of a successful export; a failed write is a warning, not a
-    failure."""
-    run_id = result.run_id or ""
-    details = {**result.details, "fingerprint": fingerprint}
-    try:
-        details["marker"] = str(export_guard.mark(target.where, run_id, fingerprint))
-    except OSError as error:
-        # The remote run exists: the export succeeded. Say so, with what a rerun needs.
-        path = run.export_marker(exporter.name)
-        warning = (
-            f"WARNING: could not write the export marker {path} "
-            f"({error.strerror or error}); a rerun will not know run {run_id} exists and "
-            f"would export the run again. Write the marker yourself or do not rerun."
-        )
-        details["marker_error"] = warning
-        return result.model_copy(
-            update={"message": f"{result.message}. {warning}", "details": details}
-        )
-    return result.model_copy(update={"details": details})
-
-
 def _failed(
     exporter: AnyExporter,
     run: RunArtifacts,
     message: str,
     exit_code: ExitCode = ExitCode.FAILED,
-    **details: Any,
+    **details: object,
 ) -> ExportResult:
     return ExportResult.failed(
         exporter.name, str(run.run_dir), message, exit_code=exit_code, **details

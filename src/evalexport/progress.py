@@ -24,6 +24,7 @@ __all__ = [
     "INTERVAL_VARIABLE",
     "Progress",
     "ProgressLog",
+    "guarded",
     "human_size",
     "reading",
     "reading_progress",
@@ -149,3 +150,27 @@ def human_size(size: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     raise AssertionError("unreachable")
+
+
+def guarded(progress: Progress | None) -> Progress | None:
+    """A caller's progress callback whose failure never fails an export: the first exception
+    it raises is logged, and it is not called again."""
+    if progress is None:
+        return None
+    broken = False
+
+    def report(done: int, total: int) -> None:
+        nonlocal broken
+        if broken:
+            return
+        try:
+            progress(done, total)
+        except Exception as error:
+            broken = True
+            logger.warning(
+                "the progress callback raised %s: %s; the export goes on without it",
+                type(error).__name__,
+                error,
+            )
+
+    return report

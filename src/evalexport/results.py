@@ -105,7 +105,7 @@ class ExportFailure(Exception):
     """Raised by an exporter's hook: the export fails with this message (exit code 1), and
     ``details`` for people to read. Returning ``self.failed(run, message)`` does the same."""
 
-    def __init__(self, message: str, **details: Any) -> None:
+    def __init__(self, message: str, **details: object) -> None:
         super().__init__(message)
         self.details = details
 
@@ -181,7 +181,7 @@ class ExportResult(BaseModel):
         message: str,
         run_id: str | None = None,
         plan: DryRunPlan | None = None,
-        **details: Any,
+        **details: object,
     ) -> ExportResult:
         """A succeeded result; ``run_id`` names the remote run; ``details`` are for people."""
         return cls(
@@ -203,7 +203,7 @@ class ExportResult(BaseModel):
         message: str,
         reason: SkipReason = SkipReason.ALREADY_EXPORTED,
         run_id: str | None = None,
-        **details: Any,
+        **details: object,
     ) -> ExportResult:
         """A skipped result, with why (default: already exported) and the remote run it found."""
         return cls(
@@ -224,7 +224,7 @@ class ExportResult(BaseModel):
         run_dir: str,
         message: str,
         exit_code: ExitCode = ExitCode.FAILED,
-        **details: Any,
+        **details: object,
     ) -> ExportResult:
         """A failed result with exit code 1 (or the one given) and a message a user can act on."""
         return cls(
@@ -237,7 +237,7 @@ class ExportResult(BaseModel):
         )
 
     @classmethod
-    def pending(cls, exporter: str, run_dir: str, message: str, **details: Any) -> ExportResult:
+    def pending(cls, exporter: str, run_dir: str, message: str, **details: object) -> ExportResult:
         """A result of an export that has not run yet (exit code 5)."""
         return cls(
             exporter=exporter,
@@ -246,6 +246,15 @@ class ExportResult(BaseModel):
             message=message,
             run_dir=run_dir,
             details=details,
+        )
+
+    def said_as_dry_run(self) -> ExportResult:
+        """This verdict, reached before anything would be sent, said as a dry run's."""
+        return self.model_copy(
+            update={
+                "message": f"dry run: the export would be skipped: {self.message}",
+                "details": {**self.details, "dry_run": True},
+            }
         )
 
     def summary_line(self) -> str:

@@ -97,7 +97,7 @@ class Exporter(abc.ABC, Generic[ConfigT, PreparedT, TargetT]):
     """The options: the first type parameter (``Exporter[MyConfig]``), read when the class is
     made."""
 
-    def __init_subclass__(cls, **keywords: Any) -> None:
+    def __init_subclass__(cls, **keywords: object) -> None:
         """Take the options from the type parameter, adapt the forms of earlier guides
         (:mod:`.compat`), then check every hook (:func:`.hooks.verify`): a mistake in a hook is
         an error now, not a hook never called."""
@@ -220,7 +220,7 @@ def progress_unit(exporter: type[AnyExporter]) -> ProgressUnit:
     return "steps" if exporter.sdk is not None else "bytes"
 
 
-def _take_config_from_parameters(cls: type[Any]) -> None:
+def _take_config_from_parameters(cls: type) -> None:
     """``Config`` is the options type named as the first type parameter (``Exporter[C]``), or
     what the class (or a base) sets itself."""
     for base in getattr(cls, "__orig_bases__", ()):
@@ -231,7 +231,7 @@ def _take_config_from_parameters(cls: type[Any]) -> None:
         options = arguments[0]
         if isinstance(options, type) and issubclass(options, ExporterConfig):
             if "Config" not in cls.__dict__:
-                cls.Config = options
+                cls.Config = options  # type: ignore[attr-defined]
             return
 
 

@@ -18,7 +18,7 @@ import difflib
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 __all__ = [
     "ExporterDefinitionError",
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 _HELPER: Final = "__evalexport_helper__"
 _CLOSE: Final = 0.85
@@ -58,19 +58,19 @@ def is_helper(value: object) -> bool:
     return bool(getattr(getattr(value, "__func__", value), _HELPER, False))
 
 
-def call_hook(hook: Callable[..., T], /, **arguments: Any) -> T:
+def call_hook(hook: Callable[..., T], /, **arguments: object) -> T:
     """``hook`` called with those of ``arguments`` it declares, each by name."""
     declared = _declared(getattr(hook, "__func__", hook), inspect.ismethod(hook))
     return hook(**{name: arguments[name] for name in declared if name in arguments})
 
 
-def declares(hook: Callable[..., Any], name: str) -> bool:
+def declares(hook: Callable[..., object], name: str) -> bool:
     """Whether ``hook`` (a bound method or a function) declares the argument ``name``."""
     return name in _declared(getattr(hook, "__func__", hook), inspect.ismethod(hook))
 
 
 @functools.cache
-def _declared(function: Callable[..., Any], bound: bool) -> tuple[str, ...]:
+def _declared(function: Callable[..., object], bound: bool) -> tuple[str, ...]:
     """The names ``function`` takes (its first, ``self``, left out when it is bound)."""
     names = list(inspect.signature(function).parameters)
     return tuple(names[1:] if bound else names)
@@ -82,7 +82,7 @@ def signature_text(name: str, arguments: Iterable[str]) -> str:
 
 
 def check_hook_arguments(
-    where: str, name: str, implementation: Callable[..., Any], arguments: tuple[str, ...]
+    where: str, name: str, implementation: Callable[..., object], arguments: tuple[str, ...]
 ) -> None:
     """Every parameter of ``implementation`` (a method) is one of ``arguments``, which the hook
     ``name`` is called with by name; none is positional-only, ``*args`` or ``**kwargs``."""
@@ -121,8 +121,8 @@ _NAMED: Final = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYW
 
 
 def verify(
-    cls: type[Any],
-    spec: type[Any],
+    cls: type,
+    spec: type,
     *,
     hooks: tuple[str, ...],
     declared: tuple[str, ...],
@@ -172,13 +172,13 @@ def verify(
             )
 
 
-def _hook_arguments(spec: type[Any], name: str) -> tuple[str, ...]:
+def _hook_arguments(spec: type, name: str) -> tuple[str, ...]:
     """The arguments the spec's hook ``name`` is called with."""
     function = inspect.getattr_static(spec, name)
     return tuple(inspect.signature(function).parameters)[1:]
 
 
-def _shown(spec: type[Any], name: str, hooks: tuple[str, ...], replaced: Mapping[str, str]) -> str:
+def _shown(spec: type, name: str, hooks: tuple[str, ...], replaced: Mapping[str, str]) -> str:
     """A hook as a plugin author recognizes it: a method with its signature, else its name; an
     earlier guide's name is shown with the hook that replaced it."""
     if name in replaced:

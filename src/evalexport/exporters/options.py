@@ -7,8 +7,10 @@ parameter, ``Exporter[MyConfig]``) and nothing here can be replaced by one.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import SecretStr, ValidationError
 
@@ -17,17 +19,63 @@ from evalexport.exporters.base import ExporterConfig, OptionError
 if TYPE_CHECKING:
     from evalexport.exporters.base import AnyExporter
 
-__all__ = ["parse_options", "path_options", "text_options"]
+__all__ = [
+    "in_keyword_terms",
+    "options_of",
+    "parse_options",
+    "path_options",
+    "secret_values",
+    "text_options",
+]
+
+
+def options_of(
+    exporter: type[AnyExporter],
+    options: Mapping[str, object],
+    overrides: Sequence[str] = (),
+    *,
+    dry_run: bool = False,
+) -> ExporterConfig:
+    """An export's options as a caller gives them: typed values (a Python caller's keyword
+    arguments, a plan's keys), then ``+key=value`` tokens as typed on a command line; a number
+    given for a text option is its text, as the command line takes ``+mlflow_run_name=2024``.
+    Raises :class:`OptionError` (or an ``OverrideError``) in the caller's terms."""
+    from evalexport.exporters.overrides import parse_overrides
+
+    texts = text_options(exporter)
+    given = {
+        key: str(value)
+        if key in texts and isinstance(value, int | float) and not isinstance(value, bool)
+        else value
+        for key, value in options.items()
+    }
+    if overrides:
+        given.update(parse_overrides(list(overrides), texts, path_options(exporter)))
+    if dry_run:
+        given.setdefault("dry_run", True)
+    return parse_options(exporter, given, python=not overrides)
+
+
+def in_keyword_terms(message: str, options: Iterable[str]) -> str:
+    """``message`` with each of ``options`` written as the command line writes it (``+agent``,
+    ``+relax=[...]``) named as a keyword argument (``agent``, ``relax=[...]``), for a caller
+    that gave them so; other ``+`` words (``+key=value``) stay."""
+    names = sorted(options, key=len, reverse=True)
+    if not names or "+" not in message:
+        return message
+    pattern = r"\+(" + "|".join(map(re.escape, names)) + r")\b"
+    return re.sub(pattern, r"\1", message)
 
 
 def parse_options(
-    exporter: type[AnyExporter], options: dict[str, Any], *, python: bool = False
-) -> Any:
+    exporter: type[AnyExporter], options: Mapping[str, object], *, python: bool = False
+) -> ExporterConfig:
     """``options`` validated as ``exporter``'s, raising :class:`OptionError` naming each bad
     one: as the command line writes them (``+upload_rollout``), or with ``python`` as a Python
     caller passes them (``'upload_rollout'``)."""
     try:
-        return exporter.Config.model_validate(options)
+        parsed: ExporterConfig = exporter.Config.model_validate(options)
+        return parsed
     except ValidationError as error:
         raise OptionError(_described(exporter, error, python=python)) from None
 

@@ -174,7 +174,7 @@ def load_exporter(name: str) -> type[AnyExporter]:
     return entry.load()
 
 
-def exporter_class(exporter: str | type[Any]) -> type[AnyExporter]:
+def exporter_class(exporter: str | type) -> type[AnyExporter]:
     """The exporter class a caller names: by its name (:func:`load_exporter`), or a class
     given directly, checked to be one."""
     from evalexport.exporters.base import Exporter
