@@ -39,13 +39,19 @@ import dataclasses
 import inspect
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
 from evalexport.exporters.hooks import ExporterDefinitionError
 from evalexport.exporters.sdk import Sdk
-from evalexport.exporters.spec import Target, default_plan, default_read
+from evalexport.exporters.spec import (
+    EARLIER_FORMS,
+    REPLACED_BY,
+    SDK_FORM,
+    Target,
+    default_plan,
+    default_read,
+)
 from evalexport.isolation.delivery import WorkerDelivery, WorkerSecretsError
 from evalexport.results import DryRunPlan, ExportResult
 
@@ -65,121 +71,6 @@ __all__ = [
 T = TypeVar("T")
 
 
-@final
-@dataclass(frozen=True)
-class EarlierForm:
-    """One form an earlier guide taught, and what replaces it today."""
-
-    replaced_by: str
-    """Today's hook or declared value that does its job."""
-    advice: str
-    """What to write instead, for the deprecation warning."""
-    called_with: tuple[str, ...] | None = None
-    """For a hook: the arguments its guide passed by position, in order (``None``: not a
-    hook but a value the class set)."""
-    keywords: tuple[str, ...] = ()
-    """For a hook: the arguments its guide passed by name, when the hook declared them."""
-
-
-_WORKER = (
-    "resolve it with the target: Target(worker=WorkerSpec(...)) from resolve(self, run, config)"
-)
-_SDK = (
-    "declare sdk = Sdk(body=..., token_variables=..., contract=...) on an Exporter (plugin API "
-    "4: IsolatedExporter's hooks are gone)"
-)
-EARLIER_FORMS: Final[Mapping[str, EarlierForm]] = {
-    "target": EarlierForm(
-        "resolve",
-        "define resolve(self, run, config) returning Target(where=...) instead (the target "
-        "and every setting it needs, worked out once)",
-        ("run", "config"),
-    ),
-    "unexportable_reason": EarlierForm(
-        "resolve",
-        "return Target(..., refusal=REASON) from resolve(self, run, config) instead",
-        ("run", "config"),
-    ),
-    "already_exported": EarlierForm(
-        "resolve",
-        "return Target(..., already_exported=WHAT_SAYS_SO) from resolve(self, run, config) instead",
-        ("run", "config"),
-    ),
-    "check_inputs": EarlierForm(
-        "read", "define read(self, run, config, target) instead", ("run", "config")
-    ),
-    "dry_run_plan": EarlierForm(
-        "plan",
-        "define plan(self, run, config, target, prepared) instead",
-        ("run", "config", "prepared"),
-    ),
-    "_export": EarlierForm(
-        "deliver",
-        "define deliver(self, run, config, target, prepared, fingerprint, scratch), declaring "
-        "the arguments you use, instead",
-        ("run", "config"),
-        ("fingerprint", "prepared"),
-    ),
-    "worker_payload": EarlierForm(
-        "deliver",
-        "return WorkerDelivery(payload) from deliver(self, run, config, target, prepared, "
-        "fingerprint, scratch) instead",
-        ("run", "config", "scratch", "fingerprint"),
-        ("prepared",),
-    ),
-    "interpret": EarlierForm(
-        "deliver",
-        "return WorkerDelivery(payload, read_back=...) from deliver instead: read_back(result, "
-        "reported) refines the result read from the worker's",
-        ("run", "config", "result", "environment"),
-    ),
-    "worker": EarlierForm("resolve", _WORKER, ("config",)),
-    "worker_secrets": EarlierForm(
-        "resolve",
-        "put the worker's secrets in WorkerSpec(..., secrets={...}) from resolve instead",
-        ("config",),
-    ),
-    "worker_body": EarlierForm("sdk", _SDK),
-    "token_variables": EarlierForm("sdk", _SDK),
-    "sdk_contract": EarlierForm("sdk", _SDK),
-    "needs_metrics_and_config": EarlierForm(
-        "kind",
-        'set kind instead: "tracking" and "directory" exports need the metrics and the '
-        'config, an "output" export the rollouts only (read them in read if you need them)',
-    ),
-    "progress_unit": EarlierForm(
-        "sdk", "leave it out: progress counts a worker's steps when sdk is set, else bytes"
-    ),
-    "guards_exports": EarlierForm(
-        "kind", 'set kind = "tracking" instead (one kind replaces plugin API 2\'s flags)'
-    ),
-    "uploads_directory": EarlierForm(
-        "kind", 'set kind = "directory" instead (one kind replaces plugin API 2\'s flags)'
-    ),
-    "requirements": EarlierForm("resolve", _WORKER, ("config",)),
-    "time_limit": EarlierForm("resolve", _WORKER, ("config",)),
-    "worker_environment": EarlierForm("resolve", _WORKER, ("config",)),
-    "local_store": EarlierForm("resolve", _WORKER, ("config",)),
-    "receipt_keys": EarlierForm(
-        "deliver",
-        "return receipts={...} from the worker body instead (protocol.result(..., "
-        "receipts={...})): they reach ExportResult.receipts unmasked",
-    ),
-    "secrets_the_sdk_may_find": EarlierForm(
-        "resolve",
-        "put such secrets in WorkerSpec(..., secrets={...}) from resolve instead: the worker "
-        "receives them and they are scrubbed from what it reports",
-        ("config",),
-    ),
-}
-"""Every earlier form still honoured, by the name a class defines, and what replaces it."""
-
-REPLACED_BY: Final[Mapping[str, str]] = {
-    name: form.replaced_by for name, form in EARLIER_FORMS.items()
-}
-"""Each earlier name and today's hook or value that replaced it: a misspelling of an earlier
-name is told today's (:func:`~evalexport.exporters.hooks.verify`)."""
-
 _TARGET_OF_CONFIG: Final = "target(self, config)"
 _RUN_ID_IN_DETAILS: Final = 'details["run_id"]'
 DEPRECATED_HOOKS: Final[Mapping[str, str]] = {
@@ -187,7 +78,7 @@ DEPRECATED_HOOKS: Final[Mapping[str, str]] = {
     "(plugin API 1, the 0.1.0 guide, took the config only)",
     _RUN_ID_IN_DETAILS: "return ExportResult.succeeded(..., run_id=...) instead: run_id is a "
     "field of the result (plugin API 1, the 0.1.0 guide, put it in details)",
-    "IsolatedExporter": _SDK,
+    "IsolatedExporter": SDK_FORM,
     **{name: form.advice for name, form in EARLIER_FORMS.items()},
 }
 """Each earlier form still honoured and the form that replaces it (docs/plugins.md)."""

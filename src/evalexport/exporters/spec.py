@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, Literal, get_args
+from typing import Final, Literal, final, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -21,7 +21,11 @@ from evalexport.results import DryRunPlan, PlannedFile
 from evalexport.run import RunArtifacts
 
 __all__ = [
+    "EARLIER_FORMS",
     "KINDS",
+    "REPLACED_BY",
+    "SDK_FORM",
+    "EarlierForm",
     "ExporterConfig",
     "ExporterKind",
     "OptionError",
@@ -156,3 +160,122 @@ def default_plan(
         metric_names=metric_names,
         tag_names=tag_names,
     )
+
+
+# -- earlier guides' forms, as data: what replaced each (adapted by :mod:`.compat`) ---------
+
+
+@final
+@dataclass(frozen=True)
+class EarlierForm:
+    """One form an earlier guide taught, and what replaces it today."""
+
+    replaced_by: str
+    """Today's hook or declared value that does its job."""
+    advice: str
+    """What to write instead, for the deprecation warning."""
+    called_with: tuple[str, ...] | None = None
+    """For a hook: the arguments its guide passed by position, in order (``None``: not a
+    hook but a value the class set)."""
+    keywords: tuple[str, ...] = ()
+    """For a hook: the arguments its guide passed by name, when the hook declared them."""
+
+
+_WORKER_FORM = (
+    "resolve it with the target: Target(worker=WorkerSpec(...)) from resolve(self, run, config)"
+)
+SDK_FORM = (
+    "declare sdk = Sdk(body=..., token_variables=..., contract=...) on an Exporter (plugin API "
+    "4: IsolatedExporter's hooks are gone)"
+)
+EARLIER_FORMS: Final[Mapping[str, EarlierForm]] = {
+    "target": EarlierForm(
+        "resolve",
+        "define resolve(self, run, config) returning Target(where=...) instead (the target "
+        "and every setting it needs, worked out once)",
+        ("run", "config"),
+    ),
+    "unexportable_reason": EarlierForm(
+        "resolve",
+        "return Target(..., refusal=REASON) from resolve(self, run, config) instead",
+        ("run", "config"),
+    ),
+    "already_exported": EarlierForm(
+        "resolve",
+        "return Target(..., already_exported=WHAT_SAYS_SO) from resolve(self, run, config) instead",
+        ("run", "config"),
+    ),
+    "check_inputs": EarlierForm(
+        "read", "define read(self, run, config, target) instead", ("run", "config")
+    ),
+    "dry_run_plan": EarlierForm(
+        "plan",
+        "define plan(self, run, config, target, prepared) instead",
+        ("run", "config", "prepared"),
+    ),
+    "_export": EarlierForm(
+        "deliver",
+        "define deliver(self, run, config, target, prepared, fingerprint, scratch), declaring "
+        "the arguments you use, instead",
+        ("run", "config"),
+        ("fingerprint", "prepared"),
+    ),
+    "worker_payload": EarlierForm(
+        "deliver",
+        "return WorkerDelivery(payload) from deliver(self, run, config, target, prepared, "
+        "fingerprint, scratch) instead",
+        ("run", "config", "scratch", "fingerprint"),
+        ("prepared",),
+    ),
+    "interpret": EarlierForm(
+        "deliver",
+        "return WorkerDelivery(payload, read_back=...) from deliver instead: read_back(result, "
+        "reported) refines the result read from the worker's",
+        ("run", "config", "result", "environment"),
+    ),
+    "worker": EarlierForm("resolve", _WORKER_FORM, ("config",)),
+    "worker_secrets": EarlierForm(
+        "resolve",
+        "put the worker's secrets in WorkerSpec(..., secrets={...}) from resolve instead",
+        ("config",),
+    ),
+    "worker_body": EarlierForm("sdk", SDK_FORM),
+    "token_variables": EarlierForm("sdk", SDK_FORM),
+    "sdk_contract": EarlierForm("sdk", SDK_FORM),
+    "needs_metrics_and_config": EarlierForm(
+        "kind",
+        'set kind instead: "tracking" and "directory" exports need the metrics and the '
+        'config, an "output" export the rollouts only (read them in read if you need them)',
+    ),
+    "progress_unit": EarlierForm(
+        "sdk", "leave it out: progress counts a worker's steps when sdk is set, else bytes"
+    ),
+    "guards_exports": EarlierForm(
+        "kind", 'set kind = "tracking" instead (one kind replaces plugin API 2\'s flags)'
+    ),
+    "uploads_directory": EarlierForm(
+        "kind", 'set kind = "directory" instead (one kind replaces plugin API 2\'s flags)'
+    ),
+    "requirements": EarlierForm("resolve", _WORKER_FORM, ("config",)),
+    "time_limit": EarlierForm("resolve", _WORKER_FORM, ("config",)),
+    "worker_environment": EarlierForm("resolve", _WORKER_FORM, ("config",)),
+    "local_store": EarlierForm("resolve", _WORKER_FORM, ("config",)),
+    "receipt_keys": EarlierForm(
+        "deliver",
+        "return receipts={...} from the worker body instead (protocol.result(..., "
+        "receipts={...})): they reach ExportResult.receipts unmasked",
+    ),
+    "secrets_the_sdk_may_find": EarlierForm(
+        "resolve",
+        "put such secrets in WorkerSpec(..., secrets={...}) from resolve instead: the worker "
+        "receives them and they are scrubbed from what it reports",
+        ("config",),
+    ),
+}
+"""Every earlier form still honoured, by the name a class defines, and what replaces it."""
+
+REPLACED_BY: Final[Mapping[str, str]] = {
+    name: form.replaced_by for name, form in EARLIER_FORMS.items()
+}
+"""Each earlier name and today's hook or value that replaced it: a misspelling of an earlier
+name is told today's (:func:`~evalexport.exporters.hooks.verify`)."""

@@ -84,6 +84,7 @@ class RecordConversion:
     def document(
         self, identity: TrajectoryIdentity, agent_name: str, task: int, rollout: int
     ) -> dict[str, Any]:
+        """The ATIF document of the record, its steps checked against its turns and calls."""
         answers = () if self.without_turns else [turn.answer for turn in self.trajectory.turns]
         builder = StepBuilder(self.invocation, self.trajectory.tool_calls, self.relax, answers)
         steps, groups = builder.build()

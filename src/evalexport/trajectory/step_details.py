@@ -120,6 +120,8 @@ def describe_step(
 
 
 def step_metrics(call: ModelCallRecord, path: str) -> dict[str, Any] | None:
+    """The step's ``metrics`` from its model call's usage (``None`` when it recorded none);
+    counts that contradict one another are refused."""
     stats = call.token_stats
     prompt, completion = stats.prompt_tokens, stats.completion_tokens
     reasoning, total, cached = stats.reasoning_tokens, stats.total_tokens, stats.cached_tokens
@@ -169,6 +171,7 @@ def step_metrics(call: ModelCallRecord, path: str) -> dict[str, Any] | None:
 
 
 def final_metrics(groups: list[AgentGroup], total_steps: int) -> dict[str, Any]:
+    """The trajectory's ``final_metrics``: its steps' token counts added up, as Gym adds them."""
     metrics = [group.step.metrics for group in groups]
 
     def total(name: str) -> int | None:
