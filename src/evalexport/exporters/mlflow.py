@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,17 @@ from evalexport.exporters.mlflow_names import (
     plan_batches,
     sanitize_names,
 )
+from evalexport.exporters.mlflow_target import (
+    DEFAULT_REQUEST_RETRIES,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_TRACKING_URI,
+    local_artifact_location,
+    request_limits,
+    resolve_tracking_uri,
+    tracking_uri_problem,
+    unwritable_store_reason,
+    uri_from_environment,
+)
 from evalexport.exporters.prepared import PreparedRun, prepare
 from evalexport.exporters.samples import SAMPLES_FILE, samples_beside
 from evalexport.exporters.sdk import Sdk, Surface
@@ -39,7 +48,7 @@ from evalexport.isolation.delivery import WorkerDelivery, WorkerSpec
 from evalexport.reading.evaluation_times import exported_at
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
-from evalexport.settings import Chosen, SettingError, chosen
+from evalexport.settings import Chosen, chosen
 from evalexport.workers import WORKER_BODIES, mlflow_worker
 from evalexport.workers.mlflow_worker import MlflowBatch, MlflowPayload
 from evalexport.workers.protocol import WorkerResult
@@ -52,51 +61,7 @@ __all__ = [
     "resolve_tracking_uri",
 ]
 
-_RELATIVE_SQLITE = re.compile(r"^sqlite:///(?!/)(?P<path>.+)$")
-
-DEFAULT_REQUEST_TIMEOUT = 30
-"""Seconds per request (MLflow's own default is 120)."""
-DEFAULT_REQUEST_RETRIES = 2
-"""Retries per request (MLflow's own default, 7 with a backoff factor of 2, waits about four
-minutes on a server that is down before the export can fail)."""
-
 logger = logging.getLogger("evalexport.mlflow")
-
-
-def resolve_tracking_uri(uri: str) -> str:
-    """Make a relative SQLite path absolute against the current directory.
-
-    The worker runs in a scratch directory, so ``sqlite:///mlruns.db`` must be pinned to the
-    user's directory before it leaves the parent. A bare path is a file store, as in MLflow.
-    """
-    if match := _RELATIVE_SQLITE.match(uri):
-        return f"sqlite:///{Path(match['path']).absolute()}"
-    if "://" not in uri and not uri.startswith("databricks"):
-        return Path(uri).absolute().as_uri()
-    return uri
-
-
-def _local_artifact_location(uri: str) -> str | None:
-    """Where artifacts go for a local store: ``mlartifacts/`` beside the database."""
-    if uri.startswith("sqlite:///"):
-        return (Path(uri.removeprefix("sqlite:///")).parent / "mlartifacts").as_uri()
-    return None
-
-
-DEFAULT_TRACKING_URI = "sqlite:///mlruns.db"
-_HOST_PORT = re.compile(r"^(?P<host>[A-Za-z0-9.-]+):(?P<port>\d{1,5})(?P<path>/.*)?$")
-
-
-def _tracking_uri_problem(uri: str) -> str | None:
-    """Why ``uri`` cannot be what its writer meant: a server's ``host:port`` without a scheme
-    would be taken for a file store of that name."""
-    if match := _HOST_PORT.match(uri.strip()):
-        return (
-            f"{uri!r} looks like a server's host and port without a scheme, which MLflow would "
-            f"take for a directory of that name; write http://{match['host']}:{match['port']}"
-            f"{match['path'] or ''} (or https://)"
-        )
-    return None
 
 
 class MLflowConfig(SdkConfig):
@@ -105,7 +70,7 @@ class MLflowConfig(SdkConfig):
     @field_validator("mlflow_tracking_uri")
     @classmethod
     def _a_uri(cls, uri: str | None) -> str | None:
-        if uri is not None and (problem := _tracking_uri_problem(uri)):
+        if uri is not None and (problem := tracking_uri_problem(uri)):
             raise ValueError(problem)
         return uri
 
@@ -211,10 +176,12 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
                 "mlflow_tracking_uri": uri.source,
                 "mlflow_experiment_name": experiment.source,
             },
-            refusal=_unwritable_store_reason(store),
+            refusal=unwritable_store_reason(store),
             worker=WorkerSpec(
                 requirements=config.requirements(),
-                environment=_request_limits(config),
+                environment=request_limits(
+                    config.mlflow_request_timeout, config.mlflow_request_retries
+                ),
                 local_store=store,
                 # A dry run asks the target for runs of this run's data; a store not yet made
                 # holds none, and opening it would make it.
@@ -305,7 +272,7 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
             "fingerprint_tag": FINGERPRINT_TAG,
             "dry_run": config.dry_run,
             "skip_existing": config.skip_existing,
-            "artifact_location": _local_artifact_location(target.tracking_uri),
+            "artifact_location": local_artifact_location(target.tracking_uri),
             "store_directory": str(target.store.parent) if target.store else None,
             "experiment_name": target.experiment,
             "run_name": target.run_name,
@@ -358,14 +325,8 @@ def tracking_uri(config: MLflowConfig) -> Chosen[str]:
         config.mlflow_tracking_uri,
         "MLFLOW_TRACKING_URI",
         DEFAULT_TRACKING_URI,
-        _uri_from_environment,
+        uri_from_environment,
     )
-
-
-def _uri_from_environment(uri: str) -> str:
-    if problem := _tracking_uri_problem(uri):
-        raise SettingError(f"MLFLOW_TRACKING_URI: {problem}")
-    return uri
 
 
 def experiment_name(config: MLflowConfig, run: RunArtifacts) -> Chosen[str]:
@@ -386,54 +347,6 @@ def _artifact_names(run: RunArtifacts, config: MLflowConfig) -> list[str]:
     if config.upload_rollouts:
         names += ["rollouts.json", SAMPLES_FILE]
     return sorted(names)
-
-
-def _request_limits(config: MLflowConfig) -> dict[str, str]:
-    """MLflow's request timeout and retries: an option wins over MLflow's variable, which wins
-    over evalexport's default."""
-    environment: dict[str, str] = {}
-    for variable, given, default in (
-        ("MLFLOW_HTTP_REQUEST_TIMEOUT", config.mlflow_request_timeout, DEFAULT_REQUEST_TIMEOUT),
-        (
-            "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
-            config.mlflow_request_retries,
-            DEFAULT_REQUEST_RETRIES,
-        ),
-    ):
-        if given is not None:  # an option wins over the variable
-            environment[variable] = str(given)
-        elif variable not in os.environ:  # the variable wins over our default
-            environment[variable] = str(default)
-    for variable, value in (
-        ("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),
-        ("MLFLOW_HTTP_REQUEST_BACKOFF_JITTER", "0"),
-    ):
-        if variable not in os.environ:
-            environment[variable] = value
-    return environment
-
-
-def _unwritable_store_reason(store: Path | None) -> str | None:
-    """An embedded store MLflow could not open, named with its directory, before any work."""
-    if store is None:
-        return None
-    directory = store.parent
-    fix = (
-        "Export from a writable directory, or name a writable store with "
-        "+mlflow_tracking_uri=sqlite:////ABSOLUTE/PATH/mlruns.db."
-    )
-    if not directory.is_dir():
-        return f"Cannot create the MLflow store {store}: its directory {directory} does not exist."
-    if store.exists() and not os.access(store, os.R_OK | os.W_OK):
-        return f"Cannot write the MLflow store {store}: the file is not writable. {fix}"
-    if not os.access(directory, os.W_OK | os.X_OK):
-        verb = "write" if store.exists() else "create"
-        return (
-            f"Cannot {verb} the MLflow store {store}: its directory {directory} is not writable "
-            f"(SQLite keeps its journal there, and artifacts go to {directory / 'mlartifacts'}). "
-            + fix
-        )
-    return None
 
 
 def _write_global_config(saved_config: dict[str, Any], scratch: Path) -> Path:
