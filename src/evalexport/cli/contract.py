@@ -21,7 +21,7 @@ HELP = """usage: evalexport contract manifest SDK [--fake PATH | --requirement R
        evalexport contract scaffold SDK (--requirement REQ | --fake PATH | --manifest FILE)
                                         --out DIR
 
-SDK is one an installed exporter declares (its sdk_contract: built-in or plugin).
+SDK is one an installed exporter declares (its sdk.contract: built-in or plugin).
 
 manifest  print the surface manifest (parameters, defaults, annotations, what the worker reads
           back, exception bases, version) of SDK as it is installed here, in a fake's source

@@ -65,13 +65,13 @@ def _found(findings: list[Finding]) -> str:
 
 
 def surface_of(sdk: str) -> Surface:
-    """The surface an installed exporter declares for ``sdk`` (its ``sdk_contract``)."""
+    """The surface an installed exporter declares for ``sdk`` (its ``sdk.contract``)."""
     surfaces = installed_surfaces()
     try:
         return surfaces[sdk]
     except KeyError:
         raise ContractError(
-            f"unknown SDK {sdk!r}: no installed exporter declares it (sdk_contract); known: "
+            f"unknown SDK {sdk!r}: no installed exporter declares it (sdk.contract); known: "
             f"{', '.join(surfaces) or 'none'}"
         ) from None
 
@@ -300,7 +300,7 @@ def check_matrix(contracts: Path | None = None, sdks: list[str] | None = None) -
     an SDK with a fake has the fake checked against its manifests; one without has each
     release of its committed manifests verified in an environment of its own (with the
     surface's companions). What the tox contract environment runs: a new exporter's SDK is in
-    it once its exporter declares ``sdk_contract`` and its manifests are committed.
+    it once its exporter declares ``sdk.contract`` and its manifests are committed.
     ``sdks``: only these (each must be installed)."""
     report = Report()
     surfaces = {sdk: surface_of(sdk) for sdk in sdks} if sdks else installed_surfaces()

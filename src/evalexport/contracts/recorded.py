@@ -127,7 +127,7 @@ def check_call_log(
     site_names: Mapping[str, str] | None = None,
 ) -> list[str]:
     """:func:`check_recorded_calls` of a fake's call log (one JSON record per line) against the
-    committed manifests of ``sdk``, wherever its exporter's ``sdk_contract`` keeps them: what
+    committed manifests of ``sdk``, wherever its exporter's ``sdk.contract`` keeps them: what
     a plugin's tests call after running its worker on its fake."""
     from evalexport.contracts.check import load_manifests
     from evalexport.contracts.drift import surface_of

@@ -3,7 +3,7 @@
 Exports run in a pool of long-lived export processes (:mod:`evalexport.plans.pool`), at most
 ``workers`` at a time; each process imports evalexport once and runs the exports it is given
 with :func:`export_task`, the same function a Slurm array task runs. Re-running a plan skips
-what is already exported, by each exporter's own rule (``Exporter.already_exported``, and the
+what is already exported, by each exporter's own rule (``Target.already_exported``, from its ``resolve``, and the
 export marker of tracking exporters).
 """
 

@@ -5,7 +5,7 @@ the same switches and fixtures by installing it:
 
 ``--with_downloads``
     run tests that build an environment from the package index.
-``--with_<sdk>_sdk``, one per SDK an installed exporter declares (``sdk_contract``)
+``--with_<sdk>_sdk``, one per SDK an installed exporter declares (``sdk.contract``)
     ``--with_evalrdl_sdk`` runs the EvalRDL contract tests against the real SDK instead of the
     fake; ``--with_mlflow_sdk`` / ``--with_wandb_sdk`` add the other SDK versions of the matrix
     (they need the index too); a plugin's SDK gets its own, with the help its surface gives.
@@ -245,7 +245,7 @@ def served_sdk(
     """``served_sdk("tinytrack")``: the SDK an isolated exporter's worker gets in this test.
 
     Without ``--with_tinytrack_sdk``: a wheel of the fake the exporter declares
-    (``sdk_contract.fake``), built from its source now, so an edited fake is what the worker
+    (``sdk.contract.fake``), built from its source now, so an edited fake is what the worker
     gets whatever its version says; pass ``.requirement`` as the export's ``requirement``
     option, and every call and read the worker makes is recorded in ``.call_log``
     (``$TINYTRACK_FAKE_CALL_LOG``), which ``.problems()`` checks against the committed
@@ -259,7 +259,7 @@ def served_sdk(
         if request.config.getoption(f"--with_{sdk}_sdk", default=False):
             return ServedSdk(sdk, None, None)
         if surface.fake is None:
-            raise pytest.UsageError(f"{sdk} declares no fake (sdk_contract.fake) to serve")
+            raise pytest.UsageError(f"{sdk} declares no fake (sdk.contract.fake) to serve")
         from evalexport.testing.wheels import wheel_from_tree
 
         wheelhouse = tmp_path_factory.mktemp(f"{sdk}-fake")

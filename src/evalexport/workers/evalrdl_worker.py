@@ -51,7 +51,7 @@ SURFACE: Final = {
     "switch": "runs against the real evalrdl SDK",
 }
 """What this body calls and reads back of its SDK (``Surface.declared``: its exporter's
-``sdk_contract``): plain data, so the pytest plugin knows the SDK without importing the
+``sdk.contract``): plain data, so the pytest plugin knows the SDK without importing the
 exporter. Keep it in step with the code below; the contract checks hold the fakes and the
 real releases to it."""
 

@@ -43,7 +43,7 @@ SURFACE: Final = {
     "companions": ("sqlalchemy<2.1",),  # MLflow 2.x clients break on SQLAlchemy 2.1
 }
 """What this body calls and reads back of its SDK (``Surface.declared``: its exporter's
-``sdk_contract``): plain data, so the pytest plugin knows the SDK without importing the
+``sdk.contract``): plain data, so the pytest plugin knows the SDK without importing the
 exporter. Keep it in step with the code below; the contract checks hold the fakes and the
 real releases to it."""
 

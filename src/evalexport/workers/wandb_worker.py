@@ -63,7 +63,7 @@ SURFACE: Final = {
     "switch": "runs another wandb version of the matrix",
 }
 """What this body calls and reads back of its SDK (``Surface.declared``: its exporter's
-``sdk_contract``): plain data, so the pytest plugin knows the SDK without importing the
+``sdk.contract``): plain data, so the pytest plugin knows the SDK without importing the
 exporter. Keep it in step with the code below; the contract checks hold the fakes and the
 real releases to it."""
 
