@@ -36,7 +36,7 @@ def export(
     rollouts: str | os.PathLike[str],
     *,
     progress: Progress | None = None,
-    **options: Any,
+    **options: object,
 ) -> ExportResult:
     """Export the run whose rollouts file is ``rollouts`` with ``exporter`` (a name that
     ``evalexport list`` shows, or an exporter class), as ``evalexport EXPORTER`` does.
@@ -67,7 +67,7 @@ def dry_run(
     rollouts: str | os.PathLike[str],
     *,
     progress: Progress | None = None,
-    **options: Any,
+    **options: object,
 ) -> ExportResult:
     """:func:`export` with ``dry_run=True``: every check, and ``result.plan`` says what would be
     exported (files and sizes, metric, param and tag names, target); nothing is exported."""

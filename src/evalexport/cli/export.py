@@ -192,7 +192,7 @@ def _exporter_help(exporter_class: type[Exporter[Any]]) -> str:
     return "\n".join(lines)
 
 
-def _type_name(annotation: Any) -> str:
+def _type_name(annotation: object) -> str:
     """``list[str]``, ``str | None``: how a user would write the option's type."""
     import types
     import typing

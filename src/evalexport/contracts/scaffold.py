@@ -225,7 +225,7 @@ class _Writer:
                 text += f"\n    @property\n    def {name}(self){_returns(attribute.get('annotation'))}:\n"
                 text += self.stub(f"{cls.path or cls.name}.{name}", "        ")
             elif attribute["kind"] == "method":
-                text += f"\n    def {name}(self, *args: Any, **kwargs: Any) -> Any:\n"
+                text += f"\n    def {name}(self, *args: object, **kwargs: object) -> Any:\n"
                 text += self.stub(f"{cls.path or cls.name}.{name}", "        ")
         if text.rstrip().endswith('(scaffolded from the real SDK\'s surface)."""'):
             text += "\n"

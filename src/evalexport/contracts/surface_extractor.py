@@ -73,7 +73,7 @@ def _qualified(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def annotation_text(annotation: Any) -> str | None:
+def annotation_text(annotation: object) -> str | None:
     """An annotation as text; ``None`` where there is none."""
     if annotation is inspect.Parameter.empty or annotation is inspect.Signature.empty:
         return None
@@ -82,7 +82,7 @@ def annotation_text(annotation: Any) -> str | None:
     return _ADDRESS.sub("", inspect.formatannotation(annotation))
 
 
-def default_text(value: Any) -> str:
+def default_text(value: object) -> str:
     """A default as text that is the same in every process: literals by ``repr``, others by
     type. A default taken from the process at import time (wandb's ``Settings.x_stats_pid`` is
     the importing process's id) is not part of the contract and is recorded as such."""
@@ -98,7 +98,7 @@ def default_text(value: Any) -> str:
     return f"<{_qualified(type(value))}>"
 
 
-def _allowed_values(annotation: Any) -> list[Any] | None:
+def _allowed_values(annotation: object) -> list[Any] | None:
     """The values a ``Literal[...]`` or ``Enum`` annotation allows (``Optional`` unwrapped)."""
     if inspect.isclass(annotation) and issubclass(annotation, enum.Enum):
         return [_plain(member.value) for member in annotation]
@@ -110,7 +110,7 @@ def _allowed_values(annotation: Any) -> list[Any] | None:
     return None
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> Any:
     return value if isinstance(value, str | int | float | bool) or value is None else str(value)
 
 
@@ -170,7 +170,7 @@ def _self_assignments(cls: type) -> set[str]:
     return names
 
 
-def _field(annotation: Any, kind: str) -> dict[str, Any]:
+def _field(annotation: object, kind: str) -> dict[str, Any]:
     entry: dict[str, Any] = {"kind": kind, "annotation": annotation_text(annotation)}
     values = None if annotation is inspect.Signature.empty else _allowed_values(annotation)
     if values is not None:
@@ -212,7 +212,7 @@ def _attributes(cls: type) -> dict[str, dict[str, Any]]:
     return {name: attributes[name] for name in sorted(attributes) if not name.startswith("_")}
 
 
-def describe(obj: Any) -> dict[str, Any]:
+def describe(obj: object) -> dict[str, Any]:
     if inspect.isclass(obj) and issubclass(obj, BaseException):
         return {
             "kind": "exception",

@@ -286,7 +286,7 @@ def _resolve(self: Any, run: RunArtifacts, config: Any) -> Target:
     return Target(where=where, refusal=refusal, already_exported=finished, worker=worker)
 
 
-def _target_of(self: Any, run: RunArtifacts, config: Any) -> str:
+def _target_of(self: Any, run: RunArtifacts, config: object) -> str:
     """Where the run goes, by the class's ``target`` in either earlier form (or its name)."""
     target = getattr(self, "target", None)
     if target is None:
@@ -296,7 +296,7 @@ def _target_of(self: Any, run: RunArtifacts, config: Any) -> str:
     return str(target(run, config))
 
 
-def _read(self: Any, run: RunArtifacts, config: Any) -> object:
+def _read(self: Any, run: RunArtifacts, config: object) -> object:
     """``check_inputs``, or what an earlier template read by default."""
     if (check := getattr(self, "check_inputs", None)) is not None:
         return check(run, config)
@@ -306,7 +306,7 @@ def _read(self: Any, run: RunArtifacts, config: Any) -> object:
 
 
 def _plan(
-    self: Any, run: RunArtifacts, config: Any, target: Target, prepared: object
+    self: Any, run: RunArtifacts, config: object, target: Target, prepared: object
 ) -> DryRunPlan:
     """``dry_run_plan``, or what an earlier template said by default."""
     if (describe := getattr(self, "dry_run_plan", None)) is not None:
@@ -318,7 +318,7 @@ def _plan(
 def _deliver(
     self: Any,
     run: RunArtifacts,
-    config: Any,
+    config: object,
     prepared: object,
     fingerprint: str | None,
     scratch: Path,
@@ -349,7 +349,7 @@ _ADAPTERS: Final[Mapping[str, Callable[..., Any]]] = {
 }
 
 
-def _call_earlier(hook: Callable[..., T], /, *arguments: Any, **keywords: Any) -> T:
+def _call_earlier(hook: Callable[..., T], /, *arguments: object, **keywords: object) -> T:
     """``hook(*arguments, **keywords)`` as an earlier guide called it: each keyword the hook
     does not declare is left out."""
     parameters = inspect.signature(hook).parameters.values()
@@ -359,7 +359,7 @@ def _call_earlier(hook: Callable[..., T], /, *arguments: Any, **keywords: Any) -
     return hook(*arguments, **keywords)
 
 
-def _run_id_from_details(exporter: Any, result: ExportResult) -> ExportResult:
+def _run_id_from_details(exporter: object, result: ExportResult) -> ExportResult:
     """A result of plugin API 1 (the remote run id in ``details["run_id"]``) with it as
     :attr:`~evalexport.results.ExportResult.run_id`, and a warning."""
     if result.run_id is not None or "run_id" not in result.details:

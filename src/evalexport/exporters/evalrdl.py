@@ -37,7 +37,7 @@ __all__ = ["EvalRDLConfig", "EvalRDLExporter"]
 NAMED_URLS = ("prod", "stg")
 
 
-def _scalar_to_text(value: Any) -> Any:
+def _scalar_to_text(value: object) -> Any:
     """``+tags=[2024,b]`` and ``+meta.n=5`` parse as numbers; the service takes text."""
     if isinstance(value, bool):
         return str(value).lower()

@@ -107,7 +107,7 @@ def sanitize_names(names: Iterable[str], kind: str) -> SanitizedNames:
     return SanitizedNames(mapping, warnings)
 
 
-def _leaves(value: Any, prefix: str) -> Iterator[tuple[str, str]]:
+def _leaves(value: object, prefix: str) -> Iterator[tuple[str, str]]:
     if isinstance(value, Mapping):
         for key, inner in value.items():
             yield from _leaves(inner, f"{prefix}.{key}" if prefix else str(key))
@@ -123,7 +123,7 @@ def flatten_params(config: Mapping[str, Any]) -> dict[str, str]:
     return dict(_leaves(config, ""))
 
 
-def cut_value(value: Any, limit: int) -> str:
+def cut_value(value: object, limit: int) -> str:
     """``value`` as text of at most ``limit`` characters, saying how long it was if cut."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     if len(text) <= limit:

@@ -69,6 +69,8 @@ def tracking_uri_problem(uri: str) -> str | None:
 
 
 def uri_from_environment(uri: str) -> str:
+    """``$MLFLOW_TRACKING_URI`` as given, or :class:`SettingError` for a ``host:port``
+    without a scheme (which MLflow would take for a directory)."""
     if problem := tracking_uri_problem(uri):
         raise SettingError(f"MLFLOW_TRACKING_URI: {problem}")
     return uri

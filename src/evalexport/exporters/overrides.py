@@ -82,7 +82,7 @@ def parse_overrides(
     return options
 
 
-def _assign(options: dict[str, Any], path: list[str], value: Any, token: str) -> None:
+def _assign(options: dict[str, Any], path: list[str], value: object, token: str) -> None:
     node = options
     for depth, part in enumerate(path[:-1]):
         child = node.setdefault(part, {})

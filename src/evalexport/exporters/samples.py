@@ -117,7 +117,7 @@ def _reward(value: object) -> float | None:
     return float(value) if isinstance(value, bool | int | float) and _number(value) else None
 
 
-def _cell(value: Any) -> Any:
+def _cell(value: object) -> Any:
     """A scalar as a table cell: text cut at :data:`TEXT_LIMIT` characters, others as they
     are (``None`` for what is no scalar)."""
     if isinstance(value, str):

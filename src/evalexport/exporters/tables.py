@@ -87,7 +87,7 @@ STREAMED_ABOVE: Final = 4 * 2**20
 _PIECE: Final = 2**20
 
 
-def _escaped_pieces(row: Any) -> Iterator[str]:
+def _escaped_pieces(row: object) -> Iterator[str]:
     """``json.dumps(json.dumps(row, ensure_ascii=False, separators=(",", ":")),
     ensure_ascii=False)`` without its quotes, in pieces of about :data:`_PIECE` characters.
 
@@ -106,7 +106,7 @@ def _escaped_pieces(row: Any) -> Iterator[str]:
         yield json.dumps("".join(pending), ensure_ascii=False)[1:-1]
 
 
-def _compact_pieces(value: Any) -> Iterator[str]:
+def _compact_pieces(value: object) -> Iterator[str]:
     """``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` in pieces; a long
     string is cut into pieces of :data:`_PIECE` characters. ``value`` is parsed JSON."""
     if isinstance(value, str):

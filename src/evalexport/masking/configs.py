@@ -66,12 +66,12 @@ def mask_config(config: Any) -> Any:
     return config
 
 
-def find_unmasked_secrets(config: Any, _path: str = "") -> list[str]:
+def find_unmasked_secrets(config: object, _path: str = "") -> list[str]:
     """Dotted paths of the values that masking would change: live secrets left in a config."""
     return mask_config_reporting(config, _path)[1]
 
 
-def mask_config_reporting(config: Any, _path: str = "") -> tuple[Any, list[str]]:
+def mask_config_reporting(config: object, _path: str = "") -> tuple[Any, list[str]]:
     """:func:`mask_config`, and the dotted paths of the values it changed, from one pass of
     masking: what an export sends and what it warns of."""
     masked = mask_config(config)

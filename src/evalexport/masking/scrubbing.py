@@ -132,7 +132,7 @@ def scrub_logs() -> None:
         _factory_installed = True
         make = logging.getLogRecordFactory()
 
-    def scrubbed_record(*arguments: Any, **keywords: Any) -> logging.LogRecord:
+    def scrubbed_record(*arguments: object, **keywords: object) -> logging.LogRecord:
         record = make(*arguments, **keywords)
         if record.name == "evalexport" or record.name.startswith("evalexport."):
             SCRUBBER.filter(record)
@@ -141,11 +141,11 @@ def scrub_logs() -> None:
     logging.setLogRecordFactory(scrubbed_record)
 
 
-def scrub_value(value: Any, also: Sequence[str] = ()) -> Any:
+def scrub_value(value: object, also: Sequence[str] = ()) -> Any:
     """:func:`mask_config` for data about to leave the process, plus :func:`scrub_text`."""
     secrets = _secrets_known(also)
 
-    def scrub(item: Any) -> Any:
+    def scrub(item: object) -> Any:
         if isinstance(item, dict):
             return {key: scrub(inner) for key, inner in item.items()}
         if isinstance(item, list):

@@ -141,7 +141,7 @@ class ExportTask:
 
         return cls.from_json_data(json.loads(line))
 
-    def failed(self, message: str, exit_code: int = 1, **details: Any) -> ExportResult:
+    def failed(self, message: str, exit_code: int = 1, **details: object) -> ExportResult:
         """This task's failed result, for an export that ended without one of its own (a crashed
         export process, an array task that left no result, a plan stopped before it)."""
         return ExportResult.failed(
@@ -215,7 +215,7 @@ def _dotted(options: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def _wire_problems(value: Any, path: str) -> list[str]:
+def _wire_problems(value: object, path: str) -> list[str]:
     """Values JSON cannot carry, by path: they would be lost on the way to the job."""
     if isinstance(value, Mapping):
         problems = []
@@ -240,7 +240,7 @@ def _wire_problems(value: Any, path: str) -> list[str]:
     return [f"{path}: {what} has no wire form; use a string, number, boolean, list or mapping"]
 
 
-def _option_problems(exporter: str, options: Any, path: str) -> list[str]:
+def _option_problems(exporter: str, options: object, path: str) -> list[str]:
     from evalexport.exporters.registry import ExporterLoadError, UnknownExporterError, load_exporter
 
     try:
@@ -260,7 +260,7 @@ def _option_problems(exporter: str, options: Any, path: str) -> list[str]:
     return problems
 
 
-def validate_plan(data: Any, source: str = "the plan") -> ExportPlan:
+def validate_plan(data: object, source: str = "the plan") -> ExportPlan:
     """Every problem of a plan in one :class:`PlanError`, or the plan."""
     problems = _wire_problems(data, "")
     if not isinstance(data, Mapping):
@@ -405,7 +405,7 @@ def resolve_tasks(plan: ExportPlan) -> list[ExportTask]:
     return tasks
 
 
-def _fill(value: Any, placeholders: Mapping[str, str]) -> Any:
+def _fill(value: object, placeholders: Mapping[str, str]) -> Any:
     """Job-level options that differ per benchmark: ``{benchmark}``, ``{run_dir}``, ``{stem}``."""
     if isinstance(value, str):
         for placeholder, replacement in placeholders.items():

@@ -323,14 +323,14 @@ class ExporterGuarantees:
         children = _children()
         sent = threading.Event()
 
-        def stop(*_: Any) -> None:
+        def stop(*_: object) -> None:
             if not sent.is_set():
                 sent.set()
                 os.kill(os.getpid(), signal.SIGTERM)
 
         read = exporter_class.read
 
-        def read_then_stop(exporter: Any, run: Any, config: Any, target: Any) -> Any:
+        def read_then_stop(exporter: object, run: object, config: Any, target: Any) -> Any:
             prepared = call_hook(read.__get__(exporter), run=run, config=config, target=target)
             if not config.dry_run:
                 stop()  # the export has read the run and is about to deliver it

@@ -34,7 +34,7 @@ MODEL_REF = {"type": "responses_api_models", "name": "policy_model"}
 
 def input_message(role: str, content: str | list[str]) -> dict[str, Any]:
     """An ``EasyInputMessage`` as Gym dumps it; a list of strings becomes input_text parts."""
-    body: Any = (
+    body: object = (
         content
         if isinstance(content, str)
         else [{"text": text, "type": "input_text"} for text in content]

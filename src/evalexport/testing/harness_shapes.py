@@ -79,7 +79,7 @@ def _identity(task_id: str, rollout_id: str, invocation: dict[str, Any]) -> dict
 
 
 def _turn(
-    task_id: str, rollout_id: str, number: int, timestamp: float, **fields: Any
+    task_id: str, rollout_id: str, number: int, timestamp: float, **fields: object
 ) -> dict[str, Any]:
     return {
         "invocation_id": "root",

@@ -233,7 +233,7 @@ def make_two_turn_rollout(
     prompt_1, completion_1 = 310 + rng.randint(0, 40), 60 + rng.randint(0, 80)
     prompt_2, completion_2 = prompt_1 + 120, 40 + rng.randint(0, 60)
 
-    def turn(number: int, question: list[Any], answer_items: list[Any], reasoning: Any) -> Any:
+    def turn(number: int, question: list[Any], answer_items: list[Any], reasoning: object) -> Any:
         return {
             "invocation_id": "root",
             "task_id": task_id,

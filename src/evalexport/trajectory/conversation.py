@@ -98,7 +98,7 @@ def _status(item: dict[str, Any], path: str, *, optional: bool) -> str | None:
     return str(value)
 
 
-def _part_type(part: Any, path: str) -> str | None:
+def _part_type(part: object, path: str) -> str | None:
     if not isinstance(part, dict):
         return None
     part_type = part.get("type")
@@ -120,7 +120,7 @@ def _text_part(part: Any, path: str, part_type: str, extra: frozenset[str]) -> d
     return dict(part)
 
 
-def _input_parts(value: Any, path: str) -> list[dict[str, Any]]:
+def _input_parts(value: object, path: str) -> list[dict[str, Any]]:
     """Input content: ``input_text`` parts only (images, files and video have no ATIF text)."""
     if not isinstance(value, list):
         raise ItemError(path, "expected a list of content parts")
@@ -134,7 +134,7 @@ def _input_parts(value: Any, path: str) -> list[dict[str, Any]]:
     return parts
 
 
-def _output_parts(value: Any, path: str) -> list[dict[str, Any]]:
+def _output_parts(value: object, path: str) -> list[dict[str, Any]]:
     if not isinstance(value, list):
         raise ItemError(path, "expected a list of output_text parts")
     parts = []
@@ -235,7 +235,7 @@ def _message(item: dict[str, Any], path: str, relax: Relaxations | None) -> Item
     return Item("input_message", canonical, path, item)
 
 
-def _reasoning_parts(value: Any, path: str, part_type: str) -> list[dict[str, Any]]:
+def _reasoning_parts(value: object, path: str, part_type: str) -> list[dict[str, Any]]:
     if not isinstance(value, list):
         raise ItemError(path, "expected a list")
     parts = []
@@ -307,7 +307,7 @@ _READERS: dict[str, Callable[[dict[str, Any], str], Item]] = {
 }
 
 
-def read_item(item: Any, path: str, relax: Relaxations | None = None) -> Item:
+def read_item(item: object, path: str, relax: Relaxations | None = None) -> Item:
     """Check one conversation item and return it in canonical form, or raise :class:`ItemError`.
 
     ``relax``: the relaxations of Gym's strict profile this row may use (none when ``None``).
@@ -339,7 +339,7 @@ def read_item(item: Any, path: str, relax: Relaxations | None = None) -> Item:
     return reader(item, path)
 
 
-def read_items(value: Any, path: str, relax: Relaxations | None = None) -> list[Item]:
+def read_items(value: object, path: str, relax: Relaxations | None = None) -> list[Item]:
     """Check a list of conversation items (a conversation or a turn's copy of part of one).
 
     With ``easy_input_messages`` relaxed, a string is one user message, as a Responses

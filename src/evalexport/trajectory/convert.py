@@ -104,7 +104,7 @@ def _fast_encoder() -> Callable[[Any], bytes | None] | None:
     encode, indent = msgspec.json.Encoder().encode, msgspec.json.format
     refused = (msgspec.MsgspecError, TypeError, ValueError, RecursionError)
 
-    def encoded(document: Any) -> bytes | None:
+    def encoded(document: object) -> bytes | None:
         try:
             return indent(encode(document), indent=2)
         except refused:
@@ -113,7 +113,7 @@ def _fast_encoder() -> Callable[[Any], bytes | None] | None:
     return encoded
 
 
-def encode_json(document: Any) -> bytes:
+def encode_json(document: object) -> bytes:
     """``document`` as Gym writes a trajectory file: pydantic-core's JSON, indented by two
     spaces, and a line break.
 

@@ -122,8 +122,8 @@ class ModelCallRecord(_Strict):
     started_at: float | None = None
     completed_at: float | None = None
     duration_ms: NonNegativeFloat | None = None
-    request: Any = None
-    response: Any = None
+    request: object = None
+    response: object = None
     response_metadata: ResponseMetadata = Field(default_factory=ResponseMetadata)
     token_stats: TokenStats = Field(default_factory=TokenStats)
 
@@ -147,9 +147,9 @@ class TurnRecord(_Strict):
     rollout_id: str
     turn_no: int = Field(ge=1)
     timestamp: float
-    question: Any = None
-    answer: Any = None
-    reasoning_content: Any = None
+    question: object = None
+    answer: object = None
+    reasoning_content: object = None
     resolved: bool | None = None
     step_count: NonNegativeInt
     model_calls: list[ModelCallReference] = []
@@ -185,7 +185,7 @@ class ToolCallRecord(_Strict):
         "unknown"
     )
     error_type: str | None = None
-    output: Any = None
+    output: object = None
 
     @model_validator(mode="after")
     def _ordered_timing(self) -> ToolCallRecord:
@@ -245,7 +245,7 @@ def _error_path(location: tuple[int | str, ...]) -> str:
     return path
 
 
-def validate_record(raw: Any) -> TrajectoryRecord:
+def validate_record(raw: object) -> TrajectoryRecord:
     """Validate a rollout's ``ng_trajectory``; :class:`RecordError` names the first bad field."""
     if not isinstance(raw, dict):
         kind = "missing" if raw is None else f"a JSON {type(raw).__name__}, not an object"

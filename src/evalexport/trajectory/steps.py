@@ -45,7 +45,7 @@ class Step:
 
     step_id: int
     source: str
-    message: Any
+    message: object
     timestamp: str | None = None
     model_name: str | None = None
     reasoning_content: str | None = None
@@ -90,7 +90,7 @@ class AgentGroup:
     source_items: dict[str, Any] = field(default_factory=dict)
 
 
-def text_content(value: Any, path: str) -> str | list[dict[str, Any]]:
+def text_content(value: object, path: str) -> str | list[dict[str, Any]]:
     """A message's content as ATIF content: the string, or its parts as ATIF text parts."""
     if isinstance(value, str):
         return value

@@ -164,7 +164,7 @@ def loads_strict_line(raw: bytes) -> Any:
     return _strictly(raw.decode("utf-8").rstrip("\r\n"))
 
 
-def unencodable_path(value: Any, path: str) -> str | None:
+def unencodable_path(value: object, path: str) -> str | None:
     """The path of the first string in ``value`` that UTF-8 cannot encode, or ``None``."""
     if isinstance(value, str):
         try:
@@ -185,7 +185,7 @@ def unencodable_path(value: Any, path: str) -> str | None:
     return None
 
 
-def json_equal(left: Any, right: Any) -> bool:
+def json_equal(left: object, right: object) -> bool:
     """JSON equality: ``true`` differs from ``1``, ``1`` equals ``1.0``, key order is ignored."""
     if left is None or right is None:
         return left is right

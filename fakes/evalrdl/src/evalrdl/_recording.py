@@ -87,7 +87,7 @@ class Recorder:
             drops_self = _drops_self(function, name)
 
             @functools.wraps(function)
-            def wrapper(*args: Any, **kwargs: Any) -> Any:
+            def wrapper(*args: object, **kwargs: object) -> Any:
                 if self._log_path() is not None and (site := self._site()) is not None:
                     try:
                         passed = signature.bind(*args, **kwargs).arguments
@@ -229,7 +229,7 @@ def _caller_package() -> str:
     return str(path)
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> Any:
     if isinstance(value, str | int | float | bool) or value is None:
         return value
     if isinstance(value, dict):

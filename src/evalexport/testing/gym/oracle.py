@@ -61,7 +61,7 @@ class GymOracle:
         answer: dict[str, Any] = json.loads(line)
         return answer
 
-    def record_error(self, record: Any) -> str | None:
+    def record_error(self, record: object) -> str | None:
         """``None`` when Gym's ``TrajectoryRecord`` accepts ``record``, else its error."""
         error: str | None = self._ask({"action": "validate", "record": record})["error"]
         return error
