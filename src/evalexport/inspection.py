@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, final
+from typing import Literal, final
 
 from evalexport.masking import find_unmasked_secrets
 from evalexport.metrics import flatten_metrics
@@ -71,7 +71,7 @@ class RunInspection:
     readable: bool = True
     """False when the rollouts themselves cannot be read: nothing could be exported."""
 
-    def as_json_data(self) -> dict[str, Any]:
+    def as_json_data(self) -> dict[str, object]:
         """The report as JSON-ready data (what ``inspect --json`` prints)."""
         data = asdict(self)
         data["files"] = [
@@ -134,7 +134,7 @@ def _read_rollouts(run: RunArtifacts, report: RunInspection) -> None:
     ]
 
 
-def _gap_codes(trajectory: dict[str, Any]) -> set[str]:
+def _gap_codes(trajectory: dict[str, object]) -> set[str]:
     gaps = trajectory.get("gaps")
     return {
         str(gap.get("code"))

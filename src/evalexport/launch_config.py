@@ -106,7 +106,7 @@ def _apply(config: Any, override: str) -> Any:
 _INCLUDES = "config_paths"
 
 
-def _with_includes(path: Path, seen: tuple[Path, ...]) -> list[Any]:
+def _with_includes(path: Path, seen: tuple[Path, ...]) -> list[object]:
     """``path``'s includes (recursively, in merge order), then ``path`` itself."""
     from omegaconf import OmegaConf
 
@@ -120,7 +120,7 @@ def _with_includes(path: Path, seen: tuple[Path, ...]) -> list[Any]:
         return [config]
     if not OmegaConf.is_list(included):
         raise LaunchConfigError(f"{path}: config_paths must be a list of paths")
-    configs: list[Any] = []
+    configs: list[object] = []
     for entry in included:
         candidates = [Path(str(entry)), path.parent / str(entry)]
         found = next((candidate for candidate in candidates if candidate.is_file()), None)
@@ -135,7 +135,7 @@ def _with_includes(path: Path, seen: tuple[Path, ...]) -> list[Any]:
 
 def merge_launch_config(
     files: Sequence[str | os.PathLike[str]], overrides: Sequence[str] = ()
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The launched config: ``files`` merged in order, then ``overrides``; unresolved."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException

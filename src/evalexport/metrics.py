@@ -68,7 +68,7 @@ def flatten_metrics(aggregate: Iterable[Mapping[str, Any]]) -> FlatMetrics:
 
 
 def _flatten_into(
-    section: Mapping[str, Any],
+    section: Mapping[str, object],
     prefix: str,
     metrics: dict[str, float],
     texts: dict[str, str],

@@ -134,7 +134,7 @@ class ExportResult(BaseModel):
     """Identifiers a service handed back that grant nothing, shown as they are although named
     like secrets (EvalRDL's ``upload_token`` looks one upload up). A worker body returns its own
     (``protocol.result(..., receipts={...})``); everything else named like a secret is masked."""
-    details: dict[str, Any] = {}
+    details: dict[str, object] = {}
 
     def __bool__(self) -> bool:
         """True when the export succeeded or was skipped (exit code 0): ``if result:`` reads as
@@ -148,7 +148,7 @@ class ExportResult(BaseModel):
 
     @field_validator("details")
     @classmethod
-    def _scrub_details(cls, details: dict[str, Any]) -> dict[str, Any]:
+    def _scrub_details(cls, details: dict[str, object]) -> dict[str, object]:
         scrubbed = scrub_value(details)
         assert isinstance(scrubbed, dict)
         return scrubbed

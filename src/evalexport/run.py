@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, final
+from typing import BinaryIO, final
 
 from evalexport import reading
 from evalexport.masking import saved_config_path
@@ -265,13 +265,13 @@ class RunArtifacts:
         """Stream the rollouts one line at a time (:func:`evalexport.reading.iter_rollouts`)."""
         return reading.iter_rollouts(self, digest)
 
-    def read_aggregate_metrics(self) -> list[dict[str, Any]]:
+    def read_aggregate_metrics(self) -> list[dict[str, object]]:
         """The aggregate-metrics list, one entry per agent, checked for its shape."""
         return reading.parse_aggregate_metrics(
             self, reading.read_file(self, self.aggregate_metrics)
         )
 
-    def read_saved_config(self) -> dict[str, Any]:
+    def read_saved_config(self) -> dict[str, object]:
         """The saved (masked, unresolved) run config."""
         return reading.parse_saved_config(self, reading.read_file(self, self.saved_config))
 

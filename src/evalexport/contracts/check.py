@@ -113,17 +113,17 @@ def _parameters(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list(entry.get("parameters") or [])
 
 
-def named_parameters(entry: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def named_parameters(entry: Mapping[str, object]) -> dict[str, dict[str, object]]:
     """A manifest entry's parameters by name."""
     return {p["name"]: p for p in _parameters(entry) if p["kind"] not in _VARIADIC}
 
 
-def _takes_any_keyword(entry: Mapping[str, Any]) -> bool:
+def _takes_any_keyword(entry: Mapping[str, object]) -> bool:
     return any(p["kind"] == "VAR_KEYWORD" for p in _parameters(entry))
 
 
 def _compare_parameters(
-    path: str, reference: Mapping[str, Any], candidate: Mapping[str, Any], sides: Sides
+    path: str, reference: Mapping[str, object], candidate: Mapping[str, object], sides: Sides
 ) -> Iterator[Finding]:
     ref, cand = named_parameters(reference), named_parameters(candidate)
     ref_order, cand_order = list(ref), list(cand)
@@ -182,12 +182,12 @@ def _compare_parameters(
 
 
 def _moved(
-    path: str, ref: Mapping[str, Any], cand: Mapping[str, Any], sides: Sides
+    path: str, ref: Mapping[str, object], cand: Mapping[str, object], sides: Sides
 ) -> Iterator[Finding]:
     """Positional parameters both sides have, in another order: a positional call would pass
     each value as another parameter."""
 
-    def positional(params: Mapping[str, Any], other: Mapping[str, Any]) -> list[str]:
+    def positional(params: Mapping[str, Any], other: Mapping[str, object]) -> list[str]:
         return [
             name
             for name, p in params.items()
@@ -313,7 +313,7 @@ def _compare_attributes(
             )
 
 
-def values_text(values: list[Any] | None) -> str:
+def values_text(values: list[object] | None) -> str:
     """The allowed values of a field as a finding shows them, or ``any``."""
     return "any value" if values is None else ", ".join(map(repr, values))
 

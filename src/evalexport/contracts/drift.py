@@ -9,7 +9,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, final
+from typing import final
 
 from evalexport.contracts.check import (
     ContractError,
@@ -78,7 +78,7 @@ def surface_of(sdk: str) -> Surface:
 
 def extract_manifest(
     sdk: str, *, fake: Path | None = None, requirement: str | tuple[str, ...] | None = None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The manifest of ``sdk`` from a source tree, a new environment, or this interpreter."""
     surface = surface_of(sdk)
     if fake is not None:
@@ -103,7 +103,7 @@ def extract_manifest(
         )
         if completed.returncode != 0:
             raise ContractError(f"extracting {sdk} from {fake} failed:\n{completed.stderr[-2000:]}")
-        manifest: dict[str, Any] = json.loads(completed.stdout)
+        manifest: dict[str, object] = json.loads(completed.stdout)
         return manifest
     if requirement is not None:
         return _extract_in_environment(surface, requirement)
@@ -112,7 +112,7 @@ def extract_manifest(
     for key, value in surface.environment.items():
         os.environ.setdefault(key, value)
     try:
-        extracted: dict[str, Any] = runpy.run_path(str(EXTRACTOR))["extract"](
+        extracted: dict[str, object] = runpy.run_path(str(EXTRACTOR))["extract"](
             sdk, list(surface.paths)
         )
     except ImportError as error:
@@ -123,7 +123,9 @@ def extract_manifest(
     return extracted
 
 
-def _extract_in_environment(surface: Surface, requirement: str | tuple[str, ...]) -> dict[str, Any]:
+def _extract_in_environment(
+    surface: Surface, requirement: str | tuple[str, ...]
+) -> dict[str, object]:
     from evalexport.isolation import (
         EnvironmentBuildError,
         EnvironmentSpec,
@@ -229,7 +231,7 @@ def check_fake(sdk: str, contracts: Path | None = None, fake: Path | None = None
 _REAL = "\0real\0"
 
 
-def fake_findings(manifests: list[dict[str, Any]], fake: dict[str, Any]) -> list[Finding]:
+def fake_findings(manifests: list[dict[str, object]], fake: dict[str, object]) -> list[Finding]:
     """What ``fake`` gets wrong about the real SDK, each problem once: a difference that every
     manifest it shows in words alike is one finding naming those versions (``real 0.0.241,
     0.0.250``), so a faithful new manifest adds no finding of its own."""

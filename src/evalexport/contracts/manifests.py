@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, final
+from typing import final
 
 __all__ = [
     "ContractError",
@@ -56,12 +56,12 @@ class Sides:
     """True for a fake, which must mirror the reference; False for a release, which may grow."""
 
     @classmethod
-    def fake(cls, real: Mapping[str, Any]) -> Sides:
+    def fake(cls, real: Mapping[str, object]) -> Sides:
         """A fake held to a real manifest exactly: anything extra or missing is a finding."""
         return cls(f"real {real['version']}", "the fake", exact=True)
 
     @classmethod
-    def release(cls, committed: Mapping[str, Any], installed: Mapping[str, Any]) -> Sides:
+    def release(cls, committed: Mapping[str, object], installed: Mapping[str, object]) -> Sides:
         """A release held to a committed manifest: only what can break the worker is a finding."""
         return cls(
             f"committed {committed['version']}",
@@ -80,7 +80,7 @@ class ContractError(Exception):
     manifest that is not one); the message says what to do."""
 
 
-def load_manifest(path: Path) -> dict[str, Any]:
+def load_manifest(path: Path) -> dict[str, object]:
     """The manifest in ``path``; a file that is not one is a :class:`ContractError` naming it."""
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -97,7 +97,7 @@ def load_manifest(path: Path) -> dict[str, Any]:
     return manifest
 
 
-def load_manifests(directory: Path) -> list[dict[str, Any]]:
+def load_manifests(directory: Path) -> list[dict[str, object]]:
     """Every committed manifest (``<version>.json``) in ``directory``, oldest version first;
     a file that is not a manifest is a :class:`ContractError` naming it."""
     manifests = [load_manifest(path) for path in sorted(directory.glob("*.json"))]

@@ -63,7 +63,7 @@ def _defaults_problems(manifest: Mapping[str, Any], call: Mapping[str, Any]) -> 
         )
 
 
-def _read_problem(manifest: Mapping[str, Any], read: Mapping[str, Any]) -> str | None:
+def _read_problem(manifest: Mapping[str, Any], read: Mapping[str, object]) -> str | None:
     """Why a recorded attribute read ``{"name", "read", "compared_with"?}`` fails on ``manifest``."""
     version = manifest["version"]
     entry = manifest["entries"].get(read["name"])
@@ -86,8 +86,8 @@ def _read_problem(manifest: Mapping[str, Any], read: Mapping[str, Any]) -> str |
 
 
 def check_recorded_calls(
-    calls: Iterable[Mapping[str, Any]],
-    manifests: Iterable[Mapping[str, Any]],
+    calls: Iterable[Mapping[str, object]],
+    manifests: Iterable[Mapping[str, object]],
     site_names: Mapping[str, str] | None = None,
 ) -> list[str]:
     """``site: reason`` for every recorded call or read that would fail against a committed

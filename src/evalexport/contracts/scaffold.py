@@ -72,7 +72,7 @@ class _Writer:
         self.model = model
         self.notes = model.notes
 
-    def default(self, path: str, parameter: Mapping[str, Any]) -> str:
+    def default(self, path: str, parameter: Mapping[str, object]) -> str:
         text = str(parameter["default"])
         if text == "<process id>":
             return "os.getpid()"
@@ -256,7 +256,11 @@ class _Writer:
         return text or "        pass\n"
 
     def field_annotation(
-        self, cls: SurfaceClass, name: str, attribute: Mapping[str, Any], enums: Mapping[str, Any]
+        self,
+        cls: SurfaceClass,
+        name: str,
+        attribute: Mapping[str, object],
+        enums: Mapping[str, object],
     ) -> str:
         annotation = attribute.get("annotation")
         if name in enums:
@@ -265,7 +269,7 @@ class _Writer:
             return str(annotation).removeprefix("typing.")  # a Literal, evaluated
         return repr(annotation) if annotation is not None else "Any"
 
-    def enum_name(self, cls: SurfaceClass, name: str, attribute: Mapping[str, Any]) -> str:
+    def enum_name(self, cls: SurfaceClass, name: str, attribute: Mapping[str, object]) -> str:
         annotation = str(attribute.get("annotation") or "")
         found = re.findall(r"([A-Za-z_]\w*)", annotation.replace("Optional", ""))
         return found[-1] if found else f"_{cls.name}{name.title()}"
@@ -374,7 +378,7 @@ where = ["src"]
 """
 
 
-def write_scaffold(manifest: Mapping[str, Any], out: Path) -> Scaffold:
+def write_scaffold(manifest: Mapping[str, object], out: Path) -> Scaffold:
     """Write an installable fake of ``manifest``'s SDK into the new directory ``out``."""
 
     if out.exists() and any(out.iterdir()):

@@ -28,7 +28,7 @@ class SurfaceObject:
     """An object the SDK hands out and the worker calls methods on (``Client().uploads``)."""
 
     class_name: str
-    methods: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
+    methods: dict[str, tuple[str, Mapping[str, object]]] = field(default_factory=dict)
     """method -> (its surface path, its manifest entry)."""
     attributes: dict[str, SurfaceObject] = field(default_factory=dict)
 
@@ -42,7 +42,7 @@ class SurfaceClass:
     path: str | None = None
     """The class's own surface path, if the surface names it."""
     entry: Mapping[str, Any] | None = None
-    methods: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
+    methods: dict[str, tuple[str, Mapping[str, object]]] = field(default_factory=dict)
     instance: SurfaceObject | None = None
     """What the surface reaches through an instance (``Class().x``)."""
     base: str | None = None
@@ -98,7 +98,7 @@ class SurfaceModel:
         self.modules: dict[str, SurfaceModule] = {}
         self.notes: list[str] = []
         self.module(self.sdk)
-        entries: Mapping[str, Mapping[str, Any]] = manifest["entries"]
+        entries: Mapping[str, Mapping[str, object]] = manifest["entries"]
         for path in sorted(entries, key=lambda p: (p.count("."), p)):
             entry = entries[path]
             if entry.get("kind") == "missing":
@@ -155,7 +155,7 @@ class SurfaceModel:
         self._reach(function.returns, tail[1:], path, entry)
 
     def _reach(
-        self, obj: SurfaceObject, rest: list[str], path: str, entry: Mapping[str, Any]
+        self, obj: SurfaceObject, rest: list[str], path: str, entry: Mapping[str, object]
     ) -> None:
         if not rest:
             self.notes.append(f"{path}: an instance itself is no surface entry; name its parts")

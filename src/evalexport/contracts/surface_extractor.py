@@ -98,7 +98,7 @@ def default_text(value: object) -> str:
     return f"<{_qualified(type(value))}>"
 
 
-def _allowed_values(annotation: object) -> list[Any] | None:
+def _allowed_values(annotation: object) -> list[object] | None:
     """The values a ``Literal[...]`` or ``Enum`` annotation allows (``Optional`` unwrapped)."""
     if inspect.isclass(annotation) and issubclass(annotation, enum.Enum):
         return [_plain(member.value) for member in annotation]
@@ -114,14 +114,14 @@ def _plain(value: object) -> Any:
     return value if isinstance(value, str | int | float | bool) or value is None else str(value)
 
 
-def _parameters(obj: Any) -> list[dict[str, Any]] | None:
+def _parameters(obj: Any) -> list[dict[str, object]] | None:
     try:
         signature = inspect.signature(obj)
     except (TypeError, ValueError):
         return None
     parameters = []
     for parameter in signature.parameters.values():
-        entry: dict[str, Any] = {
+        entry: dict[str, object] = {
             "name": parameter.name,
             "kind": parameter.kind.name,
             "has_default": parameter.default is not inspect.Parameter.empty,
@@ -170,15 +170,15 @@ def _self_assignments(cls: type) -> set[str]:
     return names
 
 
-def _field(annotation: object, kind: str) -> dict[str, Any]:
-    entry: dict[str, Any] = {"kind": kind, "annotation": annotation_text(annotation)}
+def _field(annotation: object, kind: str) -> dict[str, object]:
+    entry: dict[str, object] = {"kind": kind, "annotation": annotation_text(annotation)}
     values = None if annotation is inspect.Signature.empty else _allowed_values(annotation)
     if values is not None:
         entry["values"] = values
     return entry
 
 
-def _attributes(cls: type) -> dict[str, dict[str, Any]]:
+def _attributes(cls: type) -> dict[str, dict[str, object]]:
     """The public attributes of instances of ``cls``: what a worker can read back."""
     try:
         hints = typing.get_type_hints(cls)
@@ -186,7 +186,7 @@ def _attributes(cls: type) -> dict[str, dict[str, Any]]:
         hints = {}
         for klass in reversed(_own_classes(cls)):
             hints.update(getattr(klass, "__annotations__", {}) or {})
-    attributes: dict[str, dict[str, Any]] = {}
+    attributes: dict[str, dict[str, object]] = {}
     for klass in reversed(_own_classes(cls)):
         for name in sorted(_self_assignments(klass)):
             attributes[name] = _field(hints.get(name, inspect.Signature.empty), "instance")
@@ -212,7 +212,7 @@ def _attributes(cls: type) -> dict[str, dict[str, Any]]:
     return {name: attributes[name] for name in sorted(attributes) if not name.startswith("_")}
 
 
-def describe(obj: object) -> dict[str, Any]:
+def describe(obj: object) -> dict[str, object]:
     if inspect.isclass(obj) and issubclass(obj, BaseException):
         return {
             "kind": "exception",
@@ -227,10 +227,10 @@ def describe(obj: object) -> dict[str, Any]:
     return {"kind": "attribute", "type": _qualified(type(obj))}
 
 
-def extract(sdk: str, surface: list[str]) -> dict[str, Any]:
+def extract(sdk: str, surface: list[str]) -> dict[str, object]:
     """The manifest of ``surface`` as the importable ``sdk`` package has it."""
     module = importlib.import_module(sdk)
-    entries: dict[str, Any] = {}
+    entries: dict[str, object] = {}
     for path in surface:
         try:
             entries[path] = describe(_resolve(path))

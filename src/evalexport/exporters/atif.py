@@ -284,7 +284,7 @@ def _whose(run: RunArtifacts, config: AtifConfig) -> str:
 
 
 def _counts(conversion: FileConversion) -> dict[str, Any]:
-    counts: dict[str, Any] = {"trajectory_count": conversion.converted}
+    counts: dict[str, object] = {"trajectory_count": conversion.converted}
     if conversion.other_agents:
         counts["rows_of_other_agents"] = dict(sorted(conversion.other_agents.items()))
     if conversion.trajectories_with_gaps:

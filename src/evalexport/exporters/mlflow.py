@@ -14,7 +14,6 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field, SecretStr, field_validator
 
@@ -136,7 +135,7 @@ class _Plan:
     params: dict[str, str]
     tags: dict[str, str]
     batches: list[Batch]
-    saved_config: dict[str, Any]
+    saved_config: dict[str, object]
     """The saved config as it is sent: masked again (``global_config.json``)."""
     warnings: list[str] = field(default_factory=list)
 
@@ -349,7 +348,7 @@ def _artifact_names(run: RunArtifacts, config: MLflowConfig) -> list[str]:
     return sorted(names)
 
 
-def _write_global_config(saved_config: dict[str, Any], scratch: Path) -> Path:
+def _write_global_config(saved_config: dict[str, object], scratch: Path) -> Path:
     path = scratch / "global_config.json"
     path.write_text(json.dumps(saved_config, indent=2, ensure_ascii=False, default=str))
     return path

@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, final
+from typing import Final, final
 
 __all__ = [
     "MAX_ENTITIES_PER_BATCH",
@@ -118,7 +118,7 @@ def _leaves(value: object, prefix: str) -> Iterator[tuple[str, str]]:
         yield prefix, str(value)[:MAX_PARAM_VALUE_LENGTH]
 
 
-def flatten_params(config: Mapping[str, Any]) -> dict[str, str]:
+def flatten_params(config: Mapping[str, object]) -> dict[str, str]:
     """The saved config as params: ``a.b`` and ``a.list[0]`` keys, ``str()`` values."""
     return dict(_leaves(config, ""))
 

@@ -48,14 +48,14 @@ def parse_value(text: str) -> Any:
 
 def parse_overrides(
     tokens: Iterable[str], text_keys: Collection[str] = (), verbatim_keys: Collection[str] = ()
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Turn ``+a.b=1``-style tokens into a nested mapping, refusing duplicates by name.
 
     Options in ``text_keys`` are text: ``+agent_version=1.10`` stays ``"1.10"`` rather than
     becoming the number 1.1 (a YAML-quoted value is still unquoted). Options in
     ``verbatim_keys`` (paths) are their text exactly as given, never parsed.
     """
-    options: dict[str, Any] = {}
+    options: dict[str, object] = {}
     for raw_token in tokens:
         body = raw_token[1:] if raw_token.startswith("+") else raw_token
         key, separator, raw_value = body.partition("=")
@@ -82,7 +82,7 @@ def parse_overrides(
     return options
 
 
-def _assign(options: dict[str, Any], path: list[str], value: object, token: str) -> None:
+def _assign(options: dict[str, object], path: list[str], value: object, token: str) -> None:
     node = options
     for depth, part in enumerate(path[:-1]):
         child = node.setdefault(part, {})

@@ -61,10 +61,10 @@ class SamplesTable:
                 self._count += 1
                 yield rollout
 
-    def _row(self, record: Mapping[str, Any]) -> dict[str, Any]:
+    def _row(self, record: Mapping[str, object]) -> dict[str, object]:
         agent_ref = record.get("agent_ref")
         name = agent_ref.get("name") if isinstance(agent_ref, Mapping) else None
-        row: dict[str, Any] = {
+        row: dict[str, object] = {
             "task_index": record.get("_ng_task_index"),
             "rollout_index": record.get("_ng_rollout_index"),
             "agent": name if isinstance(name, str) else None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from evalexport.run import Rollout, RunArtifacts
 
@@ -29,7 +29,7 @@ ROLLOUTS_TABLE_KEY: Final = "Rollouts"
 _MODEL_CALL_PAYLOADS: Final = frozenset({"request", "response", "request_raw", "response_raw"})
 
 
-def rollout_for_export(rollout: Mapping[str, Any]) -> dict[str, Any]:
+def rollout_for_export(rollout: Mapping[str, object]) -> dict[str, object]:
     """A rollout as Gym's exporters upload it: no trajectory, no model-call payloads."""
     row = {key: value for key, value in rollout.items() if key != "ng_trajectory"}
     capture = row.pop("ng_model_call_capture", None)

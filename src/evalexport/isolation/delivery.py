@@ -339,7 +339,7 @@ _TYPED_KEYS: Final = ("run_id", "skip_reason", "notices", "receipts")
 """The keys of a worker's result that become fields of the ``ExportResult`` or log lines."""
 
 
-def _typed_keys(reported: WorkerResult) -> tuple[dict[str, Any], dict[str, Any]]:
+def _typed_keys(reported: WorkerResult) -> tuple[dict[str, Any], dict[str, object]]:
     """``(typed keys, details)`` of a worker's result. A worker body written before the typed
     keys existed (plugin API 2) put ``run_id``, ``skip_reason`` and ``notices`` in
     ``details``: they are read from there, with a notice in the log."""
@@ -354,7 +354,7 @@ def _typed_keys(reported: WorkerResult) -> tuple[dict[str, Any], dict[str, Any]]
         )
         for key in smuggled:
             typed.setdefault(key, details.pop(key))
-    receipts: Mapping[str, Any] = typed.get("receipts") or {}
+    receipts: Mapping[str, object] = typed.get("receipts") or {}
     typed["receipts"] = {str(k): str(v) for k, v in receipts.items()}
     return typed, details
 

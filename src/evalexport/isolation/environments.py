@@ -227,7 +227,7 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _read_record(path: Path) -> dict[str, Any] | None:
+def _read_record(path: Path) -> dict[str, object] | None:
     try:
         data = json.loads((path / RECORD_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -293,7 +293,7 @@ def _mark_used(path: Path) -> None:
         (path / LAST_USED_NAME).touch()
 
 
-def _announced_build(spec: EnvironmentSpec, path: Path, installer: Installer) -> dict[str, Any]:
+def _announced_build(spec: EnvironmentSpec, path: Path, installer: Installer) -> dict[str, object]:
     """:func:`_build`, said as it goes: a first use waits a minute or more, and a log that
     says nothing meanwhile looks hung."""
     import time

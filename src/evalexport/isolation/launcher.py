@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, final
+from typing import IO, final
 
 from evalexport.interrupts import Interrupted, Landing, current_landing, exit_description
 from evalexport.isolation.descendants import owned_scratch, tracked_launch
@@ -88,7 +88,7 @@ class WorkerOutcome:
 def run_worker(
     environment: Environment,
     body: Path,
-    payload: Mapping[str, Any],
+    payload: Mapping[str, object],
     time_limit: float,
     secrets: dict[str, str] | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -128,7 +128,7 @@ class StartedWorker:
         self.ran = False
 
     def run(
-        self, payload: Mapping[str, Any], time_limit: float, scratch: Sequence[Path] = ()
+        self, payload: Mapping[str, object], time_limit: float, scratch: Sequence[Path] = ()
     ) -> WorkerOutcome:
         """Send ``payload``, wait at most ``time_limit`` s from now, and say how it ended."""
         assert not self.ran, "a started worker runs one payload"

@@ -120,7 +120,7 @@ def _to_yaml_data(value: Any, path: str) -> Any:
 
 
 def save_run_config(
-    config: Mapping[str, Any], rollouts_jsonl_fpath: str | os.PathLike[str]
+    config: Mapping[str, object], rollouts_jsonl_fpath: str | os.PathLike[str]
 ) -> Path:
     """Write the run's config, unresolved and masked, beside its rollouts file.
 

@@ -78,7 +78,7 @@ class ExportPlan(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     job: JobSection
-    exports: dict[str, dict[str, Any]] = {}
+    exports: dict[str, dict[str, object]] = {}
     benchmarks: dict[str, dict[str, Any]] = {}
 
 
@@ -90,7 +90,7 @@ class ExportTask:
     benchmark: str
     exporter: str
     rollouts: Path
-    options: dict[str, Any]
+    options: dict[str, object]
 
     def overrides(self) -> list[str]:
         """The options as ``+key=value`` tokens the CLI parses back into the same values."""
@@ -104,7 +104,7 @@ class ExportTask:
 
     # -- the task as a message: the pool's stdin lines and a Slurm array's tasks.json --------
 
-    def to_json_data(self) -> dict[str, Any]:
+    def to_json_data(self) -> dict[str, object]:
         """The task as JSON-ready data (:meth:`to_json` without the encoding)."""
         return {
             "benchmark": self.benchmark,
@@ -204,8 +204,8 @@ def _plain(text: str) -> bool:
         return False
 
 
-def _dotted(options: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
+def _dotted(options: Mapping[str, object], prefix: str = "") -> dict[str, object]:
+    flat: dict[str, object] = {}
     for key, value in options.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping) and value:

@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, final
+from typing import Final, final
 
 __all__ = ["FROM_FILES", "FROM_ROLLOUTS", "EvaluationTimes", "TimesSeen", "exported_at"]
 
@@ -67,7 +67,7 @@ class TimesSeen:
         self.earliest = math.inf
         self.latest = -math.inf
 
-    def see(self, record: Mapping[str, Any]) -> None:
+    def see(self, record: Mapping[str, object]) -> None:
         """Take in one rollout's timestamps (those of its ``ng_trajectory``)."""
         trajectory = record.get("ng_trajectory")
         if not isinstance(trajectory, Mapping):
@@ -103,5 +103,5 @@ class TimesSeen:
         return EvaluationTimes(min(stamps), stamps[0], FROM_FILES)
 
 
-def _mappings(value: object) -> Iterable[Mapping[str, Any]]:
+def _mappings(value: object) -> Iterable[Mapping[str, object]]:
     return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []

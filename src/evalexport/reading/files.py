@@ -11,7 +11,7 @@ import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Final, Protocol, final
+from typing import BinaryIO, Final, Protocol, final
 
 from evalexport.host.files import CHUNK, RunFileError, not_a_file_reason, open_regular
 
@@ -73,7 +73,7 @@ class RunPaths(Protocol):
 class ExportableConfig:
     """The saved config as exporters send it: masked again, whatever the file holds."""
 
-    config: dict[str, Any]
+    config: dict[str, object]
     masked_paths: list[str]
     """Where the file held a value that looks like a live secret (now masked)."""
 
@@ -110,7 +110,7 @@ def read_file(run: RunPaths, path: Path) -> bytes:
     return data
 
 
-def parse_aggregate_metrics(run: RunPaths, data: bytes) -> list[dict[str, Any]]:
+def parse_aggregate_metrics(run: RunPaths, data: bytes) -> list[dict[str, object]]:
     """The aggregate-metrics list of the file's bytes, one entry per agent, checked for its
     shape."""
     path = run.aggregate_metrics
@@ -140,7 +140,7 @@ def parse_aggregate_metrics(run: RunPaths, data: bytes) -> list[dict[str, Any]]:
     return parsed
 
 
-def parse_saved_config(run: RunPaths, data: bytes) -> dict[str, Any]:
+def parse_saved_config(run: RunPaths, data: bytes) -> dict[str, object]:
     """The saved (masked, unresolved) run config of the file's bytes."""
     import yaml
 
@@ -167,7 +167,7 @@ def parse_saved_config(run: RunPaths, data: bytes) -> dict[str, Any]:
     return parsed
 
 
-def exportable_config(config: dict[str, Any]) -> ExportableConfig:
+def exportable_config(config: dict[str, object]) -> ExportableConfig:
     """The saved config masked again (masking is idempotent), with what that pass changed: a
     hand-written or older unmasked config never reaches a backend (SPEC §2). One pass of
     masking gives both."""

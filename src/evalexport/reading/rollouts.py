@@ -30,7 +30,7 @@ class Rollout:
     """One line of the rollouts file, with the line number errors refer to."""
 
     line_number: int
-    record: dict[str, Any]
+    record: dict[str, object]
     size_bytes: int = 0
     """The length of its line in the file, line break included."""
 

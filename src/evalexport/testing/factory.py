@@ -17,7 +17,7 @@ import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, final
+from typing import final
 
 from evalexport.masking import save_run_config
 from evalexport.run import RunArtifacts
@@ -85,7 +85,7 @@ class CanarySecrets:
         return leaks
 
 
-def run_config(benchmark: str, canaries: CanarySecrets) -> dict[str, Any]:
+def run_config(benchmark: str, canaries: CanarySecrets) -> dict[str, object]:
     """A run config shaped like a real evaluation config, secrets included."""
     key = canaries.by_key
     value = canaries.in_values
@@ -138,7 +138,7 @@ def run_config(benchmark: str, canaries: CanarySecrets) -> dict[str, Any]:
 
 def aggregate_metrics(
     agents: Sequence[str], tasks: int, repeats: int, rng: random.Random
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """Aggregate metrics with the real key names, including a name that prefixes another."""
     entries = []
     for agent in agents:

@@ -67,7 +67,7 @@ _DRY_RUN_EXPORT_RERUN = ((True, False), (False, False), (False, True))
 _counting: collections.Counter[str] | None = None
 
 
-def _count_opens(event: str, arguments: tuple[Any, ...]) -> None:
+def _count_opens(event: str, arguments: tuple[object, ...]) -> None:
     if _counting is not None and event == "open" and isinstance(arguments[0], str | bytes | Path):
         _counting[os.path.abspath(os.fsdecode(arguments[0]))] += 1  # noqa: PTH100 (not resolved)
 
@@ -144,7 +144,7 @@ class ExporterGuarantees:
         return make_sample_run("guaranteed", agents=("aime24_math_tool_agent",))
 
     @pytest.fixture
-    def export(self, exporter_options: dict[str, Any]) -> Callable[..., Any]:
+    def export(self, exporter_options: dict[str, object]) -> Callable[..., Any]:
         """``export(sample, dry_run=False, rerun=False, progress=None)``: the exporter, run
         through the pipeline as a batch's rerun would when ``rerun``."""
         from evalexport.pipeline import ExportRequest, run_export
@@ -387,11 +387,11 @@ class ExporterGuarantees:
             )
 
 
-def _recorded_payloads(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+def _recorded_payloads(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """Every payload an isolated exporter hands its worker, recorded as it is sent."""
     from evalexport.isolation import launcher
 
-    payloads: list[Any] = []
+    payloads: list[object] = []
     send = launcher.StartedWorker.run
 
     def recorded(worker: Any, payload: Any, *arguments: Any, **keywords: Any) -> Any:

@@ -32,7 +32,7 @@ __all__ = [
 MODEL_REF = {"type": "responses_api_models", "name": "policy_model"}
 
 
-def input_message(role: str, content: str | list[str]) -> dict[str, Any]:
+def input_message(role: str, content: str | list[str]) -> dict[str, object]:
     """An ``EasyInputMessage`` as Gym dumps it; a list of strings becomes input_text parts."""
     body: object = (
         content
@@ -42,7 +42,7 @@ def input_message(role: str, content: str | list[str]) -> dict[str, Any]:
     return {"content": body, "role": role, "type": "message", "phase": None}
 
 
-def output_message(item_id: str, texts: list[str], status: str = "completed") -> dict[str, Any]:
+def output_message(item_id: str, texts: list[str], status: str = "completed") -> dict[str, object]:
     """A Responses API output message item, as Gym's agents record one."""
     return {
         "id": item_id,
@@ -57,7 +57,7 @@ def output_message(item_id: str, texts: list[str], status: str = "completed") ->
     }
 
 
-def reasoning_item(item_id: str, text: str, *, as_summary: bool = True) -> dict[str, Any]:
+def reasoning_item(item_id: str, text: str, *, as_summary: bool = True) -> dict[str, object]:
     """A reasoning item: its text as a summary (OpenAI models) or as content (open models)."""
     if as_summary:
         return {
@@ -82,7 +82,7 @@ class ToolUse:
     """One function call the model makes and what the tool answers."""
 
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, object]
     output: str
     status: Literal["completed", "failed", "timeout"] = "completed"
 
@@ -93,15 +93,15 @@ class AgentRun:
 
     task_id: str
     rollout_id: str
-    prompt: list[dict[str, Any]]
+    prompt: list[dict[str, object]]
     model: str = "nvidia/nemotron-nano-9b-v2"
     started_at: float = 1_787_713_200.0
     invocation_id: str = "root"
-    conversation: list[dict[str, Any]] = field(init=False)
-    turns: list[dict[str, Any]] = field(default_factory=list)
-    model_calls: list[dict[str, Any]] = field(default_factory=list)
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    invocation_refs: list[dict[str, Any]] = field(default_factory=list)
+    conversation: list[dict[str, object]] = field(init=False)
+    turns: list[dict[str, object]] = field(default_factory=list)
+    model_calls: list[dict[str, object]] = field(default_factory=list)
+    tool_calls: list[dict[str, object]] = field(default_factory=list)
+    invocation_refs: list[dict[str, object]] = field(default_factory=list)
     clock: float = field(init=False)
 
     def __post_init__(self) -> None:
@@ -273,8 +273,8 @@ class AgentRun:
         *,
         status: Literal["completed", "failed", "incomplete", "unknown"] = "completed",
         resolved: bool | None = None,
-        gaps: list[dict[str, Any]] | None = None,
-    ) -> dict[str, Any]:
+        gaps: list[dict[str, object]] | None = None,
+    ) -> dict[str, object]:
         """The ``ng_trajectory`` as rollout collection dumps it."""
         turns = json.loads(json.dumps(self.turns))
         if resolved is not None and turns:
@@ -307,7 +307,7 @@ class AgentRun:
 
 def unpublished_trajectory(
     task_id: str, rollout_id: str, prompt: str, answer: str, *, model: str = "gym-policy-model"
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The record of an agent that publishes no turns: only captured model calls, and gaps."""
     response_id = f"chatcmpl-{rollout_id}"
     return {

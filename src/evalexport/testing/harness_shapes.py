@@ -27,7 +27,7 @@ from evalexport.testing.gym_shapes import MODEL_REF
 __all__ = ["failed_trajectory", "interleaved_trajectory"]
 
 
-def _reference(call_id: str) -> dict[str, Any]:
+def _reference(call_id: str) -> dict[str, object]:
     return {
         "model_call_id": call_id,
         "model_ref": dict(MODEL_REF),
@@ -39,10 +39,10 @@ def _model_call(
     call_id: str,
     span: tuple[float, float],
     request: list[dict[str, Any]],
-    response: dict[str, Any],
-    metadata: dict[str, Any],
+    response: dict[str, object],
+    metadata: dict[str, object],
     tokens: tuple[int, int, int, int, int],
-) -> dict[str, Any]:
+) -> dict[str, object]:
     prompt, completion, reasoning, total, cached = tokens
     return {
         "model_call_id": call_id,
@@ -68,7 +68,7 @@ def _model_call(
     }
 
 
-def _identity(task_id: str, rollout_id: str, invocation: dict[str, Any]) -> dict[str, Any]:
+def _identity(task_id: str, rollout_id: str, invocation: dict[str, object]) -> dict[str, object]:
     """A record's first fields: its schema, its task and rollout, its one root invocation."""
     return {
         "schema_version": "1.0",
@@ -80,7 +80,7 @@ def _identity(task_id: str, rollout_id: str, invocation: dict[str, Any]) -> dict
 
 def _turn(
     task_id: str, rollout_id: str, number: int, timestamp: float, **fields: object
-) -> dict[str, Any]:
+) -> dict[str, object]:
     return {
         "invocation_id": "root",
         "task_id": task_id,
@@ -91,7 +91,7 @@ def _turn(
     }
 
 
-def interleaved_trajectory(task_id: str, rollout_id: str) -> dict[str, Any]:
+def interleaved_trajectory(task_id: str, rollout_id: str) -> dict[str, object]:
     """A complete run in a harness's own shape (see the module's docstring)."""
     question = {"role": "user", "content": "Compare the two price lists."}
     calls = [
@@ -178,7 +178,7 @@ def interleaved_trajectory(task_id: str, rollout_id: str) -> dict[str, Any]:
     }
 
 
-def failed_trajectory(task_id: str, rollout_id: str) -> dict[str, Any]:
+def failed_trajectory(task_id: str, rollout_id: str) -> dict[str, object]:
     """A failed run in a harness's own shape (see the module's docstring)."""
     first, second = f"{rollout_id}-c1", f"{rollout_id}-c2"
     request = [{"role": "user", "content": "Prove the lemma."}]

@@ -17,7 +17,6 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 READ_RUNS = """
 import json, sys
@@ -136,7 +135,7 @@ class MLflowServer:
 
 def read_runs(
     python: Path, tracking_uri: str, experiment: str, download: tuple[str, Path] | None = None
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """Every run of ``experiment``, read back through ``MlflowClient`` in the mlflow environment."""
     extra = [download[0], str(download[1])] if download else []
     completed = subprocess.run(
@@ -148,5 +147,5 @@ def read_runs(
     )
     if completed.returncode != 0:
         raise RuntimeError(f"reading MLflow runs failed: {completed.stderr[-3000:]}")
-    runs: list[dict[str, Any]] = json.loads(completed.stdout.strip().splitlines()[-1])
+    runs: list[dict[str, object]] = json.loads(completed.stdout.strip().splitlines()[-1])
     return runs

@@ -198,7 +198,7 @@ def evalexport_isolation(
 
 
 @pytest.fixture
-def exporter_options() -> dict[str, Any]:
+def exporter_options() -> dict[str, object]:
     """The options :class:`~evalexport.testing.guarantees.ExporterGuarantees` exports with,
     besides the rollouts file: ``{}`` here; a test module or conftest that needs some
     overrides this fixture (``{"store_dir": str(tmp_path / "store")}``)."""

@@ -46,7 +46,7 @@ def make_trajectory(
     *,
     use_tools: bool,
     publishes_turns: bool = True,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """An ``ng_trajectory`` as NeMo Gym writes it (see :mod:`evalexport.testing.gym_shapes`).
 
     An agent that publishes turns answers in one or two model calls, with parallel tool calls
@@ -108,7 +108,7 @@ def make_rollout(
     use_tools = "tool" in agent
     question, answer, _ = _turn_texts(rng, task_index)
     reward = 1.0 if rng.random() < 0.45 else 0.0
-    record: dict[str, Any] = {
+    record: dict[str, object] = {
         "_ng_task_index": task_index,
         "_ng_rollout_index": rollout_index,
         "agent_ref": {"type": "responses_api_agents", "name": agent},
@@ -233,7 +233,9 @@ def make_two_turn_rollout(
     prompt_1, completion_1 = 310 + rng.randint(0, 40), 60 + rng.randint(0, 80)
     prompt_2, completion_2 = prompt_1 + 120, 40 + rng.randint(0, 60)
 
-    def turn(number: int, question: list[Any], answer_items: list[Any], reasoning: object) -> Any:
+    def turn(
+        number: int, question: list[Any], answer_items: list[object], reasoning: object
+    ) -> Any:
         return {
             "invocation_id": "root",
             "task_id": task_id,

@@ -62,7 +62,7 @@ class Item(NamedTuple):
     kind: ItemKind
     canonical: dict[str, Any]
     path: str
-    raw: dict[str, Any]
+    raw: dict[str, object]
     """The item as the record holds it."""
 
     def get(self, key: str) -> Any:
@@ -70,7 +70,7 @@ class Item(NamedTuple):
         return self.canonical.get(key)
 
 
-def _unknown_fields(item: dict[str, Any], allowed: frozenset[str], path: str) -> None:
+def _unknown_fields(item: dict[str, object], allowed: frozenset[str], path: str) -> None:
     if allowed.issuperset(item):
         return
     unknown = sorted(repr(key) for key in item if key not in allowed)
@@ -78,7 +78,7 @@ def _unknown_fields(item: dict[str, Any], allowed: frozenset[str], path: str) ->
         raise ItemError(path, f"unsupported fields would be dropped: {', '.join(unknown)}")
 
 
-def _string(item: dict[str, Any], key: str, path: str, *, optional: bool = False) -> str | None:
+def _string(item: dict[str, object], key: str, path: str, *, optional: bool = False) -> str | None:
     value = item.get(key)
     if value is None and optional:
         return None
@@ -87,7 +87,7 @@ def _string(item: dict[str, Any], key: str, path: str, *, optional: bool = False
     return value
 
 
-def _status(item: dict[str, Any], path: str, *, optional: bool) -> str | None:
+def _status(item: dict[str, object], path: str, *, optional: bool) -> str | None:
     value = item.get("status")
     if value is None and optional:
         return None
@@ -107,7 +107,7 @@ def _part_type(part: object, path: str) -> str | None:
     return part_type
 
 
-def _text_part(part: Any, path: str, part_type: str, extra: frozenset[str]) -> dict[str, Any]:
+def _text_part(part: Any, path: str, part_type: str, extra: frozenset[str]) -> dict[str, object]:
     """A ``{"type": part_type, "text": ...}`` part, with ``extra`` optional keys allowed."""
     found = _part_type(part, path)
     if found is None:
@@ -120,7 +120,7 @@ def _text_part(part: Any, path: str, part_type: str, extra: frozenset[str]) -> d
     return dict(part)
 
 
-def _input_parts(value: object, path: str) -> list[dict[str, Any]]:
+def _input_parts(value: object, path: str) -> list[dict[str, object]]:
     """Input content: ``input_text`` parts only (images, files and video have no ATIF text)."""
     if not isinstance(value, list):
         raise ItemError(path, "expected a list of content parts")
@@ -134,7 +134,7 @@ def _input_parts(value: object, path: str) -> list[dict[str, Any]]:
     return parts
 
 
-def _output_parts(value: object, path: str) -> list[dict[str, Any]]:
+def _output_parts(value: object, path: str) -> list[dict[str, object]]:
     if not isinstance(value, list):
         raise ItemError(path, "expected a list of output_text parts")
     parts = []
@@ -155,7 +155,7 @@ def _output_parts(value: object, path: str) -> list[dict[str, Any]]:
     return parts
 
 
-def _phase(item: dict[str, Any], path: str, relax: Relaxations | None) -> str:
+def _phase(item: dict[str, object], path: str, relax: Relaxations | None) -> str:
     """A message's ``phase`` (the caller checks it is set: ``commentary`` or ``final_answer``),
     refused unless ``message_phases`` is relaxed: ATIF v1.7 has no field for it."""
     phase = item["phase"]
@@ -168,7 +168,7 @@ def _phase(item: dict[str, Any], path: str, relax: Relaxations | None) -> str:
     return str(phase)
 
 
-def _message(item: dict[str, Any], path: str, relax: Relaxations | None) -> Item:
+def _message(item: dict[str, object], path: str, relax: Relaxations | None) -> Item:
     role = item.get("role")
     content = item.get("content")
     if role == "assistant" or role not in _INPUT_ROLES:
@@ -188,7 +188,11 @@ def _message(item: dict[str, Any], path: str, relax: Relaxations | None) -> Item
             # the easy-input form of an answer (a string) and that relaxation is opted in to.
             if not isinstance(content, str):
                 _input_parts(content, f"{path}.content")
-            canonical: dict[str, Any] = {"content": content, "role": "assistant", "type": "message"}
+            canonical: dict[str, object] = {
+                "content": content,
+                "role": "assistant",
+                "type": "message",
+            }
             if phase is not None:
                 canonical["phase"] = phase
             if (
@@ -235,7 +239,7 @@ def _message(item: dict[str, Any], path: str, relax: Relaxations | None) -> Item
     return Item("input_message", canonical, path, item)
 
 
-def _reasoning_parts(value: object, path: str, part_type: str) -> list[dict[str, Any]]:
+def _reasoning_parts(value: object, path: str, part_type: str) -> list[dict[str, object]]:
     if not isinstance(value, list):
         raise ItemError(path, "expected a list")
     parts = []
@@ -248,9 +252,9 @@ def _reasoning_parts(value: object, path: str, part_type: str) -> list[dict[str,
     return parts
 
 
-def _reasoning(item: dict[str, Any], path: str) -> Item:
+def _reasoning(item: dict[str, object], path: str) -> Item:
     _unknown_fields(item, _REASONING_FIELDS, path)
-    canonical: dict[str, Any] = {
+    canonical: dict[str, object] = {
         "id": _string(item, "id", path),
         "summary": _reasoning_parts(item.get("summary"), f"{path}.summary", "summary_text"),
         "type": "reasoning",
@@ -265,14 +269,14 @@ def _reasoning(item: dict[str, Any], path: str) -> Item:
     return Item("reasoning", canonical, path, item)
 
 
-def _function_call(item: dict[str, Any], path: str) -> Item:
+def _function_call(item: dict[str, object], path: str) -> Item:
     _unknown_fields(item, _CALL_FIELDS, path)
     if item.get("namespace") is not None:
         raise ItemError(
             f"{path}.namespace",
             "namespaced Responses function calls are not representable in ATIF v1.7",
         )
-    canonical: dict[str, Any] = {
+    canonical: dict[str, object] = {
         "arguments": _string(item, "arguments", path),
         "call_id": _string(item, "call_id", path),
         "name": _string(item, "name", path),
@@ -285,10 +289,10 @@ def _function_call(item: dict[str, Any], path: str) -> Item:
     return Item("function_call", canonical, path, item)
 
 
-def _function_call_output(item: dict[str, Any], path: str) -> Item:
+def _function_call_output(item: dict[str, object], path: str) -> Item:
     _unknown_fields(item, _OUTPUT_FIELDS, path)
     output = item.get("output")
-    canonical: dict[str, Any] = {
+    canonical: dict[str, object] = {
         "call_id": _string(item, "call_id", path),
         "output": output if isinstance(output, str) else _input_parts(output, f"{path}.output"),
         "type": "function_call_output",
@@ -300,7 +304,7 @@ def _function_call_output(item: dict[str, Any], path: str) -> Item:
     return Item("function_call_output", canonical, path, item)
 
 
-_READERS: dict[str, Callable[[dict[str, Any], str], Item]] = {
+_READERS: dict[str, Callable[[dict[str, object], str], Item]] = {
     "reasoning": _reasoning,
     "function_call": _function_call,
     "function_call_output": _function_call_output,

@@ -63,7 +63,7 @@ class ConvertedTrajectory:
 
     task_index: int
     rollout_index: int
-    document: dict[str, Any]
+    document: dict[str, object]
     gap_codes: tuple[str, ...] = ()
     relaxations: tuple[str, ...] = ()
     """The relaxations of the strict profile this rollout needed, sorted."""
@@ -131,7 +131,7 @@ def encode_json(document: object) -> bytes:
     return to_json(document, indent=2) + b"\n"
 
 
-def rollout_index(row: dict[str, Any], key: str, where: str) -> int:
+def rollout_index(row: dict[str, object], key: str, where: str) -> int:
     """``_ng_task_index`` or ``_ng_rollout_index``: a non-negative integer, never a boolean."""
     value = row.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -140,7 +140,7 @@ def rollout_index(row: dict[str, Any], key: str, where: str) -> int:
 
 
 def convert_rollout(
-    row: dict[str, Any],
+    row: dict[str, object],
     identity: TrajectoryIdentity,
     *,
     allowed_gaps: Collection[str] = (),
@@ -201,14 +201,14 @@ def convert_rollout(
     return ConvertedTrajectory(task, rollout, document, gap_codes, applied)
 
 
-def agent_label(row: dict[str, Any]) -> Any:
+def agent_label(row: dict[str, object]) -> Any:
     """The agent a row names: ``agent_ref.name``, else the environment server that ran it."""
     agent_ref = row.get("agent_ref")
     name = agent_ref.get("name") if isinstance(agent_ref, dict) else None
     return name if name is not None else row.get(ENVIRONMENT_SERVER)
 
 
-def _agent_label(row: dict[str, Any]) -> str:
+def _agent_label(row: dict[str, object]) -> str:
     agent_ref = row.get("agent_ref")
     if agent_ref is not None and not isinstance(agent_ref, dict):
         if agent_ref:

@@ -94,11 +94,11 @@ class RecordConversion:
         surplus = [call.as_json() for index, call in enumerate(self.calls) if index not in used]
         names = [group.step.model_name for group in groups]
         model_name = names[0] if None not in names and len(set(names)) == 1 else None
-        agent: dict[str, Any] = {"name": agent_name, "version": identity.agent_version}
+        agent: dict[str, object] = {"name": agent_name, "version": identity.agent_version}
         if model_name is not None:
             agent["model_name"] = model_name
         invocation = self.invocation
-        source: dict[str, Any] = {
+        source: dict[str, object] = {
             "format": "ng_trajectory",
             "schema_version": self.trajectory.schema_version,
             "task_id": self.trajectory.task_id,
@@ -112,7 +112,7 @@ class RecordConversion:
             source["invocation_error_type"] = invocation.error_type
         if invocation.duration_ms is not None:
             source["invocation_duration_ms"] = invocation.duration_ms
-        nemo_gym: dict[str, Any] = {
+        nemo_gym: dict[str, object] = {
             "exporter": dict(REFERENCE_EXPORTER),
             "source": source,
             "conversion": {"profile": CONVERSION_PROFILE, "status": "complete"},
@@ -215,14 +215,14 @@ class RecordConversion:
 
     def _check_turn_copy(
         self, turn: TurnRecord, group: AgentGroup, index: int, path: str
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """Check the turn's copies of its step's items; return those that differ and are kept
         verbatim (``turn_copies`` relaxed), by field name."""
         if turn.invocation_id != self.invocation.invocation_id:
             raise TrajectoryError(f"{path}.invocation_id", "does not match the root invocation")
         if turn.turn_no != index + 1:
             raise TrajectoryError(f"{path}.turn_no", "turns must be ordered sequentially from 1")
-        differing: dict[str, Any] = {}
+        differing: dict[str, object] = {}
         for name, expected, meaning in (
             ("question", group.question, "the model-visible conversation prefix"),
             ("answer", group.answer, "the exported agent answer"),

@@ -13,7 +13,7 @@ them, since only four item types are convertible and each needs its own precise 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -106,7 +106,7 @@ class ResponseMetadata(_Strict):
     error_category: str | None = None
     latency_ttft_ms: NonNegativeFloat | None = None
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         """``model_dump(mode="json", exclude_none=True)``, without pydantic's serializer (a
         model's ``__dict__`` holds its fields in their declared order)."""
         dumped = {name: value for name, value in self.__dict__.items() if value is not None}
@@ -127,7 +127,7 @@ class ModelCallRecord(_Strict):
     response_metadata: ResponseMetadata = Field(default_factory=ResponseMetadata)
     token_stats: TokenStats = Field(default_factory=TokenStats)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         """``model_dump(mode="json", exclude_none=True)`` at a third of its cost: an ATIF step
         cites its model call this way. ``request`` and ``response`` are the row's JSON as it
         came (pydantic's dump would copy them unchanged); every other field is a JSON scalar
@@ -166,7 +166,7 @@ class InvocationRecord(_Strict):
     duration_ms: NonNegativeFloat | None = None
     error_type: str | None = None
     model_calls: list[ModelCallReference] = []
-    conversation: list[Any] = []
+    conversation: list[object] = []
 
 
 class ToolCallRecord(_Strict):

@@ -5,7 +5,6 @@ token metrics, and the trajectory's totals."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from evalexport.trajectory.record import ModelCallRecord, TurnRecord
 from evalexport.trajectory.relaxations import Relaxations
@@ -89,7 +88,7 @@ def describe_step(
     turn: TurnRecord,
     call: ModelCallRecord,
     path: str,
-    differing_copies: dict[str, Any],
+    differing_copies: dict[str, object],
 ) -> None:
     """Give an agent step its turn's timestamp and its model call's model, metrics and evidence
     (with the turn's copies that differ from the conversation, kept verbatim)."""
@@ -105,10 +104,10 @@ def describe_step(
     step.model_name = call.response_metadata.model
     step.llm_call_count = 1
     step.metrics = step_metrics(call, path)
-    turn_facts: dict[str, Any] = {"turn_no": turn.turn_no, "step_count": turn.step_count}
+    turn_facts: dict[str, object] = {"turn_no": turn.turn_no, "step_count": turn.step_count}
     if turn.resolved is not None:
         turn_facts["resolved"] = turn.resolved
-    evidence: dict[str, Any] = {
+    evidence: dict[str, object] = {
         "turn": turn_facts,
         "model_call": call.as_json(),
     }
@@ -119,7 +118,7 @@ def describe_step(
     step.extra = {"nemo_gym": evidence}
 
 
-def step_metrics(call: ModelCallRecord, path: str) -> dict[str, Any] | None:
+def step_metrics(call: ModelCallRecord, path: str) -> dict[str, object] | None:
     """The step's ``metrics`` from its model call's usage (``None`` when it recorded none);
     counts that contradict one another are refused."""
     stats = call.token_stats
@@ -151,7 +150,7 @@ def step_metrics(call: ModelCallRecord, path: str) -> dict[str, Any] | None:
         )
     if all(value is None for value in (prompt, completion, reasoning, total, cached)):
         return None
-    metrics: dict[str, Any] = {
+    metrics: dict[str, object] = {
         name: value
         for name, value in (
             ("prompt_tokens", prompt),
@@ -170,7 +169,7 @@ def step_metrics(call: ModelCallRecord, path: str) -> dict[str, Any] | None:
     return metrics
 
 
-def final_metrics(groups: list[AgentGroup], total_steps: int) -> dict[str, Any]:
+def final_metrics(groups: list[AgentGroup], total_steps: int) -> dict[str, object]:
     """The trajectory's ``final_metrics``: its steps' token counts added up, as Gym adds them."""
     metrics = [group.step.metrics for group in groups]
 
@@ -181,7 +180,7 @@ def final_metrics(groups: list[AgentGroup], total_steps: int) -> dict[str, Any]:
         counted = [value for value in values if value is not None]
         return sum(counted) if len(counted) == len(values) else None
 
-    final: dict[str, Any] = {}
+    final: dict[str, object] = {}
     for key, name in (
         ("total_prompt_tokens", "prompt_tokens"),
         ("total_completion_tokens", "completion_tokens"),

@@ -49,15 +49,15 @@ class Step:
     timestamp: str | None = None
     model_name: str | None = None
     reasoning_content: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[dict[str, object]] | None = None
     observation: dict[str, Any] | None = None
     metrics: dict[str, Any] | None = None
     llm_call_count: int | None = None
-    extra: dict[str, Any] | None = None
+    extra: dict[str, object] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The step as ATIF's JSON, keys in Gym's order."""
-        document: dict[str, Any] = {
+        document: dict[str, object] = {
             "step_id": self.step_id,
             "source": self.source,
             "message": self.message,
@@ -87,10 +87,10 @@ class AgentGroup:
     answer: list[Item]
     step: Step
     tool_call_count: int = 0
-    source_items: dict[str, Any] = field(default_factory=dict)
+    source_items: dict[str, object] = field(default_factory=dict)
 
 
-def text_content(value: object, path: str) -> str | list[dict[str, Any]]:
+def text_content(value: object, path: str) -> str | list[dict[str, object]]:
     """A message's content as ATIF content: the string, or its parts as ATIF text parts."""
     if isinstance(value, str):
         return value
@@ -108,7 +108,7 @@ def _unfinished_status(item: Item, relax: Relaxations) -> str:
     return str(status)
 
 
-def _message_content(item: Item) -> str | list[dict[str, Any]]:
+def _message_content(item: Item) -> str | list[dict[str, object]]:
     if item.kind == "output_message" and not item.canonical.get("content"):
         raise TrajectoryError(f"{item.path}.content", "expected at least one output_text part")
     return text_content(item.canonical.get("content"), f"{item.path}.content")
@@ -151,7 +151,7 @@ def reasoning_segments(items: list[Item], path: str, relax: Relaxations | None =
     return segments
 
 
-def _arguments(call: Item, path: str, relax: Relaxations) -> dict[str, Any] | None:
+def _arguments(call: Item, path: str, relax: Relaxations) -> dict[str, object] | None:
     """A function call's arguments as an object; ``None`` for arguments that are not a JSON
     object when ``failures`` is relaxed (a model that wrote malformed arguments)."""
     try:
@@ -173,7 +173,7 @@ _TOOL_TIMING: Final = ("sandbox_id", "started_at", "completed_at", "duration_ms"
 
 def _tool_result_extra(
     record: ToolCallRecord, source_item_id: str | None, source_item_status: str | None
-) -> dict[str, Any] | None:
+) -> dict[str, object] | None:
     # What model_dump(mode="json", include=..., exclude_none=True) gives: these fields are
     # strings and floats, already JSON values.
     fields = record.__dict__  # a pydantic model's field values, by name
@@ -203,7 +203,7 @@ class StepBuilder:
         invocation: InvocationRecord,
         tool_records: list[ToolCallRecord],
         relax: Relaxations | None = None,
-        turn_answers: Sequence[Any] = (),
+        turn_answers: Sequence[object] = (),
     ) -> None:
         self.invocation = invocation
         self.relax = relax if relax is not None else Relaxations()
@@ -258,7 +258,7 @@ class StepBuilder:
 
     def _source_message(self, item: Item) -> None:
         role = item.canonical["role"]
-        facts: dict[str, Any] = {}
+        facts: dict[str, object] = {}
         if role == "developer":
             if not self.relax.permits("developer_messages"):
                 raise TrajectoryError(f"{item.path}.role", "developer messages are not supported")
@@ -387,9 +387,9 @@ class StepBuilder:
                 "function results must match this turn's calls exactly; expected "
                 f"{sorted(expected)}, got {sorted(outputs)}",
             )
-        tool_calls: list[dict[str, Any]] = []
+        tool_calls: list[dict[str, object]] = []
         records: dict[str, ToolCallRecord] = {}
-        contents: dict[str, Any] = {}
+        contents: dict[str, object] = {}
         for call in calls:
             call_id = call.canonical["call_id"]
             record = self._tool_record(call, path)
@@ -405,12 +405,12 @@ class StepBuilder:
                 )
             records[call_id] = record
             arguments = _arguments(call, call.path, self.relax)
-            tool_call: dict[str, Any] = {
+            tool_call: dict[str, object] = {
                 "tool_call_id": call_id,
                 "function_name": call.canonical["name"],
                 "arguments": {} if arguments is None else arguments,
             }
-            source: dict[str, Any] = {}
+            source: dict[str, object] = {}
             if call.canonical.get("id") is not None:
                 source["source_item_id"] = call.canonical.get("id")
             # What ``failures`` lets through, kept:
@@ -424,7 +424,7 @@ class StepBuilder:
         results = []
         for output in outputs.values():
             call_id = output.canonical["call_id"]
-            result: dict[str, Any] = {"source_call_id": call_id, "content": contents[call_id]}
+            result: dict[str, object] = {"source_call_id": call_id, "content": contents[call_id]}
             status = output.canonical.get("status")
             extra = _tool_result_extra(
                 records[call_id],

@@ -65,7 +65,7 @@ def _finite_float(literal: str) -> float:
     return value
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, object]:
     result = dict(pairs)
     if len(result) != len(pairs):
         seen: set[str] = set()

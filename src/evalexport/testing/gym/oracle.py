@@ -58,7 +58,7 @@ class GymOracle:
         line = self._process.stdout.readline()
         if not line:
             raise RuntimeError(f"the Gym oracle exited (code {self._process.poll()})")
-        answer: dict[str, Any] = json.loads(line)
+        answer: dict[str, object] = json.loads(line)
         return answer
 
     def record_error(self, record: object) -> str | None:
@@ -90,11 +90,11 @@ class GymOracle:
         self,
         backend: str,
         *,
-        config: dict[str, Any],
+        config: dict[str, object],
         rollouts: Path,
         aggregate: Path,
         environment: dict[str, str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """Run Gym's live ``backend`` exporter (``mlflow`` or ``wandb``) over a finished run:
         ``setup``, the config, the metrics Gym's rollout collection logs, the rollouts as Gym
         uploads them, ``teardown``. ``config`` is the run's global config, backend keys included.

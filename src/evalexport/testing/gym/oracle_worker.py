@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 
-def _metrics_to_log(aggregate: list[dict[str, Any]]) -> dict[str, Any]:
+def _metrics_to_log(aggregate: list[dict[str, Any]]) -> dict[str, object]:
     """The metrics Gym's rollout collection hands its exporters after a run (read from
     ``nemo_gym/rollout_collection.py``: top-level primitive values only)."""
     primitive = (bool, int, float, str, type(None))
-    metrics: dict[str, Any] = {}
+    metrics: dict[str, object] = {}
     for entry in aggregate:
         agent = entry["agent_ref"]["name"]
         for section, prefix in (("agent_metrics", agent), ("key_metrics", f"key_metrics/{agent}")):
@@ -28,7 +28,7 @@ def _metrics_to_log(aggregate: list[dict[str, Any]]) -> dict[str, Any]:
     return metrics
 
 
-def _live_export(request: dict[str, Any]) -> dict[str, Any]:
+def _live_export(request: dict[str, Any]) -> dict[str, object]:
     """Run one of Gym's live exporters over a finished run, as a live run would call it."""
     import logging
     import os
