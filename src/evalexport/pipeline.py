@@ -366,11 +366,13 @@ def _discard(prepared: object) -> None:
 def _delivered(exporter: AnyExporter, handed: _Handed, worker: OpenedWorker | None) -> ExportResult:
     """Stage 7 of an export: what ``deliver`` returned, or what its worker made of it, with
     where the target's settings came from."""
+    from contextlib import nullcontext
+
     from evalexport.isolation.descendants import owned_scratch
 
     wants_scratch = declares(exporter.deliver, "scratch")
     with (
-        owned_scratch(f"evalexport-{exporter.name}-") if wants_scratch else _no_scratch() as scratch
+        owned_scratch(f"evalexport-{exporter.name}-") if wants_scratch else nullcontext() as scratch
     ):
         delivered = call_hook(exporter.deliver, **handed.arguments(scratch))
         if isinstance(delivered, WorkerDelivery):
@@ -388,11 +390,6 @@ def _delivered(exporter: AnyExporter, handed: _Handed, worker: OpenedWorker | No
             "the exporter."
         )
     return _with_settings(delivered, handed.target)
-
-
-@contextlib.contextmanager
-def _no_scratch() -> Iterator[None]:
-    yield None
 
 
 def _scratch_of(prepared: object) -> list[Path]:

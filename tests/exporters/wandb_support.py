@@ -4,8 +4,10 @@ wandb writes an offline run as ``run-<id>.wandb``: a LevelDB-style log (a 7-byte
 header, 32 KiB blocks, records split into FULL/FIRST/MIDDLE/LAST chunks) of protobuf
 ``Record`` messages. The reader below runs inside the wandb environment, so the test process
 never imports wandb, and prints what a user would check: config, summary, tags, the run's
-start, the tables logged (read from the run's ``files/media`` directory, keyed by file name:
-``<key>_<step>_<hash>.table.json``) and the files the run keeps.
+start, the tables logged to its history (read from the run's ``files/media`` directory, keyed by
+file name: ``<key>_<step>_<hash>.table.json``), those of its artifacts (read from where W&B
+staged them for ``wandb sync``: their columns, their row count and their first row) and the
+files the run keeps.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ while position + HEADER <= len(data):
         pending += chunk
     elif kind == 4:
         records.append(pending + chunk)
-config, summary, tags, run_info = {}, {}, [], {}
+config, summary, tags, run_info, artifact_tables = {}, {}, [], {}, {}
 for raw in records:
     record = pb.Record()
     record.ParseFromString(raw)
@@ -64,13 +66,22 @@ for raw in records:
     elif kind == "config":
         for item in record.config.update:
             config[item.key] = json.loads(item.value_json)
+    elif kind == "artifact":
+        for entry in record.artifact.manifest.contents:
+            if entry.path.endswith(".table.json") and entry.local_path:
+                stored = json.loads(Path(entry.local_path).read_text())
+                artifact_tables[f"{record.artifact.name}/{entry.path}"] = {
+                    "columns": stored["columns"],
+                    "rows": len(stored["data"]),
+                    "first": stored["data"][0] if stored["data"] else None,
+                }
     elif kind == "summary":
         for item in record.summary.update:
             key = item.key or "/".join(item.nested_key)
             summary[key] = json.loads(item.value_json)
 tables = {Path(p).name: json.loads(Path(p).read_text()) for p in glob.glob(str(run_dir / "files" / "media" / "table" / "*.table.json"))}
 files = sorted(str(p.relative_to(run_dir / "files")) for p in (run_dir / "files").rglob("*") if p.is_file())
-print(json.dumps({"run": run_info, "config": config, "summary": summary, "tags": tags, "tables": tables, "files": files}))
+print(json.dumps({"run": run_info, "config": config, "summary": summary, "tags": tags, "tables": tables, "artifact_tables": artifact_tables, "files": files}))
 """
 
 

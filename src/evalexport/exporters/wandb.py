@@ -36,6 +36,13 @@ __all__ = ["FINGERPRINT_KEY", "WandbConfig", "WandbExporter", "WandbTarget"]
 
 FINGERPRINT_KEY = FINGERPRINT_SUMMARY_KEY
 
+HISTORY_TABLE_ROWS = 10_000
+"""The rows of a table a W&B run's history keeps (``wandb.Table.MAX_ROWS``): a bigger table is
+logged whole to a table artifact of the run instead (the worker reads the SDK's own limits)."""
+ARTIFACT_TABLE_ROWS = 200_000
+"""The rows of one table in an artifact (``wandb.Table.MAX_ARTIFACT_ROWS``, W&B's documented
+limit): a bigger one is logged as several."""
+
 logger = logging.getLogger("evalexport.wandb")
 
 
@@ -126,7 +133,10 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
             or (None if offline else _missing_credentials(config)),
             worker=WorkerSpec(
                 requirements=config.requirements(),
-                environment=_describing_the_evaluation(config),
+                environment={
+                    **_describing_the_evaluation(config),
+                    **_staging_beside_the_run(directory),
+                },
                 answers_dry_runs=not offline,
                 secrets={"WANDB_API_KEY": key.get_secret_value()} if key else {},
             ),
@@ -152,10 +162,18 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
                 PlannedFile(path=str(run.rollouts), size_bytes=run.rollouts.stat().st_size)
             )
             rows = prepared.rollout_count
+            where = (
+                "to the run's history"
+                if rows <= HISTORY_TABLE_ROWS
+                else f"whole to the run's table artifact (a W&B run's history keeps "
+                f"{HISTORY_TABLE_ROWS} rows of a table), in tables of at most "
+                f"{ARTIFACT_TABLE_ROWS} rows"
+            )
             tables = [
-                f"{ROLLOUTS_TABLE_KEY} ({rows} rows, one JSON text each, as NeMo Gym logs it)",
+                f"{ROLLOUTS_TABLE_KEY} ({rows} rows, one JSON text each, as NeMo Gym logs it; "
+                f"{where})",
                 f"{SAMPLES_TABLE_KEY} ({rows} rows, a column per value: task_index, "
-                "rollout_index, agent, reward, ...)",
+                f"rollout_index, agent, reward, ...; {where})",
             ]
         flat = prepared.metrics
         return DryRunPlan(
@@ -267,6 +285,15 @@ def _summary(prepared: PreparedRun, fingerprint: str) -> dict[str, bool | int | 
         "evaluation/times_from": evaluation["source"],
         "evalexport/exported_at": exported_at(),
     }
+
+
+def _staging_beside_the_run(directory: Path) -> dict[str, str]:
+    """Where W&B stages what it uploads (table artifacts among it): under the W&B directory the
+    run is written to, unless ``$WANDB_DATA_DIR`` says otherwise, never the user's
+    ``~/.local/share/wandb`` (an offline run's tables wait there for ``wandb sync``)."""
+    if os.environ.get("WANDB_DATA_DIR"):
+        return {}
+    return {"WANDB_DATA_DIR": str(directory / "wandb" / "data")}
 
 
 def _describing_the_evaluation(config: WandbConfig) -> dict[str, str]:

@@ -52,6 +52,9 @@ SURFACE: Final = {
         "wandb.init",
         "wandb.Settings",
         "wandb.Table",
+        "wandb.Artifact",
+        "wandb.Artifact.add",
+        "wandb.sdk.wandb_run.Run.log_artifact",
         "wandb.sdk.wandb_run.Run",
         "wandb.sdk.wandb_run.Run.log",
         "wandb.sdk.wandb_run.Run.finish",
@@ -146,6 +149,54 @@ def _looked_up(payload: WandbPayload) -> tuple[list[str], WorkerResult | None]:
     return existing, None
 
 
+def _log_tables(wandb: Any, run: Any, payload: WandbPayload) -> dict[str, dict[str, Any]]:
+    """Log Gym's ``Rollouts`` table and the typed ``Samples`` table, every row of each: one
+    that a run's history keeps whole (``wandb.Table.MAX_ROWS``, 10,000 rows) is logged to it,
+    as NeMo Gym logs it; a bigger one, which the history would cut to 10,000 rows without a
+    word, goes whole into a table artifact of the run, in tables of at most
+    ``wandb.Table.MAX_ARTIFACT_ROWS`` rows each (200,000, W&B's documented limit). Returns
+    where each table went, and a notice for each that did not go to the history."""
+    history: dict[str, Any] = {}
+    artifact = None
+    kept: dict[str, dict[str, Any]] = {}
+    for key, path in (
+        (payload["table_key"], payload["rollouts_table"]),
+        (payload["samples_key"], payload["samples_table"]),
+    ):
+        if not path:
+            continue
+        table = json.loads(Path(path).read_text(encoding="utf-8"))
+        rows = table["data"]
+        if len(rows) <= wandb.Table.MAX_ROWS:
+            history[key] = wandb.Table(columns=table["columns"], data=rows)
+            kept[key] = {"rows": len(rows), "logged": "history"}
+            continue
+        if artifact is None:
+            artifact = wandb.Artifact(f"run-{run.id}-tables", type="rollouts")
+        size = wandb.Table.MAX_ARTIFACT_ROWS
+        count = (len(rows) + size - 1) // size
+        entries = [key if count == 1 else f"{key}-{n}-of-{count}" for n in range(1, count + 1)]
+        for number, entry in enumerate(entries):
+            part = rows[number * size : (number + 1) * size]
+            artifact.add(wandb.Table(columns=table["columns"], data=part), entry)
+        kept[key] = {
+            "rows": len(rows),
+            "logged": "artifact",
+            "artifact": artifact.name,
+            "entries": entries,
+            "notice": (
+                f"{key} holds {len(rows)} rows, more than a W&B run's history keeps of a table "
+                f"({wandb.Table.MAX_ROWS}): every row is in the run's table artifact "
+                f"{artifact.name} ({', '.join(entries)}), not in its history"
+            ),
+        }
+    if history:
+        run.log(history)
+    if artifact is not None:
+        run.log_artifact(artifact)
+    return kept
+
+
 def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
     import wandb
 
@@ -179,16 +230,9 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
         )
         progress(1, total)
         run.summary.update(payload["summary"])
+        tables: dict[str, dict[str, Any]] = {}
         if payload["rollouts_table"]:
-            logged = {}
-            for key, path in (
-                (payload["table_key"], payload["rollouts_table"]),
-                (payload["samples_key"], payload["samples_table"]),
-            ):
-                if path:
-                    table = json.loads(Path(path).read_text(encoding="utf-8"))
-                    logged[key] = wandb.Table(columns=table["columns"], data=table["data"])
-            run.log(logged)
+            tables = _log_tables(wandb, run, payload)
             progress(2, total)
         run_id, url, run_dir = run.id, getattr(run, "url", None), run.dir
         run.finish()
@@ -209,6 +253,7 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
         )
     local = run_dir.rsplit("/files", 1)[0]
     notices = [_existing_notice(existing, _project_path(payload), skip=False)] if existing else []
+    notices += [table["notice"] for table in tables.values() if "notice" in table]
     if not Path(local).is_relative_to(payload["dir"]):
         notices.append(f"W&B wrote the run to {local}, not under {payload['dir']} as asked")
     where = url if mode == "online" and url else local
@@ -222,4 +267,7 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
         run_dir=local,
         notices=notices,
         existing_run_ids=existing,
+        tables={
+            key: {k: v for k, v in table.items() if k != "notice"} for key, table in tables.items()
+        },
     )
