@@ -151,6 +151,22 @@ def test_reads_and_comparisons_are_recorded_but_not_the_fakes_own(tmp_path: Path
     assert all(r["site"].startswith(f"{body}:") for r in reads)
 
 
+def test_no_secret_a_call_was_given_is_recorded(tmp_path: Path) -> None:
+    fake = _fake(tmp_path)
+    body = tmp_path / "worker.py"
+    token, password = "tok-a1b2c3d4e5f6", "pw-9z8y7x6w"
+    body.write_text(
+        "import tinysdk\n"
+        "def run(payload):\n"
+        f"    tinysdk.Client('https://evals:{password}@track.example/x', token={token!r})\n"
+        f"    tinysdk.Client({{'api_key': {token!r}}})\n"  # under a key named like a secret
+    )
+    log = json.dumps(_run_worker(tmp_path, fake, body))
+    assert password not in log
+    assert token not in log
+    assert "https://evals:****@track.example/x" in log  # what is not secret stays
+
+
 def test_the_worker_bodys_copy_is_named_by_its_source(tmp_path: Path) -> None:
     fake = _fake(tmp_path)
     copy = tmp_path / "scratch" / "evalexport_worker_body.py"

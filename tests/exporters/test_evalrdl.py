@@ -160,6 +160,17 @@ def test_no_token_fails_naming_the_three_variables(
         assert evalrdl_sdk.stored_runs() == []
 
 
+def test_what_a_failing_glab_prints_never_reaches_the_result(
+    export_evalrdl, sample_run, tmp_path, monkeypatch
+) -> None:
+    rejected = "x7Kq29rejected-token-Zp"  # a token shape no masking rule knows
+    _glab(tmp_path, monkeypatch, f"echo 'token {rejected} rejected' >&2\nexit 1")
+    result = export_evalrdl(sample_run)
+    assert result.exit_code == 1
+    assert "glab auth status" in result.message
+    assert rejected not in result.model_dump_json()
+
+
 def test_a_token_from_glab_is_scrubbed_when_the_service_echoes_it(
     export_evalrdl, evalrdl_sdk, sample_run, tmp_path, monkeypatch
 ) -> None:

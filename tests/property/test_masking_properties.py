@@ -31,6 +31,10 @@ PLANTED_FORMS = (
     lambda s: f"https://evals:{s}@mlflow.example.com/api",
     lambda s: f"https://judge.example.com/v1?region=us&token={s}",
     lambda s: f"HF_TOKEN={s}",
+    lambda s: f'api_key=b"{s}"',
+    lambda s: f"HF_TOKEN=r'{s}'",
+    lambda s: f'password=u"{s}"',
+    lambda s: f"note\\napi_key: {s}\\nmore",
     lambda s: f"python run.py --policy-api-key={s} --max_tokens=5",
     lambda s: f"Bearer {s}",
     lambda s: f"rotated sk-{s} today",
@@ -188,18 +192,25 @@ def test_saved_config_round_trips_through_safe_load(case: tuple[dict[str, Any], 
 
 
 _PASSWORD_CHARS = st.text(
-    alphabet=st.characters(codec="ascii", categories=("L", "N"), include_characters="@!$%^*-_.~"),
+    alphabet=st.characters(codec="ascii", categories=("L", "N"), include_characters="@:!$%^*-_.~"),
     min_size=1,
     max_size=24,
 )
 
 
 @given(user=st.from_regex(r"[a-z]{1,8}", fullmatch=True), password=_PASSWORD_CHARS)
-def test_a_url_password_is_masked_whole_even_when_it_holds_an_at_sign(
+def test_a_url_password_is_masked_whole_even_when_it_holds_an_at_sign_and_a_colon(
     user: str, password: str
 ) -> None:
     url = f"https://{user}:{password}@mlflow.example.com/api"
     assert mask_text(url) == f"https://{user}:****@mlflow.example.com/api"
+
+
+@given(key=SECRET_KEYS, value=SECRETS)
+def test_a_secret_line_of_json_encoded_text_is_masked(key: str, value: str) -> None:
+    encoded = json.dumps(f"a note\n{key}: {value}\nthe rest")
+    assert value not in mask_text(encoded)
+    assert "the rest" in mask_text(encoded)
 
 
 @given(

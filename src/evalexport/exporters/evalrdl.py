@@ -217,13 +217,10 @@ def _token_from_glab(limit: float) -> dict[str, str]:
         ) from None
     token = completed.stdout.strip()
     if completed.returncode != 0 or not token:
-        from evalexport.masking import scrub_text
-
-        output = (completed.stderr or completed.stdout).strip()
-        said = scrub_text(output.splitlines()[-1]) if output else "no output"
+        # What glab printed is not echoed: it may hold the token it rejected.
         raise WorkerSecretsError(
             f"No EvalRDL token: EVALRDL_TOKEN, GITLAB_TOKEN and GITLAB_PRIVATE_TOKEN are "
-            f"unset, and `glab auth token` gave none (exit code {completed.returncode}: "
-            f"{said}). Set EVALRDL_TOKEN, or log in with glab auth login."
+            f"unset, and `glab auth token` gave none (exit code {completed.returncode}; "
+            "`glab auth status` says why). Set EVALRDL_TOKEN, or log in with glab auth login."
         )
     return {"EVALRDL_TOKEN": token}

@@ -59,9 +59,10 @@ _HOST_ENDS = frozenset("/?#:")
 # reached as a bare user name by an evaluation config, but tokens are, short ones too.
 _URL_USER = re.compile(rf"(?P<head>{_SCHEME})(?P<user>[^:/?#@\s]+)(?=@)")
 _QUERY_PARAM = re.compile(r"(?P<head>[?&;](?P<name>[^=&#\s;?]{1,64})=)(?P<value>[^&#\s]*)")
+# A value may be a Python string literal with a prefix (api_key=b"...", HF_TOKEN=r'...').
 _ASSIGNMENT = re.compile(
     r"(?<![\w.-])(?P<head>(?P<name>-{0,2}[A-Za-z_][\w.-]*)=)"
-    r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s\"'&#]+)"
+    r"(?P<value>(?:[rRbBuUfF]{1,2}(?=[\"']))?(?:\"[^\"]*\"|'[^']*')|[^\s\"'&#]+)"
 )
 # HTTP's own spelling; the credential may hold "," and must look like one: a digit or one of
 # "-_~+/=" or an inner ".", or 12 characters for Bearer (20 for Basic), so "Use Basic
@@ -83,7 +84,12 @@ _FLAG_VALUE = re.compile(
 )
 # "X-Api-Key: value" header lines and "name: value" lines of YAML text inside a string.
 _HEADER_LINE = re.compile(
-    r"(?m)^(?P<head>[ \t]*(?P<name>[A-Za-z][\w-]*)[ \t]*:[ \t]*)(?P<value>\S(?:[^\n]*\S)?)[ \t\r]*$"
+    r"(?m)^(?P<head>[ \t]*(?P<name>[A-Za-z][\w.-]*)[ \t]*:[ \t]*)(?P<value>\S(?:[^\n]*\S)?)[ \t\r]*$"
+)
+# The same lines after an escaped line break: JSON-encoded text ("a\\napi_key: VALUE").
+_ESCAPED_HEADER_LINE = re.compile(
+    r"(?<=\\n)(?P<head>[ \t]*(?P<name>[A-Za-z][\w.-]*)[ \t]*:[ \t]*)"
+    r"(?P<value>[^\s\"\\](?:[^\n\"\\]*[^\s\"\\])?)"
 )
 # "\"api_key\": \"value\"" pairs of JSON text inside a string.
 _JSON_PAIR = re.compile(
@@ -146,6 +152,8 @@ def mask_text(text: str) -> str:
     if ":" in text:
         text = _AUTHORIZATION_VALUE.sub(lambda m: m["head"] + MASK, text)
         text = _HEADER_LINE.sub(_mask_named, text)
+        if "\\n" in text:
+            text = _ESCAPED_HEADER_LINE.sub(_mask_named, text)
     text = _BEARER.sub(lambda m: (m["head"] or m["basic"]) + MASK, text)
     return _KNOWN_CREDENTIAL.sub(_mask_known_credential, text)
 
@@ -190,10 +198,24 @@ def _host_at(text: str, start: int) -> int | None:
             text[end] in _HOST_ENDS or text[end] == "@" or text[end].isspace()
         ):
             end += 1
-        if end > at + 1 and (end == len(text) or text[end] != "@"):
+        if end > at + 1 and (end == len(text) or text[end] != "@") and _port_or_none(text, end):
             return at if at > start else None  # "user:@host": no password to mask
         at = text.find("@", end, limit)
     return None
+
+
+def _port_or_none(text: str, end: int) -> bool:
+    """Whether what follows a host candidate ending at ``end`` is no port, or a port: a ":"
+    then digits up to the host's end. ``p@ss:wordSECRET@host`` is a password holding "@"
+    then ":", not the host ``ss`` with a port."""
+    if end == len(text) or text[end] != ":":
+        return True
+    digits = end + 1
+    while digits < len(text) and text[digits].isdigit():
+        digits += 1
+    return digits > end + 1 and (
+        digits == len(text) or text[digits] in "/?#" or text[digits].isspace()
+    )
 
 
 def _mask_known_credential(match: re.Match[str]) -> str:

@@ -43,9 +43,10 @@ import functools
 import inspect
 import json
 import os
+import re
 import sys
 import sysconfig
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -93,11 +94,12 @@ class Recorder:
                         passed = signature.bind(*args, **kwargs).arguments
                     except TypeError:
                         passed = {}
+                    secrets = _secret_values(passed)
                     self._write(
                         {
                             "name": name,
-                            "args": _jsonable(list(args[1:] if drops_self else args)),
-                            "kwargs": _jsonable(kwargs),
+                            "args": _jsonable(list(args[1:] if drops_self else args), secrets),
+                            "kwargs": _jsonable(kwargs, secrets),
                             "site": site,
                             "defaulted": {
                                 p.name: repr(p.default)
@@ -229,11 +231,36 @@ def _caller_package() -> str:
     return str(path)
 
 
-def _jsonable(value: object) -> Any:
-    if isinstance(value, str | int | float | bool) or value is None:
+_SECRET_NAME = re.compile(r"token|passw|secret|credential|auth|api_?key", re.IGNORECASE)
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]{0,31}://[^:/?#@\s]*:)[^\s/]*(?=@)")
+_MASK = "****"
+
+
+def _secret_values(passed: dict[str, object]) -> list[str]:
+    """The text passed to a parameter named like a secret (``token``, ``api_key``)."""
+    return [
+        value
+        for key, value in passed.items()
+        if _SECRET_NAME.search(key) and isinstance(value, str) and value
+    ]
+
+
+def _jsonable(value: object, secrets: Sequence[str] = ()) -> Any:
+    """``value`` as JSON the log holds: never a secret the call was given (a parameter named
+    like one, a URL's password)."""
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, _MASK)
+        return _URL_PASSWORD.sub(lambda match: match["head"] + _MASK, value)
+    if isinstance(value, int | float | bool) or value is None:
         return value
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {
+            str(k): _MASK
+            if _SECRET_NAME.search(str(k)) and isinstance(v, str) and v
+            else _jsonable(v, secrets)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return str(value)
+        return [_jsonable(v, secrets) for v in value]
+    return _jsonable(str(value), secrets)
