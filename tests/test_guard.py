@@ -228,3 +228,21 @@ def test_a_marker_that_is_a_fifo_is_refused_without_waiting_on_it(sample_run, tm
     result = _export(sample_run, tmp_path / "store")
     assert result.status is ExportStatus.FAILED
     assert "it is not a regular file" in result.message
+
+
+def test_a_marker_that_is_a_directory_is_refused_naming_it(sample_run, tmp_path) -> None:
+    marker = sample_run.run.export_marker("recording")
+    marker.mkdir()
+    result = _export(sample_run, tmp_path / "store")
+    assert result.status is ExportStatus.FAILED
+    assert result.message == (
+        f"Cannot read the export marker {marker} (it is a directory). Delete it to export the run "
+        "again."
+    )
+
+
+def test_the_state_of_a_marker_with_no_record_is_not_exported(sample_run) -> None:
+    marker = sample_run.run.export_marker("recording")
+    marker.write_text(json.dumps({"exporter": "recording", "exports": []}))
+    assert isinstance(guard.guard_state(sample_run.run, "recording"), guard.NotExported)
+    assert isinstance(guard.ExportGuard(sample_run.run, "recording").state(), guard.NotExported)

@@ -70,14 +70,25 @@ def test_steps_are_counted_as_steps_and_long_waits_in_minutes() -> None:
     ]
 
 
-@pytest.mark.parametrize(
-    ("value", "seconds"), [("", 5.0), ("0", 0.0), ("2.5", 2.5), ("soon", 5.0), ("-1", 5.0)]
-)
-def test_the_interval_is_the_variables_when_it_is_a_duration(
+@pytest.mark.parametrize(("value", "seconds"), [("", 5.0), ("0", 0.5), ("0.1", 0.5), ("2.5", 2.5)])
+def test_the_interval_is_the_variables_and_never_shorter_than_half_a_second(
     value: str, seconds: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(INTERVAL_VARIABLE, value)
     assert interval() == seconds
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "nan", "inf"])
+def test_an_interval_that_is_not_one_is_a_usage_error(
+    value: str, monkeypatch: pytest.MonkeyPatch, sample_run
+) -> None:
+    from evalexport.api import dry_run
+    from evalexport.results import ExitCode
+
+    monkeypatch.setenv(INTERVAL_VARIABLE, value)
+    result = dry_run("mlflow", sample_run.rollouts)
+    assert result.exit_code is ExitCode.USAGE
+    assert f"EVALEXPORT_PROGRESS_INTERVAL={value!r} is not an interval" in result.message
 
 
 def test_reading_a_run_reports_every_byte_of_its_rollouts(make_sample_run) -> None:

@@ -213,10 +213,12 @@ def read_marker(run: RunArtifacts, exporter: str) -> MarkerFile | UnreadableMark
         return None
     except OSError as error:
         return UnreadableMarker(marker_path, error.strerror or str(error))
+    status = os.fstat(descriptor)
+    if not stat.S_ISREG(status.st_mode):  # a directory cannot even be opened as a file object
+        os.close(descriptor)
+        what = "a directory" if stat.S_ISDIR(status.st_mode) else "not a regular file"
+        return UnreadableMarker(marker_path, f"it is {what}")
     with os.fdopen(descriptor, "rb") as handle:
-        status = os.fstat(descriptor)
-        if not stat.S_ISREG(status.st_mode):
-            return UnreadableMarker(marker_path, "it is not a regular file")
         if status.st_size > MAX_MARKER_BYTES:
             return UnreadableMarker(
                 marker_path, f"{status.st_size} bytes, more than a marker's {MAX_MARKER_BYTES}"
@@ -243,7 +245,11 @@ def guard_state(
         return marker
     record = None
     if marker is not None:
-        record = marker.record_for(target) if target is not None else marker.exports[-1]
+        record = (
+            marker.record_for(target)
+            if target is not None
+            else (marker.exports[-1] if marker.exports else None)
+        )
     if record is None:
         return NotExported(fingerprint)
     if fingerprint is None:

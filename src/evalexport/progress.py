@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -36,7 +35,6 @@ Progress = Callable[[int, int], None]
 of a worker (``evalexport.exporters.base.progress_unit`` says which an exporter counts)."""
 
 INTERVAL_VARIABLE: Final = "EVALEXPORT_PROGRESS_INTERVAL"
-_DEFAULT_INTERVAL: Final = 5.0
 
 logger = logging.getLogger("evalexport.progress")
 
@@ -47,12 +45,11 @@ def stage(exporter: str, text: str) -> None:
 
 
 def interval() -> float:
-    """Seconds between two lines of long work: ``$EVALEXPORT_PROGRESS_INTERVAL``, else 5."""
-    try:
-        seconds = float(os.environ.get(INTERVAL_VARIABLE, ""))
-    except ValueError:
-        return _DEFAULT_INTERVAL
-    return seconds if seconds >= 0 else _DEFAULT_INTERVAL
+    """Seconds between two lines of long work (:func:`evalexport.settings.progress_interval`:
+    ``$EVALEXPORT_PROGRESS_INTERVAL``, at least half a second, else 5)."""
+    from evalexport.settings import progress_interval
+
+    return progress_interval()
 
 
 class ProgressLog:

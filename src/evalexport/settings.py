@@ -17,12 +17,14 @@ from typing import Generic, Literal, TypeVar, final
 __all__ = [
     "INSTALLER_VARIABLE",
     "PLUGIN_IMPORT_VARIABLE",
+    "PROGRESS_INTERVAL_VARIABLE",
     "TIME_LIMIT_VARIABLE",
     "Chosen",
     "SettingError",
     "chosen",
     "installer_choice",
     "plugin_import_timeout",
+    "progress_interval",
     "worker_time_limit",
 ]
 
@@ -34,6 +36,13 @@ TIME_LIMIT_VARIABLE = "EVALEXPORT_WORKER_TIME_LIMIT"
 PLUGIN_IMPORT_VARIABLE = "EVALEXPORT_PLUGIN_IMPORT_TIMEOUT"
 """Seconds a plugin exporter's module may take to import before it is called broken."""
 DEFAULT_PLUGIN_IMPORT_TIMEOUT = 20.0
+
+PROGRESS_INTERVAL_VARIABLE = "EVALEXPORT_PROGRESS_INTERVAL"
+"""Seconds between two lines a log keeps of long work (default 5)."""
+DEFAULT_PROGRESS_INTERVAL = 5.0
+MIN_PROGRESS_INTERVAL = 0.5
+"""The fewest seconds between two such lines, whatever is asked: a line per chunk read would
+be a line per mebibyte, and a log's own cost."""
 
 INSTALLER_VARIABLE = "EVALEXPORT_INSTALLER"
 """``uv`` or ``pip``: which installer builds SDK environments (default: uv when available)."""
@@ -82,6 +91,26 @@ def plugin_import_timeout() -> float:
             "greater than 0, or unset it for 20"
         )
     return seconds
+
+
+def progress_interval() -> float:
+    """``$EVALEXPORT_PROGRESS_INTERVAL`` in seconds, at least :data:`MIN_PROGRESS_INTERVAL`;
+    5 when it is unset or empty. Raises :class:`SettingError` for anything but a finite
+    number of seconds, 0 or more."""
+    text = os.environ.get(PROGRESS_INTERVAL_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_PROGRESS_INTERVAL
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        raise SettingError(
+            f"{PROGRESS_INTERVAL_VARIABLE}={text!r} is not an interval: give the seconds between "
+            f"two progress lines (e.g. {PROGRESS_INTERVAL_VARIABLE}=30; at least "
+            f"{MIN_PROGRESS_INTERVAL:g} is used), or unset it for 5"
+        )
+    return max(seconds, MIN_PROGRESS_INTERVAL)
 
 
 def installer_choice() -> Literal["uv", "pip"] | None:
