@@ -14,6 +14,8 @@ def test_help_lists_commands_and_exporters_and_exits_0(cli) -> None:
     assert run.exit_code == 0
     assert "inspect" in run.stdout
     assert "recording" in run.stdout
+    (contract,) = [line for line in run.stdout.splitlines() if line.strip().startswith("contract ")]
+    assert "manifest|check|verify|matrix|scaffold" in contract  # every contract command
 
 
 def test_no_arguments_is_a_usage_error(cli) -> None:

@@ -344,3 +344,10 @@ def test_a_url_password_holding_a_slash_a_question_mark_or_a_hash_is_masked(
 
 def test_a_port_before_a_scoped_path_is_no_password() -> None:
     assert mask_text("http://host:4873/@scope/pkg") == "http://host:4873/@scope/pkg"
+
+
+@pytest.mark.parametrize(
+    "usage", ["takes +key=value options", "set HF_TOKEN=... first", "api_key=VALUE"]
+)
+def test_a_usage_texts_placeholder_is_no_secret(usage: str) -> None:
+    assert mask_text(usage) == usage

@@ -76,6 +76,8 @@ def test_the_command_writes_the_masked_unresolved_config_beside_the_rollouts(
     assert run.exit_code == 0, run.output
     assert run.stdout.startswith(f"succeeded: saved {sample.run.saved_config}")
     assert "policy_api_key" in run.stdout
+    assert "secret values masked:" in run.stdout or "(1 secret value masked:" in run.stdout
+    assert "(1 secret values" not in run.stdout
     saved = yaml.safe_load(sample.run.saved_config.read_text())
     assert saved["policy_api_key"] == "****"
     assert saved["hf_token"] == "${oc.env:HF_TOKEN}"

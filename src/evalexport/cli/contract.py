@@ -8,7 +8,9 @@ from pathlib import Path
 
 from evalexport.cli._args import OK, Arguments, usage_error
 
-SUMMARY = "SDK contracts: 'contract manifest|check|verify|scaffold SDK' (see contract --help)"
+SUMMARY = (
+    "SDK contracts: 'contract manifest|check|verify|matrix|scaffold SDK' (see contract --help)"
+)
 VALUE_FLAGS = ("--requirement", "--fake", "--contracts", "--manifest", "--out")
 SWITCHES = ("--write",)
 _WITH_SDK = ("manifest", "check", "verify", "scaffold")

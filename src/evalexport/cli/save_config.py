@@ -56,7 +56,10 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     masked = find_unmasked_secrets(config)
     path = save_run_config(config, run.rollouts)
     message = f"saved {path}" + (
-        f" ({len(masked)} secret values masked: {', '.join(masked)})" if masked else ""
+        f" ({len(masked)} secret value{'' if len(masked) == 1 else 's'} masked: "
+        f"{', '.join(masked)})"
+        if masked
+        else ""
     )
     if arguments.json:
         print(json.dumps({"status": "succeeded", "message": message, "path": str(path)}))

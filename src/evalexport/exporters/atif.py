@@ -75,8 +75,9 @@ class AtifConfig(ExporterConfig):
     relax: list[Relaxation] = Field(
         default=[],
         description=(
-            f"Relaxations of Gym's strict profile to accept: {', '.join(RELAXATIONS)} (see the "
-            "README); each trajectory that needs one lists it in extra.nemo_gym.relaxations. "
+            f"Relaxations of Gym's strict profile to accept: {', '.join(RELAXATIONS)} (see "
+            "docs/exporters/atif.md); each trajectory that needs one lists it in "
+            "extra.nemo_gym.relaxations. "
             "Default: none (strict)."
         ),
     )

@@ -247,9 +247,17 @@ def _mask_named(match: re.Match[str], tail: str = "") -> str:
     return match["head"] + MASK + tail
 
 
+_PLACEHOLDERS: Final = frozenset({"value", "VALUE", "...", "VAL", "X", "TOKEN", "KEY"})
+"""What usage texts write after ``key=`` (``+key=value``, ``HF_TOKEN=...``): never a secret."""
+
+
 def _mask_assignment(match: re.Match[str]) -> str:
     value = match["value"].strip("\"'")
-    if not is_secret_key(match["name"]) or value == MASK or is_interpolation(value):
+    if (
+        not is_secret_key(match["name"])
+        or value in (MASK, *_PLACEHOLDERS)
+        or is_interpolation(value)
+    ):
         return match[0]
     return match["head"] + MASK
 
