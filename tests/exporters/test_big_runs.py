@@ -104,7 +104,8 @@ def test_an_mlflow_run_of_210000_rollouts_holds_every_row(
     store.parent.mkdir()
     result = evalexport.export("mlflow", rollouts, mlflow_tracking_uri=f"sqlite:///{store}")
     assert result.status is ExportStatus.SUCCEEDED, result.message
-    (artifacts,) = (store.parent / "mlartifacts").glob(f"*/{result.run_id}/artifacts")
+    (artifacts,) = {path.parent for path in (store.parent / "mlartifacts").rglob("rollouts.json")}
+    assert result.run_id in artifacts.parts
     rollouts_table = json.loads((artifacts / "rollouts.json").read_text())
     samples_table = json.loads((artifacts / "samples.json").read_text())
     assert len(rollouts_table["data"]) == BIG
