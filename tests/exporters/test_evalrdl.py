@@ -142,6 +142,23 @@ def test_a_client_too_old_names_the_environment_and_the_pin(
     assert "the service needs >= 0.0.250" in result.message
 
 
+def test_with_no_token_and_no_glab_the_dry_run_and_the_export_refuse_before_building(
+    export_evalrdl, sample_run, monkeypatch
+) -> None:
+    from evalexport.isolation import list_environments
+
+    monkeypatch.delenv("EVALRDL_TOKEN")
+    monkeypatch.setenv("PATH", os.defpath)  # no glab
+    dry_run, export = export_evalrdl(sample_run, dry_run=True), export_evalrdl(sample_run)
+    for result in (dry_run, export):
+        assert result.exit_code == 1
+        assert "No EvalRDL token: EVALRDL_TOKEN, GITLAB_TOKEN and GITLAB_PRIVATE_TOKEN" in (
+            result.message
+        )
+        assert "glab auth login" in result.message
+    assert list_environments() == []  # refused before anything was built
+
+
 def test_no_token_fails_naming_the_three_variables(
     export_evalrdl, evalrdl_sdk, sample_run, tmp_path, monkeypatch
 ) -> None:
@@ -354,8 +371,9 @@ def test_the_cli_reaches_the_sdk_with_every_setting_and_a_rerun_is_deduped(
 
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
 def test_a_password_in_the_url_never_shows_in_the_dry_run_target(
-    cli, sample_run, json_flag: list[str]
+    cli, sample_run, json_flag: list[str], monkeypatch
 ) -> None:
+    monkeypatch.setenv("EVALRDL_TOKEN", f"token-{sample_run.canaries.suffix}")
     password = f"pw{sample_run.canaries.suffix}"
     run = cli(
         "evalrdl",

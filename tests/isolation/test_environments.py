@@ -218,3 +218,29 @@ def test_a_fake_rebuilt_under_the_same_version_is_served_as_it_is_now(
     (first, before), (second, after) = served
     assert (before, after) == ("before the edit", "after the edit")
     assert first != second
+
+
+@pytest.mark.downloads
+def test_a_local_project_is_built_from_a_copy_never_written_into_and_built_once(
+    tmp_path: Path,
+) -> None:
+    """``+requirement=<a project directory>`` (the way to use ``fakes/evalrdl``): the
+    installer builds a copy, so the user's tree gains no ``build/`` or ``*.egg-info``, its
+    content is the same afterwards, and the next use finds the same environment."""
+    import shutil
+
+    from evalexport.isolation import list_environments
+    from evalexport.isolation.local_requirements import content_digest
+
+    project = tmp_path / "evalrdl"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "fakes" / "evalrdl", project)
+    before = sorted(str(p.relative_to(project)) for p in project.rglob("*"))
+    digest = content_digest(str(project))
+    spec = EnvironmentSpec("evalrdl", (str(project),))
+    first = ensure_environment(spec, find_installer("pip"))
+    assert sorted(str(p.relative_to(project)) for p in project.rglob("*")) == before
+    assert content_digest(str(project)) == digest
+    again = ensure_environment(EnvironmentSpec("evalrdl", (str(project),)), find_installer("pip"))
+    assert (again.path, again.built) == (first.path, False)
+    assert [environment.path for environment in list_environments()] == [first.path]
+    assert not list(first.path.parent.glob("*.lock"))  # the build's lock is kept elsewhere

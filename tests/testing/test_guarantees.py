@@ -120,7 +120,7 @@ def _run_suite(pytester: pytest.Pytester, name: str) -> pytest.RunResult:
 @pytest.mark.usefixtures("plugin_path")
 def test_the_guides_plugin_keeps_every_guarantee(pytester: pytest.Pytester) -> None:
     result = _run_suite(pytester, "notebook")
-    result.assert_outcomes(passed=7)
+    result.assert_outcomes(passed=8)
 
 
 @pytest.mark.usefixtures("plugin_path")

@@ -104,16 +104,16 @@ class EvalRDLExporter(Exporter[EvalRDLConfig, None]):
 
     def resolve(self, run: RunArtifacts, config: EvalRDLConfig) -> Target:
         """The service, and the worker: the SDK's requirement; the upload gets an hour, plus
-        the verdict's timeout when waiting for it; an export's token from ``glab`` when no
-        token variable is set (:func:`_token_from_glab`)."""
+        the verdict's timeout when waiting for it; the token, from a token variable or, when
+        none is set, from ``glab`` (:func:`_token`). Without one, the dry run and the export
+        alike refuse here, before anything is read or built."""
         limit = config.timeout + DEFAULT_TIME_LIMIT if config.wait else DEFAULT_TIME_LIMIT
         refusal = None
         secrets: dict[str, str] = {}
-        if not config.dry_run:
-            try:
-                secrets = _token_from_glab(worker_time_limit() or limit)
-            except WorkerSecretsError as error:
-                refusal = str(error)
+        try:
+            secrets = _token(worker_time_limit() or limit)
+        except WorkerSecretsError as error:
+            refusal = str(error)
         return Target(
             where=f"EvalRDL {config.url}",
             refusal=refusal,
@@ -192,15 +192,21 @@ class EvalRDLExporter(Exporter[EvalRDLConfig, None]):
         )
 
 
-def _token_from_glab(limit: float) -> dict[str, str]:
-    """With no token variable set, the token ``glab auth token`` gives, asked once, within
-    ``limit`` seconds, and handed to the worker as ``EVALRDL_TOKEN``, so the SDK does not ask
-    ``glab`` again and the token is scrubbed from what the worker reports."""
+def _token(limit: float) -> dict[str, str]:
+    """The worker's token: none to add when a token variable is set (the worker inherits it,
+    and results scrub token variables already); else the token ``glab auth token`` gives,
+    asked once, within ``limit`` seconds, and handed to the worker as ``EVALRDL_TOKEN``, so the
+    SDK does not ask ``glab`` again and the token is scrubbed from what the worker reports.
+    :class:`WorkerSecretsError` says what to set when there is none."""
     if any(os.environ.get(name) for name in TOKEN_VARIABLES):
-        return {}  # the worker inherits it; results scrub token variables already
+        return {}
     glab = shutil.which("glab")
     if glab is None:
-        return {}  # the SDK says what to set
+        raise WorkerSecretsError(
+            "No EvalRDL token: EVALRDL_TOKEN, GITLAB_TOKEN and GITLAB_PRIVATE_TOKEN are unset, "
+            "and glab is not on PATH to ask. Set EVALRDL_TOKEN, or install glab and log in "
+            "with glab auth login."
+        )
     from evalexport.isolation.descendants import run_tracked
 
     try:

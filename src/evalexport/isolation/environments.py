@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import fcntl
 import hashlib
 import json
 import os
@@ -28,7 +27,13 @@ from pathlib import Path
 from typing import Any, final
 
 from evalexport.host.cache import cache_dir
-from evalexport.isolation.local_requirements import content_digest, package_name
+from evalexport.host.locks import named_lock
+from evalexport.isolation.local_requirements import (
+    content_digest,
+    is_not_content,
+    local_project,
+    package_name,
+)
 
 __all__ = [
     "Environment",
@@ -216,17 +221,6 @@ def environments_root() -> Path:
     return cache_dir() / "envs"
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _read_record(path: Path) -> dict[str, object] | None:
     try:
         data = json.loads((path / RECORD_NAME).read_text(encoding="utf-8"))
@@ -265,7 +259,7 @@ def ensure_environment(spec: EnvironmentSpec, installer: Installer | None = None
     path = root / spec.directory_name()
     if (ready := existing_environment(spec)) is not None:
         return ready  # built: usable without a lock, from a cache shared read-only too
-    with _locked(root / f"{spec.directory_name()}.lock"):
+    with named_lock(f"environment:{path}"):  # the lock files live with the others, not here
         record = _read_record(path)
         built = record is None
         if record is None:
@@ -369,9 +363,12 @@ def _build(spec: EnvironmentSpec, path: Path, installer: Installer) -> dict[str,
         from evalexport.progress import stage
 
         stage(spec.exporter, installing)
-        with _still_working(spec.exporter, installing):
+        with (
+            _still_working(spec.exporter, installing),
+            _copies_of_local_projects(spec.requirements) as requirements,
+        ):
             _run_step(
-                installer.install_command(python, spec.requirements),
+                installer.install_command(python, requirements),
                 installing[0].upper() + installing[1:],
                 path,
             )
@@ -389,6 +386,33 @@ def _build(spec: EnvironmentSpec, path: Path, installer: Installer) -> dict[str,
 
     write_text_atomically(path / RECORD_NAME, json.dumps(record, indent=2) + "\n")
     return record
+
+
+@contextlib.contextmanager
+def _copies_of_local_projects(requirements: Sequence[str]) -> Iterator[list[str]]:
+    """``requirements`` with each local project directory replaced by a copy of what it holds
+    (:data:`~evalexport.isolation.local_requirements.NOT_CONTENT` left out): an installer
+    builds in the project's tree (``build/``, ``*.egg-info``), and the user's tree is never
+    written into. The copies are removed when the block ends."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="evalexport-local-") as scratch:
+        given: list[str] = []
+        for requirement in requirements:
+            project = local_project(requirement)
+            if project is None:
+                given.append(requirement)
+                continue
+            copy = Path(scratch) / project.name
+            shutil.copytree(project, copy, ignore=_not_content, symlinks=True)
+            given.append(
+                requirement.replace(str(project), str(copy)) if " @ " in requirement else str(copy)
+            )
+        yield given
+
+
+def _not_content(directory: str, names: list[str]) -> set[str]:
+    return {name for name in names if is_not_content(name)}
 
 
 def _shown_requirements(spec: EnvironmentSpec) -> list[str]:
@@ -413,5 +437,5 @@ def list_environments() -> list[Environment]:
 
 def remove_environment(environment: Environment) -> None:
     """Delete an environment, under its build lock so a concurrent build is not cut short."""
-    with _locked(environment.path.parent / f"{environment.path.name}.lock"):
+    with named_lock(f"environment:{environment.path}"):
         shutil.rmtree(environment.path, ignore_errors=True)

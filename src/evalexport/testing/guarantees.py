@@ -22,8 +22,9 @@ with a message that names it:
 * **one pass**: each file of the run is opened at most once by an export, its dry run and a
   rerun;
 * **dry run = export**: the dry run's verdict (would export, skip or fail, and its exit code)
-  is the export's, on a good run, a run with a broken line and a run exported already (but
-  a service's own "already stored" (``deduped``), which only an upload can ask);
+  is the export's, on a good run, a run with a broken line, a run exported already and with
+  no credentials at all (but a service's own "already stored" (``deduped``), which only an
+  upload can ask);
 * **no secret leaves**: canary secrets planted in the run's saved config and in the
   exporter's token variables are in no result, output, log record, written file or worker
   payload;
@@ -204,6 +205,25 @@ class ExporterGuarantees:
         dry = export(guaranteed_run, dry_run=True)  # exported now: a rerun's verdict
         rerun = export(guaranteed_run)
         self._same_verdict("a run exported already", dry, rerun)
+
+    def test_guarantee_a_dry_run_tells_the_exports_verdict_without_credentials(
+        self,
+        export: Export,
+        make_sample_run: Callable[..., SampleRun],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """Dry run = export without credentials too: with none of the variables the SDK reads
+        credentials from set (and no credential helper on PATH), the dry run's verdict is the
+        export's; an export that needs a token refuses before anything is built."""
+        from evalexport.exporters.registry import load_exporter
+
+        for variable in getattr(load_exporter(self.exporter_name).sdk, "token_variables", ()):
+            monkeypatch.delenv(variable, raising=False)
+        monkeypatch.setenv("PATH", os.defpath)  # a credential helper (glab) is not to be found
+        sample = make_sample_run("no-credentials", agents=("aime24_math_tool_agent",))
+        dry = export(sample, dry_run=True)
+        real = export(sample)
+        self._same_verdict("a run exported without credentials", dry, real)
 
     def _same_verdict(self, label: str, dry: ExportResult, real: ExportResult) -> None:
         from evalexport.results import ExportStatus, SkipReason
