@@ -498,3 +498,46 @@ def test_glab_that_does_not_answer_fails_within_the_time_limit_and_leaves_nothin
 GUARANTEE_FIXTURES = ("evalrdl_sdk",)
 """What serves the EvalRDL SDK (its fake, or the real one with --with_evalrdl_sdk) to the
 guarantee suite (tests/exporters/test_guarantees.py)."""
+
+
+@pytest.mark.downloads
+def test_the_quick_start_with_the_fake_runs_as_written(evalexport_isolation, tmp_path) -> None:
+    """docs/exporters/evalrdl.md, "Try it without the service": its commands, in a directory
+    holding the checkout's examples and fake, as a user runs them from the checkout."""
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    guide = (root / "docs" / "exporters" / "evalrdl.md").read_text()
+    (block,) = re.findall(
+        r"<!-- tested: tests/exporters/test_evalrdl.py -->\n```bash\n(.*?)```", guide, re.S
+    )
+    checkout = tmp_path / "checkout"
+    shutil.copytree(root / "examples", checkout / "examples")
+    shutil.copytree(root / "fakes", checkout / "fakes")
+    before = sorted(p.relative_to(checkout) for p in (checkout / "fakes").rglob("*"))
+    bin_dir = Path(sys.executable).parent
+    script = f'export PATH="{bin_dir}:$PATH"\nevalexport() {{ "{sys.executable}" -m evalexport "$@"; }}\n'
+    completed = subprocess.run(
+        ["bash", "-e", "-c", script + block],
+        cwd=checkout,
+        env={k: v for k, v in os.environ.items() if k != "EVALRDL_FAKE_STORE"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    said = [
+        line
+        for line in completed.stdout.splitlines()
+        if line.startswith(("succeeded", "skipped", "failed"))
+    ]
+    dry, first, second = said
+    assert dry.startswith("succeeded: dry run: ")
+    assert first.startswith("succeeded: "), first
+    assert second.startswith("skipped (deduped): "), second
+    assert (checkout / "evalrdl-store").is_dir()
+    assert sorted(p.relative_to(checkout) for p in (checkout / "fakes").rglob("*")) == before
