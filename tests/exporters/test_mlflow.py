@@ -423,20 +423,22 @@ def test_every_experiment_of_a_new_embedded_store_keeps_its_artifacts_beside_it(
         assert location.removeprefix("file://").startswith(str(store.parent)), (name, location)
 
 
-LOAD_SAMPLES = """
-import json, sys
-import mlflow
-mlflow.set_tracking_uri(sys.argv[1])
-experiment = mlflow.get_run(sys.argv[2]).info.experiment_id
-mlflow.set_experiment(experiment_id=experiment)  # load_table reads the active experiment
-table = mlflow.load_table("samples.json", run_ids=[sys.argv[2]])
-print(json.dumps({
-    "columns": list(table.columns),
-    "kinds": {name: kind.kind for name, kind in table.dtypes.items()},
-    "rows": len(table),
-    "best_reward": float(table.sort_values("reward", ascending=False)["reward"].iloc[0]),
-}))
-"""
+def _load_samples_as_the_guide_says(uri: str, run_id: str) -> str:
+    """docs/exporters/mlflow.md's ``load_table`` block, for this store and run, and what it
+    read."""
+    import re
+
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "exporters" / "mlflow.md").read_text()
+    (block,) = re.findall(
+        r"<!-- tested: tests/exporters/test_mlflow.py -->\n```python\n(.*?)```", guide, re.S
+    )
+    block = block.replace('"sqlite:///mlruns.db", "RUN_ID"', f"{uri!r}, {run_id!r}")
+    return block + (
+        "import json\n"
+        "print(json.dumps({'columns': list(samples.columns), "
+        "'kinds': {name: kind.kind for name, kind in samples.dtypes.items()}, "
+        "'rows': len(samples), 'best_reward': float(best['reward'].iloc[0])}))\n"
+    )
 
 
 def test_the_run_has_the_evaluations_times_and_the_exports_in_a_tag(
@@ -459,8 +461,9 @@ def test_load_table_reads_the_samples_table_with_a_numeric_reward(
 ) -> None:
     result = _export(sample_run, mlflow_tracking_uri=mlflow_server.url)
     assert result.status is ExportStatus.SUCCEEDED, result.message
-    loaded = subprocess.run(
-        [str(mlflow_python), "-c", LOAD_SAMPLES, mlflow_server.url, result.run_id],
+    script = _load_samples_as_the_guide_says(mlflow_server.url, str(result.run_id))
+    loaded = subprocess.run(  # with the MLflow the export used, as the guide says
+        [sys.executable, "-m", "evalexport", "envs", "run", "mlflow", "python", "-c", script],
         capture_output=True,
         text=True,
         check=False,

@@ -36,12 +36,14 @@ _HELP = """usage: evalexport envs [--json]
 remove: NAME is an environment's directory name, or an exporter name for all of its
 environments.
 
-run: run TOOL, a command the SDK installs, from an SDK environment, with ARGS as they are. NAME
+run: run TOOL, a command the SDK installs or the environment's own python, from an SDK
+environment, with ARGS as they are. NAME
 is an exporter (the environment of its default requirement, or of --requirement REQ; built if
 missing) or an environment's directory name. For example:
   evalexport envs run mlflow mlflow ui --backend-store-uri sqlite:///$PWD/mlruns.db
   evalexport envs run mlflow mlflow server --host 127.0.0.1 --port 5000
   evalexport envs run wandb wandb sync wandb/offline-run-20260826_101500-abc123
+  evalexport envs run mlflow python read_my_runs.py
 The tool's exit code is the command's.
 
 Environments live in {root}."""
@@ -143,10 +145,12 @@ def run_tool(tokens: list[str]) -> int:
             f"{', '.join(tools) or 'none'}"
         )
     tool, *arguments = rest
+    if tool == "python":  # the environment's own interpreter: to read what an export wrote
+        tools = [*tools, "python"]
     if tool not in tools:
         return usage_error(
             f"envs run {name}: {tool!r} is not a tool of {environment.path.name}; it has "
-            f"{', '.join(tools) or 'none'}"
+            f"{', '.join(tools) or 'none'}, and python (its own interpreter)"
         )
     executable = environment.path / "bin" / tool
     environ = {
