@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import shutil
 import stat
@@ -224,15 +223,15 @@ def test_more_than_one_upload_fails_with_exit_1(export_evalrdl, evalrdl_sdk, sam
     assert "expected exactly one" in result.message
 
 
-def test_a_stored_run_that_needs_binding_logs_one_line(
-    export_evalrdl, evalrdl_sdk, sample_run, caplog
+def test_a_stored_run_that_needs_binding_is_said_by_the_result(
+    export_evalrdl, evalrdl_sdk, sample_run
 ) -> None:
     evalrdl_sdk.behave("needs_binding")
-    with caplog.at_level(logging.INFO, logger="evalexport.worker"):
-        result = export_evalrdl(sample_run)
+    result = export_evalrdl(sample_run)
     assert result.status is ExportStatus.SUCCEEDED
-    (line,) = [r.getMessage() for r in caplog.records if "binding" in r.getMessage()]
-    assert line.startswith(f"EvalRDL stored run {result.run_id} but it needs binding")
+    (notice,) = result.details["notices"]
+    assert notice.startswith(f"EvalRDL stored run {result.run_id} but it needs binding")
+    assert f"Note: {notice.rstrip('.')}." in result.message
 
 
 def test_a_split_upload_plan_is_refused_before_upload_is_called(

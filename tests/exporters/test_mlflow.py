@@ -356,6 +356,9 @@ def test_a_copy_exported_to_the_same_server_is_said_to_be_a_second_copy_or_skipp
     second = export_copy()
     assert second.status is ExportStatus.SUCCEEDED
     assert second.details["existing_run_ids"] == [first.run_id]
+    # The result says it, as the dry run did: the line a user reads and --json alike.
+    assert f"already holds run {first.run_id}" in second.message
+    assert "+skip_existing=true" in second.message
     assert len(read_runs(mlflow_python, mlflow_server.url, "copies")) == 2
 
 

@@ -146,14 +146,14 @@ def test_a_worker_result_with_a_misspelled_key_is_refused_naming_it(echo_export)
     assert "worker returned an invalid result (unknown key(s) 'run_ID'" in result.message
 
 
-def test_typed_keys_become_the_results_fields_and_log_lines(echo_export, caplog) -> None:
-    with caplog.at_level(logging.WARNING, logger="evalexport"):
-        result = echo_export(behaviour="typed")
+def test_typed_keys_become_the_results_fields_and_its_notices_its_words(echo_export) -> None:
+    result = echo_export(behaviour="typed")
     assert result.status is ExportStatus.SKIPPED, result.message
     assert (result.run_id, result.skip_reason) == ("echo-typed", SkipReason.DEDUPED)
     assert result.details["state"] == "deduped"
     assert "run_id" not in result.details
-    assert "a notice for the user" in caplog.text
+    assert result.message.endswith("Note: a notice for the user.")  # the result says it
+    assert result.details["notices"] == ["a notice for the user"]
 
 
 def test_a_body_written_before_the_typed_keys_still_reports_its_run_id(echo_export) -> None:
@@ -265,7 +265,6 @@ def test_a_built_environments_worker_starts_before_the_run_is_read(
 def test_a_token_option_a_crashing_worker_printed_is_in_no_log_record_or_result(
     echo_export, caplog
 ) -> None:
-    import logging
 
     token = "canary-option-token-0123456789"
     with caplog.at_level(logging.DEBUG, logger="evalexport"):

@@ -303,8 +303,9 @@ class _Reading:
 def read_worker_result(
     exporter: str, run_dir: str, environment: Path, reported: WorkerResult
 ) -> ExportResult:
-    """The export's result from its worker's: the typed keys become the result's fields (and
-    notices, log lines); ``details`` stay for people, with the environment that ran."""
+    """The export's result from its worker's: the typed keys become the result's fields (its
+    notices, the message's end and ``details["notices"]``); ``details`` stay for people, with
+    the environment that ran."""
     try:
         return _result_from(exporter, run_dir, environment, reported)
     except (KeyError, TypeError, ValueError) as error:  # pydantic's ValidationError too
@@ -319,14 +320,19 @@ def _result_from(
     exporter: str, run_dir: str, environment: Path, reported: WorkerResult
 ) -> ExportResult:
     typed, details = _typed_keys(reported)
-    for notice in typed.get("notices") or []:
-        logger.warning("%s", notice)
+    notices = [str(notice) for notice in typed.get("notices") or []]
+    message = str(reported["message"])
+    if notices:  # the result says them, not a log line beside it (a second copy, a big table)
+        message = f"{message.rstrip('.')}. Note: " + " Note: ".join(
+            notice.rstrip(".") + "." for notice in notices
+        )
+        details["notices"] = notices
     run_id = typed.get("run_id")
     return ExportResult(
         exporter=exporter,
         status=ExportStatus(reported["status"]),
         exit_code=ExitCode(int(reported["exit_code"])),
-        message=str(reported["message"]),
+        message=message,
         run_dir=run_dir,
         run_id=None if run_id is None else str(run_id),
         skip_reason=typed.get("skip_reason"),
@@ -336,7 +342,8 @@ def _result_from(
 
 
 _TYPED_KEYS: Final = ("run_id", "skip_reason", "notices", "receipts")
-"""The keys of a worker's result that become fields of the ``ExportResult`` or log lines."""
+"""The keys of a worker's result that become fields of the ``ExportResult`` (notices: its
+message's end)."""
 
 
 def _typed_keys(reported: WorkerResult) -> tuple[dict[str, Any], dict[str, object]]:
