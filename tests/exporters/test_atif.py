@@ -15,6 +15,9 @@ from tests.trajectory.parity import tree
 
 TOOL_AGENT = "aime24_math_tool_agent"
 
+GYM_MANIFEST_KEYS = ("_ng_rollout_index", "_ng_task_index", "expected_sha256", "trajectory_path")
+"""The keys of Gym's ``AtifReverifyManifestEntry`` (``extra="forbid"``)."""
+
 
 def _atif(cli, rollouts: Path, output: Path, *extra: str):
     return cli(
@@ -129,8 +132,12 @@ def test_allowed_gaps_are_exported_and_recorded_in_each_trajectory_the_manifest_
     assert details["trajectories_with_gaps"] == 2
     assert details["gap_counts"] == {"resolution_unavailable": 2}
     manifest = [json.loads(line) for line in (output / "manifest.jsonl").read_text().splitlines()]
-    with_gaps = [entry for entry in manifest if "gap_codes" in entry]
-    assert [entry["trajectory_path"] for entry in with_gaps] == ["0-2.json", "1-3.json"]
+    assert {frozenset(entry) for entry in manifest} == {frozenset(GYM_MANIFEST_KEYS)}
+    relaxed = [json.loads(line) for line in (output / "relaxed.jsonl").read_text().splitlines()]
+    assert [(entry["trajectory_path"], entry["gap_codes"]) for entry in relaxed] == [
+        ("0-2.json", ["resolution_unavailable"]),
+        ("1-3.json", ["resolution_unavailable"]),
+    ]
     data = json.loads((output / "0-2.json").read_text())
     assert data["extra"]["nemo_gym"]["conversion"]["status"] == "partial"
     assert data["extra"]["nemo_gym"]["gaps"] == [

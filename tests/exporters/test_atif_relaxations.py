@@ -26,6 +26,9 @@ DEVELOPER_PROMPT = (
     "one get_weather tool call and no other text."
 )
 
+GYM_MANIFEST_KEYS = ("_ng_rollout_index", "_ng_task_index", "expected_sha256", "trajectory_path")
+"""The keys of Gym's ``AtifReverifyManifestEntry`` (``extra="forbid"``)."""
+
 
 def _weather_row(task: int, city: str, *, developer: bool) -> dict[str, Any]:
     prompt = [input_message("user", f"what's the weather in {city}?")]
@@ -43,6 +46,7 @@ def _weather_row(task: int, city: str, *, developer: bool) -> dict[str, Any]:
         "_ng_task_index": task,
         "_ng_rollout_index": 0,
         "agent_ref": {"type": "responses_api_agents", "name": "simple_agent"},
+        "responses_create_params": {"input": prompt},
         "reward": 1.0,
         "ng_trajectory": run.record(resolved=True),
     }
@@ -104,10 +108,16 @@ def test_relaxed_rows_are_exported_and_recorded_in_the_file_the_manifest_and_the
     assert details["trajectories_relaxed"] == 2
     assert details["relaxation_counts"] == {"developer_messages": 2}
     manifest = [json.loads(line) for line in (output / "manifest.jsonl").read_text().splitlines()]
-    assert [entry.get("relaxations") for entry in manifest] == [
-        ["developer_messages"],
-        None,
-        ["developer_messages"],
+    assert {frozenset(entry) for entry in manifest} == {frozenset(GYM_MANIFEST_KEYS)}
+    relaxed_lines = (output / "relaxed.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in relaxed_lines] == [
+        {
+            "trajectory_path": name,
+            "_ng_task_index": task,
+            "_ng_rollout_index": 0,
+            "relaxations": ["developer_messages"],
+        }
+        for name, task in (("0-0.json", 0), ("2-0.json", 2))
     ]
     relaxed = json.loads((output / "0-0.json").read_text())
     atif.Trajectory.model_validate(relaxed)
@@ -123,6 +133,41 @@ def test_relaxed_rows_are_exported_and_recorded_in_the_file_the_manifest_and_the
     strict = json.loads((output / "1-0.json").read_text())
     assert "relaxations" not in strict["extra"]["nemo_gym"]
     assert strict["extra"]["nemo_gym"]["conversion"]["status"] == "complete"
+
+
+@pytest.mark.gym
+def test_gyms_reverify_ingress_reads_a_strict_and_a_relaxed_exports_manifest(
+    cli, gym_oracle: GymOracle, tmp_path
+) -> None:
+    strict_run = tmp_path / "strict" / "weather_rollouts.jsonl"
+    strict_run.parent.mkdir()
+    relaxed_run = _weather_run(tmp_path / "relaxed")
+    strict_run.write_text(relaxed_run.read_text().splitlines(keepends=True)[1], encoding="utf-8")
+    assert _atif(cli, strict_run, tmp_path / "strict-atif").exit_code == 0
+    run = _atif(cli, relaxed_run, tmp_path / "relaxed-atif", "+relax=[developer_messages]")
+    assert run.exit_code == 0, run.output
+    assert (tmp_path / "relaxed-atif" / "relaxed.jsonl").is_file()
+    assert not (tmp_path / "strict-atif" / "relaxed.jsonl").exists()
+
+    strict = gym_oracle.reverify(tmp_path / "strict-atif" / "manifest.jsonl", strict_run)
+    assert strict == {
+        "manifest_error": None,
+        "entries": 1,
+        "projected": ["1-0.json"],
+        "refused": {},
+    }
+    relaxed = gym_oracle.reverify(tmp_path / "relaxed-atif" / "manifest.jsonl", relaxed_run)
+    assert relaxed["manifest_error"] is None
+    assert relaxed["entries"] == 3
+    assert relaxed == strict | {
+        "entries": 3,
+        "projected": ["0-0.json", "1-0.json", "2-0.json"],
+    }
+    # Why the relaxations are not in the manifest: a line with a key of ours is refused.
+    manifest = tmp_path / "relaxed-atif" / "manifest.jsonl"
+    entry = json.loads(manifest.read_text().splitlines()[0])
+    manifest.write_text(json.dumps(entry | {"relaxations": ["developer_messages"]}) + "\n")
+    assert "relaxations" in gym_oracle.reverify(manifest, relaxed_run)["manifest_error"]
 
 
 def test_an_unknown_relaxation_is_refused_naming_the_known_ones(cli, tmp_path) -> None:

@@ -1,6 +1,6 @@
 """A manifest line is Gym's: ``json.dumps(entry, sort_keys=True, separators=(",", ":"))`` of its
-fields (with evalexport's ``gap_codes`` and ``relaxations`` when a row has any), though it is
-written from a template."""
+four fields whatever the row needed, though it is written from a template; what a relaxed row
+needed goes to its ``relaxed.jsonl`` line."""
 
 from __future__ import annotations
 
@@ -28,17 +28,22 @@ def test_a_manifest_line_is_the_json_gym_writes(
     row = ConvertedRow(
         1, f"{task}-{rollout}.json", task, rollout, sha, tuple(gaps), tuple(relaxations)
     )
-    entry: dict[str, object] = {
+    identity: dict[str, object] = {
         "trajectory_path": row.file_name,
         "_ng_task_index": task,
         "_ng_rollout_index": rollout,
-        "expected_sha256": sha,
     }
-    if gaps:
-        entry["gap_codes"] = sorted(set(gaps))
-    if relaxations:
-        entry["relaxations"] = sorted(relaxations)
+    entry = identity | {"expected_sha256": sha}
     assert row.manifest_line() == json.dumps(entry, sort_keys=True, separators=(",", ":"))
+    if not gaps and not relaxations:
+        assert row.relaxed_line() is None
+        return
+    needed = dict(identity)
+    if gaps:
+        needed["gap_codes"] = sorted(set(gaps))
+    if relaxations:
+        needed["relaxations"] = sorted(relaxations)
+    assert json.loads(row.relaxed_line() or "") == needed
 
 
 def _remembered_as_a_dict_would(keys: Sequence[tuple[int, int]]) -> None:

@@ -36,7 +36,7 @@ from evalexport.results import DryRunPlan, ExportFailure, ExportResult, PlannedF
 from evalexport.run import RunArtifacts
 from evalexport.trajectory.convert import ATIF_SCHEMA_VERSION, GYM_GAP_CODES, TrajectoryIdentity
 from evalexport.trajectory.files import ConvertedRow, FileConversion, convert_file
-from evalexport.trajectory.manifest import MANIFEST_NAME, staged_output_problem
+from evalexport.trajectory.manifest import MANIFEST_NAME, ManifestWriter, staged_output_problem
 from evalexport.trajectory.relaxations import RELAXATIONS, Relaxation
 
 __all__ = ["AtifConfig", "AtifExporter", "AtifTarget", "StagedTrajectories"]
@@ -160,10 +160,10 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
             held.raise_held()
             staging = staged.staging
             assert staging is not None
-            with (staging / MANIFEST_NAME).open("w", encoding="utf-8") as manifest:
+            with ManifestWriter(staging) as manifest:
 
                 def add_to_manifest(row: ConvertedRow) -> None:
-                    manifest.write(row.manifest_line() + "\n")
+                    manifest.add(row.manifest_line(), row.relaxed_line())
 
                 conversion = self._convert(run, config, staging, add_to_manifest)
             staged = dataclasses.replace(staged, conversion=conversion)

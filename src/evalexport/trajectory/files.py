@@ -79,23 +79,36 @@ class ConvertedRow(NamedTuple):
     relaxations: tuple[str, ...] = ()
 
     def manifest_line(self) -> str:
-        """The row's ``manifest.jsonl`` line: Gym's four fields, and its gaps and relaxations
-        when it has any.
+        """The row's ``manifest.jsonl`` line: exactly the four fields NeMo Gym's ingress
+        accepts (``AtifReverifyManifestEntry`` forbids any other), whatever the row needed.
 
         ``json.dumps(entry, sort_keys=True, separators=(",", ":"))`` of those fields, written
         from a template (a file name is ASCII digits, a dash and ``.json``; a hash is hex).
         """
-        optional = ""
-        if self.gap_codes:
-            codes = json.dumps(sorted(set(self.gap_codes)), separators=(",", ":"))
-            optional = f'"gap_codes":{codes},'
-        if self.relaxations:
-            names = json.dumps(sorted(self.relaxations), separators=(",", ":"))
-            optional += f'"relaxations":{names},'
         return (
             f'{{"{ROLLOUT_INDEX}":{self.rollout_index},"{TASK_INDEX}":{self.task_index},'
-            f'"expected_sha256":"{self.sha256}",{optional}"trajectory_path":"{self.file_name}"}}'
+            f'"expected_sha256":"{self.sha256}","trajectory_path":"{self.file_name}"}}'
         )
+
+    def relaxed_line(self) -> str | None:
+        """The row's ``relaxed.jsonl`` line when it was written beyond Gym's strict profile
+        (its allowed gaps, the relaxations it needed), or ``None`` for a strict row.
+
+        The manifest's keys identify the trajectory; ``gap_codes`` and ``relaxations`` say what
+        it needed, each only when it needed any. Sorted keys, compact separators.
+        """
+        if not self.gap_codes and not self.relaxations:
+            return None
+        entry: dict[str, object] = {
+            TASK_INDEX: self.task_index,
+            ROLLOUT_INDEX: self.rollout_index,
+            "trajectory_path": self.file_name,
+        }
+        if self.gap_codes:
+            entry["gap_codes"] = sorted(set(self.gap_codes))
+        if self.relaxations:
+            entry["relaxations"] = sorted(self.relaxations)
+        return json.dumps(entry, sort_keys=True, separators=(",", ":"))
 
 
 @dataclass

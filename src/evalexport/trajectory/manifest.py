@@ -2,7 +2,8 @@
 
 Before a staging directory becomes the output, every ``manifest.jsonl`` line must name a
 distinct trajectory file whose bytes hash to its ``expected_sha256``, the directory must hold
-those files and no others, and their number must be the number of trajectories the export is
+those files and no others (but ``relaxed.jsonl``, which records the rows written beyond Gym's
+strict profile), and their number must be the number of trajectories the export is
 about to report. The conversion is built to make this so; this check is what lets the result
 say "wrote N" without trusting that: a mismatch is a failed export that writes nothing.
 """
@@ -14,12 +15,52 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from types import TracebackType
+from typing import IO, Final, Self
 
-__all__ = ["MANIFEST_NAME", "staged_output_problem"]
+__all__ = ["MANIFEST_NAME", "RELAXED_NAME", "ManifestWriter", "staged_output_problem"]
 
 MANIFEST_NAME: Final = "manifest.jsonl"
+"""Gym's manifest: one line per trajectory, exactly the keys Gym's ATIF ingress accepts."""
+RELAXED_NAME: Final = "relaxed.jsonl"
+"""Beside the manifest, only when some row needed them: each such trajectory's allowed gap
+codes and relaxations (evalexport's, not Gym's: Gym's ingress refuses a manifest line with
+any key of its own)."""
+_NOT_TRAJECTORIES: Final = frozenset({MANIFEST_NAME, RELAXED_NAME})
 _BLOCK: Final = 1024 * 1024
+
+
+class ManifestWriter:
+    """Writes ``manifest.jsonl`` into a directory, and ``relaxed.jsonl`` beside it once a
+    row needs a line there (a strict export has none)."""
+
+    def __init__(self, directory: Path) -> None:
+        self._directory = directory
+        self._manifest: IO[str] | None = None
+        self._relaxed: IO[str] | None = None
+
+    def __enter__(self) -> Self:
+        self._manifest = (self._directory / MANIFEST_NAME).open("w", encoding="utf-8")
+        return self
+
+    def add(self, manifest_line: str, relaxed_line: str | None) -> None:
+        """One trajectory's lines, without their newlines."""
+        assert self._manifest is not None, "add() outside the with block"
+        self._manifest.write(manifest_line + "\n")
+        if relaxed_line is not None:
+            if self._relaxed is None:
+                self._relaxed = (self._directory / RELAXED_NAME).open("w", encoding="utf-8")
+            self._relaxed.write(relaxed_line + "\n")
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        for opened in (self._relaxed, self._manifest):
+            if opened is not None:
+                opened.close()
 
 
 def staged_output_problem(directory: Path, reported: int) -> str | None:
@@ -33,15 +74,18 @@ def staged_output_problem(directory: Path, reported: int) -> str | None:
     for where, name, _ in _entries(directory):
         if isinstance(name, Exception):
             return f"{where} is not a manifest entry ({name})"
-        if os.sep in name or name in {"", ".", "..", MANIFEST_NAME}:
+        if os.sep in name or name in {"", ".", ".."} | _NOT_TRAJECTORIES:
             return f"{where} names {name!r}, which is not a file of the output"
         if name in names:
             return f"{where} names {name} a second time"
         names.add(name)
     if len(names) != reported:
         return f"{MANIFEST_NAME} names {len(names)} trajectories, the export converted {reported}"
-    unlisted = sorted(entry.name for entry in os.scandir(directory) if entry.name not in names)
-    unlisted.remove(MANIFEST_NAME)
+    unlisted = sorted(
+        entry.name
+        for entry in os.scandir(directory)
+        if entry.name not in names and entry.name not in _NOT_TRAJECTORIES
+    )
     if unlisted:
         shown = ", ".join(unlisted[:5]) + (", ..." if len(unlisted) > 5 else "")
         return f"{len(unlisted)} files are not in {MANIFEST_NAME}: {shown}"

@@ -45,6 +45,9 @@ importing them in an empty 3.13 env), and the SDKs Gym's live exporters
 (``nemo_gym.exporters.mlflow``, ``.wandb``) import."""
 GYM_MODULES: Final = (
     "nemo_gym.atif_export",
+    "nemo_gym.atif_reverification",
+    "nemo_gym.orchestration.jobs",
+    "nemo_gym.rollout_health",
     "nemo_gym.rollout_collection",
     "nemo_gym.exporters.mlflow",
     "nemo_gym.exporters.wandb",

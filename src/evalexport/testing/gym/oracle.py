@@ -81,6 +81,15 @@ class GymOracle:
         )
         return GymExport(answer.get("trajectory_count"), answer.get("error"), answer.get("type"))
 
+    def reverify(self, manifest: Path, rollouts: Path) -> dict[str, Any]:
+        """What Gym's ATIF reverify ingress makes of an ATIF export: ``manifest_error`` (its
+        manifest refused as a whole, else ``None``), ``entries`` (the lines it accepted),
+        ``projected`` (the trajectory paths it joined to ``rollouts``' rows and turned into
+        verifier payloads) and ``refused`` (path -> Gym's reason)."""
+        return self._ask(
+            {"action": "reverify", "manifest": str(manifest), "rollouts": str(rollouts)}
+        )
+
     def mlflow_names(self, names: list[str]) -> list[str | None]:
         """What Gym's MLflow exporter logs each name as (``None``: it drops the name)."""
         sanitized: list[str | None] = self._ask({"action": "mlflow_name", "names": names})["names"]

@@ -70,6 +70,42 @@ def _live_export(request: dict[str, Any]) -> dict[str, object]:
     return {"run_id": run_id, "run_dir": run_dir, "warnings": warnings, "error": None}
 
 
+def _reverify(request: dict[str, Any]) -> dict[str, object]:
+    """Gym's ``gym eval reverify --input-format atif`` ingress over an ATIF export: its
+    manifest loaded as Gym loads it, each entry projected against the run's rows."""
+    from nemo_gym.atif_reverification import (
+        index_materialized_inputs,
+        load_atif_manifest,
+        project_atif_manifest_entry,
+    )
+
+    manifest = Path(request["manifest"])
+    try:
+        entries = load_atif_manifest(manifest)
+    except Exception as error:
+        return {"manifest_error": f"{type(error).__name__}: {error}"}
+    rows = [
+        json.loads(line)
+        for line in Path(request["rollouts"]).read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    inputs = index_materialized_inputs(rows)
+    projected: list[str] = []
+    refused: dict[str, str] = {}
+    for entry in entries:
+        try:
+            project_atif_manifest_entry(entry, inputs, manifest_directory=manifest.parent)
+            projected.append(str(entry.trajectory_path))
+        except Exception as error:
+            refused[str(entry.trajectory_path)] = f"{type(error).__name__}: {error}"
+    return {
+        "manifest_error": None,
+        "entries": len(entries),
+        "projected": projected,
+        "refused": refused,
+    }
+
+
 def main() -> None:
     from nemo_gym import __version__
     from nemo_gym.atif_export import ExportAtifConfig, export_rollouts_to_atif
@@ -100,6 +136,8 @@ def main() -> None:
                     "error": f"{type(error).__name__}: {error}",
                     "trace": traceback.format_exc(),
                 }
+        elif action == "reverify":
+            answer = _reverify(request)
         elif action == "mlflow_name":
             from nemo_gym.exporters.mlflow import _sanitize_key
 
