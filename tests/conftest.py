@@ -57,6 +57,15 @@ def signals_as_a_terminal_leaves_them() -> Iterator[None]:
 
 
 @pytest.fixture
+def evalrdl_token(monkeypatch: pytest.MonkeyPatch) -> str:
+    """An EvalRDL token in the environment: EvalRDL refuses a dry run without one, as it
+    refuses the export."""
+    token = "evalrdl-test-token-not-a-secret"
+    monkeypatch.setenv("EVALRDL_TOKEN", token)
+    return token
+
+
+@pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliRun]:
     """Run ``evalexport ARGS`` in this process."""
 

@@ -71,7 +71,7 @@ def test_a_rollouts_file_without_a_line_break_is_refused_naming_the_line_and_the
     assert "line 1: longer than 512 MiB, the longest line evalexport reads" in atif.stdout
 
 
-def test_a_link_out_of_the_run_directory_is_not_walked(cli, sample_run) -> None:
+def test_a_link_out_of_the_run_directory_is_not_walked(evalrdl_token, cli, sample_run) -> None:
     (sample_run.run.run_dir / "rootfs").symlink_to("/")
     inspected = cli("inspect", str(sample_run.rollouts), "--json")
     assert inspected.exit_code == 0, inspected.output
@@ -81,7 +81,9 @@ def test_a_link_out_of_the_run_directory_is_not_walked(cli, sample_run) -> None:
     assert "Traceback" not in dry.output + inspected.output
 
 
-def test_a_link_inside_the_run_directory_is_walked_once(cli, sample_run, tmp_path) -> None:
+def test_a_link_inside_the_run_directory_is_walked_once(
+    evalrdl_token, cli, sample_run, tmp_path
+) -> None:
     sidecars = sample_run.run.run_dir / "notes"
     sidecars.mkdir()
     (sidecars / "a.txt").write_text("a")

@@ -341,16 +341,16 @@ def test_a_reader_that_goes_away_ends_the_output_without_a_traceback(sample_run)
     assert "BrokenPipeError" not in errors
 
 
-def test_non_finite_metrics_are_named_in_a_warning_and_not_planned(cli, sample_run, caplog) -> None:
+def test_non_finite_metrics_are_named_by_the_result_and_not_planned(cli, sample_run) -> None:
     aggregate = json.loads(sample_run.run.aggregate_metrics.read_text())
     aggregate[0]["agent_metrics"]["broken"] = float("inf")
     sample_run.run.aggregate_metrics.write_text(json.dumps(aggregate))
     run = cli("mlflow", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "--dry-run", "--json")
-    plan = json.loads(run.stdout)["plan"]
-    assert not any(name.endswith("/broken") for name in plan["metric_names"])
-    assert "1 metrics are NaN or infinite and are not logged: aime24_math_simple_agent/broken" in (
-        caplog.text
-    )
+    result = json.loads(run.stdout)
+    assert not any(name.endswith("/broken") for name in result["plan"]["metric_names"])
+    said = "1 metrics are NaN or infinite and are not logged: aime24_math_simple_agent/broken"
+    assert f"Note: {said}." in result["message"]
+    assert result["details"]["notices"] == [said]
 
 
 def test_paths_with_a_hash_a_colon_or_a_leading_hash_are_taken_as_written(

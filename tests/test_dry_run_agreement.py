@@ -58,7 +58,9 @@ def test_the_wandb_dry_run_reads_the_config_and_names_the_real_project(
     assert "Malformed saved run config" in broken.stdout
 
 
-def test_the_evalrdl_dry_run_does_not_flatten_metrics_it_never_sends(cli, make_sample_run) -> None:
+def test_the_evalrdl_dry_run_does_not_flatten_metrics_it_never_sends(
+    evalrdl_token, cli, make_sample_run
+) -> None:
     sample = make_sample_run()
     aggregate = json.loads(sample.run.aggregate_metrics.read_text())
     del aggregate[0]["agent_ref"]
@@ -68,7 +70,7 @@ def test_the_evalrdl_dry_run_does_not_flatten_metrics_it_never_sends(cli, make_s
 
 
 def test_evalrdl_refuses_to_upload_a_directory_whose_saved_config_is_unmasked(
-    cli, make_sample_run
+    evalrdl_token, cli, make_sample_run
 ) -> None:
     sample = make_sample_run(mask_saved_config=False)
     run = cli("evalrdl", f"+rollouts_jsonl_fpath={sample.rollouts}", "--dry-run")
@@ -93,5 +95,5 @@ def test_the_mlflow_dry_run_warns_about_an_unmasked_config_and_plans_masked_para
     sample = make_sample_run(mask_saved_config=False)
     run = cli("mlflow", f"+rollouts_jsonl_fpath={sample.rollouts}", "--dry-run")
     assert run.exit_code == 0, run.output
-    assert "they are masked in this export" in caplog.text
+    assert "they are masked in this export" in run.stdout.splitlines()[0]
     assert sample.canaries.found_in(run.output + caplog.text) == []

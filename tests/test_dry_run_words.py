@@ -43,7 +43,7 @@ def test_a_wandb_dry_run_names_config_keys_summary_and_tables_not_params(
 
 
 def test_an_evalrdl_dry_run_lists_the_directory_and_the_upload_and_no_metrics(
-    cli, sample_run
+    evalrdl_token, cli, sample_run
 ) -> None:
     run = cli(
         "evalrdl",

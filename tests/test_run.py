@@ -179,7 +179,9 @@ def test_files_lists_each_entry_with_its_role(make_sample_run) -> None:
     assert os.path.isdir(sample.run.sidecar_dir)
 
 
-def test_a_run_with_no_rollouts_is_refused_by_the_tracking_exporters(cli, make_sample_run) -> None:
+def test_a_run_with_no_rollouts_is_refused_by_the_tracking_exporters(
+    cli, make_sample_run, evalrdl_token
+) -> None:
     sample = make_sample_run()
     sample.rollouts.write_text("\n\n")
     for exporter in ("mlflow", "wandb", "evalrdl"):

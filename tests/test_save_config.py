@@ -119,16 +119,6 @@ def test_the_missing_config_message_names_the_command(cli, make_sample_run) -> N
     assert f"evalexport save-config {sample.rollouts} CONFIG.yaml" in run.stdout
 
 
-def test_an_older_run_with_agent_metrics_is_told_to_copy_them(cli, make_sample_run) -> None:
-    sample = make_sample_run()
-    legacy = sample.run.legacy_agent_metrics
-    sample.run.aggregate_metrics.rename(legacy)
-    run = cli("wandb", f"+rollouts_jsonl_fpath={sample.rollouts}", "--dry-run")
-    assert run.exit_code == 1
-    assert f"The run holds {legacy.name}, the name older NeMo Gym versions gave" in run.stdout
-    assert f"cp {legacy} {sample.run.aggregate_metrics}" in run.stdout
-
-
 def test_two_runs_in_one_folder_are_named_when_the_metrics_are_not_found(
     cli, make_sample_run
 ) -> None:

@@ -55,6 +55,11 @@ class RunInspection:
 
     rollouts: str
     run_dir: str
+    benchmark: str = ""
+    benchmark_source: str = ""
+    """Where the benchmark's name came from (:attr:`evalexport.run.RunArtifacts.benchmark`)."""
+    run_name: str = ""
+    """The name MLflow and W&B exports give the run unless told another."""
     files: list[RunFile] = field(default_factory=list)
     rollout_count: int = 0
     rollouts_with_trajectory: int = 0
@@ -84,7 +89,13 @@ class RunInspection:
 def inspect_run(run: RunArtifacts) -> RunInspection:
     """Read every file of ``run`` an exporter would read and report all it finds, not only the
     first problem."""
-    report = RunInspection(rollouts=str(run.rollouts), run_dir=str(run.run_dir))
+    report = RunInspection(
+        rollouts=str(run.rollouts),
+        run_dir=str(run.run_dir),
+        benchmark=run.benchmark,
+        benchmark_source=run.benchmark_source,
+        run_name=run.default_run_name,
+    )
     if not run.run_dir.is_dir():
         report.readable = False
         report.problems.append(f"Run directory not found: {run.run_dir}")
@@ -175,6 +186,9 @@ def _read_metrics(run: RunArtifacts, report: RunInspection) -> None:
         report.problems.append(str(error))
         return
     report.metrics, report.texts = flat.metrics, flat.texts
+    for warning in (flat.empty_warning(run.aggregate_metrics), flat.non_finite_warning()):
+        if warning:
+            report.problems.append(warning[0].upper() + warning[1:])
 
 
 def _read_config(run: RunArtifacts, report: RunInspection) -> None:

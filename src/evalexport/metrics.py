@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, final
 
 __all__ = ["FlatMetrics", "flatten_metrics"]
@@ -26,6 +27,20 @@ class FlatMetrics:
     non_finite: list[str] = field(default_factory=list)
     """Metrics left out because their value is NaN or infinite (no tracking store keeps
     those faithfully: MLflow stores ±inf as ±1.8e308); exporters warn naming them."""
+    entries: int = 0
+    """How many entries (agents) the file held."""
+
+    def empty_warning(self, path: Path) -> str | None:
+        """A warning that the file at ``path`` gave no metric and no text at all, or ``None``:
+        an export that logs no metric says so."""
+        if self.metrics or self.texts or self.non_finite:
+            return None
+        held = f"{self.entries} entries" if self.entries != 1 else "1 entry"
+        return (
+            f"the aggregate metrics {path} hold {held} but no metric (no number or text under "
+            "agent_metrics or key_metrics), so the run has no metrics; the file itself is "
+            "sent as it is"
+        )
 
     def non_finite_warning(self) -> str | None:
         """A warning naming the metrics that are NaN or infinite (dropped by the trackers), or
@@ -50,7 +65,9 @@ def flatten_metrics(aggregate: Iterable[Mapping[str, Any]]) -> FlatMetrics:
     texts: dict[str, str] = {}
     values: dict[str, bool | int | float | str] = {}
     non_finite: list[str] = []
+    entries = 0
     for entry in aggregate:
+        entries += 1
         agent = str(entry["agent_ref"]["name"])
         for section, prefix in (("agent_metrics", agent), ("key_metrics", f"key_metrics/{agent}")):
             section_values = entry.get(section)
@@ -64,6 +81,7 @@ def flatten_metrics(aggregate: Iterable[Mapping[str, Any]]) -> FlatMetrics:
         dict(sorted(texts.items())),
         dict(sorted(values.items())),
         sorted(non_finite),
+        entries,
     )
 
 

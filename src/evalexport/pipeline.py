@@ -233,9 +233,9 @@ def _export(
             prepared: object = None
             try:
                 prepared = _read_once(exporter, run, config, target)
-                if isinstance(prepared, PreparedRun):
-                    for warning in prepared.warnings():
-                        logger.warning("%s", warning)
+                # What the read changes on the way (secrets masked, metrics left out) ends
+                # the result, the dry run's and the export's alike.
+                notes = prepared.warnings() if isinstance(prepared, PreparedRun) else []
                 fingerprint = None
                 if export_guard is not None:
                     # The bytes read, under the lock: the marker and the remote run's tag
@@ -247,9 +247,10 @@ def _export(
                     )
                 handed = _Handed(run, config, target, prepared, fingerprint)
                 if dry_run:
-                    return _described(exporter, handed, _asked(exporter, handed, worker))
+                    described = _described(exporter, handed, _asked(exporter, handed, worker))
+                    return _with_notes(described, notes)
                 stage(exporter.name, f"exporting to {_shown(target)}")
-                result = _delivered(exporter, handed, worker)
+                result = _with_notes(_delivered(exporter, handed, worker), notes)
                 if result.status is ExportStatus.SUCCEEDED:
                     delivery.landed()
             finally:
@@ -268,6 +269,11 @@ def _export(
             update={"details": {**result.details, "interrupted_by": signal_name(delivery.signum)}}
         )
     return result
+
+
+def _with_notes(result: ExportResult, notes: list[str]) -> ExportResult:
+    """``result`` saying ``notes``, unless it failed (then they do not matter)."""
+    return result if result.status is ExportStatus.FAILED else result.noted(notes)
 
 
 @final

@@ -7,6 +7,8 @@ traceback. The result is scrubbed of secrets when it is built, so nothing that c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import enum
 from typing import Any
 
@@ -246,6 +248,22 @@ class ExportResult(BaseModel):
             message=message,
             run_dir=run_dir,
             details=details,
+        )
+
+    def noted(self, notes: Sequence[str]) -> ExportResult:
+        """This result, saying ``notes`` too: each ends its message (``Note: …``) and is
+        listed in ``details["notices"]``, so no caller needs a log to learn it. What the export
+        did that a user should know (a table too big for a run's history, metrics left out)."""
+        if not notes:
+            return self
+        said = " ".join(f"Note: {note.rstrip('.')}." for note in notes)
+        earlier = self.details.get("notices")
+        listed = [*earlier, *notes] if isinstance(earlier, list) else list(notes)
+        return self.model_copy(
+            update={
+                "message": f"{self.message.rstrip('.')}. {said}",
+                "details": {**self.details, "notices": listed},
+            }
         )
 
     def said_as_dry_run(self) -> ExportResult:

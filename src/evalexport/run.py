@@ -11,13 +11,28 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, final
+from typing import BinaryIO, Final, final
 
 from evalexport import reading
 from evalexport.masking import saved_config_path
 from evalexport.reading import ExportableConfig, Rollout, RunFileError
 
-__all__ = ["ExportableConfig", "Rollout", "RunArtifacts", "RunFile", "RunFileError"]
+__all__ = [
+    "GENERIC_DIRECTORIES",
+    "GENERIC_STEMS",
+    "ExportableConfig",
+    "Rollout",
+    "RunArtifacts",
+    "RunFile",
+    "RunFileError",
+]
+
+GENERIC_STEMS: Final = frozenset({"example", "rollouts"})
+"""Benchmark names NeMo Gym gives every run of a layout, so they name none: each resources
+server's example run is ``data/example_rollouts.jsonl``, and a ``gym eval submit`` job writes
+each benchmark's run to ``<job>/<benchmark>/artifacts/rollouts.jsonl``."""
+GENERIC_DIRECTORIES: Final = frozenset({"data", "artifacts"})
+"""The directories of those layouts that hold a run but do not name it."""
 
 
 @final
@@ -90,18 +105,62 @@ class RunArtifacts:
 
     @property
     def benchmark(self) -> str:
-        """The stem without ``_rollouts``: ``aime24`` for ``aime24_rollouts.jsonl``."""
-        return self.stem.removesuffix("_rollouts") or self.stem
+        """The benchmark the run evaluated: the stem without ``_rollouts`` (``aime24`` for
+        ``aime24_rollouts.jsonl``), unless that is one of the names NeMo Gym gives every run
+        of a layout (:data:`GENERIC_STEMS`); then the name of the run's directory, past the
+        directories Gym names alike (:data:`GENERIC_DIRECTORIES`): ``ether0`` for Gym's
+        ``resources_servers/ether0/data/example_rollouts.jsonl``, ``aime24`` for a job's
+        ``<job>/aime24/artifacts/rollouts.jsonl``."""
+        return self._naming()[0]
+
+    @property
+    def benchmark_source(self) -> str:
+        """Where :attr:`benchmark` came from, in words a user reads beside it."""
+        return self._naming()[1]
 
     @property
     def default_run_name(self) -> str:
-        """``<benchmark>-<run directory name>``: how tracking exporters name the run."""
-        return f"{self.benchmark}-{self.run_dir.name}"
+        """How tracking exporters name the run: ``<benchmark>-<run directory name>``; for a
+        benchmark named by its directory, ``<benchmark>-<the directory holding it>`` (a
+        job's benchmark: ``aime24-gym-job-…``)."""
+        return self._naming()[2]
+
+    def _naming(self) -> tuple[str, str, str]:
+        """``(benchmark, where it came from, default run name)``."""
+        from_stem = self.stem.removesuffix("_rollouts") or self.stem
+        if from_stem not in GENERIC_STEMS:
+            return from_stem, f"named by its rollouts file, {self.rollouts.name}", (
+                f"{from_stem}-{self.run_dir.name}"
+            )
+        directory = self.run_dir
+        while directory.name in GENERIC_DIRECTORIES and directory.parent != directory:
+            directory = directory.parent
+        if not directory.name:  # the file system's root: nothing names it better
+            return from_stem, f"named by its rollouts file, {self.rollouts.name}", from_stem
+        source = (
+            f"named by its directory {directory}, as {self.rollouts.name} is the name NeMo "
+            "Gym gives every run of its layout"
+        )
+        holder = directory.parent.name
+        return directory.name, source, f"{directory.name}-{holder}" if holder else directory.name
 
     @property
     def aggregate_metrics(self) -> Path:
-        """``<stem>_aggregate_metrics.json``: the aggregate metrics, one entry per agent."""
-        return self._sibling("_aggregate_metrics.json")
+        """The file holding the run's aggregate metrics, one entry per agent:
+        ``<stem>_aggregate_metrics.json`` (rollout collection's), or, for a run that holds
+        only it, ``<stem>_agent_metrics.json`` (reward profiling's agent-level metrics, flat:
+        the layout of older NeMo Gym runs), read as the same metrics
+        (:func:`evalexport.reading.parse_aggregate_metrics`)."""
+        aggregate = self._sibling("_aggregate_metrics.json")
+        if not os.path.lexists(aggregate) and os.path.lexists(agent := self.agent_metrics):
+            return agent
+        return aggregate
+
+    @property
+    def agent_metrics(self) -> Path:
+        """``<stem>_agent_metrics.json``: the agent-level metrics NeMo Gym's reward profiling
+        writes, flat (``[{"mean/reward": 0.4, ..., "agent_ref": {"name": ...}}]``)."""
+        return self._sibling("_agent_metrics.json")
 
     @property
     def saved_config(self) -> Path:
@@ -191,19 +250,8 @@ class RunArtifacts:
         """Whether the rollouts file has no line but blank ones (:mod:`evalexport.reading`)."""
         return reading.holds_no_rollouts(self)
 
-    @property
-    def legacy_agent_metrics(self) -> Path:
-        """``<stem>_agent_metrics.json``: what NeMo Gym named the aggregate metrics before."""
-        return self._sibling("_agent_metrics.json")
-
     def _aggregate_hint(self) -> str:
         """What the directory holds instead of this run's aggregate metrics, and what to do."""
-        if self.legacy_agent_metrics.is_file():
-            return (
-                f". The run holds {self.legacy_agent_metrics.name}, the name older NeMo Gym "
-                "versions gave the same file (one entry per agent); copy it under the current "
-                f"name and export again: cp {self.legacy_agent_metrics} {self.aggregate_metrics}"
-            )
         others = self.other_runs_in_directory()
         try:
             metrics = sorted(
@@ -284,7 +332,9 @@ class RunArtifacts:
         """What the run directory holds, each entry with the role it plays for this run."""
         roles = {
             self.rollouts.name: "rollouts",
-            self.aggregate_metrics.name: "aggregate metrics",
+            self.agent_metrics.name: "agent-level metrics",
+            self.aggregate_metrics.name: "aggregate metrics"
+            + (" (agent-level layout)" if self.aggregate_metrics == self.agent_metrics else ""),
             self.saved_config.name: "saved config",
             self.materialized_inputs.name: "materialized inputs",
             self.failures.name: "failures",

@@ -85,7 +85,7 @@ def _reading_whole_runs() -> list[str]:
 
 @pytest.mark.parametrize("name", _reading_whole_runs())
 def test_a_dry_run_opens_each_file_of_the_run_once(
-    name: str, sample_run: Any, tmp_path: Path
+    evalrdl_token, name: str, sample_run: Any, tmp_path: Path
 ) -> None:
     os.chdir(tmp_path)  # the embedded MLflow store and the W&B directory, for their checks
     exporter = load_exporter(name)()

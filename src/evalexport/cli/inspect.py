@@ -84,6 +84,8 @@ def _print_atif_verdict(report: RunInspection) -> None:
 def _print_inspection(report: RunInspection) -> None:
     print(f"run directory: {report.run_dir}")
     print(f"rollouts:      {report.rollouts}")
+    print(f"benchmark:     {report.benchmark} ({report.benchmark_source})")
+    print(f"run name:      {report.run_name} (what MLflow and W&B exports name the run)")
     print("files:")
     for item in report.files:
         print(f"  {human_size(item.size_bytes):>9}  {item.path.name}  ({item.role})")

@@ -207,14 +207,21 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
         sources = [run.saved_config, run.aggregate_metrics]
         if config.upload_rollouts:
             sources.append(run.rollouts)
+        named = (
+            f" (the benchmark, {run.benchmark_source})"
+            if target.settings.get("mlflow_experiment_name") == "default"
+            else ""
+        )
         return DryRunPlan(
             exporter=self.name,
             target=target.where,
+            summary=f"{run.rollouts.name} would be exported to {target.where} as run "
+            f"{target.run_name!r} of experiment {target.experiment!r}{named}",
             files=[PlannedFile(path=str(p), size_bytes=p.stat().st_size) for p in sources],
             sections={
                 "metrics": sorted(plan.metrics),
                 "params": sorted(plan.params),
-                "tags": sorted(plan.tags),
+                "tags": sorted(plan.tags) + sorted(_run_tags(run, prepared, None)),
                 "artifacts": _artifact_names(run, config),
             },
             metric_names=sorted(plan.metrics),
@@ -237,16 +244,7 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
         plan = _plan(prepared)
         for warning in plan.warnings:
             logger.warning("%s", warning)
-        evaluation = prepared.evaluation.described()
-        run_tags = {
-            FINGERPRINT_TAG: fingerprint or prepared.fingerprint,
-            "evalexport.version": __version__,
-            "evalexport.rollouts": str(run.rollouts),
-            "evalexport.exported_at": exported_at(),
-            "evalexport.evaluation.started_at": evaluation["started_at"],
-            "evalexport.evaluation.ended_at": evaluation["ended_at"],
-            "evalexport.evaluation.times_from": evaluation["source"],
-        }
+        run_tags = _run_tags(run, prepared, fingerprint)
         live_run_id = run.live_run_id(self.name)
         if live_run_id:
             logger.warning(
@@ -292,6 +290,21 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
             return result.model_copy(update={"details": details})
 
         return WorkerDelivery(payload, read_back=with_live_run)
+
+
+def _run_tags(run: RunArtifacts, prepared: PreparedRun, fingerprint: str | None) -> dict[str, str]:
+    """The tags evalexport gives the run: what it is (the fingerprint the guard finds it by,
+    the rollouts file) and when it ran."""
+    evaluation = prepared.evaluation.described()
+    return {
+        FINGERPRINT_TAG: fingerprint or prepared.fingerprint,
+        "evalexport.version": __version__,
+        "evalexport.rollouts": str(run.rollouts),
+        "evalexport.exported_at": exported_at(),
+        "evalexport.evaluation.started_at": evaluation["started_at"],
+        "evalexport.evaluation.ended_at": evaluation["ended_at"],
+        "evalexport.evaluation.times_from": evaluation["source"],
+    }
 
 
 def _plan(prepared: PreparedRun) -> _Plan:

@@ -176,9 +176,16 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
                 f"rollout_index, agent, reward, ...; {where})",
             ]
         flat = prepared.metrics
+        named = (
+            f" (the benchmark, {run.benchmark_source})"
+            if target.settings.get("wandb_project") == "default"
+            else ""
+        )
         return DryRunPlan(
             exporter=self.name,
             target=target.where,
+            summary=f"{run.rollouts.name} would be logged to {target.where}{named} as run "
+            f"{config.wandb_name or run.default_run_name!r}",
             files=files,
             sections={
                 "config keys": list(prepared.saved_config.config),

@@ -320,25 +320,20 @@ def _result_from(
     exporter: str, run_dir: str, environment: Path, reported: WorkerResult
 ) -> ExportResult:
     typed, details = _typed_keys(reported)
-    notices = [str(notice) for notice in typed.get("notices") or []]
-    message = str(reported["message"])
-    if notices:  # the result says them, not a log line beside it (a second copy, a big table)
-        message = f"{message.rstrip('.')}. Note: " + " Note: ".join(
-            notice.rstrip(".") + "." for notice in notices
-        )
-        details["notices"] = notices
     run_id = typed.get("run_id")
-    return ExportResult(
+    result = ExportResult(
         exporter=exporter,
         status=ExportStatus(reported["status"]),
         exit_code=ExitCode(int(reported["exit_code"])),
-        message=message,
+        message=str(reported["message"]),
         run_dir=run_dir,
         run_id=None if run_id is None else str(run_id),
         skip_reason=typed.get("skip_reason"),
         receipts=typed["receipts"],
         details={**details, "environment": str(environment)},
     )
+    # The result says them, not a log line beside it (a second copy, a big table).
+    return result.noted([str(notice) for notice in typed.get("notices") or []])
 
 
 _TYPED_KEYS: Final = ("run_id", "skip_reason", "notices", "receipts")

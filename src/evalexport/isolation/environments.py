@@ -259,6 +259,7 @@ def ensure_environment(spec: EnvironmentSpec, installer: Installer | None = None
     path = root / spec.directory_name()
     if (ready := existing_environment(spec)) is not None:
         return ready  # built: usable without a lock, from a cache shared read-only too
+    root.mkdir(parents=True, exist_ok=True)  # a root that cannot be made is named as such
     with named_lock(f"environment:{path}"):  # the lock files live with the others, not here
         record = _read_record(path)
         built = record is None

@@ -131,13 +131,36 @@ def parse_aggregate_metrics(run: RunPaths, data: bytes) -> list[dict[str, object
             f"Malformed aggregate metrics {path}: expected a list with one entry per agent, "
             f"found a JSON {type(parsed).__name__}"
         )
+    entries: list[dict[str, object]] = []
     for index, entry in enumerate(parsed):
-        name = entry.get("agent_ref", {}).get("name") if isinstance(entry, dict) else None
+        reference = entry.get("agent_ref") if isinstance(entry, dict) else None
+        name = reference.get("name") if isinstance(reference, dict) else None
         if not isinstance(name, str) or not name:
             raise RunFileError(
                 f"Malformed aggregate metrics {path}: entry {index} has no agent_ref.name"
             )
-    return parsed
+        assert isinstance(entry, dict)
+        entries.append(entry if _SECTIONS & entry.keys() else _sectioned(entry))
+    return entries
+
+
+_SECTIONS: Final = frozenset({"agent_metrics", "key_metrics"})
+"""The sections of an entry of rollout collection's aggregate metrics; an entry with neither
+is reward profiling's flat agent-level entry (``<stem>_agent_metrics.json``)."""
+_NOT_METRICS: Final = frozenset({"agent_ref", "_ng_environment_server"})
+
+
+def _sectioned(flat: dict[str, object]) -> dict[str, object]:
+    """A flat agent-level entry (``{"mean/reward": 0.4, ..., "agent_ref": {...}}``, as NeMo
+    Gym's reward profiling writes it) as the aggregate entry rollout collection makes of the
+    same metrics: every key but the agent's under ``agent_metrics`` (Gym builds its
+    ``agent_metrics`` from this entry so), so each metric gets the name Gym's live exporters
+    give it."""
+    sectioned = {key: flat[key] for key in _NOT_METRICS if key in flat}
+    sectioned["agent_metrics"] = {
+        key: value for key, value in flat.items() if key not in _NOT_METRICS
+    }
+    return sectioned
 
 
 def parse_saved_config(run: RunPaths, data: bytes) -> dict[str, object]:

@@ -94,13 +94,15 @@ class PreparedRun:
     otherwise remove it if this process died)."""
 
     def warnings(self) -> list[str]:
-        """What the export changes on the way, for the log: live-looking secrets masked,
-        non-finite metrics. The pipeline logs them once, for the dry run and the export."""
+        """What the export changes on the way: live-looking secrets masked, non-finite
+        metrics, no metric at all. The pipeline ends the result with them (``Note: …``), the
+        dry run's and the export's alike."""
         return [
             warning
             for warning in (
                 self.saved_config.warning(self.run.saved_config),
                 self.metrics.non_finite_warning(),
+                self.metrics.empty_warning(self.run.aggregate_metrics),
             )
             if warning
         ]
