@@ -7,9 +7,8 @@ traceback. The result is scrubbed of secrets when it is built, so nothing that c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import enum
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator

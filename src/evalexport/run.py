@@ -129,8 +129,10 @@ class RunArtifacts:
         """``(benchmark, where it came from, default run name)``."""
         from_stem = self.stem.removesuffix("_rollouts") or self.stem
         if from_stem not in GENERIC_STEMS:
-            return from_stem, f"named by its rollouts file, {self.rollouts.name}", (
-                f"{from_stem}-{self.run_dir.name}"
+            return (
+                from_stem,
+                f"named by its rollouts file, {self.rollouts.name}",
+                (f"{from_stem}-{self.run_dir.name}"),
             )
         directory = self.run_dir
         while directory.name in GENERIC_DIRECTORIES and directory.parent != directory:
