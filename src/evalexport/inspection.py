@@ -6,6 +6,7 @@ first, so one look tells a user what an export would make of the run.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Literal, final
@@ -169,8 +170,10 @@ def atif_verdict(run: RunArtifacts, gap_codes: list[str]) -> AtifVerdict:
     needed: dict[str, int] | None = None
     if strict.rejected:
         # A relaxation counts only where a row needed it, so one pass says which are needed.
+        # A name for the rows that name no agent, as +agent_name gives one (unnamed_agents).
+        named = dataclasses.replace(identity, agent_name="NAME")
         relaxed = convert_file(
-            run.rollouts, identity, output=None, allowed_gaps=gap_codes, relaxations=RELAXATIONS
+            run.rollouts, named, output=None, allowed_gaps=gap_codes, relaxations=RELAXATIONS
         )
         if not relaxed.rejected and relaxed.problem(run.rollouts) is None:
             needed = dict(sorted(relaxed.relaxation_counts.items()))

@@ -170,6 +170,42 @@ def test_gyms_reverify_ingress_reads_a_strict_and_a_relaxed_exports_manifest(
     assert "relaxations" in gym_oracle.reverify(manifest, relaxed_run)["manifest_error"]
 
 
+def test_rows_that_name_no_agent_are_named_by_agent_name_with_their_relaxation(
+    cli, tmp_path
+) -> None:
+    rows = [_weather_row(task, city, developer=False) for task, city in enumerate(CITIES)]
+    for row in rows:
+        del row["agent_ref"]  # older Gym rows
+    rollouts = tmp_path / "run" / "weather_rollouts.jsonl"
+    rollouts.parent.mkdir()
+    rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    output = tmp_path / "atif"
+    strict = _atif(cli, rollouts, output, "--json")
+    assert strict.exit_code == 1
+    assert json.loads(strict.stdout)["details"]["rejected_rows"][0] == (
+        "line 1: agent_ref: expected a non-empty agent_ref.name or environment server stamp; "
+        "the row names no agent ('+relax=[unnamed_agents]' with +agent_name=NAME names it)"
+    )
+    inspected = cli("inspect", rollouts).stdout
+    assert "with '+relax=[unnamed_agents]' +agent_name=NAME it would accept every rollout" in (
+        inspected
+    )
+    alone = _atif(cli, rollouts, output, "+agent_name=weather")
+    assert alone.exit_code == 1
+    assert "+agent_name names it only with '+relax=[unnamed_agents]'" in alone.stdout
+    without_name = _atif(cli, rollouts, output, "+relax=[unnamed_agents]")
+    assert without_name.exit_code == 2
+    assert "give +agent_name too" in without_name.stderr
+    run = _atif(cli, rollouts, output, "+relax=[unnamed_agents]", "+agent_name=weather", "--json")
+    assert run.exit_code == 0, run.output
+    assert json.loads(run.stdout)["details"]["relaxation_counts"] == {"unnamed_agents": 3}
+    document = json.loads((output / "0-0.json").read_text())
+    assert document["agent"]["name"] == "weather"
+    assert document["extra"]["nemo_gym"]["relaxations"] == ["unnamed_agents"]
+    relaxed = [json.loads(line) for line in (output / "relaxed.jsonl").read_text().splitlines()]
+    assert [entry["relaxations"] for entry in relaxed] == [["unnamed_agents"]] * 3
+
+
 def test_an_unknown_relaxation_is_refused_naming_the_known_ones(cli, tmp_path) -> None:
     rollouts = _weather_run(tmp_path / "run")
     run = _atif(cli, rollouts, tmp_path / "atif", "+relax=[developer_prompts]")
@@ -240,11 +276,15 @@ def test_every_relaxation_writes_files_harbors_validator_accepts(
     ]
     for row in rows:
         row.update(_ng_rollout_index=0, agent_ref={"type": "responses_api_agents", "name": "a"})
+    unnamed = _weather_row(4, "Quito", developer=False)
+    del unnamed["agent_ref"]  # an older Gym row
+    rows.append(unnamed)
     rollouts = tmp_path / "run" / "mixed_rollouts.jsonl"
     rollouts.parent.mkdir()
     rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     output = tmp_path / "atif"
-    run = _atif(cli, rollouts, output, f"+relax=[{','.join(RELAXATIONS)}]", "--json")
+    relax = f"+relax=[{','.join(RELAXATIONS)}]"
+    run = _atif(cli, rollouts, output, relax, "+agent_name=a", "--json")
     assert run.exit_code == 0, run.output
     assert set(json.loads(run.stdout)["details"]["relaxation_counts"]) == set(RELAXATIONS)
     for path in sorted(output.glob("*-*.json")):

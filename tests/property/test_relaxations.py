@@ -27,9 +27,13 @@ IDENTITY = TrajectoryIdentity(session_id="s", agent_version="1.0")
 _SETTINGS = settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _refusal(row: dict[str, Any], relaxations: Any = ()) -> str | None:
+NAMED = TrajectoryIdentity(session_id="s", agent_version="1.0", agent_name="named")
+"""With ``+agent_name``, which ``unnamed_agents`` needs (and which names every other row too)."""
+
+
+def _refusal(row: dict[str, Any], relaxations: Any = (), identity=IDENTITY) -> str | None:
     try:
-        convert_rollout(row, IDENTITY, relaxations=relaxations)
+        convert_rollout(row, identity, relaxations=relaxations)
     except TrajectoryError as error:
         return str(error)
     return None
@@ -41,10 +45,12 @@ def _refusal(row: dict[str, Any], relaxations: Any = ()) -> str | None:
 def test_each_relaxable_fault_is_exported_with_its_relaxation_only(fault: str, data) -> None:
     row = data.draw(agent_runs(0, 0, fault))
     needed = RELAXATION_FOR_FAULT[fault]
+    identity = NAMED if needed == "unnamed_agents" else IDENTITY
     assume(_refusal(row) is not None)  # a fault with nothing to act on leaves the row whole
+    assert _refusal(row, (), identity) is not None, f"{fault} converted without {needed}"
     others = [name for name in RELAXATIONS if name != needed]
-    assert _refusal(row, others) is not None, f"{fault} converted without {needed}"
-    converted = convert_rollout(json.loads(json.dumps(row)), IDENTITY, relaxations=[needed])
+    assert _refusal(row, others, identity) is not None, f"{fault} converted without {needed}"
+    converted = convert_rollout(json.loads(json.dumps(row)), identity, relaxations=[needed])
     assert converted.relaxations == (needed,)
     nemo_gym = converted.document["extra"]["nemo_gym"]
     assert nemo_gym["relaxations"] == [needed]

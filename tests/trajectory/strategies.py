@@ -82,6 +82,7 @@ FAULTS = (
     "stop_with_tool_calls",
     "interleaved_results",
     "reasoning_in_parts",
+    "no_agent_ref",
 )
 
 RELAXATION_FOR_FAULT = {
@@ -101,6 +102,7 @@ RELAXATION_FOR_FAULT = {
     "message_phase": "message_phases",
     "reasoning_in_parts": "reasoning_segments",
     "step_count_wrong": "turn_copies",
+    "no_agent_ref": "unnamed_agents",
 }
 """The faults a relaxation of the strict profile (``+relax``) lets through, and which one."""
 
@@ -206,6 +208,8 @@ def _apply(fault: str, row: dict[str, Any], record: dict[str, Any], draw: st.Dra
         )
     elif fault == "extra_row_field":
         row["judge_verdict"] = {"score": 0.5, "notes": None}
+    elif fault == "no_agent_ref":  # an older Gym row: it names no agent
+        del row["agent_ref"]
     elif fault == "turns_gap":
         record["gaps"].append({"code": "turns_unavailable", "invocation_id": None, "detail": None})
     elif fault in ("encrypted_reasoning", "reasoning_in_both"):

@@ -76,6 +76,8 @@ def _print_atif_verdict(report: RunInspection) -> None:
     options = [gaps] if gaps else []
     if needed:
         options.append(f"'+relax=[{','.join(needed)}]'")
+    if "unnamed_agents" in needed:
+        options.append("+agent_name=NAME")
     print(f"  with {' '.join(options)} it would accept every rollout")
     for name, count in needed.items():
         print(f"    {name}: needed by {count} rollouts")

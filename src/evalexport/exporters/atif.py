@@ -25,9 +25,9 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, final
+from typing import Any, Final, Self, final
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from evalexport.exporters.base import Exporter, ExporterConfig, OptionError, Target
 from evalexport.interrupts import deferred, landed
@@ -55,7 +55,11 @@ class AtifConfig(ExporterConfig):
         default=None, description="ATIF session id; default: the rollouts file's stem."
     )
     agent_name: str | None = Field(
-        default=None, description="ATIF agent name; default: each rollout's agent_ref.name."
+        default=None,
+        description=(
+            "ATIF agent name; default: each rollout's agent_ref.name. With "
+            "'+relax=[unnamed_agents]', the name of rows that name no agent."
+        ),
     )
     agent: str | None = Field(
         default=None,
@@ -88,6 +92,15 @@ class AtifConfig(ExporterConfig):
         if value is not None and not value.strip():
             raise ValueError("must contain a non-whitespace character")
         return value
+
+    @model_validator(mode="after")
+    def _unnamed_agents_are_named(self) -> Self:
+        if "unnamed_agents" in self.relax and self.agent_name is None:
+            raise ValueError(
+                "relax=[unnamed_agents] gives the rows that name no agent the name of "
+                "+agent_name=NAME; give +agent_name too"
+            )
+        return self
 
 
 @final

@@ -178,10 +178,10 @@ def convert_rollout(
             f"source coverage gaps are not supported by strict export ({', '.join(refused)}); "
             f"+allow_gaps=[{','.join(refused)}] accepts these gaps if the rest converts",
         )
-    agent_name = identity.agent_name or _agent_label(row)
+    relax = Relaxations(relaxations)
+    agent_name = _agent_name(row, identity, relax)
     task = rollout_index(row, TASK_INDEX, "")
     rollout = rollout_index(row, ROLLOUT_INDEX, "")
-    relax = Relaxations(relaxations)
     try:
         conversion = RecordConversion(trajectory, gap_codes, relax)
         document = conversion.document(identity, agent_name, task, rollout)
@@ -206,6 +206,32 @@ def agent_label(row: dict[str, object]) -> Any:
     agent_ref = row.get("agent_ref")
     name = agent_ref.get("name") if isinstance(agent_ref, dict) else None
     return name if name is not None else row.get(ENVIRONMENT_SERVER)
+
+
+def _agent_name(row: dict[str, object], identity: TrajectoryIdentity, relax: Relaxations) -> str:
+    """The name the row's trajectory gives its agent: ``+agent_name`` if given, else the
+    agent the row names. A row that names none is refused, as Gym refuses it, unless the
+    ``unnamed_agents`` relaxation and ``+agent_name`` name it."""
+    try:
+        named = _agent_label(row)
+    except TrajectoryError as error:
+        if error.path != "agent_ref" or agent_label(row) not in (None, ""):
+            raise
+        if identity.agent_name is None:
+            raise TrajectoryError(
+                "agent_ref",
+                "expected a non-empty agent_ref.name or environment server stamp; the row "
+                "names no agent ('+relax=[unnamed_agents]' with +agent_name=NAME names it)",
+            ) from None
+        if not relax.permits("unnamed_agents"):
+            raise TrajectoryError(
+                "agent_ref",
+                "expected a non-empty agent_ref.name or environment server stamp; the row "
+                "names no agent, and +agent_name names it only with "
+                "'+relax=[unnamed_agents]'",
+            ) from None
+        return identity.agent_name
+    return identity.agent_name or named
 
 
 def _agent_label(row: dict[str, object]) -> str:

@@ -134,7 +134,13 @@ class FileConversion:
         """Why the file's agents cannot go into one batch of trajectories, or ``None``."""
         if len(self.agents) == 1 or (self.rows == 0 and not self.agents):
             return None
-        named = ", ".join(sorted(map(str, self.agents))) or "none"
+        if not self.agents:
+            return (
+                f"No row of {path} names its agent (agent_ref.name, or the environment server "
+                "stamp), and a trajectory needs one: '+relax=[unnamed_agents]' with "
+                "+agent_name=NAME gives them that name."
+            )
+        named = ", ".join(sorted(map(str, self.agents)))
         first = min(map(str, self.agents), default="NAME")
         return (
             f"Strict ATIF export requires one agent_ref.name per file, because +agent_version "
@@ -277,6 +283,8 @@ def _convert_line(line_number: int, raw: bytes | None, job: _Job) -> _Outcome:
         )
     except TrajectoryError as error:
         return line_number, label, key, f"{where}: {error}"
+    if "unnamed_agents" in converted.relaxations:  # the row names no agent: +agent_name does
+        label = job.identity.agent_name
     try:
         data = converted.encode()
     except (TypeError, ValueError) as error:

@@ -25,6 +25,7 @@ Relaxation = Literal[
     "message_phases",
     "reasoning_segments",
     "turn_copies",
+    "unnamed_agents",
 ]
 
 RELAXATIONS: Final[dict[Relaxation, str]] = {
@@ -74,6 +75,10 @@ RELAXATIONS: Final[dict[Relaxation, str]] = {
         "the conversation is kept: the steps follow the conversation, each differing copy is "
         "kept verbatim in the step's extra.nemo_gym.turn_copies, and the step count stays in "
         "extra.nemo_gym.turn"
+    ),
+    "unnamed_agents": (
+        "a row that names no agent (no agent_ref.name and no environment server stamp, as "
+        "older Gym rows) takes the agent name given by +agent_name=NAME, which it needs"
     ),
 }
 """Every relaxation and what it changes: the registry the option, the README's table and the
