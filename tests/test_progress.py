@@ -70,7 +70,7 @@ def test_steps_are_counted_as_steps_and_long_waits_in_minutes() -> None:
     ]
 
 
-@pytest.mark.parametrize(("value", "seconds"), [("", 5.0), ("0", 0.5), ("0.1", 0.5), ("2.5", 2.5)])
+@pytest.mark.parametrize(("value", "seconds"), [("", 5.0), ("0", 0.1), ("0.01", 0.1), ("2.5", 2.5)])
 def test_the_interval_is_the_variables_and_never_shorter_than_half_a_second(
     value: str, seconds: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -119,7 +119,8 @@ def test_an_export_logs_its_stages(make_sample_run, tmp_path, caplog) -> None:
 def test_the_cli_logs_progress_on_stderr_that_is_no_terminal_and_keeps_stdout_for_json(
     make_sample_run, tmp_path
 ) -> None:
-    sample = make_sample_run(tasks=60, repeats=16, agents=("aime24_math_tool_agent",))
+    # Long enough (about 2 s) for several lines at the shortest interval, 0.1 s.
+    sample = make_sample_run(tasks=240, repeats=16, agents=("aime24_math_tool_agent",))
     log = tmp_path / "log"
     with log.open("w") as stderr:
         completed = subprocess.run(

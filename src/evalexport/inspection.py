@@ -13,6 +13,13 @@ from typing import Literal, final
 
 from evalexport.masking import find_unmasked_secrets
 from evalexport.metrics import flatten_metrics
+from evalexport.reading.health import (
+    FAILURES_ATTEMPTS_METRIC,
+    FAILURES_TERMINAL_METRIC,
+    HEALTH_PREFIX,
+    RunHealth,
+    read_health,
+)
 from evalexport.run import RunArtifacts, RunFile, RunFileError
 
 __all__ = ["AgentSummary", "AtifVerdict", "RunInspection", "atif_verdict", "inspect_run"]
@@ -71,6 +78,10 @@ class RunInspection:
     agents: list[AgentSummary] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
+    health: dict[str, object] | None = None
+    """NeMo Gym's health verdicts of the run, if it has them: ``verdict`` (the worst),
+    ``verdicts`` (counts), ``failed_attempts``, ``terminal_failures``, ``rollout_verdicts``
+    (whether each rollout has its verdict)."""
     config_status: ConfigStatus = "missing"
     unmasked_secret_paths: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -122,8 +133,15 @@ def _read_rollouts(run: RunArtifacts, report: RunInspection) -> None:
     reward_sums: defaultdict[str, float] = defaultdict(float)
     rewarded: Counter[str] = Counter()
     try:
+        health = read_health(run)
+    except RunFileError as error:
+        report.problems.append(str(error))
+        health = None
+    try:
         for rollout in run.iter_rollouts():
             report.rollout_count += 1
+            if health is not None:
+                health.see(rollout.record)
             trajectory = rollout.record.get("ng_trajectory")
             if isinstance(trajectory, dict):
                 report.rollouts_with_trajectory += 1
@@ -140,10 +158,35 @@ def _read_rollouts(run: RunArtifacts, report: RunInspection) -> None:
         report.readable = False
         report.problems.append(str(error))
     report.gap_counts = dict(sorted(gaps.items()))
+    if health is not None and report.readable:
+        _report_health(health, report)
     report.agents = [
         AgentSummary(name, count, reward_sums[name] / rewarded[name] if rewarded[name] else None)
         for name, count in sorted(counts.items())
     ]
+
+
+def _report_health(health: RunHealth, report: RunInspection) -> None:
+    had_verdicts = health.verdicts is not None
+    health.finish(report.rollout_count)
+    report.problems.extend(note[0].upper() + note[1:] for note in health.notes)
+    if not (health.metrics or had_verdicts):
+        return
+    report.health = {
+        "verdict": health.verdict,
+        "verdicts": {
+            name: int(health.metrics[f"{HEALTH_PREFIX}verdicts/{name}"])
+            for name in ("healthy", "unhealthy", "unobserved")
+            if f"{HEALTH_PREFIX}verdicts/{name}" in health.metrics
+        },
+        "failed_attempts": _whole(health.metrics.get(FAILURES_ATTEMPTS_METRIC)),
+        "terminal_failures": _whole(health.metrics.get(FAILURES_TERMINAL_METRIC)),
+        "rollout_verdicts": health.verdicts is not None,
+    }
+
+
+def _whole(value: float | None) -> int | None:
+    return None if value is None else int(value)
 
 
 def _gap_codes(trajectory: dict[str, object]) -> set[str]:

@@ -16,6 +16,7 @@ from typing import BinaryIO, Final, final
 from evalexport import reading
 from evalexport.masking import saved_config_path
 from evalexport.reading import ExportableConfig, Rollout, RunFileError
+from evalexport.reading.health import QUALITY_SUMMARY_NAME, ROLLOUT_VERDICTS_NAME
 
 __all__ = [
     "GENERIC_DIRECTORIES",
@@ -173,6 +174,18 @@ class RunArtifacts:
     def materialized_inputs(self) -> Path:
         """``<stem>_materialized_inputs.jsonl``: the inputs the run was given."""
         return self._sibling("_materialized_inputs.jsonl")
+
+    @property
+    def quality_summary(self) -> Path:
+        """``quality_summary.json`` in the run directory: NeMo Gym's rollout health summary
+        (:mod:`evalexport.reading.health`; named alike for every run of a directory)."""
+        return self.run_dir / QUALITY_SUMMARY_NAME
+
+    @property
+    def rollout_verdicts(self) -> Path:
+        """``rollout_verdicts.jsonl`` in the run directory: NeMo Gym's verdict of each
+        rollout."""
+        return self.run_dir / ROLLOUT_VERDICTS_NAME
 
     @property
     def failures(self) -> Path:
@@ -340,6 +353,8 @@ class RunArtifacts:
             self.saved_config.name: "saved config",
             self.materialized_inputs.name: "materialized inputs",
             self.failures.name: "failures",
+            self.quality_summary.name: "health summary",
+            self.rollout_verdicts.name: "rollout verdicts",
             self.sidecar_dir.name: "sidecars",
         }
         others = set(self.other_runs_in_directory())

@@ -40,7 +40,7 @@ DEFAULT_PLUGIN_IMPORT_TIMEOUT = 20.0
 PROGRESS_INTERVAL_VARIABLE = "EVALEXPORT_PROGRESS_INTERVAL"
 """Seconds between two lines a log keeps of long work (default 5)."""
 DEFAULT_PROGRESS_INTERVAL = 5.0
-MIN_PROGRESS_INTERVAL = 0.5
+MIN_PROGRESS_INTERVAL = 0.1
 """The fewest seconds between two such lines, whatever is asked: a line per chunk read would
 be a line per mebibyte, and a log's own cost."""
 

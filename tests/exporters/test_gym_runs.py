@@ -75,3 +75,91 @@ def test_an_older_gym_run_exports_its_agent_level_metrics_to_wandb(
     for name, value in flat.values.items():
         assert stored["summary"][name] == value, name
     assert os.environ["WANDB_DIR"] in result["details"]["run_dir"]
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "aime24"
+
+
+def _unhealthy_example(gym_oracle: GymOracle, into: Path, canary: str) -> RunArtifacts:
+    """The sample run with rollout (task 2, rollout 1) made unhealthy as Gym finds it (its
+    response reports tokens its captured model calls do not add up to), checked by Gym's own
+    ``run_health_checks``, and a failed attempt whose message holds ``canary``."""
+    shutil.copytree(EXAMPLE, into)
+    run = RunArtifacts.from_rollouts_path(into / "aime24_rollouts.jsonl")
+    rows = [json.loads(line) for line in run.rollouts.read_text().splitlines()]
+    for row in rows:
+        if (row["_ng_task_index"], row["_ng_rollout_index"]) == (2, 1):
+            row["response"]["usage"]["output_tokens"] += 1
+    run.rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert gym_oracle.health(run.rollouts, run.run_dir) == {
+        "healthy": 31,
+        "unhealthy": 1,
+        "unobserved": 0,
+    }
+    failure = gym_oracle.failure_row(401, f"Unauthorized (Bearer {canary})", "http://x/run")
+    failure.update(_ng_task_index=2, _ng_rollout_index=1)
+    run.failures.write_text(json.dumps(failure) + "\n")
+    return run
+
+
+def test_the_examples_health_files_are_what_gym_writes(gym_oracle: GymOracle, tmp_path) -> None:
+    shutil.copytree(EXAMPLE, tmp_path / "run")
+    written = tmp_path / "gym"
+    written.mkdir()
+    gym_oracle.health(tmp_path / "run" / "aime24_rollouts.jsonl", written)
+    for name in ("quality_summary.json", "rollout_verdicts.jsonl"):
+        assert (written / name).read_bytes() == (EXAMPLE / name).read_bytes(), name
+    failure = json.loads((EXAMPLE / "aime24_rollouts_failures.jsonl").read_text())
+    gyms = gym_oracle.failure_row(502, "Bad Gateway", "http://127.0.0.1:8000/run")
+    assert {k: v for k, v in failure.items() if k in gyms} == gyms
+    assert set(failure) - set(gyms) == {"_ng_task_index", "_ng_rollout_index", "agent_ref"}
+
+
+def test_gyms_health_verdicts_reach_mlflow(
+    cli, gym_oracle: GymOracle, mlflow_server, mlflow_python, canaries, tmp_path
+) -> None:
+    run = _unhealthy_example(gym_oracle, tmp_path / "run", canaries.all[0])
+    done = cli(
+        "mlflow",
+        f"+rollouts_jsonl_fpath={run.rollouts}",
+        f"+mlflow_tracking_uri={mlflow_server.url}",
+    )
+    assert done.exit_code == 0, done.output
+    (stored,) = read_runs(
+        mlflow_python, mlflow_server.url, "aime24", ("samples.json", tmp_path / "samples")
+    )
+    assert stored["tags"]["health/verdict"] == "unhealthy"
+    assert stored["metrics"]["health/verdicts/unhealthy"] == 1
+    assert stored["metrics"]["health/issues/rollout_token_count_mismatch"] == 1
+    assert stored["metrics"]["health/failures/attempts"] == 1
+    assert {"quality_summary.json", "rollout_verdicts.jsonl", run.failures.name} <= set(
+        stored["artifacts"]
+    )
+    samples = json.loads(Path(stored["downloaded"]).read_text())
+    column = samples["columns"].index("health_verdict")
+    unhealthy = [row[:2] for row in samples["data"] if row[column] == "unhealthy"]
+    assert unhealthy == [[2, 1]]
+    (again,) = read_runs(
+        mlflow_python, mlflow_server.url, "aime24", (run.failures.name, tmp_path / "failures")
+    )
+    uploaded = Path(again["downloaded"]).read_text()
+    assert json.loads(uploaded)["_ng_failure_http_status"] == 401
+    assert canaries.found_in(uploaded) == []
+    assert canaries.found_in_tree(mlflow_server.root) == []
+
+
+def test_gyms_health_verdicts_reach_wandb(
+    cli, gym_oracle: GymOracle, wandb_python, canaries, tmp_path
+) -> None:
+    run = _unhealthy_example(gym_oracle, tmp_path / "run", canaries.all[0])
+    done = cli("wandb", f"+rollouts_jsonl_fpath={run.rollouts}", "+wandb_mode=offline", "--json")
+    assert done.exit_code == 0, done.output
+    run_dir = Path(json.loads(done.stdout)["details"]["run_dir"])
+    stored = read_offline_run(wandb_python, run_dir)
+    assert stored["summary"]["health/verdict"] == "unhealthy"
+    assert stored["summary"]["health/verdicts/unhealthy"] == 1
+    assert stored["summary"]["health/failures/attempts"] == 1
+    (samples,) = (table for name, table in stored["tables"].items() if name.startswith("Samples"))
+    column = samples["columns"].index("health_verdict")
+    assert [row[:2] for row in samples["data"] if row[column] == "unhealthy"] == [[2, 1]]
+    assert canaries.found_in_tree(run_dir.parent) == []

@@ -83,6 +83,25 @@ def _print_atif_verdict(report: RunInspection) -> None:
         print(f"    {name}: needed by {count} rollouts")
 
 
+def _print_health(report: RunInspection) -> None:
+    health = report.health
+    if health is None:
+        print("health: no verdicts (NeMo Gym's quality_summary.json, rollout_verdicts.jsonl)")
+        return
+    counts = health["verdicts"]
+    assert isinstance(counts, dict)
+    said = ", ".join(f"{count} {name}" for name, count in counts.items())
+    verdict = health["verdict"]
+    print(f"health: {verdict or 'no summary'}" + (f" ({said})" if said else ""))
+    if not health["rollout_verdicts"]:
+        print("  no verdict of each rollout (rollout_verdicts.jsonl)")
+    if health["failed_attempts"] is not None:
+        print(
+            f"  failed attempts: {health['failed_attempts']} "
+            f"({health['terminal_failures']} terminal)"
+        )
+
+
 def _print_inspection(report: RunInspection) -> None:
     print(f"run directory: {report.run_dir}")
     print(f"rollouts:      {report.rollouts}")
@@ -104,6 +123,7 @@ def _print_inspection(report: RunInspection) -> None:
         print("coverage gaps: none")
     if report.atif is not None:
         _print_atif_verdict(report)
+    _print_health(report)
     print(f"metrics ({len(report.metrics)} after flattening):")
     for name, value in report.metrics.items():
         print(f"  {name} = {value:.6g}")

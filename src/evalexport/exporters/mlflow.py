@@ -45,6 +45,7 @@ from evalexport.exporters.spec import SdkConfig, Target
 from evalexport.guard import FINGERPRINT_TAG
 from evalexport.isolation.delivery import WorkerDelivery, WorkerSpec
 from evalexport.reading.evaluation_times import exported_at
+from evalexport.reading.health import with_health
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.settings import Chosen, chosen
@@ -196,7 +197,9 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
     def read(self, run: RunArtifacts, config: MLflowConfig) -> PreparedRun:
         """Read the run once; an export that uploads the rollouts writes ``rollouts.json``
         while it reads them (each rollout is a row)."""
-        return prepare(run, rollouts_table=config.upload_rollouts and not config.dry_run)
+        return prepare(
+            run, rollouts_table=config.upload_rollouts and not config.dry_run, health=True
+        )
 
     def plan(
         self, run: RunArtifacts, config: MLflowConfig, target: MLflowTarget, prepared: PreparedRun
@@ -207,6 +210,7 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
         sources = [run.saved_config, run.aggregate_metrics]
         if config.upload_rollouts:
             sources.append(run.rollouts)
+        sources += list(prepared.health.sizes)
         named = (
             f" (the benchmark, {run.benchmark_source})"
             if target.settings.get("mlflow_experiment_name") == "default"
@@ -222,7 +226,7 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
                 "metrics": sorted(plan.metrics),
                 "params": sorted(plan.params),
                 "tags": sorted(plan.tags) + sorted(_run_tags(run, prepared, None)),
-                "artifacts": _artifact_names(run, config),
+                "artifacts": _artifact_names(run, config, prepared),
             },
             metric_names=sorted(plan.metrics),
             param_names=sorted(plan.params),
@@ -256,6 +260,9 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
         metrics_file = scratch / run.aggregate_metrics.name
         metrics_file.write_bytes(prepared.aggregate_metrics)  # the file as it was read
         artifacts = [_write_global_config(plan.saved_config, scratch), metrics_file]
+        for name, data in prepared.health.files.items():  # Gym's health files, masked
+            (scratch / name).write_bytes(data)
+            artifacts.append(scratch / name)
         table = prepared.rollouts_table if config.upload_rollouts else None
         if table is not None:
             artifacts.append(table)
@@ -313,18 +320,19 @@ def _plan(prepared: PreparedRun) -> _Plan:
     flat = prepared.metrics
     saved = prepared.saved_config
     raw_params = flatten_params(saved.config)
-    metric_names = sanitize_names(flat.metrics, "metric")
+    raw_metrics, raw_texts, collided = with_health(flat.metrics, flat.texts, prepared.health)
+    metric_names = sanitize_names(raw_metrics, "metric")
     param_names = sanitize_names(raw_params, "param")
-    tag_names = sanitize_names(flat.texts, "tag")
-    metrics = {metric_names.names[k]: v for k, v in flat.metrics.items() if k in metric_names.names}
+    tag_names = sanitize_names(raw_texts, "tag")
+    metrics = {metric_names.names[k]: v for k, v in raw_metrics.items() if k in metric_names.names}
     params = {param_names.names[k]: v for k, v in raw_params.items() if k in param_names.names}
     tags = {
         tag_names.names[k]: cut_value(v, MAX_TAG_VALUE_LENGTH)
-        for k, v in flat.texts.items()
+        for k, v in raw_texts.items()
         if k in tag_names.names
     }
     # What masking and non-finite metrics changed, the pipeline says once, for every export.
-    warnings = metric_names.warnings + param_names.warnings + tag_names.warnings
+    warnings = metric_names.warnings + param_names.warnings + tag_names.warnings + collided
     batches = plan_batches(metrics, params, tags)
     return _Plan(metrics, params, tags, batches, saved.config, warnings)
 
@@ -352,10 +360,10 @@ def experiment_name(config: MLflowConfig, run: RunArtifacts) -> Chosen[str]:
     )
 
 
-def _artifact_names(run: RunArtifacts, config: MLflowConfig) -> list[str]:
-    """The run's artifacts as MLflow lists them: Gym's two, the aggregate metrics, and the
-    samples table beside Gym's rollouts table."""
-    names = ["global_config.json", run.aggregate_metrics.name]
+def _artifact_names(run: RunArtifacts, config: MLflowConfig, prepared: PreparedRun) -> list[str]:
+    """The run's artifacts as MLflow lists them: Gym's two, the aggregate metrics, the
+    samples table beside Gym's rollouts table, and Gym's health files (secrets masked)."""
+    names = ["global_config.json", run.aggregate_metrics.name, *prepared.health.files]
     if config.upload_rollouts:
         names += ["rollouts.json", SAMPLES_FILE]
     return sorted(names)

@@ -17,13 +17,18 @@ from evalexport.exporters.samples import SAMPLES_FILE, SamplesTable
 from evalexport.exporters.tables import write_rollouts_table, write_table_rows
 from evalexport.reading import PreparedRun, Rollout
 from evalexport.reading import prepare as read_run
+from evalexport.reading.health import read_health
 from evalexport.run import RunArtifacts
 
 __all__ = ["PreparedRun", "for_payload", "prepare"]
 
 
 def prepare(
-    run: RunArtifacts, *, rollouts_table: bool = False, parse_rollouts: bool = True
+    run: RunArtifacts,
+    *,
+    rollouts_table: bool = False,
+    parse_rollouts: bool = True,
+    health: bool = False,
 ) -> PreparedRun:
     """Read the aggregate metrics, the saved config and the rollouts, each opened once
     (:func:`evalexport.reading.prepare`); raise :class:`~evalexport.reading.RunFileError`
@@ -32,16 +37,19 @@ def prepare(
     ``rollouts_table``: write Gym's rollouts table while the rollouts are read, and the typed
     samples table beside it (:mod:`.samples`, ``samples.json`` in the same directory); both
     are removed with :meth:`~PreparedRun.discard`. ``parse_rollouts=False``: only hash the rollouts and count
-    their lines, for an exporter that sends none of them.
+    their lines, for an exporter that sends none of them. ``health``: read NeMo Gym's health
+    files too (:mod:`evalexport.reading.health`); the samples table then has a
+    ``health_verdict`` column when the verdicts describe the run.
     """
+    run_health = read_health(run) if health else None
     if not rollouts_table:
-        return read_run(run, parse_rollouts=parse_rollouts)
+        return read_run(run, parse_rollouts=parse_rollouts, health=run_health)
     from evalexport.isolation.descendants import claim_scratch, release_scratch
 
     scratch = Path(tempfile.mkdtemp(prefix="evalexport-rollouts-"))
     claim_scratch(scratch)  # removed by the reaper if this process dies before discard()
     table = scratch / "rollouts.json"
-    samples = SamplesTable(scratch)
+    samples = SamplesTable(scratch, run_health)
 
     def write_table(rollouts: Iterator[Rollout]) -> None:
         write_table_rows(samples.rows(rollouts), table)
@@ -53,6 +61,7 @@ def prepare(
         rollouts_table=table,
         scratch=[scratch],
         released=release_scratch,
+        health=run_health,
     )
 
 

@@ -3,7 +3,8 @@
 Gym's live exporters upload each rollout as one JSON string (kept as it is:
 :mod:`.tables`), which no MLflow or W&B view can sort or filter by reward. This table has a
 column per value: ``task_index``, ``rollout_index``, ``agent``, ``reward`` (a number; empty
-where a rollout has none), then every top-level field whose value is a scalar of one kind (a
+where a rollout has none), NeMo Gym's ``health_verdict`` of each rollout when the run has
+its verdicts, then every top-level field whose value is a scalar of one kind (a
 number, a boolean, or a text) in every rollout, in the order the first rollout holds them: a
 field that is a number in one rollout and a text in another is no column, as W&B's tables
 refuse a column of mixed kinds. A text longer than :data:`TEXT_LIMIT` characters is cut
@@ -21,8 +22,16 @@ from pathlib import Path
 from typing import Any, Final
 
 from evalexport.reading import Rollout
+from evalexport.reading.health import RunHealth
 
-__all__ = ["SAMPLES_FILE", "SAMPLES_TABLE_KEY", "TEXT_LIMIT", "SamplesTable", "samples_beside"]
+__all__ = [
+    "SAMPLES_FILE",
+    "SAMPLES_TABLE_KEY",
+    "TEXT_LIMIT",
+    "VERDICT_COLUMN",
+    "SamplesTable",
+    "samples_beside",
+]
 
 SAMPLES_TABLE_KEY: Final = "Samples"
 """The W&B table's key, beside Gym's ``Rollouts``."""
@@ -32,6 +41,9 @@ TEXT_LIMIT: Final = 1000
 """The longest text a cell holds, in characters; a longer one is cut, ``…`` marking it."""
 
 _FIXED: Final = ("task_index", "rollout_index", "agent", "reward")
+VERDICT_COLUMN: Final = "health_verdict"
+"""NeMo Gym's verdict of the rollout (``rollout_verdicts.jsonl``), after the fixed columns,
+when the run has a verdicts file that describes it."""
 _NOT_COLUMNS: Final = frozenset({"_ng_task_index", "_ng_rollout_index", "reward", "agent_ref"})
 
 
@@ -46,8 +58,9 @@ def samples_beside(rollouts_table: Path | None) -> Path | None:
 class SamplesTable:
     """The samples table of the rollouts fed to :meth:`rows`, written by :meth:`write`."""
 
-    def __init__(self, scratch: Path) -> None:
+    def __init__(self, scratch: Path, health: RunHealth | None = None) -> None:
         self._rows_file = scratch / "samples.rows.jsonl"
+        self._health = health
         self._shared: dict[str, type] | None = None
         """The candidate columns so far, each with the kind of value it holds."""
         self._count = 0
@@ -80,12 +93,16 @@ class SamplesTable:
             shared = self._shared
             self._shared = {k: kind for k, kind in shared.items() if scalars.get(k) is kind}
         row.update({key: _cell(record[key]) for key in scalars})
+        if self._health is not None and self._health.verdicts is not None:
+            row[VERDICT_COLUMN] = self._health.verdict_of(record)
         return row
 
     def write(self, path: Path) -> Path:
         """``{"columns": [...], "data": [[...], ...]}``, MLflow's and W&B's table JSON, from the
         rows noted: the fixed columns and the scalar fields every rollout has."""
         columns = [*_FIXED, *(self._shared or {})]
+        if self._health is not None and self._health.verdicts_fit():
+            columns.insert(len(_FIXED), VERDICT_COLUMN)
         with (
             self._rows_file.open(encoding="utf-8") as rows,
             path.open("w", encoding="utf-8") as out,

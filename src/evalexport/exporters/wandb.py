@@ -18,13 +18,14 @@ from pydantic import Field, SecretStr
 
 from evalexport.exporters.base import Exporter
 from evalexport.exporters.prepared import PreparedRun, prepare
-from evalexport.exporters.samples import SAMPLES_TABLE_KEY, samples_beside
+from evalexport.exporters.samples import SAMPLES_TABLE_KEY, VERDICT_COLUMN, samples_beside
 from evalexport.exporters.sdk import Sdk, Surface
 from evalexport.exporters.spec import SdkConfig, Target
 from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY
 from evalexport.guard import FINGERPRINT_SUMMARY_KEY
 from evalexport.isolation.delivery import WorkerDelivery, WorkerSpec
 from evalexport.reading.evaluation_times import exported_at
+from evalexport.reading.health import VERDICT_KEY
 from evalexport.results import DryRunPlan, ExportResult, ExportStatus, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.settings import Chosen, SettingError, chosen
@@ -149,19 +150,26 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
     def read(self, run: RunArtifacts, config: WandbConfig) -> PreparedRun:
         """Read the run once; an export that logs the rollouts writes their table while it
         reads them (each rollout is a row)."""
-        return prepare(run, rollouts_table=config.upload_rollouts and not config.dry_run)
+        return prepare(
+            run, rollouts_table=config.upload_rollouts and not config.dry_run, health=True
+        )
 
     def plan(
         self, run: RunArtifacts, config: WandbConfig, target: WandbTarget, prepared: PreparedRun
     ) -> DryRunPlan:
         """In W&B's words: the run's config keys, its summary, the tables it logs."""
         files = [PlannedFile(path=str(p), size_bytes=p.stat().st_size) for p in (run.saved_config,)]
+        files += [
+            PlannedFile(path=str(path), size_bytes=size)
+            for path, size in prepared.health.sizes.items()
+        ]
         tables: list[str] = []
         if config.upload_rollouts:
             files.append(
                 PlannedFile(path=str(run.rollouts), size_bytes=run.rollouts.stat().st_size)
             )
             rows = prepared.rollout_count
+            verdict = f"{VERDICT_COLUMN}, " if prepared.health.verdicts_fit() else ""
             where = (
                 "to the run's history"
                 if rows <= HISTORY_TABLE_ROWS
@@ -173,7 +181,7 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
                 f"{ROLLOUTS_TABLE_KEY} ({rows} rows, one JSON text each, as NeMo Gym logs it; "
                 f"{where})",
                 f"{SAMPLES_TABLE_KEY} ({rows} rows, a column per value: task_index, "
-                f"rollout_index, agent, reward, ...; {where})",
+                f"rollout_index, agent, reward, {verdict}...; {where})",
             ]
         flat = prepared.metrics
         named = (
@@ -280,12 +288,18 @@ def _sync_command(config: WandbConfig, environment: Path, offline_run: str) -> s
 
 
 def _summary(prepared: PreparedRun, fingerprint: str) -> dict[str, bool | int | float | str]:
-    """The run's summary: the flattened metrics as NeMo Gym logs them, then evalexport's own
-    fields (the fingerprint; the evaluation's times, since W&B sets a run's start itself; the
+    """The run's summary: the flattened metrics as NeMo Gym logs them, NeMo Gym's health
+    values (:mod:`evalexport.reading.health`; a metric of the run of the same name wins), then
+    evalexport's own fields (the fingerprint; the evaluation's times, since W&B sets a run's start itself; the
     export's time)."""
     evaluation = prepared.evaluation.described()
+    health = prepared.health
+    values: dict[str, bool | int | float | str] = dict(prepared.metrics.values)
+    values.update({k: v for k, v in health.metrics.items() if k not in values})
+    if health.verdict is not None:
+        values.setdefault(VERDICT_KEY, health.verdict)
     return {
-        **prepared.metrics.values,
+        **values,
         FINGERPRINT_KEY: fingerprint,
         "evaluation/started_at": evaluation["started_at"],
         "evaluation/ended_at": evaluation["ended_at"],

@@ -28,6 +28,7 @@ from evalexport.reading.files import (
     parse_saved_config,
     read_file,
 )
+from evalexport.reading.health import RunHealth
 from evalexport.reading.rollouts import Rollout, count_rollouts, iter_rollouts
 
 __all__ = [
@@ -92,6 +93,9 @@ class PreparedRun:
     released: Callable[[Path], None] | None = None
     """Told of each scratch directory :meth:`discard` removed (the reaper, which would
     otherwise remove it if this process died)."""
+    health: RunHealth = field(default_factory=RunHealth)
+    """What NeMo Gym's health files hold (:mod:`evalexport.reading.health`), if they were
+    asked for; empty for a run without them."""
 
     def warnings(self) -> list[str]:
         """What the export changes on the way: live-looking secrets masked, non-finite
@@ -103,6 +107,7 @@ class PreparedRun:
                 self.saved_config.warning(self.run.saved_config),
                 self.metrics.non_finite_warning(),
                 self.metrics.empty_warning(self.run.aggregate_metrics),
+                *self.health.warnings(),
             )
             if warning
         ]
@@ -149,6 +154,7 @@ def prepare(
     rollouts_table: Path | None = None,
     scratch: Iterable[Path] = (),
     released: Callable[[Path], None] | None = None,
+    health: RunHealth | None = None,
 ) -> PreparedRun:
     """Read the aggregate metrics, the saved config and the rollouts, in that order, each
     opened once; raise :class:`RunFileError` naming the first file that cannot be exported.
@@ -157,6 +163,8 @@ def prepare(
     writes and ``scratch`` the directories it wrote into (removed by
     :meth:`~PreparedRun.discard`, and here if the read fails). ``parse_rollouts=False``: only
     hash the rollouts and count their lines, for an exporter that sends none of them.
+    ``health``: NeMo Gym's health files as read
+    (:func:`~evalexport.reading.health.read_health`), checked here against the rollouts.
     """
     scratch = list(scratch)
     try:
@@ -176,6 +184,8 @@ def prepare(
             for rollout in iter_rollouts(run, read):
                 count += 1
                 seen.see(rollout.record)
+                if health is not None:
+                    health.see(rollout.record)
                 yield rollout
 
         if rollouts_sink is not None:
@@ -187,6 +197,8 @@ def prepare(
                 pass
         if count == 0:
             raise RunFileError(run.no_records_message)
+        if health is not None:
+            health.finish(count)
     except BaseException:  # a bad line or a stop signal: leave nothing behind
         for directory in scratch:
             shutil.rmtree(directory, ignore_errors=True)
@@ -209,4 +221,5 @@ def prepare(
         rollouts_table=rollouts_table,
         scratch=scratch,
         released=released,
+        health=health if health is not None else RunHealth(),
     )

@@ -139,10 +139,25 @@ def make_rollout(
         "symbolic_correct": bool(reward),
     }
     if trajectory:
-        record["ng_trajectory"] = make_trajectory(
+        captured = make_trajectory(
             rng, task_index, rollout_index, use_tools=use_tools, publishes_turns=publishes_turns
         )
+        record["ng_trajectory"] = captured
+        if publishes_turns:  # the response's usage is the captured calls' total, as Gym's is
+            response = record["response"]
+            assert isinstance(response, dict)
+            response["usage"] = captured_usage(captured)
     return record
+
+
+def captured_usage(trajectory: dict[str, Any]) -> dict[str, int]:
+    """The usage a rollout's response reports: the token counts of the model calls its turns
+    made, summed (what NeMo Gym's ``rollout_token_count_mismatch`` health check compares)."""
+    calls = trajectory["model_calls"]
+    return {
+        "input_tokens": sum(call["token_stats"]["prompt_tokens"] for call in calls),
+        "output_tokens": sum(call["token_stats"]["completion_tokens"] for call in calls),
+    }
 
 
 _CITIES = ("Paris", "Reykjavík", "São Paulo", "Nairobi", "Osaka", "Toronto", "Kraków", "Lima")

@@ -90,6 +90,24 @@ class GymOracle:
             {"action": "reverify", "manifest": str(manifest), "rollouts": str(rollouts)}
         )
 
+    def health(self, rollouts: Path, output: Path) -> dict[str, int]:
+        """Run NeMo Gym's rollout health checks (``run_health_checks``, as ``gym eval run``
+        does after collection) over ``rollouts``, writing ``quality_summary.json`` and
+        ``rollout_verdicts.jsonl`` into ``output``; returns the verdict counts."""
+        answer = self._ask({"action": "health", "rollouts": str(rollouts), "output": str(output)})
+        verdicts: dict[str, int] = answer["verdicts"]
+        return verdicts
+
+    def failure_row(self, status: int, message: str, url: str) -> dict[str, Any]:
+        """The failure NeMo Gym's rollout collection records for a ``/run`` request answered
+        with HTTP ``status`` (``_agent_request_failure_row``): the part of a
+        ``<stem>_failures.jsonl`` line before the row's indices and ``agent_ref``."""
+        answer = self._ask(
+            {"action": "failure_row", "status": status, "message": message, "url": url}
+        )
+        row: dict[str, Any] = answer["row"]
+        return row
+
     def mlflow_names(self, names: list[str]) -> list[str | None]:
         """What Gym's MLflow exporter logs each name as (``None``: it drops the name)."""
         sanitized: list[str | None] = self._ask({"action": "mlflow_name", "names": names})["names"]

@@ -138,6 +138,24 @@ def main() -> None:
                 }
         elif action == "reverify":
             answer = _reverify(request)
+        elif action == "health":
+            from nemo_gym.rollout_health import run_health_checks
+
+            result = run_health_checks(
+                Path(request["rollouts"]), output_dir=Path(request["output"]), workers=1
+            )
+            answer = {"verdicts": result.summary["run"]["verdicts"]}
+        elif action == "failure_row":
+            from aiohttp import ClientResponseError, RequestInfo
+            from multidict import CIMultiDict, CIMultiDictProxy
+            from nemo_gym.rollout_collection import _agent_request_failure_row
+            from yarl import URL
+
+            url = URL(request["url"])
+            info = RequestInfo(url, "POST", CIMultiDictProxy(CIMultiDict()), url)
+            status = request["status"]
+            error = ClientResponseError(info, (), status=status, message=request["message"])
+            answer = {"row": _agent_request_failure_row(error, status)}
         elif action == "mlflow_name":
             from nemo_gym.exporters.mlflow import _sanitize_key
 

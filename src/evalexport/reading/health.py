@@ -1,0 +1,334 @@
+"""The health verdicts NeMo Gym writes beside a run, read once for the tracking exporters.
+
+``gym eval run`` checks every rollout once collection ends (``nemo_gym/rollout_health.py``) and
+writes two reports into the rollouts file's directory, under fixed names
+(``health/types.py``): ``quality_summary.json`` (the run's verdict counts, the findings of each
+check, coverage and call statistics under ``run``; each task's repeats under ``tasks``) and
+``rollout_verdicts.jsonl`` (one line per rollout: its indices, ``rollout_id``, ``verdict``
+(``healthy``, ``unhealthy`` or ``unobserved``), ``findings`` and ``unobserved``; a
+``stage_index`` for a multi-stage driver's rows). Rollout collection also writes
+``<stem>_failures.jsonl`` (``path_utils.failures_path_for``): one line per failed attempt, with
+its ``_ng_failure_class``, message and, when Gym was told, ``_ng_failure_terminal``.
+
+What travels (SPEC §1): the summary's ``run`` numbers as metrics under ``health/`` (its JSON
+paths joined by ``/``; each check's coverage stays in the file), the worst verdict of the run as the tag or summary value
+``health/verdict``, the failed attempts counted (``health/failures/attempts``,
+``health/failures/terminal``), each rollout's verdict as a column of the samples table, and the
+three files themselves, secrets masked. The reports are named alike for every run of a
+directory, so a report that does not describe this run (its record count or its rollouts
+differ) is left out, and the result says so. A run without them exports as before.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final, Protocol, final
+
+from evalexport.masking import scrub_value
+from evalexport.reading.files import CHUNK, MAX_FILE_BYTES, RunFileError, open_regular
+
+__all__ = [
+    "FAILURES_ATTEMPTS_METRIC",
+    "FAILURES_TERMINAL_METRIC",
+    "HEALTH_PREFIX",
+    "QUALITY_SUMMARY_NAME",
+    "ROLLOUT_VERDICTS_NAME",
+    "VERDICT_KEY",
+    "HealthPaths",
+    "RolloutKey",
+    "RunHealth",
+    "read_health",
+    "rollout_key",
+    "with_health",
+]
+
+QUALITY_SUMMARY_NAME: Final = "quality_summary.json"
+"""Gym's ``QUALITY_SUMMARY_FILENAME``, in the rollouts file's directory."""
+ROLLOUT_VERDICTS_NAME: Final = "rollout_verdicts.jsonl"
+"""Gym's ``ROLLOUT_VERDICTS_FILENAME``, in the rollouts file's directory."""
+HEALTH_PREFIX: Final = "health/"
+VERDICT_KEY: Final = "health/verdict"
+"""The run's worst rollout verdict: ``unhealthy`` if any rollout is, else ``unobserved`` if any
+is, else ``healthy`` (evalexport's summary of Gym's counts; Gym writes none of its own)."""
+FAILURES_ATTEMPTS_METRIC: Final = "health/failures/attempts"
+FAILURES_TERMINAL_METRIC: Final = "health/failures/terminal"
+_WORST_FIRST: Final = ("unhealthy", "unobserved", "healthy")
+
+RolloutKey = tuple[object, object, object]
+"""``(task index, rollout index, stage index or None)``: what a verdict line names."""
+
+
+def rollout_key(record: Mapping[str, object]) -> RolloutKey:
+    """The key a rollout's verdict is found by."""
+    return (
+        record.get("_ng_task_index"),
+        record.get("_ng_rollout_index"),
+        record.get("stage_index"),
+    )
+
+
+class HealthPaths(Protocol):
+    """Where a run's health files are (:class:`evalexport.run.RunArtifacts` has them)."""
+
+    @property
+    def quality_summary(self) -> Path:
+        """Gym's quality summary."""
+
+    @property
+    def rollout_verdicts(self) -> Path:
+        """Gym's per-rollout verdicts."""
+
+    @property
+    def failures(self) -> Path:
+        """Gym's failed attempts."""
+
+
+@final
+@dataclass
+class RunHealth:
+    """What a run's health files hold that an export sends; empty for a run without them."""
+
+    metrics: dict[str, float] = field(default_factory=dict)
+    """``health/...`` numbers: the summary's ``run`` section and the failure counts."""
+    verdict: str | None = None
+    """The run's worst verdict (:data:`VERDICT_KEY`), if the summary describes this run."""
+    verdicts: dict[RolloutKey, str] | None = None
+    """Each rollout's verdict, if the verdicts file was read (checked against the rollouts by
+    :meth:`verdict_of` and :meth:`verdicts_problem`)."""
+    files: dict[str, bytes] = field(default_factory=dict)
+    """The files to upload, by name, each as read with its secrets masked."""
+    sizes: dict[Path, int] = field(default_factory=dict)
+    """Each health file read, and its size: what a dry run lists."""
+    notes: list[str] = field(default_factory=list)
+    """What was left out, and why: the result says it."""
+    summary_records: int | None = None
+    """How many records the summary says it checked."""
+    summary_path: Path | None = None
+    verdicts_path: Path | None = None
+
+    _seen: int = field(default=0, init=False, repr=False)
+    _unmatched: int = field(default=0, init=False, repr=False)
+
+    def see(self, record: Mapping[str, object]) -> None:
+        """Note a rollout as the run is read: whether the verdicts file has its verdict."""
+        if self.verdicts is not None:
+            self._seen += 1
+            self._unmatched += rollout_key(record) not in self.verdicts
+
+    def verdicts_fit(self) -> bool:
+        """Whether the verdicts file gives a verdict to each rollout seen, and to no other."""
+        return (
+            self.verdicts is not None and self._unmatched == 0 and self._seen == len(self.verdicts)
+        )
+
+    def verdict_of(self, record: Mapping[str, object]) -> str | None:
+        """A rollout's verdict, if the verdicts file gave one."""
+        return None if self.verdicts is None else self.verdicts.get(rollout_key(record))
+
+    def finish(self, rollout_count: int) -> None:
+        """Once every rollout is seen: leave out what does not describe this run. The reports
+        are named alike for every run of a directory, so they may be another's."""
+        if self.summary_records is not None and self.summary_records != rollout_count:
+            self.notes.append(
+                f"{self.summary_path} describes {self.summary_records} records and the run "
+                f"holds {rollout_count}: it is not this run's, so its metrics and verdict are "
+                "left out (`gym eval health` on this run writes its own)"
+            )
+            self.metrics = {
+                k: v for k, v in self.metrics.items() if k.startswith(f"{HEALTH_PREFIX}failures/")
+            }
+            self.verdict = None
+            self.files.pop(QUALITY_SUMMARY_NAME, None)
+        if self.verdicts is not None and not self.verdicts_fit():
+            self.notes.append(
+                f"{self.verdicts_path} holds {len(self.verdicts)} verdicts for the run's "
+                f"{self._seen} rollouts ({self._unmatched} without one): it is not this run's, "
+                "so it is left out and the samples table has no health_verdict column"
+            )
+            self.verdicts = None
+            self.files.pop(ROLLOUT_VERDICTS_NAME, None)
+
+    def warnings(self) -> list[str]:
+        """What the result says of the health files: what was left out."""
+        return list(self.notes)
+
+
+def read_health(run: HealthPaths) -> RunHealth:
+    """Read the run's health files, each once; a file that is missing is no problem (a run
+    made without health checks), one that cannot be read is a :class:`RunFileError` naming it."""
+    health = RunHealth()
+    if run.quality_summary.is_file():
+        _read_summary(run.quality_summary, health)
+    if run.rollout_verdicts.is_file():
+        health.verdicts = _read_verdicts(run.rollout_verdicts, health)
+    if run.failures.is_file():
+        _read_failures(run.failures, health)
+    return health
+
+
+def _read_summary(path: Path, health: RunHealth) -> None:
+    data = _bounded(path)
+    health.summary_path = path
+    health.sizes[path] = len(data)
+    try:
+        summary = json.loads(data)
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise RunFileError(f"Malformed quality summary {path}: {error}") from None
+    run = summary.get("run") if isinstance(summary, dict) else None
+    if not isinstance(run, dict):
+        raise RunFileError(
+            f"Malformed quality summary {path}: no `run` section (NeMo Gym's rollout health "
+            "checks write one)"
+        )
+    artifacts = run.get("artifacts")
+    records = artifacts.get("records") if isinstance(artifacts, dict) else None
+    health.summary_records = records if isinstance(records, int) else None
+    numbers = {k: v for k, v in run.items() if k != "ignored_checks"}
+    if isinstance(artifacts, dict):  # each check's coverage stays in the file, uploaded whole
+        numbers["artifacts"] = {k: v for k, v in artifacts.items() if k != "coverage"}
+    _flatten(numbers, HEALTH_PREFIX.rstrip("/"), health.metrics)
+    verdicts = run.get("verdicts")
+    if isinstance(verdicts, dict):
+        present = [name for name in _WORST_FIRST if _count(verdicts.get(name)) > 0]
+        health.verdict = present[0] if present else None
+    health.files[QUALITY_SUMMARY_NAME] = _masked_json(summary)
+
+
+def _read_verdicts(path: Path, health: RunHealth) -> dict[RolloutKey, str]:
+    health.verdicts_path = path
+    verdicts: dict[RolloutKey, str] = {}
+    lines: list[str] = []
+    size = 0
+    for number, line in _lines(path):
+        size += len(line)
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (UnicodeDecodeError, ValueError, RecursionError) as error:
+            raise RunFileError(
+                f"Malformed rollout verdicts {path}: line {number}: {error}"
+            ) from None
+        verdict = row.get("verdict") if isinstance(row, dict) else None
+        if not isinstance(verdict, str):
+            raise RunFileError(f"Malformed rollout verdicts {path}: line {number} has no verdict")
+        verdicts[rollout_key(row)] = verdict
+        if size <= MAX_FILE_BYTES:
+            lines.append(json.dumps(scrub_value(row), ensure_ascii=False))
+        else:
+            lines.clear()
+    health.sizes[path] = size
+    if size <= MAX_FILE_BYTES:
+        health.files[ROLLOUT_VERDICTS_NAME] = ("\n".join(lines) + "\n").encode()
+    else:
+        health.notes.append(_too_big(path, "its verdicts are in the samples table"))
+    return verdicts
+
+
+def _read_failures(path: Path, health: RunHealth) -> None:
+    attempts = terminal = size = 0
+    lines: list[str] = []
+    for number, line in _lines(path):
+        size += len(line)
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (UnicodeDecodeError, ValueError, RecursionError) as error:
+            raise RunFileError(f"Malformed failures file {path}: line {number}: {error}") from None
+        attempts += 1
+        terminal += isinstance(row, dict) and row.get("_ng_failure_terminal") is True
+        if size <= MAX_FILE_BYTES:
+            lines.append(json.dumps(scrub_value(row), ensure_ascii=False))
+        else:
+            lines.clear()
+    health.sizes[path] = size
+    health.metrics[FAILURES_ATTEMPTS_METRIC] = float(attempts)
+    health.metrics[FAILURES_TERMINAL_METRIC] = float(terminal)
+    if size <= MAX_FILE_BYTES:
+        health.files[path.name] = ("\n".join(lines) + "\n").encode() if lines else b""
+    else:
+        health.notes.append(_too_big(path, "its attempts are counted"))
+
+
+def _too_big(path: Path, kept: str) -> str:
+    return (
+        f"{path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, the most evalexport "
+        f"uploads of it: it is not uploaded ({kept})"
+    )
+
+
+def _bounded(path: Path) -> bytes:
+    try:
+        with open_regular(path) as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        raise RunFileError(f"Cannot read {path}: {error.strerror or error}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise RunFileError(
+            f"{path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, the most evalexport "
+            "reads of it (NeMo Gym's is a few kilobytes): is it the right file?"
+        )
+    return data
+
+
+def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """Each line of a JSON-lines file with its 1-based number, read in chunks."""
+    try:
+        with open_regular(path) as handle:
+            pending = b""
+            number = 0
+            while chunk := handle.read(CHUNK):
+                pending += chunk
+                *complete, pending = pending.split(b"\n")
+                for line in complete:
+                    number += 1
+                    yield number, line + b"\n"
+            if pending:
+                yield number + 1, pending
+    except OSError as error:
+        raise RunFileError(f"Cannot read {path}: {error.strerror or error}") from None
+
+
+def _masked_json(value: object) -> bytes:
+    return (json.dumps(scrub_value(value), indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _flatten(section: Mapping[str, object], prefix: str, into: dict[str, float]) -> None:
+    for key, value in section.items():
+        name = f"{prefix}/{key}"
+        if isinstance(value, Mapping):
+            _flatten(value, name, into)
+        elif (
+            isinstance(value, bool | int | float) and value == value and abs(value) != float("inf")
+        ):
+            into[name] = float(value)
+
+
+def with_health(
+    metrics: Mapping[str, float], texts: Mapping[str, str], health: RunHealth
+) -> tuple[dict[str, float], dict[str, str], list[str]]:
+    """The run's metrics and texts with its health metrics and verdict added, and a warning
+    for each health name a metric of the run already has (an agent named ``health``): the
+    run's own value is kept."""
+    merged = dict(metrics)
+    merged_texts = dict(texts)
+    collided = sorted(name for name in health.metrics if name in merged)
+    merged.update({k: v for k, v in health.metrics.items() if k not in merged})
+    if health.verdict is not None:
+        if VERDICT_KEY in merged_texts or VERDICT_KEY in merged:
+            collided.append(VERDICT_KEY)
+        else:
+            merged_texts[VERDICT_KEY] = health.verdict
+    warnings = [
+        f"{name} is both a metric of the run and a health value of NeMo Gym's; the run's is logged"
+        for name in collided
+    ]
+    return merged, merged_texts, warnings

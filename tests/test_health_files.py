@@ -1,0 +1,186 @@
+"""NeMo Gym's health files travel with the run (``evalexport.reading.health``).
+
+The sample run in ``examples/aime24`` holds the files Gym 0.7.0 writes beside a run:
+``quality_summary.json`` and ``rollout_verdicts.jsonl`` (written by Gym's own
+``run_health_checks`` over the run; ``tests/exporters/test_gym_runs.py`` checks they are
+byte for byte what Gym writes) and ``aime24_rollouts_failures.jsonl`` (one failed attempt, its
+failure as Gym's ``_agent_request_failure_row`` records an HTTP 502). The real SDKs' part is in
+``tests/exporters/test_gym_runs.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evalexport.exporters.prepared import prepare
+from evalexport.reading import RunFileError
+from evalexport.reading.health import read_health
+from evalexport.run import RunArtifacts
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "aime24"
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> RunArtifacts:
+    shutil.copytree(EXAMPLE, tmp_path / "run")
+    return RunArtifacts.from_rollouts_path(tmp_path / "run" / "aime24_rollouts.jsonl")
+
+
+def _plan(cli, run: RunArtifacts, exporter: str, *options: str) -> dict:
+    done = cli(exporter, f"+rollouts_jsonl_fpath={run.rollouts}", "--dry-run", "--json", *options)
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.stdout)
+    return result
+
+
+def test_the_mlflow_dry_run_lists_the_health_metrics_verdict_and_files(cli, example) -> None:
+    result = _plan(cli, example, "mlflow")
+    plan = result["plan"]
+    assert {Path(item["path"]).name for item in plan["files"]} >= {
+        "quality_summary.json",
+        "rollout_verdicts.jsonl",
+        "aime24_rollouts_failures.jsonl",
+    }
+    metrics = set(plan["metric_names"])
+    assert {
+        "health/verdicts/healthy",
+        "health/verdicts/unhealthy",
+        "health/verdicts/unobserved",
+        "health/issues/model_call_failed",
+        "health/stats/tokens/prompt",
+        "health/artifacts/records",
+        "health/failures/attempts",
+        "health/failures/terminal",
+    } <= metrics
+    assert not any("coverage" in name for name in metrics)  # in the uploaded file
+    assert "health/verdict" in plan["sections"]["tags"]
+    assert {"quality_summary.json", "rollout_verdicts.jsonl", "aime24_rollouts_failures.jsonl"} <= (
+        set(plan["sections"]["artifacts"])
+    )
+    assert "Note:" not in result["message"]  # the files describe this run
+
+
+def test_the_values_are_the_files(example) -> None:
+    prepared = prepare(example, health=True)
+    health = prepared.health
+    summary = json.loads(example.quality_summary.read_text())["run"]
+    assert health.metrics["health/verdicts/healthy"] == summary["verdicts"]["healthy"] == 32
+    assert health.metrics["health/artifacts/records"] == 32
+    assert health.metrics["health/failures/attempts"] == 1
+    assert health.metrics["health/failures/terminal"] == 0
+    assert health.verdict == "healthy"
+    assert health.verdicts_fit()
+    assert json.loads(health.files["quality_summary.json"]) == json.loads(
+        example.quality_summary.read_text()
+    )
+
+
+def test_the_worst_verdict_is_the_runs(example) -> None:
+    summary = json.loads(example.quality_summary.read_text())
+    verdicts = summary["run"]["verdicts"]
+    verdicts.update(healthy=30, unobserved=2)
+    example.quality_summary.write_text(json.dumps(summary))
+    assert read_health(example).verdict == "unobserved"
+    verdicts.update(healthy=29, unhealthy=1)
+    example.quality_summary.write_text(json.dumps(summary))
+    assert read_health(example).verdict == "unhealthy"
+
+
+def test_the_samples_table_has_each_rollouts_verdict(example) -> None:
+    lines = example.rollout_verdicts.read_text().splitlines()
+    changed = json.loads(lines[5])
+    changed["verdict"] = "unhealthy"
+    lines[5] = json.dumps(changed)
+    example.rollout_verdicts.write_text("\n".join(lines) + "\n")
+    prepared = prepare(example, rollouts_table=True, health=True)
+    try:
+        assert prepared.rollouts_table is not None
+        table = json.loads((prepared.rollouts_table.parent / "samples.json").read_text())
+    finally:
+        prepared.discard()
+    column = table["columns"].index("health_verdict")
+    by_key = {(row[0], row[1]): row[column] for row in table["data"]}
+    assert len(by_key) == 32
+    assert by_key[(changed["_ng_task_index"], changed["_ng_rollout_index"])] == "unhealthy"
+    assert sorted(by_key.values()).count("healthy") == 31
+
+
+def test_reports_of_another_run_are_left_out_and_said(cli, example) -> None:
+    rows = example.rollouts.read_text().splitlines()
+    example.rollouts.write_text("\n".join(rows[:-2]) + "\n")  # 30 rollouts, reports of 32
+    result = _plan(cli, example, "mlflow")
+    assert (
+        f"Note: {example.quality_summary} describes 32 records and the run holds 30: it is not "
+        "this run's, so its metrics and verdict are left out"
+    ) in result["message"]
+    assert (
+        f"Note: {example.rollout_verdicts} holds 32 verdicts for the run's 30 rollouts"
+        in (result["message"])
+    )
+    metrics = result["plan"]["metric_names"]
+    assert [name for name in metrics if name.startswith("health/")] == [
+        "health/failures/attempts",
+        "health/failures/terminal",
+    ]
+    assert "health/verdict" not in result["plan"]["sections"]["tags"]
+    assert "quality_summary.json" not in result["plan"]["sections"]["artifacts"]
+    inspected = cli("inspect", example.rollouts).stdout
+    assert "describes 32 records and the run holds 30" in inspected
+
+
+def test_a_run_without_health_files_exports_as_before(cli, sample_run) -> None:
+    result = _plan(cli, sample_run.run, "mlflow")
+    assert not [name for name in result["plan"]["metric_names"] if name.startswith("health/")]
+    assert "health/verdict" not in result["plan"]["sections"]["tags"]
+    assert "health: no verdicts" in cli("inspect", sample_run.rollouts).stdout
+
+
+def test_the_wandb_dry_run_sends_the_health_values_and_the_verdict_column(cli, example) -> None:
+    plan = _plan(cli, example, "wandb", "+wandb_mode=offline")["plan"]
+    summary = plan["sections"]["summary"]
+    assert {"health/verdict", "health/verdicts/healthy", "health/failures/attempts"} <= set(summary)
+    assert any("health_verdict" in table for table in plan["sections"]["tables"])
+
+
+def test_a_secret_in_a_failure_never_leaves(example, canaries) -> None:
+    row = json.loads(example.failures.read_text())
+    token = canaries.all[0]
+    row["_ng_failure_message"] = f"401 Unauthorized: Authorization: Bearer {token}"
+    row["_ng_failure_response_body"] = json.dumps({"api_key": token})
+    example.failures.write_text(json.dumps(row) + "\n")
+    health = read_health(example)
+    uploaded = b"".join(health.files.values()).decode()
+    assert canaries.found_in(uploaded) == []
+    assert json.loads(health.files[example.failures.name])["_ng_task_index"] == 3
+
+
+def test_inspect_shows_the_health_of_the_run(cli, example) -> None:
+    shown = cli("inspect", example.rollouts).stdout
+    assert "health: healthy (32 healthy, 0 unhealthy, 0 unobserved)" in shown
+    assert "failed attempts: 1 (0 terminal)" in shown
+    data = json.loads(cli("inspect", example.rollouts, "--json").stdout)
+    assert data["health"]["verdict"] == "healthy"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "said"),
+    [
+        ("quality_summary.json", "{", "Malformed quality summary"),
+        ("quality_summary.json", "[]", "no `run` section"),
+        ("rollout_verdicts.jsonl", '{"verdict": 1}\n', "line 1 has no verdict"),
+        ("aime24_rollouts_failures.jsonl", "not json\n", "Malformed failures file"),
+    ],
+)
+def test_a_malformed_health_file_is_named(cli, example, name: str, text: str, said: str) -> None:
+    (example.run_dir / name).write_text(text)
+    with pytest.raises(RunFileError, match=said):
+        read_health(example)
+    done = cli("mlflow", f"+rollouts_jsonl_fpath={example.rollouts}", "--dry-run")
+    assert done.exit_code == 1
+    assert said in done.stdout
+    assert name in done.stdout
+    assert "Traceback" not in done.output
