@@ -47,6 +47,9 @@ class SkipReason(enum.StrEnum):
     FOUND_AT_TARGET = "found at target"
     """The target already holds a run of this run's data (its fingerprint), and
     ``+skip_existing`` asked to skip rather than export a second copy."""
+    NOT_STARTED = "benchmark never started"
+    """The NeMo Gym job never started this benchmark (its submission failed): there is no run
+    to export, and no export failed."""
 
 
 class PlannedFile(BaseModel):

@@ -10,10 +10,12 @@ import json
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import BinaryIO, Final, final
 
 from evalexport import reading
+from evalexport.gym_jobs import GymJob, job_of_rollouts, unreadable_job_record
 from evalexport.masking import saved_config_path
 from evalexport.reading import ExportableConfig, Rollout, RunFileError
 from evalexport.reading.health import QUALITY_SUMMARY_NAME, ROLLOUT_VERDICTS_NAME
@@ -128,6 +130,10 @@ class RunArtifacts:
 
     def _naming(self) -> tuple[str, str, str]:
         """``(benchmark, where it came from, default run name)``."""
+        if self._job is not None:
+            job, benchmark = self._job
+            job_id = job.record.gym_job_id
+            return benchmark, f"named by NeMo Gym job {job_id}", f"{benchmark}-{job_id}"
         from_stem = self.stem.removesuffix("_rollouts") or self.stem
         if from_stem not in GENERIC_STEMS:
             return (
@@ -167,8 +173,23 @@ class RunArtifacts:
 
     @property
     def saved_config(self) -> Path:
-        """The saved (masked) config of the run, ``<stem>_resolved_config.yaml``."""
-        return saved_config_path(self.rollouts)
+        """The saved (masked) config of the run, ``<stem>_resolved_config.yaml``; for a run of
+        a NeMo Gym job that has none, the job's ``resolved-config.yaml`` (what was submitted:
+        masked in every export, as every saved config is)."""
+        own = saved_config_path(self.rollouts)
+        if (job := self.gym_job) is not None and not os.path.lexists(own):
+            return job.config
+        return own
+
+    @cached_property
+    def _job(self) -> tuple[GymJob, str] | None:
+        return job_of_rollouts(self.rollouts)
+
+    @property
+    def gym_job(self) -> GymJob | None:
+        """The NeMo Gym job this run is a benchmark of (``<job>/<benchmark>/artifacts/
+        rollouts.jsonl`` beside the job's ``gym-job.json``), or ``None``."""
+        return None if self._job is None else self._job[0]
 
     @property
     def materialized_inputs(self) -> Path:
@@ -248,6 +269,11 @@ class RunArtifacts:
                     self._aggregate_hint()
                 )
             if not self.saved_config.is_file():
+                if problem := unreadable_job_record(self.rollouts):
+                    return (
+                        f"Saved run config not found: {self.saved_config}, and the run's NeMo "
+                        f"Gym job gives none: {problem}"
+                    )
                 return (
                     f"Saved run config not found: {self.saved_config}. A run made without one "
                     "(NeMo Gym saves none) gets it from the config files and overrides it was "

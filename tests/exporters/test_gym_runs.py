@@ -163,3 +163,71 @@ def test_gyms_health_verdicts_reach_wandb(
     column = samples["columns"].index("health_verdict")
     assert [row[:2] for row in samples["data"] if row[column] == "unhealthy"] == [[2, 1]]
     assert canaries.found_in_tree(run_dir.parent) == []
+
+
+def test_a_hand_written_job_record_is_one_gym_loads(gym_oracle: GymOracle, tmp_path) -> None:
+    from evalexport.testing.jobs import make_gym_job
+
+    written = make_gym_job(tmp_path, tasks=1, repeats=1)
+    loaded = gym_oracle.load_job_record(written.job.record_path)
+    assert loaded["error"] is None
+    assert loaded["record"] == json.loads(written.job.record_path.read_text())
+
+
+def test_a_gym_job_goes_to_mlflow_and_wandb_in_one_plan_each_benchmark_once(
+    cli, gym_oracle: GymOracle, mlflow_server, mlflow_python, wandb_python, canaries, tmp_path
+) -> None:
+    from evalexport.testing.jobs import NOT_STARTED, make_gym_job
+
+    made = make_gym_job(
+        tmp_path / "evals",
+        benchmarks={"aime24": True, "gpqa": True, "hle": False},
+        canaries=canaries,
+        gym=gym_oracle,  # Gym's own Slurm executor writes the record, config and directories
+        tasks=2,
+        repeats=2,
+    )
+    job = made.job
+    assert (job.directory / "aime24" / "job.sh").is_file()  # Gym staged it
+    shown = cli("inspect", job.directory)
+    assert f"  hle: never started: {NOT_STARTED}" in shown.stdout
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        f"job: {{gym_job: {job.directory}}}\n"
+        "exports:\n"
+        f"  mlflow: {{mlflow_tracking_uri: '{mlflow_server.url}'}}\n"
+        f"  wandb: {{wandb_mode: offline}}\n"
+    )
+    ran = cli("plan", "run", plan, "--json")
+    assert ran.exit_code == 0, ran.output
+    outcomes = {(o["benchmark"], o["exporter"]): o["result"] for o in json.loads(ran.stdout)}
+    assert {key: result["status"] for key, result in outcomes.items()} == {
+        ("aime24", "mlflow"): "succeeded",
+        ("aime24", "wandb"): "succeeded",
+        ("gpqa", "mlflow"): "succeeded",
+        ("gpqa", "wandb"): "succeeded",
+        ("hle", "mlflow"): "skipped",
+        ("hle", "wandb"): "skipped",
+    }
+    gym_job_id = job.record.gym_job_id
+    for benchmark in ("aime24", "gpqa"):
+        (stored,) = read_runs(mlflow_python, mlflow_server.url, benchmark)
+        assert stored["run_name"] == f"{benchmark}-{gym_job_id}"
+        assert stored["tags"]["gym_job.gym_job_id"] == gym_job_id
+        assert stored["tags"]["gym_job.gym_version"] == "0.7.0"
+        assert stored["tags"]["gym_job.benchmark"] == benchmark
+        assert stored["params"]["services.policy.env.HF_TOKEN"] == "****"
+        offline = read_offline_run(
+            wandb_python, Path(outcomes[(benchmark, "wandb")]["details"]["run_dir"])
+        )
+        assert offline["run"]["project"] == benchmark
+        assert offline["config"]["gym_job"]["gym_job_id"] == gym_job_id
+    again = cli("plan", "run", plan, "--json")
+    assert again.exit_code == 0, again.output
+    assert {o["result"]["status"] for o in json.loads(again.stdout)} == {"skipped"}
+    for benchmark in ("aime24", "gpqa"):
+        assert len(read_runs(mlflow_python, mlflow_server.url, benchmark)) == 1
+    seen = ran.output + again.output + shown.output
+    assert canaries.found_in(seen) == []
+    assert canaries.found_in_tree(mlflow_server.root) == []
+    assert canaries.found_in_tree(Path(os.environ["WANDB_DIR"])) == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalexport.cli._args import FAILED, OK, Arguments, usage_error
@@ -31,6 +32,10 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     path = path.removeprefix("rollouts_jsonl_fpath=")
     if not path.strip():
         return usage_error("'inspect' takes the run's rollouts file; the path given is empty")
+    from evalexport.gym_jobs import JOB_RECORD_NAME
+
+    if (Path(path) / JOB_RECORD_NAME).is_file():
+        return _inspect_job(Path(path), arguments)
     try:
         run = RunArtifacts.of_path(path)
     except RunFileError as error:
@@ -42,13 +47,73 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     else:
         _print_inspection(report)
     if report.unmasked_secret_paths:
+        advice = (
+            "; NeMo Gym writes host values into a job's config: every export masks them"
+            if run.gym_job is not None and run.saved_config == run.gym_job.config
+            else "; save it with evalexport.save_run_config so exporters never see them"
+        )
         print(
             "evalexport: warning: the saved config holds values that look like live secrets at "
             + ", ".join(report.unmasked_secret_paths)
-            + "; save it with evalexport.save_run_config so exporters never see them",
+            + advice,
             file=sys.stderr,
         )
     return OK if report.readable else FAILED
+
+
+def _inspect_job(directory: Path, arguments: Arguments) -> int:
+    """``inspect JOB_DIR``: the job, and where each of its benchmarks stands."""
+    from evalexport.gym_jobs import GymJob
+    from evalexport.run import RunFileError
+
+    try:
+        job = GymJob.load(directory)
+    except RunFileError as error:
+        print(f"evalexport: {error}", file=sys.stderr)
+        return FAILED
+    states = job.states()
+    if arguments.json:
+        data = {
+            "job_dir": str(job.directory),
+            "job": job.identity,
+            "config": str(job.config) if job.config.is_file() else None,
+            "benchmarks": [
+                {
+                    "benchmark": state.name,
+                    "job_id": state.job_id,
+                    "error": state.error,
+                    "started": state.started,
+                    "rollouts": str(state.rollouts),
+                    "rollouts_exist": state.rollouts_exist,
+                    "metrics_exist": state.metrics_exist,
+                    "state": state.describe(),
+                }
+                for state in states
+            ],
+        }
+        print(json.dumps(data))
+        return OK
+    record = job.record
+    print(f"NeMo Gym job:  {record.gym_job_id} ({job.directory})")
+    commit = f", commit {record.gym_commit}" if record.gym_commit else ""
+    print(f"gym:           {record.gym_version}{commit}")
+    where = f"{record.cluster} ({record.executor}" + (
+        f", via {record.hostname})" if record.hostname else ")"
+    )
+    print(f"submitted:     {record.submitted_at} by {record.submitted_by} to {where}")
+    config = job.config if job.config.is_file() else "none (resolved-config.yaml is missing)"
+    print(f"config:        {config} (masked in every export)")
+    print(f"benchmarks ({len(states)}):")
+    for state in states:
+        print(f"  {state.name}: {state.describe()}")
+    ready = [state.name for state in states if state.rollouts_exist]
+    if ready:
+        print(
+            f"export: each benchmark as a run, e.g. evalexport mlflow "
+            f"+rollouts_jsonl_fpath={job.rollouts(ready[0])}; the whole job with a plan whose "
+            f"job is {{gym_job: {job.directory}}} (docs/plans.md)"
+        )
+    return OK
 
 
 def _print_atif_verdict(report: RunInspection) -> None:

@@ -86,8 +86,15 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     except PlanError as error:
         return usage_error(str(error))
     if action == "check":
+        from evalexport.plans.model import not_started
+
         tasks = resolve_tasks(plan)
-        print(f"{paths[0]}: valid; {len(tasks)} exports over {len(plan.job.benchmarks)} benchmarks")
+        skipped = {outcome.benchmark for outcome in not_started(plan)}
+        never = f"; {len(skipped)} never started ({', '.join(sorted(skipped))})" if skipped else ""
+        print(
+            f"{paths[0]}: valid; {len(tasks)} exports over {len(plan.job.benchmarks)} "
+            f"benchmarks{never}"
+        )
         return OK
     if action == "render":
         return _render(plan, values.get("--command", "evalexport"))
@@ -95,8 +102,11 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     if "--slurm" in arguments.switches:
         return _run_slurm(plan, arguments, workers, numbers.get("--timeout", 86400.0))
     from evalexport.plans.batch import run_tasks
+    from evalexport.plans.model import not_started
 
-    return _finish(run_tasks(resolve_tasks(plan), workers, _progress), arguments)
+    return _finish(
+        not_started(plan) + run_tasks(resolve_tasks(plan), workers, _progress), arguments
+    )
 
 
 def _render(plan: ExportPlan, command: str) -> int:
@@ -153,7 +163,9 @@ def _run_slurm(plan: ExportPlan, arguments: Arguments, workers: int, timeout: fl
     except SlurmError as error:
         print(f"evalexport: error: {error}", file=sys.stderr)
         return FAILED
-    return _finish(gather(tasks, work_dir), arguments)
+    from evalexport.plans.model import not_started
+
+    return _finish(not_started(plan) + gather(tasks, work_dir), arguments)
 
 
 def _gather(work_dir: Path, arguments: Arguments) -> int:

@@ -14,6 +14,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 from pydantic import Field, SecretStr, field_validator
 
@@ -299,11 +300,22 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
         return WorkerDelivery(payload, read_back=with_live_run)
 
 
+JOB_TAG_PREFIX: Final = "gym_job."
+"""The tags naming a NeMo Gym job's identity: ``gym_job.gym_job_id``, ``gym_job.gym_version``,
+``gym_job.gym_commit``, ``gym_job.cluster``, ``gym_job.submitted_at``, ..., and
+``gym_job.benchmark``."""
+
+
 def _run_tags(run: RunArtifacts, prepared: PreparedRun, fingerprint: str | None) -> dict[str, str]:
     """The tags evalexport gives the run: what it is (the fingerprint the guard finds it by,
-    the rollouts file) and when it ran."""
+    the rollouts file, the NeMo Gym job it is a benchmark of) and when it ran."""
     evaluation = prepared.evaluation.described()
+    job_tags = {}
+    if (job := run.gym_job) is not None:  # one job's benchmarks found together
+        job_tags = {f"{JOB_TAG_PREFIX}{key}": value for key, value in job.identity.items()}
+        job_tags[f"{JOB_TAG_PREFIX}benchmark"] = run.benchmark
     return {
+        **job_tags,
         FINGERPRINT_TAG: fingerprint or prepared.fingerprint,
         "evalexport.version": __version__,
         "evalexport.rollouts": str(run.rollouts),

@@ -12,7 +12,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import Field, SecretStr
 
@@ -196,7 +196,7 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
             f"{config.wandb_name or run.default_run_name!r}",
             files=files,
             sections={
-                "config keys": list(prepared.saved_config.config),
+                "config keys": list(_config(run, prepared)),
                 "summary": list(_summary(prepared, prepared.fingerprint)),
                 "tables": tables,
             },
@@ -222,7 +222,8 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
             "name": config.wandb_name or run.default_run_name,
             "mode": target.mode,
             "dir": str(target.directory),
-            "config": prepared.saved_config.config,  # the read warned of what masking changed
+            "config": _config(run, prepared),  # the read warned of what masking changed
+            "group": job.record.gym_job_id if (job := run.gym_job) is not None else None,
             "summary": _summary(prepared, fingerprint),
             "table_key": ROLLOUTS_TABLE_KEY,
             "tags": ["evalexport", f"evalexport-{fingerprint.removeprefix('sha256:')[:16]}"],
@@ -285,6 +286,19 @@ def _sync_command(config: WandbConfig, environment: Path, offline_run: str) -> s
     default = WandbConfig.model_fields["requirement"].get_default()
     name = "wandb" if config.requirement == default else environment.name
     return shlex.join(["evalexport", "envs", "run", name, "wandb", "sync", offline_run])
+
+
+JOB_KEY: Final = "gym_job"
+"""The config key holding a NeMo Gym job's identity (``gym_job_id``, ``gym_version``, ...)."""
+
+
+def _config(run: RunArtifacts, prepared: PreparedRun) -> dict[str, object]:
+    """The run's config: the saved config, masked, and for a benchmark of a NeMo Gym job the
+    job's identity under ``gym_job`` (the run is grouped by the job's id too)."""
+    config = dict(prepared.saved_config.config)
+    if (job := run.gym_job) is not None and JOB_KEY not in config:
+        config[JOB_KEY] = {**job.identity, "benchmark": run.benchmark}
+    return config
 
 
 def _summary(prepared: PreparedRun, fingerprint: str) -> dict[str, bool | int | float | str]:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 from evalexport.plans.model import ExportTask, TaskOutcome
-from evalexport.results import ExitCode, ExportResult
+from evalexport.results import ExitCode, ExportResult, SkipReason
 
 __all__ = [
     "TaskOutcome",
@@ -111,7 +111,13 @@ def summary_table(outcomes: list[TaskOutcome], width: int | None = None) -> str:
         lines.extend(" " * indent + line for line in more)
     counts: dict[str, int] = {}
     for outcome in outcomes:
-        counts[outcome.result.status.value] = counts.get(outcome.result.status.value, 0) + 1
+        result = outcome.result
+        said = (
+            "skipped (benchmark never started)"
+            if result.skip_reason is SkipReason.NOT_STARTED
+            else result.status.value
+        )
+        counts[said] = counts.get(said, 0) + 1
     lines.append(
         ", ".join(f"{count} {status}" for status, count in sorted(counts.items()))
         or "nothing to export"

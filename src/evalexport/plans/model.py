@@ -5,6 +5,8 @@ A plan is YAML::
     job:
       benchmarks: [aime24, gpqa]          # what the job runs
       runs_root: /results/job-42          # a run per benchmark: <runs_root>/<b>/<b>_rollouts.jsonl
+      # or, for a NeMo Gym job (gym eval submit), its directory alone:
+      # gym_job: /results/gym-job-20261203T101500Z-a1b2c3
       fail_job_on_export_failure: false
     exports:                              # job-level defaults, per exporter
       mlflow: {mlflow_tracking_uri: "http://127.0.0.1:5000"}
@@ -40,6 +42,7 @@ __all__ = [
     "PlanError",
     "TaskOutcome",
     "load_plan",
+    "not_started",
     "resolve_tasks",
     "validate_plan",
 ]
@@ -61,8 +64,14 @@ class JobSection(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    benchmarks: list[str] = Field(min_length=1)
+    benchmarks: list[str] = Field(default=[])
     runs_root: Path | None = None
+    gym_job: Path | None = Field(
+        default=None,
+        description="A NeMo Gym job directory (gym eval submit's, with gym-job.json): its "
+        "benchmarks and their runs, <gym_job>/<benchmark>/artifacts/rollouts.jsonl, are the "
+        "job's; a benchmark that never started is reported as such, not exported.",
+    )
     fail_job_on_export_failure: bool = False
     export_log_dir: Path | None = Field(
         default=None,
@@ -279,6 +288,12 @@ def validate_plan(data: object, source: str = "the plan") -> ExportPlan:
         raise PlanError(source, problems) from None
     for exporter, options in plan.exports.items():
         problems += _option_problems(exporter, options, f"exports.{exporter}")
+    if plan.job.gym_job is not None:
+        problems += _gym_job_problems(plan)
+        if problems:
+            raise PlanError(source, problems)
+    elif not plan.job.benchmarks:
+        problems.append("job.benchmarks: name the job's benchmarks, or give job.gym_job")
     for benchmark, overrides in plan.benchmarks.items():
         where = f"benchmarks.{benchmark}"
         if benchmark not in plan.job.benchmarks:
@@ -288,7 +303,7 @@ def validate_plan(data: object, source: str = "the plan") -> ExportPlan:
         for exporter, options in overrides.items():
             if exporter != "rollouts":
                 problems += _option_problems(exporter, options, f"{where}.{exporter}")
-    for benchmark in plan.job.benchmarks:
+    for benchmark in plan.job.benchmarks if plan.job.gym_job is None else ():
         explicit = "rollouts" in plan.benchmarks.get(benchmark, {})
         if explicit and plan.job.runs_root is not None:
             problems.append(
@@ -378,22 +393,95 @@ def _value_problems(task: ExportTask) -> list[str]:
     return []
 
 
+def _gym_job_problems(plan: ExportPlan) -> list[str]:
+    """A ``job.gym_job`` that is no readable job, or given with what it replaces; on success
+    ``job.benchmarks`` becomes the job's (every benchmark, started or not)."""
+    from evalexport.gym_jobs import GymJob
+    from evalexport.reading import RunFileError
+
+    job = plan.job
+    problems = [
+        f"job.{name}: given as well as job.gym_job, whose record names the job's {what}"
+        for name, what in (("benchmarks", "benchmarks"), ("runs_root", "runs"))
+        if getattr(job, name)
+    ]
+    problems += [
+        f"benchmarks.{benchmark}.rollouts: a benchmark of job.gym_job has its run in the job"
+        for benchmark, overrides in plan.benchmarks.items()
+        if "rollouts" in overrides
+    ]
+    if problems:
+        return problems
+    assert job.gym_job is not None
+    try:
+        gym_job = GymJob.load(Path(os.path.expandvars(str(job.gym_job))))
+    except RunFileError as error:
+        return [f"job.gym_job: {error}"]
+    job.benchmarks = [entry.benchmark for entry in gym_job.record.benchmarks]
+    return []
+
+
+def not_started(plan: ExportPlan) -> list[TaskOutcome]:
+    """For a plan of a NeMo Gym job: one skipped outcome per exporter of each benchmark the
+    job never started (its submission failed), saying why; those are no failed exports."""
+    from evalexport.gym_jobs import GymJob
+    from evalexport.results import ExportResult, SkipReason
+
+    if plan.job.gym_job is None:
+        return []
+    job = GymJob.load(Path(os.path.expandvars(str(plan.job.gym_job))))
+    outcomes = []
+    for entry in job.record.benchmarks:
+        if entry.job_id is not None:
+            continue
+        for exporter in _exporters_of(plan, entry.benchmark):
+            result = ExportResult.skipped(
+                exporter,
+                str(job.rollouts(entry.benchmark).parent),
+                f"NeMo Gym job {job.record.gym_job_id} never started {entry.benchmark}: "
+                f"{entry.error or 'no job id recorded'}; there is no run to export",
+                SkipReason.NOT_STARTED,
+            )
+            outcomes.append(
+                TaskOutcome(
+                    entry.benchmark, exporter, str(job.rollouts(entry.benchmark)), 0.0, result
+                )
+            )
+    return outcomes
+
+
+def _exporters_of(plan: ExportPlan, benchmark: str) -> list[str]:
+    """The exporters a benchmark's run goes to: the plan's, then its own, less those it
+    turns off."""
+    overrides = plan.benchmarks.get(benchmark, {})
+    exporters = list(plan.exports) + [
+        e for e in overrides if e not in plan.exports and e != "rollouts"
+    ]
+    return [exporter for exporter in exporters if overrides.get(exporter, {}) is not False]
+
+
 def resolve_tasks(plan: ExportPlan) -> list[ExportTask]:
-    """Every (benchmark, exporter) export with defaults and overrides merged, in plan order."""
+    """Every (benchmark, exporter) export with defaults and overrides merged, in plan order;
+    for a NeMo Gym job, of the benchmarks it started (:func:`not_started` says the others)."""
+    gym_job = None
+    if plan.job.gym_job is not None:
+        from evalexport.gym_jobs import GymJob
+
+        gym_job = GymJob.load(Path(os.path.expandvars(str(plan.job.gym_job))))
     tasks = []
     for benchmark in plan.job.benchmarks:
         overrides = plan.benchmarks.get(benchmark, {})
-        if plan.job.runs_root is not None:
+        if gym_job is not None:
+            entry = gym_job.benchmark(benchmark)
+            if entry is None or entry.job_id is None:
+                continue
+            rollouts = gym_job.rollouts(benchmark)
+        elif plan.job.runs_root is not None:
             rollouts = RunArtifacts.in_job(plan.job.runs_root, benchmark).rollouts
         else:
             rollouts = Path(os.path.expandvars(str(overrides["rollouts"])))
-        exporters = list(plan.exports) + [
-            e for e in overrides if e not in plan.exports and e != "rollouts"
-        ]
-        for exporter in exporters:
+        for exporter in _exporters_of(plan, benchmark):
             override = overrides.get(exporter, {})
-            if override is False:
-                continue
             options = {**plan.exports.get(exporter, {}), **(override or {})}
             rollouts = rollouts.absolute()
             placeholders = {

@@ -214,6 +214,7 @@ def make_run(
     blank_lines: Iterable[int] = (),
     other_run_rollouts: str | None = None,
     sidecars: bool = False,
+    stem: str | None = None,
 ) -> SampleRun:
     """Write a finished run into ``directory`` (created if needed) and describe it.
 
@@ -224,13 +225,14 @@ def make_run(
     Rows are 0-based rollout positions; ``malformed_lines`` and ``blank_lines`` are 1-based
     line numbers of the written file. ``other_run_rollouts`` adds a second run's rollouts file
     of that name beside this one; ``mask_saved_config=False`` saves the config with live
-    secrets, as a run saved by hand might.
+    secrets, as a run saved by hand might. ``stem``: the rollouts file's name without
+    ``.jsonl`` (default ``<benchmark>_rollouts``; a ``gym eval submit`` job's is ``rollouts``).
     """
     run_dir = Path(directory)
     run_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     canaries = canaries or CanarySecrets()
-    rollouts_path = run_dir / f"{benchmark}_rollouts.jsonl"
+    rollouts_path = run_dir / f"{stem or f'{benchmark}_rollouts'}.jsonl"
     without = set(rows_without_trajectory)
     with_gaps = set(rows_with_gaps)
     malformed = set(malformed_lines)

@@ -30,6 +30,8 @@ class WandbPayload(TypedDict):
     mode: str
     dir: str
     config: dict[str, Any]
+    group: str | None
+    """The run's group: the NeMo Gym job a benchmark's run belongs to, or ``None``."""
     summary: dict[str, Any]
     table_key: str
     tags: list[str]
@@ -224,6 +226,7 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
             mode=mode,
             dir=payload["dir"],
             config=payload["config"],
+            group=payload.get("group"),
             tags=payload["tags"],
             reinit=True,
             settings=wandb.Settings(silent=True, console="off", save_code=False, disable_git=True),

@@ -90,6 +90,32 @@ class GymOracle:
             {"action": "reverify", "manifest": str(manifest), "rollouts": str(rollouts)}
         )
 
+    def make_job(
+        self,
+        config: dict[str, Any],
+        sbatch: dict[str, tuple[int, str]],
+        environment: dict[str, str],
+    ) -> Path:
+        """A job directory as ``gym eval submit`` leaves it, written by Gym's Slurm executor
+        (``_build_record``, ``_stage``, ``persist``): ``config`` is the submit config (its
+        ``job.output_path`` says where), ``sbatch`` each benchmark's ``sbatch`` answer (exit
+        code and output: ``(0, "4242")`` queued it, ``(1, "sbatch: error: ...")`` did not).
+        Returns the job directory."""
+        answer = self._ask(
+            {
+                "action": "make_job",
+                "config": config,
+                "sbatch": {name: list(said) for name, said in sbatch.items()},
+                "environment": environment,
+            }
+        )
+        return Path(answer["job_dir"])
+
+    def load_job_record(self, path: Path) -> dict[str, Any]:
+        """What Gym's ``SubmissionRecord.load`` makes of a ``gym-job.json``: ``record`` (as
+        Gym dumps it) or ``error``."""
+        return self._ask({"action": "load_job_record", "path": str(path)})
+
     def health(self, rollouts: Path, output: Path) -> dict[str, int]:
         """Run NeMo Gym's rollout health checks (``run_health_checks``, as ``gym eval run``
         does after collection) over ``rollouts``, writing ``quality_summary.json`` and

@@ -106,6 +106,38 @@ def _reverify(request: dict[str, Any]) -> dict[str, object]:
     }
 
 
+def _make_job(request: dict[str, Any]) -> dict[str, object]:
+    """A ``gym eval submit`` job directory, written by Gym's own Slurm executor from a submit
+    config and the ``sbatch`` answers of its benchmarks (``{name: [exit code, output]}``):
+    the record, the resolved config and each benchmark's directory, as a submit leaves them.
+    Nothing is queued; ``environment`` is set first (the ``host:`` values, the local index's
+    ``XDG_CACHE_HOME``)."""
+    import os
+
+    from nemo_gym.orchestration.api import SubmitConfig
+    from nemo_gym.orchestration.executors.connection import LocalConnection
+    from nemo_gym.orchestration.executors.slurm import _MARKER, SlurmExecutor
+    from nemo_gym.orchestration.jobs import new_gym_job_id, utc_now
+
+    os.environ.update(request.get("environment", {}))
+    config = SubmitConfig.model_validate(request["config"])
+    now = utc_now()
+    gym_job_id = new_gym_job_id(now)
+    run_dir = Path(config.job.output_path) / gym_job_id
+    cluster = next(iter(config.compute))
+    compute = config.compute[cluster]
+    output = "\n".join(
+        f"{_MARKER}{name}:{code}:{said}" for name, (code, said) in request["sbatch"].items()
+    )
+    executor = SlurmExecutor()
+    names = list(config.driver.benchmarks)
+    record = executor._build_record(cluster, compute, gym_job_id, now, run_dir, names, output)
+    run_dir.mkdir(parents=True)
+    executor._stage(config, compute, run_dir, run_dir)
+    executor.persist(record, config, LocalConnection().write_text)
+    return {"job_dir": str(run_dir), "record": json.loads(record.dumps())}
+
+
 def main() -> None:
     from nemo_gym import __version__
     from nemo_gym.atif_export import ExportAtifConfig, export_rollouts_to_atif
@@ -138,6 +170,16 @@ def main() -> None:
                 }
         elif action == "reverify":
             answer = _reverify(request)
+        elif action == "make_job":
+            answer = _make_job(request)
+        elif action == "load_job_record":
+            from nemo_gym.orchestration.jobs import SubmissionRecord
+
+            try:
+                loaded = SubmissionRecord.load(json.loads(Path(request["path"]).read_text()))
+                answer = {"record": json.loads(loaded.dumps()), "error": None}
+            except Exception as error:
+                answer = {"record": None, "error": f"{type(error).__name__}: {error}"}
         elif action == "health":
             from nemo_gym.rollout_health import run_health_checks
 
@@ -154,8 +196,8 @@ def main() -> None:
             url = URL(request["url"])
             info = RequestInfo(url, "POST", CIMultiDictProxy(CIMultiDict()), url)
             status = request["status"]
-            error = ClientResponseError(info, (), status=status, message=request["message"])
-            answer = {"row": _agent_request_failure_row(error, status)}
+            refused = ClientResponseError(info, (), status=status, message=request["message"])
+            answer = {"row": _agent_request_failure_row(refused, status)}
         elif action == "mlflow_name":
             from nemo_gym.exporters.mlflow import _sanitize_key
 

@@ -1,0 +1,177 @@
+"""A NeMo Gym job (``gym eval submit``'s directory) as an input: inspected as a job, each
+benchmark's run named by its benchmark with the job's identity and masked config, the whole
+job exported by one plan, a benchmark that never started reported as such.
+
+The jobs here are written by hand in Gym's shape (:mod:`evalexport.testing.jobs`);
+``tests/exporters/test_gym_runs.py`` makes them with Gym's own Slurm executor and exports
+them to MLflow and W&B.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalexport.gym_jobs import GymJob
+from evalexport.run import RunArtifacts
+from evalexport.testing.jobs import NOT_STARTED, SampleJob, make_gym_job
+
+
+@pytest.fixture
+def job(tmp_path: Path, canaries) -> SampleJob:
+    return make_gym_job(
+        tmp_path / "evals",
+        canaries=canaries,
+        tasks=2,
+        repeats=2,
+        agents=("aime24_math_tool_agent",),
+    )
+
+
+def test_inspect_shows_the_job_and_where_each_benchmark_stands(cli, job: SampleJob) -> None:
+    shown = cli("inspect", job.directory)
+    assert shown.exit_code == 0, shown.output
+    record = job.job.record
+    assert f"NeMo Gym job:  {record.gym_job_id} ({job.directory})" in shown.stdout
+    assert "gym:           0.7.0" in shown.stdout
+    assert f"submitted:     {record.submitted_at} by evaluator to cluster-a (slurm)" in shown.stdout
+    assert "  aime24: Slurm job 4242; rollouts with aggregate metrics" in shown.stdout
+    assert f"  gpqa: never started: {NOT_STARTED}" in shown.stdout
+    data = json.loads(cli("inspect", job.directory, "--json").stdout)
+    assert data["job"]["gym_job_id"] == record.gym_job_id
+    assert [b["started"] for b in data["benchmarks"]] == [True, False]
+    assert job.canaries.found_in(shown.output + json.dumps(data)) == []
+
+
+def test_a_benchmark_whose_run_has_not_come_yet_says_where_to_look(cli, job: SampleJob) -> None:
+    job.runs["aime24"].rollouts.unlink()
+    shown = cli("inspect", job.directory).stdout
+    assert (
+        f"aime24: Slurm job 4242; no rollouts yet at {job.job.rollouts('aime24')} (still "
+        f"running, or it failed: see {job.directory / 'aime24' / 'logs'})"
+    ) in shown
+
+
+def test_a_benchmarks_run_is_named_by_it_with_the_jobs_config(job: SampleJob) -> None:
+    run = RunArtifacts.from_rollouts_path(job.job.rollouts("aime24"))
+    gym_job_id = job.job.record.gym_job_id
+    assert run.gym_job == job.job
+    assert run.benchmark == "aime24"
+    assert run.default_run_name == f"aime24-{gym_job_id}"
+    assert run.saved_config == job.directory / "resolved-config.yaml"
+    masked = run.read_exportable_config()
+    assert masked.config["services"]["policy"]["env"]["HF_TOKEN"] == "****"
+    assert job.canaries.found_in(json.dumps(masked.config)) == []
+
+
+def test_the_dry_run_names_the_benchmark_and_tags_the_job(cli, job: SampleJob) -> None:
+    rollouts = job.job.rollouts("aime24")
+    done = cli("mlflow", f"+rollouts_jsonl_fpath={rollouts}", "--dry-run", "--json")
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.stdout)
+    gym_job_id = job.job.record.gym_job_id
+    assert f"as run 'aime24-{gym_job_id}' of experiment 'aime24'" in result["message"]
+    tags = result["plan"]["sections"]["tags"]
+    assert {"gym_job.gym_job_id", "gym_job.gym_version", "gym_job.cluster"} <= set(tags)
+    assert {"gym_job.submitted_at", "gym_job.benchmark"} <= set(tags)
+    assert "Note: the job's resolved config" in result["message"]
+    assert (
+        "as NeMo Gym writes host values into it; they are masked in this export"
+        in (result["message"])
+    )
+    assert "save-config" not in result["message"]  # Gym's file is masked, never rewritten
+    wandb = cli("wandb", f"+rollouts_jsonl_fpath={rollouts}", "+wandb_mode=offline", "--dry-run")
+    assert "gym_job" in wandb.stdout
+    assert job.canaries.found_in(done.output + wandb.output) == []
+
+
+def test_a_plan_of_the_job_exports_what_started_and_says_what_never_did(
+    cli, job: SampleJob, tmp_path: Path
+) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        f"job: {{gym_job: {job.directory}}}\n"
+        "exports:\n"
+        f"  atif: {{agent_version: '1.0', output_dirpath: '{tmp_path}/atif/{{benchmark}}'}}\n"
+    )
+    checked = cli("plan", "check", plan)
+    assert checked.exit_code == 0, checked.output
+    assert "1 exports over 2 benchmarks; 1 never started (gpqa)" in checked.stdout
+    ran = cli("plan", "run", plan, "--json")
+    assert ran.exit_code == 0, ran.output
+    outcomes = {(o["benchmark"], o["exporter"]): o["result"] for o in json.loads(ran.stdout)}
+    assert outcomes[("aime24", "atif")]["status"] == "succeeded"
+    never = outcomes[("gpqa", "atif")]
+    assert never["status"] == "skipped"
+    assert never["skip_reason"] == "benchmark never started"
+    assert never["message"].endswith(
+        f"never started gpqa: {NOT_STARTED}; there is no run to export"
+    )
+    assert (tmp_path / "atif" / "aime24" / "manifest.jsonl").is_file()
+    assert not (tmp_path / "atif" / "gpqa").exists()
+    again = cli("plan", "run", plan)
+    assert again.exit_code == 0
+    assert again.stdout.splitlines()[-1] == "1 skipped, 1 skipped (benchmark never started)"
+
+
+@pytest.mark.parametrize(
+    ("job_section", "said"),
+    [
+        ("{gym_job: JOB, benchmarks: [aime24]}", "job.benchmarks: given as well as job.gym_job"),
+        ("{gym_job: JOB, runs_root: /x}", "job.runs_root: given as well as job.gym_job"),
+        ("{gym_job: NOWHERE}", "job.gym_job: Cannot read the job record"),
+        ("{runs_root: /x}", "job.benchmarks: name the job's benchmarks, or give job.gym_job"),
+    ],
+)
+def test_a_plan_of_a_job_refuses_what_contradicts_it(
+    cli, job: SampleJob, tmp_path: Path, job_section: str, said: str
+) -> None:
+    plan = tmp_path / "plan.yaml"
+    section = job_section.replace("JOB", str(job.directory))
+    plan.write_text(
+        f"job: {section.replace('NOWHERE', str(tmp_path / 'none'))}\nexports: {{atif: {{}}}}\n"
+    )
+    checked = cli("plan", "check", plan)
+    assert checked.exit_code == 2
+    assert said in checked.stderr
+
+
+def test_a_record_from_a_newer_gym_is_refused_by_name(cli, job: SampleJob) -> None:
+    record = json.loads(job.job.record_path.read_text())
+    record["schema_version"] = 2
+    job.job.record_path.write_text(json.dumps(record))
+    shown = cli("inspect", job.directory)
+    assert shown.exit_code == 1
+    assert "has schema_version 2, written by a newer nemo-gym; this evalexport reads up to 1" in (
+        shown.stderr
+    )
+    # A run of that job is told why it has no config, not only that it has none.
+    done = cli("mlflow", f"+rollouts_jsonl_fpath={job.job.rollouts('aime24')}", "--dry-run")
+    assert done.exit_code == 1
+    assert "and the run's NeMo Gym job gives none: The job record" in done.stdout
+
+
+def test_an_older_record_missing_later_fields_is_read(job: SampleJob) -> None:
+    record = json.loads(job.job.record_path.read_text())
+    for later in ("gym_commit", "hostname", "executor_metadata"):
+        del record[later]
+    job.job.record_path.write_text(json.dumps(record))
+    assert GymJob.load(job.directory).record.gym_commit is None
+
+
+def test_the_plans_guide_job_plan_is_valid_for_a_gym_job(cli, job: SampleJob, tmp_path) -> None:
+    import re
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "plans.md").read_text()
+    section = guide.split("## A NeMo Gym job", 1)[1]
+    block = re.search(r"<!-- tested: tests/test_gym_jobs.py -->\n```yaml\n(.*?)```", section, re.S)
+    assert block is not None
+    plan = tmp_path / "plan.yaml"
+    written = re.sub(r"gym_job: \S+", f"gym_job: {job.directory}", block.group(1))
+    plan.write_text(written.replace("\n  gpqa:", "\n  aime24:"))  # the fixture's started one
+    checked = cli("plan", "check", plan)
+    assert checked.exit_code == 0, checked.output
+    assert "2 exports over 2 benchmarks" not in checked.stdout  # aime24's wandb is off
+    assert "1 exports over 2 benchmarks; 1 never started (gpqa)" in checked.stdout
