@@ -89,8 +89,9 @@ class RunArtifacts:
 
     @classmethod
     def in_job(cls, runs_root: str | os.PathLike[str], benchmark: str) -> RunArtifacts:
-        """The run of ``benchmark`` in a NeMo Gym job's output directory:
-        ``<runs_root>/<benchmark>/<benchmark>_rollouts.jsonl``."""
+        """The run of ``benchmark`` under a plan's ``job.runs_root``:
+        ``<runs_root>/<benchmark>/<benchmark>_rollouts.jsonl``. (A ``gym eval submit`` job
+        lays its runs out otherwise: :meth:`evalexport.gym_jobs.GymJob.rollouts`.)"""
         return cls.from_rollouts_path(Path(runs_root) / benchmark / f"{benchmark}_rollouts.jsonl")
 
     @property
