@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from evalexport.gym_jobs import GymJob
+from evalexport.gym.jobs import GymJob
 from evalexport.run import RunArtifacts
 from evalexport.testing.jobs import NOT_STARTED, SampleJob, make_gym_job
 

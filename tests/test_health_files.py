@@ -1,4 +1,4 @@
-"""NeMo Gym's health files travel with the run (``evalexport.reading.health``).
+"""NeMo Gym's health files travel with the run (``evalexport.gym.health``).
 
 The sample run in ``examples/aime24`` holds the files Gym 0.7.0 writes beside a run:
 ``quality_summary.json`` and ``rollout_verdicts.jsonl`` (written by Gym's own
@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from evalexport.exporters.prepared import prepare
+from evalexport.gym.health import read_health
+from evalexport.masking import scrub_json_bytes
 from evalexport.reading import RunFileError
-from evalexport.reading.health import read_health
 from evalexport.run import RunArtifacts
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "aime24"
@@ -74,9 +75,7 @@ def test_the_values_are_the_files(example) -> None:
     assert health.metrics["health/failures/terminal"] == 0
     assert health.verdict == "healthy"
     assert health.verdicts_fit()
-    assert json.loads(health.files["quality_summary.json"]) == json.loads(
-        example.quality_summary.read_text()
-    )
+    assert health.files["quality_summary.json"] == example.quality_summary.read_bytes()
 
 
 def test_the_worst_verdict_is_the_runs(example) -> None:
@@ -153,9 +152,12 @@ def test_a_secret_in_a_failure_never_leaves(example, canaries) -> None:
     row["_ng_failure_response_body"] = json.dumps({"api_key": token})
     example.failures.write_text(json.dumps(row) + "\n")
     health = read_health(example)
-    uploaded = b"".join(health.files.values()).decode()
+    assert canaries.found_in(health.files[example.failures.name].decode())  # as read
+    uploaded = scrub_json_bytes(health.files[example.failures.name], lines=True).decode()
     assert canaries.found_in(uploaded) == []
-    assert json.loads(health.files[example.failures.name])["_ng_task_index"] == 3
+    assert json.loads(uploaded)["_ng_task_index"] == 3
+    summary = scrub_json_bytes(health.files["quality_summary.json"], lines=False)
+    assert json.loads(summary) == json.loads(example.quality_summary.read_text())
 
 
 def test_inspect_shows_the_health_of_the_run(cli, example) -> None:

@@ -11,15 +11,15 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Literal, final
 
-from evalexport.masking import find_unmasked_secrets
-from evalexport.metrics import flatten_metrics
-from evalexport.reading.health import (
+from evalexport.gym.health import (
     FAILURES_ATTEMPTS_METRIC,
     FAILURES_TERMINAL_METRIC,
     HEALTH_PREFIX,
     RunHealth,
     read_health,
 )
+from evalexport.masking import find_unmasked_secrets
+from evalexport.metrics import flatten_metrics
 from evalexport.run import RunArtifacts, RunFile, RunFileError
 
 __all__ = ["AgentSummary", "AtifVerdict", "RunInspection", "atif_verdict", "inspect_run"]

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import BinaryIO, Final, final
 
 from evalexport import reading
-from evalexport.gym_jobs import GymJob, job_of_rollouts, unreadable_job_record
+from evalexport.gym.health import QUALITY_SUMMARY_NAME, ROLLOUT_VERDICTS_NAME
+from evalexport.gym.jobs import GymJob, job_of_rollouts, unreadable_job_record
 from evalexport.masking import saved_config_path
 from evalexport.reading import ExportableConfig, Rollout, RunFileError
-from evalexport.reading.health import QUALITY_SUMMARY_NAME, ROLLOUT_VERDICTS_NAME
 
 __all__ = [
     "GENERIC_DIRECTORIES",
@@ -91,7 +91,7 @@ class RunArtifacts:
     def in_job(cls, runs_root: str | os.PathLike[str], benchmark: str) -> RunArtifacts:
         """The run of ``benchmark`` under a plan's ``job.runs_root``:
         ``<runs_root>/<benchmark>/<benchmark>_rollouts.jsonl``. (A ``gym eval submit`` job
-        lays its runs out otherwise: :meth:`evalexport.gym_jobs.GymJob.rollouts`.)"""
+        lays its runs out otherwise: :meth:`evalexport.gym.jobs.GymJob.rollouts`.)"""
         return cls.from_rollouts_path(Path(runs_root) / benchmark / f"{benchmark}_rollouts.jsonl")
 
     @property
@@ -200,7 +200,7 @@ class RunArtifacts:
     @property
     def quality_summary(self) -> Path:
         """``quality_summary.json`` in the run directory: NeMo Gym's rollout health summary
-        (:mod:`evalexport.reading.health`; named alike for every run of a directory)."""
+        (:mod:`evalexport.gym.health`; named alike for every run of a directory)."""
         return self.run_dir / QUALITY_SUMMARY_NAME
 
     @property

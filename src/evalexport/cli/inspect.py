@@ -32,7 +32,7 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     path = path.removeprefix("rollouts_jsonl_fpath=")
     if not path.strip():
         return usage_error("'inspect' takes the run's rollouts file; the path given is empty")
-    from evalexport.gym_jobs import JOB_RECORD_NAME
+    from evalexport.gym.jobs import JOB_RECORD_NAME
 
     if (Path(path) / JOB_RECORD_NAME).is_file():
         return _inspect_job(Path(path), arguments)
@@ -63,7 +63,7 @@ def run(arguments: Arguments, rest: list[str]) -> int:
 
 def _inspect_job(directory: Path, arguments: Arguments) -> int:
     """``inspect JOB_DIR``: the job, and where each of its benchmarks stands."""
-    from evalexport.gym_jobs import GymJob
+    from evalexport.gym.jobs import GymJob
     from evalexport.run import RunFileError
 
     try:

@@ -44,9 +44,10 @@ from evalexport.exporters.samples import SAMPLES_FILE, samples_beside
 from evalexport.exporters.sdk import Sdk, Surface
 from evalexport.exporters.spec import SdkConfig, Target
 from evalexport.guard import FINGERPRINT_TAG
+from evalexport.gym.health import with_health
 from evalexport.isolation.delivery import WorkerDelivery, WorkerSpec
+from evalexport.masking import scrub_json_bytes
 from evalexport.reading.evaluation_times import exported_at
-from evalexport.reading.health import with_health
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
 from evalexport.settings import Chosen, chosen
@@ -262,7 +263,8 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
         metrics_file.write_bytes(prepared.aggregate_metrics)  # the file as it was read
         artifacts = [_write_global_config(plan.saved_config, scratch), metrics_file]
         for name, data in prepared.health.files.items():  # Gym's health files, masked
-            (scratch / name).write_bytes(data)
+            masked = scrub_json_bytes(data, lines=name.endswith(".jsonl"))
+            (scratch / name).write_bytes(masked)
             artifacts.append(scratch / name)
         table = prepared.rollouts_table if config.upload_rollouts else None
         if table is not None:

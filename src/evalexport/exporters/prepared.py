@@ -15,9 +15,9 @@ from pathlib import Path
 
 from evalexport.exporters.samples import SAMPLES_FILE, SamplesTable
 from evalexport.exporters.tables import write_rollouts_table, write_table_rows
+from evalexport.gym.health import read_health
 from evalexport.reading import PreparedRun, Rollout
 from evalexport.reading import prepare as read_run
-from evalexport.reading.health import read_health
 from evalexport.run import RunArtifacts
 
 __all__ = ["PreparedRun", "for_payload", "prepare"]
@@ -38,7 +38,7 @@ def prepare(
     samples table beside it (:mod:`.samples`, ``samples.json`` in the same directory); both
     are removed with :meth:`~PreparedRun.discard`. ``parse_rollouts=False``: only hash the rollouts and count
     their lines, for an exporter that sends none of them. ``health``: read NeMo Gym's health
-    files too (:mod:`evalexport.reading.health`); the samples table then has a
+    files too (:mod:`evalexport.gym.health`); the samples table then has a
     ``health_verdict`` column when the verdicts describe the run.
     """
     run_health = read_health(run) if health else None

@@ -21,8 +21,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from evalexport.gym.health import RunHealth
 from evalexport.reading import Rollout
-from evalexport.reading.health import RunHealth
 
 __all__ = [
     "SAMPLES_FILE",

@@ -22,13 +22,20 @@ from evalexport.exporters.samples import SAMPLES_TABLE_KEY, VERDICT_COLUMN, samp
 from evalexport.exporters.sdk import Sdk, Surface
 from evalexport.exporters.spec import SdkConfig, Target
 from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY
+from evalexport.exporters.wandb_target import (
+    describing_the_evaluation,
+    missing_credentials,
+    mode_from_environment,
+    staging_beside_the_run,
+    unwritable_reason,
+)
 from evalexport.guard import FINGERPRINT_SUMMARY_KEY
+from evalexport.gym.health import VERDICT_KEY
 from evalexport.isolation.delivery import WorkerDelivery, WorkerSpec
 from evalexport.reading.evaluation_times import exported_at
-from evalexport.reading.health import VERDICT_KEY
 from evalexport.results import DryRunPlan, ExportResult, ExportStatus, PlannedFile
 from evalexport.run import RunArtifacts
-from evalexport.settings import Chosen, SettingError, chosen
+from evalexport.settings import Chosen, chosen
 from evalexport.workers import WORKER_BODIES, wandb_worker
 from evalexport.workers.protocol import WorkerResult
 from evalexport.workers.wandb_worker import WandbPayload
@@ -130,13 +137,13 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
                 "wandb_project": chosen_project.source,
                 "wandb_entity": chosen_entity.source,
             },
-            refusal=_unwritable_reason(directory)
-            or (None if offline else _missing_credentials(config)),
+            refusal=unwritable_reason(directory)
+            or (None if offline else missing_credentials(config.wandb_api_key is not None)),
             worker=WorkerSpec(
                 requirements=config.requirements(),
                 environment={
-                    **_describing_the_evaluation(config),
-                    **_staging_beside_the_run(directory),
+                    **describing_the_evaluation(config.rollouts_jsonl_fpath),
+                    **staging_beside_the_run(directory),
                 },
                 answers_dry_runs=not offline,
                 secrets={"WANDB_API_KEY": key.get_secret_value()} if key else {},
@@ -254,29 +261,6 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
         return WorkerDelivery(payload, read_back=with_sync_command)
 
 
-def _unwritable_reason(directory: Path) -> str | None:
-    """W&B writes every run (online ones too) under ``<dir>/wandb``; when it cannot, it falls
-    back to ``/tmp/wandb`` without a word. The directory is checked here instead.
-
-    The SDK creates what is missing (Slurm scripts set ``WANDB_DIR=/scratch/$USER/wandb``
-    before it exists), so the nearest directory that exists must be writable.
-    """
-    runs = directory / "wandb"
-    existing = next(path for path in (runs, *runs.parents) if os.path.lexists(path))
-    if existing.is_dir() and os.access(existing, os.W_OK | os.X_OK):
-        return None
-    if existing.is_dir():
-        problem = f"{existing} is not writable"
-    elif existing.exists():
-        problem = f"{existing} is not a directory"
-    else:
-        problem = f"{existing} is a broken symlink"
-    return (
-        f"Cannot write the W&B run under {runs}: {problem}. Set WANDB_DIR to a directory "
-        "you can write to (it may not exist yet), or export from one."
-    )
-
-
 def _sync_command(config: WandbConfig, environment: Path, offline_run: str) -> str:
     """The command that uploads an offline run, with the wandb this export used:
     ``evalexport envs run wandb wandb sync DIR`` (the environment's own name when the
@@ -303,7 +287,7 @@ def _config(run: RunArtifacts, prepared: PreparedRun) -> dict[str, object]:
 
 def _summary(prepared: PreparedRun, fingerprint: str) -> dict[str, bool | int | float | str]:
     """The run's summary: the flattened metrics as NeMo Gym logs them, NeMo Gym's health
-    values (:mod:`evalexport.reading.health`; a metric of the run of the same name wins), then
+    values (:mod:`evalexport.gym.health`; a metric of the run of the same name wins), then
     evalexport's own fields (the fingerprint; the evaluation's times, since W&B sets a run's start itself; the
     export's time)."""
     evaluation = prepared.evaluation.described()
@@ -322,46 +306,10 @@ def _summary(prepared: PreparedRun, fingerprint: str) -> dict[str, bool | int | 
     }
 
 
-def _staging_beside_the_run(directory: Path) -> dict[str, str]:
-    """Where W&B stages what it uploads (table artifacts among it): under the W&B directory the
-    run is written to, unless ``$WANDB_DATA_DIR`` says otherwise, never the user's
-    ``~/.local/share/wandb`` (an offline run's tables wait there for ``wandb sync``)."""
-    if os.environ.get("WANDB_DATA_DIR"):
-        return {}
-    return {"WANDB_DATA_DIR": str(directory / "wandb" / "data")}
-
-
-def _describing_the_evaluation(config: WandbConfig) -> dict[str, str]:
-    """What W&B records of the process that logs: evalexport's command as its program, and
-    neither the worker's paths, its Python nor its environment's requirements (the
-    evaluation's own config is the run's config). Each setting under the names of the wandb
-    releases of the matrix: ``WANDB__*`` before 0.19, ``WANDB_X_*`` after."""
-    program = f"evalexport wandb +rollouts_jsonl_fpath={config.rollouts_jsonl_fpath}"
-    environment = {"WANDB_PROGRAM": program}
-    for name in ("DISABLE_META", "SAVE_REQUIREMENTS", "DISABLE_MACHINE_INFO"):
-        value = "false" if name == "SAVE_REQUIREMENTS" else "true"
-        environment[f"WANDB__{name}"] = value
-        environment[f"WANDB_X_{name}"] = value
-    return environment
-
-
 def mode(config: WandbConfig) -> Chosen[Literal["online", "offline"]]:
     """``online`` or ``offline`` and where it came from: ``+wandb_mode``, else ``$WANDB_MODE``
     (``dryrun`` is W&B's old name for offline, ``run`` for online), else online."""
-    return chosen("wandb_mode", config.wandb_mode, "WANDB_MODE", "online", _mode_from_environment)
-
-
-def _mode_from_environment(text: str) -> Literal["online", "offline"]:
-    value = text.lower()
-    if value in ("online", "run"):
-        return "online"
-    if value in ("offline", "dryrun"):
-        return "offline"
-    raise SettingError(
-        f"WANDB_MODE={text!r}: evalexport exports online or offline (then wandb sync); "
-        f"{'W&B logs nothing when disabled; ' if value == 'disabled' else ''}set WANDB_MODE to "
-        "online or offline, give +wandb_mode=online|offline, or unset it"
-    )
+    return chosen("wandb_mode", config.wandb_mode, "WANDB_MODE", "online", mode_from_environment)
 
 
 def project_name(config: WandbConfig, run: RunArtifacts) -> Chosen[str]:
@@ -374,48 +322,3 @@ def entity(config: WandbConfig) -> Chosen[str | None]:
     """The entity and where it came from: ``+wandb_entity``, else ``$WANDB_ENTITY``, else the
     key's own (W&B's default)."""
     return chosen("wandb_entity", config.wandb_entity, "WANDB_ENTITY", None)
-
-
-def _missing_credentials(config: WandbConfig) -> str | None:
-    """Why an online export would be refused for want of an API key, or ``None``: looked for
-    where the SDK looks (``WANDB_API_KEY``, an identity token file, the ``api_key`` of its
-    settings files, the ``.netrc`` entry of its server), without reading the key itself."""
-    if config.wandb_api_key is not None:
-        return None
-    if os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_IDENTITY_TOKEN_FILE"):
-        return None
-    from urllib.parse import urlparse
-
-    base_url = os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai"
-    host = urlparse(base_url).hostname or base_url
-    home = Path.home()
-    config_dir = Path(os.environ.get("WANDB_CONFIG_DIR") or home / ".config" / "wandb")
-    for settings in (config_dir / "settings", Path.cwd() / "wandb" / "settings"):
-        if _mentions(settings, "api_key"):
-            return None
-    netrcs = [Path(os.environ["NETRC"])] if os.environ.get("NETRC") else []
-    netrcs += [home / ".netrc", home / "_netrc"]
-    if any(_netrc_has(path, host) for path in netrcs):
-        return None
-    return (
-        f"No W&B API key for an online export to {host}: WANDB_API_KEY is not set, "
-        f"+wandb_api_key was not given, and no `wandb login` was found (no api_key in "
-        f"{config_dir / 'settings'}, no {host} entry in {netrcs[0]}). Set WANDB_API_KEY, run "
-        "`wandb login`, or export offline with +wandb_mode=offline (then `wandb sync`)."
-    )
-
-
-def _mentions(path: Path, key: str) -> bool:
-    try:
-        return any(line.split("=")[0].strip() == key for line in path.read_text().splitlines())
-    except (OSError, UnicodeDecodeError):
-        return False
-
-
-def _netrc_has(path: Path, host: str) -> bool:
-    import netrc
-
-    try:
-        return netrc.netrc(str(path)).authenticators(host) is not None
-    except (OSError, netrc.NetrcParseError):
-        return False

@@ -21,6 +21,7 @@ __all__ = [
     "SecretScrubber",
     "is_secret_variable",
     "known_secrets",
+    "scrub_json_bytes",
     "scrub_logs",
     "scrub_text",
     "scrub_value",
@@ -156,3 +157,27 @@ def scrub_value(value: object, also: Sequence[str] = ()) -> Any:
         return item
 
     return scrub(mask_config(value))
+
+
+def scrub_json_bytes(data: bytes, *, lines: bool) -> bytes:
+    """A JSON document (``lines=False``) or a JSON-lines file's bytes with
+    :func:`scrub_value` applied to each value, for a file that leaves as a copy (NeMo Gym's
+    health reports, whose failure messages may quote a token). A line that is not JSON is
+    scrubbed as text."""
+    import json
+
+    if not lines:
+        try:
+            document = json.loads(data)
+        except ValueError:
+            return scrub_text(data.decode("utf-8", "replace")).encode()
+        return (json.dumps(scrub_value(document), indent=2, ensure_ascii=False) + "\n").encode()
+    out: list[str] = []
+    for line in data.decode("utf-8", "replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            out.append(json.dumps(scrub_value(json.loads(line)), ensure_ascii=False))
+        except ValueError:
+            out.append(scrub_text(line))
+    return ("\n".join(out) + "\n").encode() if out else b""

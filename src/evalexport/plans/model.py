@@ -28,13 +28,12 @@ from __future__ import annotations
 import datetime
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, final
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalexport.results import ExitCode, ExportResult
+from evalexport.plans.tasks import ExportTask, TaskOutcome
 from evalexport.run import RunArtifacts
 
 __all__ = [
@@ -89,139 +88,6 @@ class ExportPlan(BaseModel):
     job: JobSection
     exports: dict[str, dict[str, object]] = {}
     benchmarks: dict[str, dict[str, Any]] = {}
-
-
-@final
-@dataclass(frozen=True)
-class ExportTask:
-    """One export of one benchmark's run, with its options fully resolved."""
-
-    benchmark: str
-    exporter: str
-    rollouts: Path
-    options: dict[str, object]
-
-    def overrides(self) -> list[str]:
-        """The options as ``+key=value`` tokens the CLI parses back into the same values."""
-        import json
-
-        tokens = [f"+rollouts_jsonl_fpath={self.rollouts}"]
-        for key, value in sorted(_dotted(self.options).items()):
-            text = value if isinstance(value, str) and _plain(value) else json.dumps(value)
-            tokens.append(f"+{key}={text}")
-        return tokens
-
-    # -- the task as a message: the pool's stdin lines and a Slurm array's tasks.json --------
-
-    def to_json_data(self) -> dict[str, object]:
-        """The task as JSON-ready data (:meth:`to_json` without the encoding)."""
-        return {
-            "benchmark": self.benchmark,
-            "exporter": self.exporter,
-            "rollouts": str(self.rollouts),
-            "options": self.options,
-        }
-
-    def to_json(self) -> str:
-        """One line: how a task crosses to an export process."""
-        import json
-
-        return json.dumps(self.to_json_data())
-
-    @classmethod
-    def from_json_data(cls, data: object) -> ExportTask:
-        """Raises :class:`ValueError` naming what is wrong with a task that is not one."""
-        if not isinstance(data, dict) or set(data) != _TASK_KEYS:
-            keys = sorted(data) if isinstance(data, dict) else type(data).__name__
-            raise ValueError(f"an export task has the keys {sorted(_TASK_KEYS)}, got {keys}")
-        text = {key: data[key] for key in ("benchmark", "exporter", "rollouts")}
-        if not all(isinstance(value, str) for value in text.values()):
-            raise ValueError(f"an export task's {', '.join(text)} are text, got {text!r}")
-        if not isinstance(data["options"], dict):
-            raise ValueError(f"an export task's options are a mapping, got {data['options']!r}")
-        return cls(
-            data["benchmark"], data["exporter"], Path(data["rollouts"]), dict(data["options"])
-        )
-
-    @classmethod
-    def from_json(cls, line: str) -> ExportTask:
-        """The task a :meth:`to_json` line holds; :class:`PlanError` if it is not one."""
-        import json
-
-        return cls.from_json_data(json.loads(line))
-
-    def failed(self, message: str, exit_code: int = 1, **details: object) -> ExportResult:
-        """This task's failed result, for an export that ended without one of its own (a crashed
-        export process, an array task that left no result, a plan stopped before it)."""
-        return ExportResult.failed(
-            self.exporter,
-            str(self.rollouts.parent),
-            message,
-            exit_code=ExitCode(exit_code),
-            **details,
-        )
-
-
-_TASK_KEYS = frozenset({"benchmark", "exporter", "rollouts", "options"})
-
-
-@final
-@dataclass(frozen=True)
-class TaskOutcome:
-    """How one task of a plan ended: its result and how long it took."""
-
-    benchmark: str
-    exporter: str
-    rollouts: str
-    seconds: float
-    result: ExportResult
-
-    def as_json_data(self) -> dict[str, Any]:
-        """The outcome as JSON-ready data, its result included."""
-        return {
-            "benchmark": self.benchmark,
-            "exporter": self.exporter,
-            "rollouts": self.rollouts,
-            "seconds": self.seconds,
-            "result": self.result.model_dump(mode="json"),
-        }
-
-    @classmethod
-    def from_json_data(cls, data: dict[str, Any]) -> TaskOutcome:
-        """The outcome :meth:`as_json_data` wrote."""
-        return cls(
-            str(data["benchmark"]),
-            str(data["exporter"]),
-            str(data["rollouts"]),
-            float(data["seconds"]),
-            ExportResult.model_validate(data["result"]),
-        )
-
-    @classmethod
-    def of(cls, task: ExportTask, seconds: float, result: ExportResult) -> TaskOutcome:
-        """The outcome of ``task``: its result and how long it took."""
-        return cls(task.benchmark, task.exporter, str(task.rollouts), seconds, result)
-
-
-def _plain(text: str) -> bool:
-    """A string the CLI's YAML parsing reads back unchanged."""
-    from evalexport.exporters.overrides import parse_value
-
-    try:
-        return bool(parse_value(text) == text)
-    except ValueError:
-        return False
-
-
-def _dotted(options: Mapping[str, object], prefix: str = "") -> dict[str, object]:
-    flat: dict[str, object] = {}
-    for key, value in options.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
-            flat.update(_dotted(value, f"{name}."))
-        else:
-            flat[name] = value
-    return flat
 
 
 def _wire_problems(value: object, path: str) -> list[str]:
@@ -396,7 +262,7 @@ def _value_problems(task: ExportTask) -> list[str]:
 def _gym_job_problems(plan: ExportPlan) -> list[str]:
     """A ``job.gym_job`` that is no readable job, or given with what it replaces; on success
     ``job.benchmarks`` becomes the job's (every benchmark, started or not)."""
-    from evalexport.gym_jobs import GymJob
+    from evalexport.gym.jobs import GymJob
     from evalexport.reading import RunFileError
 
     job = plan.job
@@ -424,7 +290,7 @@ def _gym_job_problems(plan: ExportPlan) -> list[str]:
 def not_started(plan: ExportPlan) -> list[TaskOutcome]:
     """For a plan of a NeMo Gym job: one skipped outcome per exporter of each benchmark the
     job never started (its submission failed), saying why; those are no failed exports."""
-    from evalexport.gym_jobs import GymJob
+    from evalexport.gym.jobs import GymJob
     from evalexport.results import ExportResult, SkipReason
 
     if plan.job.gym_job is None:
@@ -465,7 +331,7 @@ def resolve_tasks(plan: ExportPlan) -> list[ExportTask]:
     for a NeMo Gym job, of the benchmarks it started (:func:`not_started` says the others)."""
     gym_job = None
     if plan.job.gym_job is not None:
-        from evalexport.gym_jobs import GymJob
+        from evalexport.gym.jobs import GymJob
 
         gym_job = GymJob.load(Path(os.path.expandvars(str(plan.job.gym_job))))
     tasks = []

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final, Protocol, final
 
+from evalexport.gym.jobs import JOB_CONFIG_NAME
 from evalexport.host.files import CHUNK, RunFileError, not_a_file_reason, open_regular
 
 __all__ = [
@@ -32,9 +33,6 @@ __all__ = [
     "unreadable_file_reason",
 ]
 
-GYM_JOB_CONFIG_NAME: Final = "resolved-config.yaml"
-"""A NeMo Gym job's submit config (:mod:`evalexport.gym_jobs`), a run's saved config when the
-run has none of its own: Gym writes it with host values in clear text."""
 MAX_FILE_BYTES: Final = 64 * 1024 * 1024
 """The largest aggregate-metrics file or saved config read (a real one is a few kilobytes)."""
 
@@ -84,7 +82,7 @@ class ExportableConfig:
         """A warning naming the values that looked like live secrets and were masked, or ``None``."""
         if not self.masked_paths:
             return None
-        if path.name == GYM_JOB_CONFIG_NAME:  # Gym's own: to be masked, never rewritten
+        if path.name == JOB_CONFIG_NAME:  # Gym's own: to be masked, never rewritten
             return (
                 f"the job's resolved config {path} holds values that look like live secrets "
                 f"({', '.join(self.masked_paths)}), as NeMo Gym writes host values into it; "

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import final
 
+from evalexport.gym.health import RunHealth
 from evalexport.metrics import FlatMetrics, flatten_metrics
 from evalexport.progress import Progress, reading_progress
 from evalexport.reading.evaluation_times import EvaluationTimes, TimesSeen
@@ -28,7 +29,6 @@ from evalexport.reading.files import (
     parse_saved_config,
     read_file,
 )
-from evalexport.reading.health import RunHealth
 from evalexport.reading.rollouts import Rollout, count_rollouts, iter_rollouts
 
 __all__ = [
@@ -94,7 +94,7 @@ class PreparedRun:
     """Told of each scratch directory :meth:`discard` removed (the reaper, which would
     otherwise remove it if this process died)."""
     health: RunHealth = field(default_factory=RunHealth)
-    """What NeMo Gym's health files hold (:mod:`evalexport.reading.health`), if they were
+    """What NeMo Gym's health files hold (:mod:`evalexport.gym.health`), if they were
     asked for; empty for a run without them."""
 
     def warnings(self) -> list[str]:
@@ -164,7 +164,7 @@ def prepare(
     :meth:`~PreparedRun.discard`, and here if the read fails). ``parse_rollouts=False``: only
     hash the rollouts and count their lines, for an exporter that sends none of them.
     ``health``: NeMo Gym's health files as read
-    (:func:`~evalexport.reading.health.read_health`), checked here against the rollouts.
+    (:func:`~evalexport.gym.health.read_health`), checked here against the rollouts.
     """
     scratch = list(scratch)
     try:

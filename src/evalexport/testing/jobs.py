@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, final
 
 import yaml
 
-from evalexport.gym_jobs import JOB_CONFIG_NAME, JOB_RECORD_NAME, GymJob
+from evalexport.gym.jobs import JOB_CONFIG_NAME, JOB_RECORD_NAME, GymJob
 from evalexport.testing.factory import CanarySecrets, SampleRun, make_run
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ What travels (SPEC §1): the summary's ``run`` numbers as metrics under ``health
 paths joined by ``/``; each check's coverage stays in the file), the worst verdict of the run as the tag or summary value
 ``health/verdict``, the failed attempts counted (``health/failures/attempts``,
 ``health/failures/terminal``), each rollout's verdict as a column of the samples table, and the
-three files themselves, secrets masked. The reports are named alike for every run of a
+three files themselves, secrets masked where they leave. The reports are named alike for every run of a
 directory, so a report that does not describe this run (its record count or its rollouts
 differ) is left out, and the result says so. A run without them exports as before.
 """
@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Protocol, final
 
-from evalexport.masking import scrub_value
-from evalexport.reading.files import CHUNK, MAX_FILE_BYTES, RunFileError, open_regular
+from evalexport.host.files import CHUNK, RunFileError, open_regular
 
 __all__ = [
     "FAILURES_ATTEMPTS_METRIC",
@@ -56,6 +55,9 @@ is, else ``healthy`` (evalexport's summary of Gym's counts; Gym writes none of i
 FAILURES_ATTEMPTS_METRIC: Final = "health/failures/attempts"
 FAILURES_TERMINAL_METRIC: Final = "health/failures/terminal"
 _WORST_FIRST: Final = ("unhealthy", "unobserved", "healthy")
+MAX_FILE_BYTES: Final = 64 * 1024 * 1024
+"""The largest report read whole (the summary), or kept to upload (the others: larger ones are
+still counted, and the result says they were not uploaded)."""
 
 RolloutKey = tuple[object, object, object]
 """``(task index, rollout index, stage index or None)``: what a verdict line names."""
@@ -99,7 +101,8 @@ class RunHealth:
     """Each rollout's verdict, if the verdicts file was read (checked against the rollouts by
     :meth:`verdict_of` and :meth:`verdicts_problem`)."""
     files: dict[str, bytes] = field(default_factory=dict)
-    """The files to upload, by name, each as read with its secrets masked."""
+    """The files to upload, by name, each as read (masked where they leave:
+    :func:`evalexport.masking.scrub_json_bytes`)."""
     sizes: dict[Path, int] = field(default_factory=dict)
     """Each health file read, and its size: what a dry run lists."""
     notes: list[str] = field(default_factory=list)
@@ -194,13 +197,13 @@ def _read_summary(path: Path, health: RunHealth) -> None:
     if isinstance(verdicts, dict):
         present = [name for name in _WORST_FIRST if _count(verdicts.get(name)) > 0]
         health.verdict = present[0] if present else None
-    health.files[QUALITY_SUMMARY_NAME] = _masked_json(summary)
+    health.files[QUALITY_SUMMARY_NAME] = data
 
 
 def _read_verdicts(path: Path, health: RunHealth) -> dict[RolloutKey, str]:
     health.verdicts_path = path
     verdicts: dict[RolloutKey, str] = {}
-    lines: list[str] = []
+    lines: list[bytes] = []
     size = 0
     for number, line in _lines(path):
         size += len(line)
@@ -217,12 +220,12 @@ def _read_verdicts(path: Path, health: RunHealth) -> dict[RolloutKey, str]:
             raise RunFileError(f"Malformed rollout verdicts {path}: line {number} has no verdict")
         verdicts[rollout_key(row)] = verdict
         if size <= MAX_FILE_BYTES:
-            lines.append(json.dumps(scrub_value(row), ensure_ascii=False))
+            lines.append(line)
         else:
             lines.clear()
     health.sizes[path] = size
     if size <= MAX_FILE_BYTES:
-        health.files[ROLLOUT_VERDICTS_NAME] = ("\n".join(lines) + "\n").encode()
+        health.files[ROLLOUT_VERDICTS_NAME] = b"".join(lines)
     else:
         health.notes.append(_too_big(path, "its verdicts are in the samples table"))
     return verdicts
@@ -230,7 +233,7 @@ def _read_verdicts(path: Path, health: RunHealth) -> dict[RolloutKey, str]:
 
 def _read_failures(path: Path, health: RunHealth) -> None:
     attempts = terminal = size = 0
-    lines: list[str] = []
+    lines: list[bytes] = []
     for number, line in _lines(path):
         size += len(line)
         if not line.strip():
@@ -242,14 +245,14 @@ def _read_failures(path: Path, health: RunHealth) -> None:
         attempts += 1
         terminal += isinstance(row, dict) and row.get("_ng_failure_terminal") is True
         if size <= MAX_FILE_BYTES:
-            lines.append(json.dumps(scrub_value(row), ensure_ascii=False))
+            lines.append(line)
         else:
             lines.clear()
     health.sizes[path] = size
     health.metrics[FAILURES_ATTEMPTS_METRIC] = float(attempts)
     health.metrics[FAILURES_TERMINAL_METRIC] = float(terminal)
     if size <= MAX_FILE_BYTES:
-        health.files[path.name] = ("\n".join(lines) + "\n").encode() if lines else b""
+        health.files[path.name] = b"".join(lines)
     else:
         health.notes.append(_too_big(path, "its attempts are counted"))
 
@@ -291,10 +294,6 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
                 yield number + 1, pending
     except OSError as error:
         raise RunFileError(f"Cannot read {path}: {error.strerror or error}") from None
-
-
-def _masked_json(value: object) -> bytes:
-    return (json.dumps(scrub_value(value), indent=2, ensure_ascii=False) + "\n").encode()
 
 
 def _count(value: object) -> int:

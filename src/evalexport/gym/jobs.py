@@ -25,8 +25,7 @@ from typing import Final, final
 
 from pydantic import BaseModel, ValidationError
 
-from evalexport.reading import RunFileError
-from evalexport.reading.files import GYM_JOB_CONFIG_NAME, open_regular
+from evalexport.host.files import RunFileError, open_regular
 
 __all__ = [
     "JOB_CONFIG_NAME",
@@ -42,8 +41,9 @@ __all__ = [
 
 JOB_RECORD_NAME: Final = "gym-job.json"
 """Gym's ``MANIFEST_NAME``: the record in the job directory."""
-JOB_CONFIG_NAME: Final = GYM_JOB_CONFIG_NAME
-"""Gym's ``RESOLVED_CONFIG_NAME``: the submit config as submitted, beside the record."""
+JOB_CONFIG_NAME: Final = "resolved-config.yaml"
+"""Gym's ``RESOLVED_CONFIG_NAME``: the submit config as submitted, beside the record, host
+values in clear text."""
 SCHEMA_VERSION: Final = 1
 """The newest record schema this reads: Gym 0.7.0's."""
 BENCHMARK_ROLLOUTS: Final = Path("artifacts") / "rollouts.jsonl"
