@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,10 +124,11 @@ def test_gyms_health_verdicts_reach_mlflow(
         "mlflow",
         f"+rollouts_jsonl_fpath={run.rollouts}",
         f"+mlflow_tracking_uri={mlflow_server.url}",
+        "+mlflow_experiment_name=aime24-health",  # the session's server: an experiment of its own
     )
     assert done.exit_code == 0, done.output
     (stored,) = read_runs(
-        mlflow_python, mlflow_server.url, "aime24", ("samples.json", tmp_path / "samples")
+        mlflow_python, mlflow_server.url, "aime24-health", ("samples.json", tmp_path / "samples")
     )
     assert stored["tags"]["health/verdict"] == "unhealthy"
     assert stored["metrics"]["health/verdicts/unhealthy"] == 1
@@ -140,7 +142,7 @@ def test_gyms_health_verdicts_reach_mlflow(
     unhealthy = [row[:2] for row in samples["data"] if row[column] == "unhealthy"]
     assert unhealthy == [[2, 1]]
     (again,) = read_runs(
-        mlflow_python, mlflow_server.url, "aime24", (run.failures.name, tmp_path / "failures")
+        mlflow_python, mlflow_server.url, "aime24-health", (run.failures.name, tmp_path / "failures")
     )
     uploaded = Path(again["downloaded"]).read_text()
     assert json.loads(uploaded)["_ng_failure_http_status"] == 401
@@ -210,8 +212,14 @@ def test_a_gym_job_goes_to_mlflow_and_wandb_in_one_plan_each_benchmark_once(
         ("hle", "wandb"): "skipped",
     }
     gym_job_id = job.record.gym_job_id
+
+    def runs_of_this_job(benchmark: str) -> list[dict[str, Any]]:
+        # The session's server holds other tests' runs of these benchmarks: this job's are tagged.
+        every = read_runs(mlflow_python, mlflow_server.url, benchmark)
+        return [run for run in every if run["tags"].get("gym_job.gym_job_id") == gym_job_id]
+
     for benchmark in ("aime24", "gpqa"):
-        (stored,) = read_runs(mlflow_python, mlflow_server.url, benchmark)
+        (stored,) = runs_of_this_job(benchmark)
         assert stored["run_name"] == f"{benchmark}-{gym_job_id}"
         assert stored["tags"]["gym_job.gym_job_id"] == gym_job_id
         assert stored["tags"]["gym_job.gym_version"] == "0.7.0"
@@ -226,7 +234,7 @@ def test_a_gym_job_goes_to_mlflow_and_wandb_in_one_plan_each_benchmark_once(
     assert again.exit_code == 0, again.output
     assert {o["result"]["status"] for o in json.loads(again.stdout)} == {"skipped"}
     for benchmark in ("aime24", "gpqa"):
-        assert len(read_runs(mlflow_python, mlflow_server.url, benchmark)) == 1
+        assert len(runs_of_this_job(benchmark)) == 1
     seen = ran.output + again.output + shown.output
     assert canaries.found_in(seen) == []
     assert canaries.found_in_tree(mlflow_server.root) == []
