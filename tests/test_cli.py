@@ -124,6 +124,8 @@ def test_json_prints_the_export_result(cli, sample_run, tmp_path) -> None:
     assert result["status"] == "succeeded"
     assert result["run_dir"] == str(sample_run.run.run_dir)
     assert result["details"]["marker"].endswith("aime24_rollouts_recording_export_done")
+    # stderr keeps progress only, never the result again in other words (SPEC §3.2)
+    assert not [line for line in run.stderr.splitlines() if line.startswith("succeeded")]
 
 
 def test_format_still_works_with_a_deprecation_warning(cli, sample_run, tmp_path) -> None:
@@ -270,6 +272,7 @@ def test_a_usage_error_with_json_is_one_line(cli, sample_run) -> None:
     assert run.exit_code == 2
     assert len(run.stdout.splitlines()) == 1
     assert json.loads(run.stdout)["exit_code"] == 2
+    assert not [line for line in run.stderr.splitlines() if line.startswith("failed")]
 
 
 def test_an_invalid_value_for_a_secret_option_is_not_echoed(cli, sample_run) -> None:

@@ -364,7 +364,8 @@ def test_the_cli_reaches_the_sdk_with_every_setting_and_a_rerun_is_deduped(
     assert second.exit_code == 0
     result = json.loads(second.stdout)
     assert result["status"] == "skipped"
-    assert "skipped (deduped): EvalRDL already holds this run's content" in second.stderr
+    assert result["skip_reason"] == "deduped"
+    assert result["message"].startswith("EvalRDL already holds this run's content")
     assert evalrdl_sdk.leaks(first.output, second.output) == []
 
 

@@ -132,12 +132,12 @@ class _ProgressLine(logging.Filter):
 
 def report(arguments: Arguments, result: ExportResult) -> int:
     """Print ``result`` (one JSON line with ``--json``, else its summary and plan); its exit code."""
-    line = result.summary_line()
     if arguments.json:
-        print(result.model_dump_json())  # one line: results append to JSON-lines logs as they are
-        print(line, file=sys.stderr)
+        # One line, and only it: results append to JSON-lines logs as they are; stderr keeps
+        # progress, never a second copy of the result in other words.
+        print(result.model_dump_json())
     else:
-        print(line)
+        print(result.summary_line())
         if result.plan is not None:
             _print_plan(result.plan)
     return int(result.exit_code)
