@@ -176,3 +176,26 @@ def test_a_missing_or_cyclic_include_is_named(tmp_path, monkeypatch) -> None:
     (tmp_path / "c.yaml").write_text("config_paths: [b.yaml]\n")
     with pytest.raises(LaunchConfigError, match="include each other in a cycle"):
         merge_launch_config([tmp_path / "b.yaml"])
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (
+            "datasets:\n  a: 1\nother: 2\ndatasets:\n  b: 2\n",
+            "found duplicate key datasets (line 4, column 1), "
+            "while constructing a mapping (line 1, column 1)",
+        ),
+        (
+            "a: [1, 2\nb: 3\n",
+            "did not find expected ',' or ']' (line 2, column 2), "
+            "while parsing a flow sequence (line 1, column 4)",
+        ),
+    ],
+)
+def test_a_yaml_error_keeps_the_parsers_words_and_where(tmp_path: Path, text, words) -> None:
+    config = tmp_path / "launch.yaml"
+    config.write_text(text)
+    with pytest.raises(LaunchConfigError) as refused:
+        merge_launch_config([config], [])
+    assert str(refused.value) == f"Config file {config} is not valid YAML: {words}"

@@ -52,11 +52,32 @@ def _load(path: Path) -> Any:
     except OSError as error:
         raise LaunchConfigError(f"Cannot read config file {path}: {error.strerror}") from None
     except (YAMLError, OmegaConfBaseException) as error:
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise LaunchConfigError(f"Config file {path} is not valid YAML: {first}") from None
+        raise LaunchConfigError(
+            f"Config file {path} is not valid YAML: {_parser_words(error)}"
+        ) from None
     if not OmegaConf.is_dict(loaded):
         raise LaunchConfigError(f"Config file {path} holds a list, not a mapping of options")
     return loaded
+
+
+def _parser_words(error: Exception) -> str:
+    """The YAML parser's own words, with the line and column it stopped at: ``found duplicate
+    key datasets (line 68, column 1), while constructing a mapping (line 1, column 1)``."""
+    from yaml import MarkedYAMLError
+
+    if isinstance(error, MarkedYAMLError) and error.problem:
+        said = [_at(error.problem, error.problem_mark)]
+        if error.context:
+            said.append(_at(error.context, error.context_mark))
+        return ", ".join(said)
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return "; ".join(lines) or type(error).__name__
+
+
+def _at(words: str, mark: Any) -> str:
+    if mark is None:
+        return words
+    return f"{words} (line {mark.line + 1}, column {mark.column + 1})"
 
 
 def _apply(config: Any, override: str) -> Any:
