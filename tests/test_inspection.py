@@ -47,9 +47,17 @@ def test_inspect_lists_every_problem_at_once(cli, make_sample_run) -> None:
     )
     run = cli("inspect", sample.rollouts)
     assert run.exit_code == 0
-    assert "Aggregate metrics not found" in run.stdout
-    assert "Saved run config not found" in run.stdout
-    assert "Keep each run in a directory of its own" in run.stdout
+    problems = run.stdout.split("problems:\n", 1)[1].splitlines()
+    exported = cli("mlflow", f"+rollouts_jsonl_fpath={sample.rollouts}", "--dry-run").stdout
+    # The hints are the export's own, in full: where the metrics went, the save-config command.
+    assert f"  - {exported.strip().removeprefix('failed: ')}" == problems[0]
+    assert "other runs' rollouts (rollouts.jsonl)" in problems[0]
+    assert problems[1].startswith("  - Saved run config not found: ")
+    assert f"evalexport save-config {sample.rollouts} CONFIG.yaml" in problems[1]
+    # The one-run-per-directory rule in inspect's words: who refuses, and who does not.
+    assert "evalrdl and any exporter of kind directory upload the whole directory" in problems[2]
+    assert "(mlflow, wandb and atif read only this run's files)" in problems[2]
+    assert "this exporter" not in run.stdout
 
 
 def test_inspect_of_malformed_rollouts_exits_1_with_the_line_number(cli, make_sample_run) -> None:

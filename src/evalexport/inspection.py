@@ -7,6 +7,7 @@ first, so one look tells a user what an export would make of the run.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Literal, final
@@ -118,7 +119,9 @@ def inspect_run(run: RunArtifacts) -> RunInspection:
         report.atif = atif_verdict(run, sorted(report.gap_counts))
     _read_metrics(run, report)
     _read_config(run, report)
-    if reason := run.shared_directory_reason():
+    if reason := run.shared_directory_reason(
+        speaking_for="evalrdl and any exporter of kind directory"
+    ):
         report.problems.append(reason)
     return report
 
@@ -226,6 +229,9 @@ def atif_verdict(run: RunArtifacts, gap_codes: list[str]) -> AtifVerdict:
 
 
 def _read_metrics(run: RunArtifacts, report: RunInspection) -> None:
+    if not os.path.lexists(run.aggregate_metrics):
+        report.problems.append(run.missing_aggregate_metrics_message())
+        return
     try:
         flat = flatten_metrics(run.read_aggregate_metrics())
     except RunFileError as error:
@@ -240,7 +246,7 @@ def _read_metrics(run: RunArtifacts, report: RunInspection) -> None:
 def _read_config(run: RunArtifacts, report: RunInspection) -> None:
     if not run.saved_config.is_file():
         report.config_status = "missing"
-        report.problems.append(f"Saved run config not found: {run.saved_config}")
+        report.problems.append(run.missing_saved_config_message())
         return
     try:
         config = run.read_saved_config()

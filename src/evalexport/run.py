@@ -266,22 +266,29 @@ class RunArtifacts:
                 if path.exists() and (problem := reading.not_a_file_reason(path)):
                     return f"Cannot read the {what}: {problem}"
             if not self.aggregate_metrics.is_file():
-                return f"Aggregate metrics not found: {self.aggregate_metrics}" + (
-                    self._aggregate_hint()
-                )
+                return self.missing_aggregate_metrics_message()
             if not self.saved_config.is_file():
-                if problem := unreadable_job_record(self.rollouts):
-                    return (
-                        f"Saved run config not found: {self.saved_config}, and the run's NeMo "
-                        f"Gym job gives none: {problem}"
-                    )
-                return (
-                    f"Saved run config not found: {self.saved_config}. A run made without one "
-                    "(NeMo Gym saves none) gets it from the config files and overrides it was "
-                    f"launched with: evalexport save-config {self.rollouts} CONFIG.yaml "
-                    "[CONFIG.yaml ...] [key=value ...]"
-                )
+                return self.missing_saved_config_message()
         return None
+
+    def missing_aggregate_metrics_message(self) -> str:
+        """What an export and ``inspect`` say when the aggregate metrics are missing."""
+        return f"Aggregate metrics not found: {self.aggregate_metrics}" + self._aggregate_hint()
+
+    def missing_saved_config_message(self) -> str:
+        """What an export and ``inspect`` say when the saved config is missing: the
+        ``save-config`` command that writes it, or why the run's Gym job gives none."""
+        if problem := unreadable_job_record(self.rollouts):
+            return (
+                f"Saved run config not found: {self.saved_config}, and the run's NeMo "
+                f"Gym job gives none: {problem}"
+            )
+        return (
+            f"Saved run config not found: {self.saved_config}. A run made without one "
+            "(NeMo Gym saves none) gets it from the config files and overrides it was "
+            f"launched with: evalexport save-config {self.rollouts} CONFIG.yaml "
+            "[CONFIG.yaml ...] [key=value ...]"
+        )
 
     @property
     def no_records_message(self) -> str:
@@ -330,16 +337,24 @@ class RunArtifacts:
             if name != self.rollouts.name and _names_rollouts(name)
         ]
 
-    def shared_directory_reason(self) -> str | None:
-        """Why a directory exporter must refuse this run, or ``None`` when it may upload it."""
+    def shared_directory_reason(self, *, speaking_for: str | None = None) -> str | None:
+        """Why a directory exporter must refuse this run, or ``None`` when it may upload it.
+
+        ``speaking_for`` names the exporters that refuse, as ``inspect`` speaks for them;
+        without it the reason is the exporting one's own (``this exporter``)."""
         others = self.other_runs_in_directory()
         if not others:
             return None
         listed = ", ".join(path.name for path in others)
+        uploads = (
+            "this exporter uploads the whole directory as one run"
+            if speaking_for is None
+            else f"{speaking_for} upload the whole directory as one run and refuse it "
+            "(mlflow, wandb and atif read only this run's files)"
+        )
         return (
             f"Run directory {self.run_dir} also holds another run's rollouts ({listed}); "
-            "this exporter uploads the whole directory as one run. "
-            "Keep each run in a directory of its own."
+            f"{uploads}. Keep each run in a directory of its own."
         )
 
     def unreadable_file_reason(
