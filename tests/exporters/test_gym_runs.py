@@ -142,7 +142,10 @@ def test_gyms_health_verdicts_reach_mlflow(
     unhealthy = [row[:2] for row in samples["data"] if row[column] == "unhealthy"]
     assert unhealthy == [[2, 1]]
     (again,) = read_runs(
-        mlflow_python, mlflow_server.url, "aime24-health", (run.failures.name, tmp_path / "failures")
+        mlflow_python,
+        mlflow_server.url,
+        "aime24-health",
+        (run.failures.name, tmp_path / "failures"),
     )
     uploaded = Path(again["downloaded"]).read_text()
     assert json.loads(uploaded)["_ng_failure_http_status"] == 401
