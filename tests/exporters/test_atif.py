@@ -113,11 +113,15 @@ def test_coverage_gaps_fail_the_whole_export_naming_rows_and_codes_and_leave_not
     result = json.loads(run.stdout)
     assert result["details"]["rejected_rows"] == [
         f"line {n}: ng_trajectory.gaps: source coverage gaps are not supported by strict export "
-        "(resolution_unavailable); +allow_gaps=[resolution_unavailable] accepts these gaps "
-        "if the rest converts"
+        "(resolution_unavailable); +allow_gaps=[resolution_unavailable] accepts them"
         for n in (3, 8)
     ]
     assert result["message"].startswith("ATIF export rejected 2 of 24 rows of ")
+    assert result["message"].endswith(
+        "\nWith +allow_gaps=[resolution_unavailable] every rejected row converts (beyond Gym's "
+        "strict profile: each trajectory, relaxed.jsonl and the result say what it needed; "
+        "docs/exporters/atif.md lists each option)."
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -453,3 +457,38 @@ def test_every_gap_code_evalexport_knows_is_one_nemo_gym_writes(gym_oracle) -> N
                 re.findall(r'"([a-z_]+_(?:unavailable|conflict|ambiguous|unmatched))"', text)
             )
     assert written >= GYM_GAP_CODES, sorted(GYM_GAP_CODES - written)
+
+
+def test_a_row_no_option_rescues_is_told_every_reason_and_offered_nothing(
+    cli, make_sample_run, tmp_path
+) -> None:
+    # Gaps recorded, and no conversation either: +allow_gaps alone would still be refused.
+    sample = make_sample_run(agents=(TOOL_AGENT,), publishes_turns=False, tasks=2, repeats=1)
+    run = _atif(cli, sample.rollouts, tmp_path / "atif", "--json")
+    result = json.loads(run.stdout)
+    assert result["details"]["rejected_rows"] == [
+        f"line {n}: ng_trajectory.gaps: source coverage gaps are not supported by strict export "
+        "(conversation_unavailable, turns_unavailable), and with them allowed the row is still "
+        "refused: ng_trajectory.invocations: expected exactly one root invocation, got 0"
+        for n in (1, 2)
+    ]
+    assert "+allow_gaps=[" not in result["message"]
+    assert result["message"].endswith(
+        "\nNo +allow_gaps or +relax option accepts these rows: fix what each reason above names."
+    )
+    inspected = json.loads(cli("inspect", sample.rollouts, "--json").stdout)["atif"]
+    assert inspected["accepted_with_gaps_allowed"] is False  # inspect says the same
+
+
+def test_rows_some_options_rescue_are_told_apart_from_those_none_does(
+    cli, make_sample_run, tmp_path
+) -> None:
+    sample = make_sample_run(
+        agents=(TOOL_AGENT,), tasks=2, repeats=2, rows_with_gaps=[0], rows_without_trajectory=[3]
+    )
+    run = _atif(cli, sample.rollouts, tmp_path / "atif", "--json")
+    message = json.loads(run.stdout)["message"]
+    assert message.endswith(
+        "\n+allow_gaps=[resolution_unavailable] would accept 1 of the 2 rejected rows; no option "
+        "accepts the other 1: fix what their reasons above name."
+    )

@@ -79,7 +79,9 @@ def _atif(cli, rollouts: Path, output: Path, *extra: str):
     )
 
 
-def test_strict_export_refuses_developer_prompts_and_points_to_inspect(cli, tmp_path) -> None:
+def test_strict_export_refuses_developer_prompts_naming_the_option_that_accepts_them(
+    cli, tmp_path
+) -> None:
     rollouts = _weather_run(tmp_path / "run")
     run = _atif(cli, rollouts, tmp_path / "atif", "--json")
     assert run.exit_code == 1
@@ -90,10 +92,13 @@ def test_strict_export_refuses_developer_prompts_and_points_to_inspect(cli, tmp_
         for line in (1, 3)
     ]
     assert result["message"].endswith(
-        f"`evalexport inspect {rollouts}` tells which +allow_gaps or +relax options "
-        "(relaxations of Gym's strict profile) would accept these rows."
+        "\nWith +relax=[developer_messages] every rejected row converts (beyond Gym's strict "
+        "profile: each trajectory, relaxed.jsonl and the result say what it needed; "
+        "docs/exporters/atif.md lists each option)."
     )
     assert not (tmp_path / "atif").exists()
+    offered = _atif(cli, rollouts, tmp_path / "atif", "+relax=[developer_messages]")
+    assert offered.exit_code == 0, offered.output  # the advice leads to an export that works
 
 
 def test_relaxed_rows_are_exported_and_recorded_in_the_file_the_manifest_and_the_result(

@@ -330,10 +330,7 @@ def _rejection(run: RunArtifacts, conversion: FileConversion) -> str:
             "be unique in the file, as NeMo Gym requires; no +allow_gaps or +relax option "
             "accepts a repeated one. Remove or re-key the repeated rows."
         )
-    return message + (
-        f"\n`evalexport inspect {run.rollouts}` tells which +allow_gaps or +relax options "
-        "(relaxations of Gym's strict profile) would accept these rows."
-    )
+    return f"{message}\n{conversion.options_advice()}"
 
 
 _OWNER: Final = ".evalexport-owner"

@@ -15,6 +15,7 @@ reasons that lose nothing; each such trajectory says so in ``extra.nemo_gym`` (s
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Callable, Collection
@@ -35,7 +36,7 @@ from evalexport.trajectory.profile import (
     TrajectoryIdentity,
 )
 from evalexport.trajectory.record import RecordError, validate_record
-from evalexport.trajectory.relaxations import Relaxation, Relaxations
+from evalexport.trajectory.relaxations import RELAXATIONS, Relaxation, Relaxations
 from evalexport.trajectory.steps import TrajectoryError
 from evalexport.trajectory.strict_json import unencodable_path
 
@@ -52,6 +53,7 @@ __all__ = [
     "agent_label",
     "convert_rollout",
     "encode_json",
+    "options_that_accept",
     "rollout_index",
 ]
 
@@ -173,11 +175,7 @@ def convert_rollout(
     gap_codes = tuple(gap.code for gap in trajectory.gaps)
     refused = sorted({code for code in gap_codes if code not in allowed_gaps})
     if refused:
-        raise TrajectoryError(
-            "ng_trajectory.gaps",
-            f"source coverage gaps are not supported by strict export ({', '.join(refused)}); "
-            f"+allow_gaps=[{','.join(refused)}] accepts these gaps if the rest converts",
-        )
+        _refuse_gaps(row, identity, refused, allowed_gaps, relaxations)
     relax = Relaxations(relaxations)
     agent_name = _agent_name(row, identity, relax)
     task = rollout_index(row, TASK_INDEX, "")
@@ -199,6 +197,67 @@ def convert_rollout(
         nemo_gym["conversion"]["status"] = "partial"
         nemo_gym["relaxations"] = list(applied)
     return ConvertedTrajectory(task, rollout, document, gap_codes, applied)
+
+
+def _refuse_gaps(
+    row: dict[str, object],
+    identity: TrajectoryIdentity,
+    refused: list[str],
+    allowed_gaps: Collection[str],
+    relaxations: Collection[Relaxation],
+) -> None:
+    """Refuse a row for its coverage gaps, offering ``+allow_gaps`` only if it would accept
+    the row; else say what refuses the row with them allowed (every reason, not the first)."""
+    listed = ", ".join(refused)
+    try:
+        convert_rollout(
+            row,
+            identity,
+            allowed_gaps={*allowed_gaps, *refused},
+            relaxations=relaxations,
+            check_strings=False,  # the caller checked them
+        )
+    except TrajectoryError as error:
+        raise TrajectoryError(
+            "ng_trajectory.gaps",
+            f"source coverage gaps are not supported by strict export ({listed}), and with "
+            f"them allowed the row is still refused: {error}",
+        ) from None
+    raise TrajectoryError(
+        "ng_trajectory.gaps",
+        f"source coverage gaps are not supported by strict export ({listed}); "
+        f"+allow_gaps=[{','.join(refused)}] accepts them",
+    )
+
+
+def options_that_accept(
+    row: dict[str, object], identity: TrajectoryIdentity
+) -> tuple[str, ...] | None:
+    """The options a refused row would be accepted with (``allow_gaps:CODE``,
+    ``relax:NAME``, each one the row needs), or ``None`` when no option accepts it.
+
+    The row is converted again with every gap it records allowed and every relaxation
+    offered; a relaxation counts only where the row needed it (:mod:`.relaxations`).
+    """
+    try:
+        recorded = validate_record(row.get("ng_trajectory"))
+    except RecordError:
+        return None
+    gaps = sorted({gap.code for gap in recorded.gaps})
+    named = identity if identity.agent_name is not None else _named(identity)
+    try:
+        converted = convert_rollout(row, named, allowed_gaps=gaps, relaxations=RELAXATIONS)
+    except TrajectoryError:
+        return None
+    return (
+        *(f"allow_gaps:{code}" for code in sorted(set(converted.gap_codes))),
+        *(f"relax:{name}" for name in sorted(converted.relaxations)),
+    )
+
+
+def _named(identity: TrajectoryIdentity) -> TrajectoryIdentity:
+    """``identity`` with an agent name, as ``+agent_name=NAME`` gives one."""
+    return dataclasses.replace(identity, agent_name="NAME")
 
 
 def agent_label(row: dict[str, object]) -> Any:

@@ -38,6 +38,7 @@ from evalexport.trajectory.convert import (
     TrajectoryIdentity,
     agent_label,
     convert_rollout,
+    options_that_accept,
     rollout_index,
 )
 from evalexport.trajectory.relaxations import Relaxation, known_relaxations
@@ -129,6 +130,44 @@ class FileConversion:
     trajectories_relaxed: int = 0
     other_agents: Counter[str] = field(default_factory=Counter)
     """With one agent asked for: the rows of each other agent, left out."""
+    options_that_accept: Counter[str] = field(default_factory=Counter)
+    """Of the rejected rows some option accepts: ``allow_gaps:CODE`` or ``relax:NAME`` -> the
+    rows that need it."""
+    accepted_by_no_option: int = 0
+    """Rejected rows no ``+allow_gaps`` or ``+relax`` accepts (a repeated key among them)."""
+
+    def options_advice(self) -> str:
+        """The options that would accept the rejected rows, said as the user would give them,
+        or that none would (what ``evalexport inspect`` reports too)."""
+        gaps = sorted(
+            o.split(":", 1)[1] for o in self.options_that_accept if o.startswith("allow_gaps:")
+        )
+        relax = sorted(
+            o.split(":", 1)[1] for o in self.options_that_accept if o.startswith("relax:")
+        )
+        given = [f"+allow_gaps=[{','.join(gaps)}]"] * bool(gaps) + [
+            f"+relax=[{','.join(relax)}]"
+        ] * bool(relax)
+        if "unnamed_agents" in relax:
+            given.append("+agent_name=NAME")
+        options = " ".join(given)
+        if self.accepted_by_no_option == 0:
+            return (
+                f"With {options} every rejected row converts (beyond Gym's strict profile: "
+                "each trajectory, relaxed.jsonl and the result say what it needed; "
+                "docs/exporters/atif.md lists each option)."
+            )
+        if not given:
+            return (
+                "No +allow_gaps or +relax option accepts these rows: fix what each reason "
+                "above names."
+            )
+        accepted = len(self.rejected) - self.accepted_by_no_option
+        return (
+            f"{options} would accept {accepted} of the {len(self.rejected)} rejected rows; no "
+            f"option accepts the other {self.accepted_by_no_option}: fix what their reasons "
+            "above name."
+        )
 
     def agents_problem(self, path: Path) -> str | None:
         """Why the file's agents cannot go into one batch of trajectories, or ``None``."""
@@ -206,9 +245,19 @@ class _FirstLines:
         return None
 
 
-# One line's outcome, as a worker reports it: (line number, label, key, trajectory or error,
-# or None for a row of an agent that was not asked for).
-_Outcome = tuple[int, Any, tuple[int, int] | None, "ConvertedRow | str | None"]
+class Rejection(NamedTuple):
+    """A row the conversion refused: why, and the options that would accept it."""
+
+    reason: str
+    options: tuple[str, ...] | None
+    """``allow_gaps:CODE`` and ``relax:NAME`` the row needs (:func:`.convert.options_that_accept`),
+    or ``None`` when no option accepts it."""
+
+
+# One line's outcome, as a worker reports it: (line number, label, key, trajectory, or why it
+# was refused (a line no option accepts: its reason alone), or None for a row of an agent that
+# was not asked for).
+_Outcome = tuple[int, Any, tuple[int, int] | None, "ConvertedRow | Rejection | str | None"]
 
 
 @final
@@ -282,7 +331,12 @@ def _convert_line(line_number: int, raw: bytes | None, job: _Job) -> _Outcome:
             check_strings=may_hold_lone_surrogate(raw),
         )
     except TrajectoryError as error:
-        return line_number, label, key, f"{where}: {error}"
+        return (
+            line_number,
+            label,
+            key,
+            Rejection(f"{where}: {error}", options_that_accept(row, job.identity)),
+        )
     if "unnamed_agents" in converted.relaxations:  # the row names no agent: +agent_name does
         label = job.identity.agent_name
     try:
@@ -486,6 +540,7 @@ def convert_file(
                         f"rollout {key[1]}), first on line {earlier}"
                     )
                     result.duplicate_keys += 1
+                    result.accepted_by_no_option += 1
                     if isinstance(label, str):
                         result.agents.add(label)
                     continue
@@ -493,6 +548,14 @@ def convert_file(
                     result.agents.add(label)
             if isinstance(outcome, str):
                 result.rejected.append(outcome)
+                result.accepted_by_no_option += 1
+                continue
+            if isinstance(outcome, Rejection):
+                result.rejected.append(outcome.reason)
+                if outcome.options is None:
+                    result.accepted_by_no_option += 1
+                else:
+                    result.options_that_accept.update(outcome.options)
                 continue
             result.converted += 1
             if outcome.gap_codes:
