@@ -162,6 +162,26 @@ def test_an_exporters_advice_names_its_options_as_keyword_arguments(cli, tmp_pat
     assert "+allow_gaps names no_such_code: " in typed.stderr + typed.stdout
 
 
+def test_advice_to_a_python_caller_names_the_apis_calls_and_they_work(cli, tmp_path) -> None:
+    rollouts = _copy_of_the_example(tmp_path)
+    options = {"output_dirpath": tmp_path / "out", "agent_version": "1"}
+    result = evalexport.export("atif", rollouts, allow_gaps=["no_such_code"], **options)
+    call = f"evalexport.inspect({str(rollouts)!r})"
+    assert f"`{call}` says which the run records" in result.message
+    assert "`evalexport inspect" not in result.message
+    assert eval(call, {"evalexport": evalexport}).readable  # the advice leads to a call that works
+    saved = rollouts.with_name(rollouts.stem + "_resolved_config.yaml")
+    saved.unlink()
+    refused = evalexport.dry_run("mlflow", rollouts)
+    call = f"evalexport.save_run_config(config, {str(rollouts)!r})"
+    assert f"or {call} with the merged config as a mapping" in refused.message
+    typed = cli("mlflow", f"+rollouts_jsonl_fpath={rollouts}", "--dry-run")  # keeps its commands
+    assert f"launched with: evalexport save-config {rollouts} CONFIG.yaml" in typed.stdout
+    assert "save_run_config" not in typed.output
+    eval(call, {"evalexport": evalexport, "config": {"policy_model_name": "m"}})
+    assert evalexport.dry_run("mlflow", rollouts).status == ExportStatus.SUCCEEDED
+
+
 def test_only_the_exporters_own_options_lose_their_plus() -> None:
     from evalexport.exporters.options import in_keyword_terms
 

@@ -58,7 +58,12 @@ def export(
             exit_code=ExitCode.USAGE,
         )
     return run_export(
-        ExportRequest(exporter, {"rollouts_jsonl_fpath": rollouts, **options}, progress=progress)
+        ExportRequest(
+            exporter,
+            {"rollouts_jsonl_fpath": rollouts, **options},
+            progress=progress,
+            python=True,
+        )
     )
 
 

@@ -84,6 +84,9 @@ class ExportRequest:
     skip_finished: bool = False
     """A batch's rerun: skip an export whose output already proves it done
     (:attr:`~evalexport.exporters.base.Target.already_exported`)."""
+    python: bool = False
+    """Asked through the Python API: advice names its calls (``evalexport.inspect(...)``),
+    not commands."""
 
     @property
     def exporter_name(self) -> str:
@@ -95,7 +98,7 @@ class ExportRequest:
 
 def run_export(request: ExportRequest) -> ExportResult:
     """Run ``request`` through every stage; its result, whatever happens."""
-    from evalexport.exporters.options import in_keyword_terms, options_of
+    from evalexport.exporters.options import in_keyword_terms, in_python_terms, options_of
     from evalexport.exporters.overrides import OverrideError
     from evalexport.exporters.registry import (
         ExporterLoadError,
@@ -126,8 +129,11 @@ def run_export(request: ExportRequest) -> ExportResult:
     result = export_run(exporter, run, config, skip_finished=request.skip_finished)
     if request.overrides:
         return result
-    # Given as keyword arguments (the Python API) or a plan's keys: its options are named so.
+    # Given as keyword arguments (the Python API) or a plan's keys: its options are named so,
+    # and to a Python caller the commands it advises as the API's calls.
     message = in_keyword_terms(result.message, chosen.Config.model_fields)
+    if request.python:
+        message = in_python_terms(message, str(run.rollouts))
     return result if message == result.message else result.model_copy(update={"message": message})
 
 
