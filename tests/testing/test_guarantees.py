@@ -77,6 +77,17 @@ class WritesIntoTheRun(_Base):
         return self._record(run, config, {})
 
 
+class WritesTwice(Exporter[StoreConfig]):
+    name = "writestwice"
+    summary = "Appends each export to a file, and says nothing of an earlier one."
+
+    def deliver(self, run, config):
+        config.store_dir.mkdir(parents=True, exist_ok=True)
+        with open(config.store_dir / "exports.jsonl", "a") as exports:
+            exports.write(json.dumps({"rollouts": str(run.rollouts)}) + "\\n")
+        return ExportResult.succeeded(self.name, str(run.run_dir), "appended")
+
+
 class LeaksASecret(_Base):
     name = "leaks"
     summary = "Sends the saved config as it is on disk."
@@ -99,6 +110,7 @@ def plugin_path(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> P
         "readstwice = bad_plugins:ReadsTwice\n"
         "writesintherun = bad_plugins:WritesIntoTheRun\n"
         "leaks = bad_plugins:LeaksASecret\n"
+        "writestwice = bad_plugins:WritesTwice\n"
     )
     path = os.pathsep.join(
         [
@@ -139,6 +151,13 @@ def test_the_guides_plugin_keeps_every_guarantee(pytester: pytest.Pytester) -> N
             "added ['exported.txt']",
         ),
         ("leaks", "test_guarantee_no_secret_leaves", "no secret leaves, but a canary was found"),
+        (
+            "writestwice",
+            "test_guarantee_a_rerun_never_exports_the_run_twice",
+            "a rerun never exports the run twice, but it said 'succeeded: appended'. An output "
+            "exporter says its output is there already with Target(..., "
+            "already_exported=WHAT_SAYS_SO) returned by resolve",
+        ),
     ],
 )
 def test_a_plugin_that_breaks_a_guarantee_fails_it_by_name(
@@ -148,3 +167,59 @@ def test_a_plugin_that_breaks_a_guarantee_fails_it_by_name(
     failed = [line for line in result.outlines if line.startswith("FAILED")]
     assert any(broken in line for line in failed), result.stdout.str()
     assert f"guarantee broken for exporter {plugin!r}: {said}" in result.stdout.str()
+
+
+def _rewards_plugin() -> str:
+    """docs/plugins.md, "Reading the rows, and saying what happened": its plugin as written."""
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "plugins.md").read_text()
+    section = guide.split("## Reading the rows, and saying what happened", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None, "the section shows its plugin"
+    return code.group(1)
+
+
+REWARDS_SUITE = """
+import csv
+
+import pytest
+
+import evalexport
+from evalexport.testing.guarantees import ExporterGuarantees
+
+
+class TestRewards(ExporterGuarantees):
+    exporter_name = "rewards"
+
+
+@pytest.fixture
+def exporter_options(tmp_path):
+    return {"output_csv": str(tmp_path / "rewards.csv")}
+
+
+def test_every_row_is_written_once_and_a_rerun_is_refused(sample_run, tmp_path):
+    output = tmp_path / "rewards.csv"
+    done = evalexport.export("rewards", sample_run.rollouts, output_csv=output)
+    assert done.status == "succeeded", done.message
+    rows = list(csv.reader(output.open()))
+    assert rows[0] == ["task", "rollout", "agent", "reward"]
+    assert len(rows) - 1 == sum(1 for _ in sample_run.rollouts.open())
+    again = evalexport.export("rewards", sample_run.rollouts, output_csv=output)
+    assert again.status == "failed" and again.message.endswith("remove it or name another")
+"""
+
+
+def test_the_guides_reading_plugin_keeps_every_guarantee(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = pytester.path / "site"
+    dist = site / "rewards_exporter-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (site / "rewards_exporter.py").write_text(_rewards_plugin())
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: rewards-exporter\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(
+        "[evalexport.exporters]\nrewards = rewards_exporter:RewardsExporter\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    pytester.makepyfile(test_rewards=REWARDS_SUITE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "test_rewards.py")
+    result.assert_outcomes(passed=9)

@@ -398,7 +398,11 @@ class ExporterGuarantees:
         )
         rerun = export(guaranteed_run, rerun=True)
         assert rerun.status is not ExportStatus.SUCCEEDED, self._broken(
-            f"a rerun never exports the run twice, but it said {rerun.summary_line()!r}"
+            f"a rerun never exports the run twice, but it said {rerun.summary_line()!r}. An "
+            "output exporter says its output is there already with Target(..., "
+            "already_exported=WHAT_SAYS_SO) returned by resolve (a batch's rerun then skips), "
+            "or refuses an existing output with Target(..., refusal=WHY); a tracking one "
+            'declares kind = "tracking" and its export marker skips the rerun'
         )
         if load_exporter(self.exporter_name).kind in ("tracking", "directory"):
             assert rerun.status is ExportStatus.SKIPPED, self._broken(
