@@ -131,7 +131,36 @@ def test_an_invalid_value_is_refused_with_its_task() -> None:
 
 def test_unknown_sections_are_refused() -> None:
     problems = _problems({**_plan(), "slurm": {"partition": "debug"}})
-    assert problems == ["slurm: Extra inputs are not permitted"]
+    assert problems == ["slurm: not a key of a plan (a plan has job, exports, benchmarks)"]
+
+
+def test_a_plan_shaped_wrong_is_told_in_the_plans_terms_not_pydantics() -> None:
+    problems = _problems(
+        {
+            "runs_root": "/results",
+            "benchmarks": ["aime24"],
+            "exports": {"atif": False, "mlflow": 3},
+        }
+    )
+    assert problems == [
+        "job: required: the job's benchmarks and where their runs are (job.benchmarks with "
+        "job.runs_root, or job.gym_job)",
+        "exports.atif: false turns an exporter off for one benchmark "
+        "(benchmarks.<benchmark>.atif: false); under exports, leave atif out to export nothing "
+        "to it",
+        "exports.mlflow: expected a mapping of mlflow's options ({} for its defaults)",
+        "benchmarks: the job's benchmarks are listed in job.benchmarks; the top-level "
+        "benchmarks: maps a benchmark to its overrides (benchmarks.<benchmark>.<exporter>)",
+        "runs_root: belongs under job: (job.runs_root)",
+    ]
+    job = _problems(_plan(job={"benchmarks": ["aime24"], "runs_root": "/r", "runs": 2}))
+    assert job == [
+        "job.runs: not a key of job: (it has benchmarks, runs_root, gym_job, "
+        "fail_job_on_export_failure, export_log_dir)"
+    ]
+    # What each message advises is a plan that validates.
+    fixed = _plan(benchmarks={"gpqa": {"atif": False}})
+    assert validate_plan(fixed).benchmarks["gpqa"]["atif"] is False
 
 
 def test_options_survive_the_trip_through_the_command_line_exactly() -> None:

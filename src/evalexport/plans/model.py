@@ -29,7 +29,7 @@ import datetime
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -135,6 +135,44 @@ def _option_problems(exporter: str, options: object, path: str) -> list[str]:
     return problems
 
 
+_PLAN_KEYS: Final = "job, exports, benchmarks"
+
+
+def _in_plan_terms(item: Any) -> str:
+    """One of pydantic's findings about a plan, said in the plan's terms: where the key
+    belongs, what the value should be (``exports.atif: false`` is a benchmark's word)."""
+    loc = tuple(str(part) for part in item["loc"])
+    path, kind, given = ".".join(loc), item["type"], item.get("input")
+    job_keys = ", ".join(JobSection.model_fields)
+    if kind == "extra_forbidden" and len(loc) == 1:
+        if loc[0] in JobSection.model_fields:
+            return f"{path}: belongs under job: (job.{path})"
+        return f"{path}: not a key of a plan (a plan has {_PLAN_KEYS})"
+    if kind == "extra_forbidden" and loc[0] == "job":
+        return f"{path}: not a key of job: (it has {job_keys})"
+    if kind == "missing" and loc == ("job",):
+        return (
+            "job: required: the job's benchmarks and where their runs are (job.benchmarks with "
+            "job.runs_root, or job.gym_job)"
+        )
+    if len(loc) == 2 and loc[0] == "exports":
+        if given is False:
+            return (
+                f"{path}: false turns an exporter off for one benchmark "
+                f"(benchmarks.<benchmark>.{loc[1]}: false); under exports, leave {loc[1]} out "
+                "to export nothing to it"
+            )
+        return f"{path}: expected a mapping of {loc[1]}'s options ({{}} for its defaults)"
+    if loc == ("benchmarks",) and isinstance(given, list):
+        return (
+            "benchmarks: the job's benchmarks are listed in job.benchmarks; the top-level "
+            "benchmarks: maps a benchmark to its overrides (benchmarks.<benchmark>.<exporter>)"
+        )
+    if loc == ("exports",) or loc == ("benchmarks",):
+        return f"{path}: expected a mapping, found {type(given).__name__}"
+    return f"{path}: {item['msg']}"
+
+
 def validate_plan(data: object, source: str = "the plan") -> ExportPlan:
     """Every problem of a plan in one :class:`PlanError`, or the plan."""
     problems = _wire_problems(data, "")
@@ -147,7 +185,7 @@ def validate_plan(data: object, source: str = "the plan") -> ExportPlan:
         plan = ExportPlan.model_validate(data)
     except ValidationError as error:
         problems += [
-            f"{'.'.join(str(p) for p in item['loc'])}: {item['msg']}"
+            _in_plan_terms(item)
             for item in error.errors()
             if not any(p.startswith(".".join(str(x) for x in item["loc"])) for p in problems)
         ]
