@@ -28,7 +28,7 @@ def _tested(language: str) -> list[str]:
 
 
 def test_the_worked_example_checks_as_the_guide_shows(cli, tmp_path, monkeypatch) -> None:
-    (plan_text,) = _tested("yaml")
+    plan_text = _tested("yaml")[0]
     (console,) = _tested("console")
     command, *expected = console.strip().splitlines()
     monkeypatch.chdir(tmp_path)
@@ -40,7 +40,7 @@ def test_the_worked_example_checks_as_the_guide_shows(cli, tmp_path, monkeypatch
 
 
 def test_the_worked_example_writes_atif_outside_each_run_directory(tmp_path) -> None:
-    (plan_text,) = _tested("yaml")
+    plan_text = _tested("yaml")[0]
     (tmp_path / "plan.yaml").write_text(plan_text)
     plan = load_plan(tmp_path / "plan.yaml")
     from evalexport.plans.model import resolve_tasks
@@ -99,3 +99,31 @@ def test_render_tells_nodes_how_to_install_this_evalexport(tmp_path) -> None:
     assert needs["atif"] == f"nothing beyond evalexport itself ({install_hint()})"
     assert "pip install evalexport\n" not in needs["atif"] + "\n"  # no index serves that name
     assert str(ROOT) in install_hint() or "evalexport==" in install_hint()
+
+
+def test_runs_where_they_lie_are_named_one_by_one_and_keep_their_benchmark(
+    cli, make_sample_run, tmp_path, monkeypatch
+) -> None:
+    """docs/plans.md, "Runs where they lie": the plan, pointed at Gym's example layout here."""
+    plan_text = _tested("yaml")[1]
+    gym = tmp_path / "Gym"
+    for benchmark in ("blackjack", "litmus"):
+        make_sample_run(
+            f"Gym/resources_servers/{benchmark}/data", benchmark=benchmark, stem="example_rollouts"
+        )
+    monkeypatch.setenv("GYM_HOME", str(gym))
+    (tmp_path / "plan.yaml").write_text(plan_text.replace("/work/Gym", str(gym)))
+    checked = cli("plan", "check", tmp_path / "plan.yaml")
+    assert checked.exit_code == 0, checked.output
+    from evalexport.plans.model import resolve_tasks
+    from evalexport.run import RunArtifacts
+
+    tasks = resolve_tasks(load_plan(tmp_path / "plan.yaml"))
+    assert [(task.benchmark, task.rollouts) for task in tasks] == [
+        (b, gym / "resources_servers" / b / "data" / "example_rollouts.jsonl")
+        for b in ("blackjack", "litmus")
+    ]
+    for task in tasks:
+        run = RunArtifacts.from_rollouts_path(task.rollouts)
+        assert run.benchmark == task.benchmark
+        assert run.missing_file_reason(needs_metrics_and_config=True) is None
