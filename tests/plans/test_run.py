@@ -105,3 +105,17 @@ def test_a_batch_exits_with_its_failures_shared_code_else_1_and_5_while_tasks_ar
     assert exit_code_of([ok, pending]) == 5
     assert exit_code_of([pending, refused]) == 4
     assert exit_code_of([refused, stopped]) == 143
+
+
+def test_each_log_line_of_exports_run_at_once_names_its_benchmark(cli_process, write_plan) -> None:
+    run = cli_process("plan", "run", write_plan(), "--workers", "3")
+    logged = [line for line in run.stderr.splitlines() if line.startswith("evalexport: ")]
+    reading = [line for line in logged if ": reading " in line]
+    assert len(reading) == 5, run.stderr  # gpqa's tracking export is refused before it reads
+    for line in logged:
+        benchmark = line.removeprefix("evalexport: [").partition("]")[0]
+        assert benchmark in ("aime24", "gpqa", "math500"), line
+    for benchmark in ("aime24", "gpqa", "math500"):
+        assert f"evalexport: [{benchmark}] atif: reading {benchmark}_rollouts.jsonl" in " ".join(
+            reading
+        )

@@ -201,3 +201,93 @@ def test_gather_of_a_queued_array_says_pending_with_the_job_id_and_exit_code_5(
         ended = cli("plan", "gather", work_dir, "--json")
     assert ended.exit_code == 1
     assert {o["result"]["status"] for o in json.loads(ended.stdout)} == {"failed"}
+
+
+def test_the_array_script_is_previewed_without_sbatch_and_nothing_is_written(
+    cli, write_plan, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    work_dir = tmp_path / "array"
+    shown = cli(
+        "plan",
+        "run",
+        write_plan(),
+        "--slurm",
+        "--dry-run",
+        "--work-dir",
+        work_dir,
+        "--partition",
+        "gpu batch",
+        "--account",
+        "evals",
+        "--time",
+        "01:30:00",
+    )
+    assert shown.exit_code == 0, shown.output
+    script = shown.stdout.splitlines()
+    assert script[0] == "#!/bin/bash"
+    assert "#SBATCH --array=0-5%2" in script
+    assert "#SBATCH --partition='gpu batch'" in script
+    assert "#SBATCH --account=evals" in script
+    assert "#SBATCH --time=01:30:00" in script
+    assert script[-1].endswith(f"--result-dir {work_dir / 'results'}")
+    assert "nothing submitted" in shown.stderr
+    assert not work_dir.exists()
+
+
+def test_a_plans_dry_run_gives_each_exports_verdict_and_exports_nothing(
+    cli, write_plan, tmp_path
+) -> None:
+    store = tmp_path / "store"
+    plan = write_plan(store=store)
+
+    def verdicts(*flags: str) -> dict[tuple[str, str], tuple[str, bool]]:
+        ran = cli("plan", "run", plan, "--json", *flags)
+        return {
+            (o["benchmark"], o["exporter"]): (
+                o["result"]["status"],
+                o["result"]["message"].startswith("dry run: "),
+            )
+            for o in json.loads(ran.stdout)
+        }
+
+    dry = verdicts("--dry-run")
+    assert len(dry) == 6
+    assert not store.exists()
+    assert not list(tmp_path.glob("job/*/atif"))
+    exported = verdicts()
+    # The dry run's verdict is each export's: the same status, said as a dry run.
+    assert {key: status for key, (status, _) in dry.items()} == {
+        key: status for key, (status, _) in exported.items()
+    }
+    assert all(said for status, said in dry.values() if status == "succeeded")
+    assert not any(said for _, said in exported.values())
+    refused = cli("plan", "check", write_plan(), "--dry-run")
+    assert refused.exit_code == 2
+    assert "--dry-run is plan run's" in refused.stderr
+
+
+@pytest.mark.slurm
+def test_sbatch_options_reach_the_submitted_job(cli, slurm, write_plan, tmp_path) -> None:
+    import subprocess
+
+    ran = cli(
+        "plan",
+        "run",
+        write_plan(),
+        "--slurm",
+        "--work-dir",
+        tmp_path / "array",
+        "--partition",
+        "debug",
+        "--time",
+        "00:20:00",
+    )
+    assert ran.exit_code == 0, ran.output + slurm.log_tail()
+    job_id = (tmp_path / "array" / "job_id").read_text().strip()
+    shown = subprocess.run(
+        ["scontrol", "show", "job", job_id], capture_output=True, text=True, check=False
+    ).stdout
+    assert "TimeLimit=00:20:00" in shown, shown
+    assert "Partition=debug" in shown, shown
+    cli("plan", "gather", tmp_path / "array")

@@ -22,24 +22,30 @@ VALUE_FLAGS = (
     "--index",
     "--result-dir",
     "--command",
+    "--partition",
+    "--account",
+    "--time",
 )
 SWITCHES = ("--slurm", "--wait")
-FLAGS = ("--json", *VALUE_FLAGS, *SWITCHES)
+FLAGS = ("--json", "--dry-run", *VALUE_FLAGS, *SWITCHES)
 
 HELP = """usage: evalexport plan check PLAN.yaml
        evalexport plan render PLAN.yaml [--command evalexport]
-       evalexport plan run PLAN.yaml [--workers N] [--report PATH] [--json]
+       evalexport plan run PLAN.yaml [--workers N] [--report PATH] [--json] [--dry-run]
        evalexport plan run PLAN.yaml --slurm [--wait] [--work-dir DIR] [--workers N] [--timeout S]
+                                     [--partition P] [--account A] [--time T] [--dry-run]
        evalexport plan gather WORK_DIR [--report PATH] [--json]
 
 check   validate the plan, naming every offending field at once
 render  print, per benchmark, the shell tail a job script runs after that benchmark's driver
         step, and what each exporter needs installed
 run     export every (benchmark, exporter) of the plan on this machine, at most N at a time
-        (default 2); re-running skips what is already exported. With --slurm, submit the same
+        (default 2); re-running skips what is already exported; --dry-run runs each export's
+        dry run instead (its verdict, nothing exported). With --slurm, submit the same
         work as a Slurm job array (one task per export; --workers caps the tasks running at
         once; the work directory defaults to a new one under the cache dir); --wait waits for
-        it and gathers the results
+        it and gathers the results; --partition, --account and --time go into the script as
+        #SBATCH lines; --dry-run prints the script and submits nothing (no sbatch needed)
 gather  gather the results of a submitted job array from its work directory"""
 
 
@@ -81,6 +87,8 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         return _gather(Path(paths[0]), arguments)
     if action not in ("check", "render", "run") or len(paths) != 1:
         return usage_error("usage: evalexport plan check|render|run PLAN.yaml (see plan --help)")
+    if arguments.dry_run and action != "run":
+        return usage_error(f"--dry-run is plan run's (plan {action} exports nothing anyway)")
     try:
         plan = load_plan(Path(paths[0]))
     except PlanError as error:
@@ -101,12 +109,17 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     workers = int(numbers.get("--workers", 2))
     if "--slurm" in arguments.switches:
         return _run_slurm(plan, arguments, workers, numbers.get("--timeout", 86400.0))
+    import dataclasses
+
     from evalexport.plans.batch import run_tasks
     from evalexport.plans.model import not_started
 
-    return _finish(
-        not_started(plan) + run_tasks(resolve_tasks(plan), workers, _progress), arguments
-    )
+    tasks = resolve_tasks(plan)
+    if arguments.dry_run:  # each export's own dry run: its verdict, nothing exported
+        tasks = [
+            dataclasses.replace(task, options={**task.options, "dry_run": True}) for task in tasks
+        ]
+    return _finish(not_started(plan) + run_tasks(tasks, workers, _progress), arguments)
 
 
 def _render(plan: ExportPlan, command: str) -> int:
@@ -145,13 +158,37 @@ def _finish(outcomes: list[TaskOutcome], arguments: Arguments) -> int:
 
 def _run_slurm(plan: ExportPlan, arguments: Arguments, workers: int, timeout: float) -> int:
     from evalexport.plans.model import resolve_tasks
-    from evalexport.plans.slurm import SlurmError, default_work_dir, gather, submit, wait_for
+    from evalexport.plans.slurm import (
+        SBATCH_OPTIONS,
+        SlurmError,
+        array_script,
+        default_work_dir,
+        gather,
+        submit,
+        wait_for,
+    )
 
     tasks = resolve_tasks(plan)
     given = arguments.values.get("--work-dir")
     work_dir = Path(given).absolute() if given else default_work_dir()
+    sbatch_options = {
+        name: arguments.values[f"--{name}"]
+        for name in SBATCH_OPTIONS
+        if f"--{name}" in arguments.values
+    }
+    if not tasks:
+        return usage_error("the plan has no export to submit")
+    if arguments.dry_run:
+        print(array_script(tasks, work_dir, workers, sbatch_options), end="")
+        print(
+            f"# dry run: nothing submitted; 'plan run --slurm' writes this script and the "
+            f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} into {work_dir}, then runs "
+            "sbatch on it",
+            file=sys.stderr,
+        )
+        return OK
     try:
-        job_id = submit(tasks, work_dir, workers)
+        job_id = submit(tasks, work_dir, workers, sbatch_options=sbatch_options)
         print(
             f"submitted Slurm job {job_id}: {len(tasks)} array tasks; work directory {work_dir}",
             file=sys.stderr,

@@ -30,12 +30,17 @@ def main() -> int:
 
     stop_signals = {signal_name(signum): signum for signum in STOP_SIGNALS}
 
-    # Exporters and workers log (e.g. a stored run that needs binding); users read it on stderr.
-    logging.basicConfig(level=logging.INFO, format="evalexport: %(message)s", stream=sys.stderr)
+    # Exporters and workers log (e.g. a stored run that needs binding); users read it on stderr,
+    # where exports of several benchmarks run at once: each line names its benchmark.
+    logging.basicConfig(
+        level=logging.INFO, format="evalexport: [%(benchmark)s] %(message)s", stream=sys.stderr
+    )
     from evalexport.masking import SCRUBBER
 
+    benchmark = _Benchmark()
     for handler in logging.getLogger().handlers:  # what reaches stderr is scrubbed
         handler.addFilter(SCRUBBER)
+        handler.addFilter(benchmark)
     results = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
@@ -43,6 +48,7 @@ def main() -> int:
         with signals_raise():
             for line in sys.stdin:
                 task = ExportTask.from_json(line)
+                benchmark.current = task.benchmark
                 result = export_task(task)
                 with deferred() as held:  # a result half written is a result lost
                     results.write(result.model_dump_json() + "\n")
@@ -56,6 +62,16 @@ def main() -> int:
     except Interrupted as interruption:
         return interruption.exit_code
     return 0
+
+
+class _Benchmark(logging.Filter):
+    """Names the benchmark whose export logged a record (``%(benchmark)s``)."""
+
+    current = ""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.benchmark = self.current
+        return True
 
 
 if __name__ == "__main__":

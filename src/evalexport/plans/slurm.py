@@ -15,14 +15,18 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Final
 
 from evalexport.plans.batch import timed
 from evalexport.plans.model import ExportTask, TaskOutcome
 from evalexport.results import ExportResult
 
 __all__ = [
+    "SBATCH_OPTIONS",
     "SlurmError",
+    "array_script",
     "default_work_dir",
     "gather",
     "load_tasks",
@@ -65,30 +69,55 @@ def _write_tasks(work_dir: Path, tasks: list[ExportTask]) -> Path:
     return path
 
 
+SBATCH_OPTIONS: Final = ("partition", "account", "time")
+"""The ``sbatch`` options ``plan run --slurm`` takes as ``--partition``, ``--account``,
+``--time``: written into the array script as ``#SBATCH`` lines."""
+
+
+def array_script(
+    tasks: list[ExportTask],
+    work_dir: Path,
+    max_parallel: int,
+    sbatch_options: Mapping[str, str] | None = None,
+) -> str:
+    """The job array script ``submit`` writes to ``<work dir>/evalexport-array.sh``: one task per
+    export, at most ``max_parallel`` at once, with ``sbatch_options`` (``SBATCH_OPTIONS``)."""
+    work_dir = work_dir.absolute()
+    extra = "".join(
+        f"#SBATCH --{name}={shlex.quote(value)}\n" for name, value in (sbatch_options or {}).items()
+    )
+    return (
+        "#!/bin/bash\n"
+        "#SBATCH --job-name=evalexport\n"
+        f"#SBATCH --array=0-{len(tasks) - 1}%{max(1, max_parallel)}\n"
+        f"#SBATCH --output={work_dir}/logs/%A_%a.out\n"
+        "#SBATCH --export=ALL\n"
+        f"{extra}"
+        f"exec {shlex.quote(sys.executable)} -m evalexport plan task "
+        f"{shlex.quote(str(work_dir / 'tasks.json'))} "
+        f'--index "$SLURM_ARRAY_TASK_ID" --result-dir {shlex.quote(str(work_dir / "results"))}\n'
+    )
+
+
 def submit(
     tasks: list[ExportTask],
     work_dir: Path,
     max_parallel: int,
     sbatch_arguments: list[str] | None = None,
+    *,
+    sbatch_options: Mapping[str, str] | None = None,
 ) -> str:
-    """Submit the job array; returns the Slurm job id."""
+    """Submit the job array (:func:`array_script`, with ``sbatch_options`` in it); returns the
+    Slurm job id. ``sbatch_arguments`` go to ``sbatch``'s command line (``--hold``)."""
     sbatch = shutil.which("sbatch")
     if sbatch is None:
         raise SlurmError(
-            "sbatch is not on PATH: run this where Slurm's client commands are installed"
+            "sbatch is not on PATH: run this where Slurm's client commands are installed "
+            "(--dry-run prints the job array script without it)"
         )
-    tasks_file = _write_tasks(work_dir.absolute(), tasks)
+    _write_tasks(work_dir.absolute(), tasks)
     script = work_dir.absolute() / "evalexport-array.sh"
-    results = work_dir.absolute() / "results"
-    script.write_text(
-        "#!/bin/bash\n"
-        "#SBATCH --job-name=evalexport\n"
-        f"#SBATCH --array=0-{len(tasks) - 1}%{max(1, max_parallel)}\n"
-        f"#SBATCH --output={work_dir.absolute()}/logs/%A_%a.out\n"
-        "#SBATCH --export=ALL\n"
-        f"exec {shlex.quote(sys.executable)} -m evalexport plan task {shlex.quote(str(tasks_file))} "
-        f'--index "$SLURM_ARRAY_TASK_ID" --result-dir {shlex.quote(str(results))}\n'
-    )
+    script.write_text(array_script(tasks, work_dir, max_parallel, sbatch_options))
     completed = subprocess.run(
         [sbatch, "--parsable", *(sbatch_arguments or []), str(script)],
         capture_output=True,
