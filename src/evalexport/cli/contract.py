@@ -109,7 +109,7 @@ def _scaffold(sdk: str, values: dict[str, str]) -> int:
     """``contract scaffold SDK (--requirement | --fake | --manifest) --out DIR``."""
     from evalexport.contracts.check import ContractError, load_manifest
     from evalexport.contracts.drift import extract_manifest
-    from evalexport.contracts.scaffold import write_scaffold
+    from evalexport.contracts.scaffold import ScaffoldError, write_scaffold
 
     sources = [flag for flag in ("--requirement", "--fake", "--manifest") if flag in values]
     if len(sources) != 1 or "--out" not in values:
@@ -130,9 +130,11 @@ def _scaffold(sdk: str, values: dict[str, str]) -> int:
     except ContractError as error:
         return usage_error(str(error))
     if manifest["sdk"] != sdk:
-        return usage_error(f"the manifest is of {manifest['sdk']}, not {sdk}")
+        return usage_error(f"the manifest is of {manifest['sdk']!r}, not {sdk}")
     try:
         scaffold = write_scaffold(manifest, out)
+    except ScaffoldError as error:
+        return usage_error(str(error))
     except OSError as error:
         return usage_error(f"cannot scaffold into {out}: {error}")
     print(

@@ -89,6 +89,11 @@ def load_manifest(path: Path) -> dict[str, object]:
             f"{path} is not a manifest ({error}); extract it again: evalexport contract "
             f"manifest SDK [--fake PATH | --requirement REQ] > {path}"
         ) from None
+    except RecursionError:
+        raise ContractError(
+            f"{path} is not a manifest (it nests too deeply to read); extract it again with "
+            "evalexport contract manifest"
+        ) from None
     if not isinstance(manifest, dict) or not {"sdk", "version", "entries"} <= set(manifest):
         raise ContractError(
             f"{path} is not a manifest (no sdk, version and entries); extract it again with "

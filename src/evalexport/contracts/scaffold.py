@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, final
 
+from evalexport.contracts.scaffold_input import identifier, literal_text, manifest_problems
 from evalexport.contracts.scaffold_model import (
     SurfaceClass,
     SurfaceFunction,
@@ -32,7 +33,7 @@ from evalexport.contracts.scaffold_model import (
     SurfaceObject,
 )
 
-__all__ = ["RECORDER_SOURCE", "Scaffold", "write_scaffold"]
+__all__ = ["RECORDER_SOURCE", "Scaffold", "ScaffoldError", "write_scaffold"]
 
 RECORDER_SOURCE: Final = Path(__file__).resolve().parents[1] / "testing" / "recording.py"
 """``evalexport.testing.recording``, the recorder a fake carries a copy of (by its path:
@@ -42,6 +43,10 @@ _BUILTIN = "builtins."
 _LITERAL_DEFAULT = re.compile(
     r"^(None|True|False|-?[\d.eE+-]+j?|'.*'|\".*\"|b'.*'|b\".*\"|\(.*\)|frozenset\(.*\))$"
 )
+
+
+class ScaffoldError(ValueError):
+    """The manifest cannot be scaffolded: every reason, each naming the entry it is about."""
 
 
 @final
@@ -76,7 +81,7 @@ class _Writer:
         text = str(parameter["default"])
         if text == "<process id>":
             return "os.getpid()"
-        if _LITERAL_DEFAULT.match(text):
+        if _LITERAL_DEFAULT.match(text) and literal_text(text):
             return text
         if text.startswith("<" + _BUILTIN) and text.endswith(">"):
             return f"{text[len(_BUILTIN) + 1 : -1]}()"
@@ -188,7 +193,8 @@ class _Writer:
                 text += f"    {name}: {self.field_annotation(cls, name, attribute, enums)}\n"
             elif kind == "constant":
                 value = str(attribute.get("value", "None"))
-                text += f"    {name} = {value if _LITERAL_DEFAULT.match(value) else 'None'}\n"
+                literal = _LITERAL_DEFAULT.match(value) and literal_text(value)
+                text += f"    {name} = {value if literal else 'None'}\n"
         assigned = [
             name
             for name, attribute in attributes.items()
@@ -265,14 +271,18 @@ class _Writer:
         annotation = attribute.get("annotation")
         if name in enums:
             return self.enum_name(cls, name, attribute)
-        if attribute.get("values") is not None and annotation is not None:
+        if (
+            attribute.get("values") is not None
+            and annotation is not None
+            and literal_text(str(annotation))
+        ):
             return str(annotation).removeprefix("typing.")  # a Literal, evaluated
         return repr(annotation) if annotation is not None else "Any"
 
     def enum_name(self, cls: SurfaceClass, name: str, attribute: Mapping[str, object]) -> str:
         annotation = str(attribute.get("annotation") or "")
         found = re.findall(r"([A-Za-z_]\w*)", annotation.replace("Optional", ""))
-        return found[-1] if found else f"_{cls.name}{name.title()}"
+        return found[-1] if found and identifier(found[-1]) else f"_{cls.name}{name.title()}"
 
     def enum(self, cls: SurfaceClass, name: str, attribute: Mapping[str, Any]) -> str:
         text = f"\n\nclass {self.enum_name(cls, name, attribute)}(enum.Enum):\n"
@@ -381,6 +391,11 @@ where = ["src"]
 def write_scaffold(manifest: Mapping[str, object], out: Path) -> Scaffold:
     """Write an installable fake of ``manifest``'s SDK into the new directory ``out``."""
 
+    if problems := manifest_problems(manifest, str(manifest.get("sdk"))):
+        raise ScaffoldError(
+            "the manifest cannot be scaffolded (a manifest is data; nothing was written):\n"
+            + "\n".join(f"  - {problem}" for problem in problems)
+        )
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} is not empty; scaffold into a new directory")
     model = SurfaceModel(manifest)
@@ -397,7 +412,10 @@ def write_scaffold(manifest: Mapping[str, object], out: Path) -> Scaffold:
     for module in model.modules.values():
         directory = source_root.joinpath(*module.name.split("."))
         sources[directory / "__init__.py"] = writer.module_source(module)
+    inside = out.resolve()
     for path, text in sources.items():
+        if not path.resolve().is_relative_to(inside):  # names are checked: this never holds
+            raise ScaffoldError(f"{path} is outside {out}: nothing more was written")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         scaffold.files.append(path)

@@ -1,0 +1,208 @@
+"""What ``evalexport contract scaffold`` accepts of a manifest: data, never code.
+
+A scaffold pastes a manifest's names into Python source and its module paths into file paths,
+so a manifest is checked whole before anything is written (:func:`manifest_problems`): every
+name an identifier that is no keyword, every path inside the SDK's own package, every kind one
+the extractor writes, and every text that becomes code (a default, a constant, a ``Literal``
+annotation) an expression of literals alone, which :func:`literal_text` decides by its syntax
+tree, never by running it. A manifest from ``--manifest FILE`` may come from anywhere; one the
+extractor wrote passes unchanged.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import re
+from collections.abc import Mapping
+from typing import Final
+
+__all__ = ["MAX_DEPTH", "identifier", "literal_text", "manifest_problems"]
+
+ENTRY_KINDS: Final = frozenset({"callable", "class", "exception", "missing"})
+ATTRIBUTE_KINDS: Final = frozenset({"constant", "field", "instance", "method", "property"})
+PARAMETER_KINDS: Final = frozenset(
+    {"POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD", "VAR_POSITIONAL", "KEYWORD_ONLY", "VAR_KEYWORD"}
+)
+MAX_DEPTH: Final = 64
+"""How deeply a manifest may nest (the extractor's are 5 deep): deeper is refused, not read."""
+_VERSION: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}$")
+_NAMES_IN_LITERALS: Final = frozenset(
+    {"None", "True", "False", "frozenset", "Literal", "Optional", "Union", "typing"}
+)
+_LISTED: Final = 20
+
+
+def identifier(name: object) -> bool:
+    """Whether ``name`` may be written into Python source as a name: an identifier, no keyword."""
+    return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+
+
+def literal_text(text: str) -> bool:
+    """Whether ``text`` is an expression of literals only (numbers, strings, bytes, ``None``,
+    booleans, tuples, lists, sets, dicts, ``frozenset(...)``, ``Literal[...]`` and the
+    ``typing`` names that wrap one), so that pasting it into source runs nothing."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if not (
+                isinstance(node.func, ast.Name)
+                and node.func.id == "frozenset"
+                and len(node.args) <= 1
+                and not node.keywords
+            ):
+                return False
+        elif isinstance(node, ast.Name):
+            if node.id not in _NAMES_IN_LITERALS:
+                return False
+        elif isinstance(node, ast.Attribute):
+            if not (isinstance(node.value, ast.Name) and node.value.id == "typing"):
+                return False
+        elif isinstance(node, ast.BinOp):
+            if not isinstance(node.op, ast.Add | ast.Sub | ast.BitOr):
+                return False
+        elif not isinstance(
+            node,
+            ast.Expression
+            | ast.Constant
+            | ast.Tuple
+            | ast.List
+            | ast.Set
+            | ast.Dict
+            | ast.Subscript
+            | ast.UnaryOp
+            | ast.USub
+            | ast.UAdd
+            | ast.Add
+            | ast.Sub
+            | ast.BitOr
+            | ast.Load,
+        ):
+            return False
+    return True
+
+
+def _dotted_name(text: object) -> bool:
+    return isinstance(text, str) and all(identifier(part) for part in text.split("."))
+
+
+def _depth_problem(value: object) -> str | None:
+    """Why ``value`` nests too deeply to read, found without recursion."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return f"it nests more than {MAX_DEPTH} levels deep; a manifest nests 5"
+        if isinstance(item, Mapping):
+            stack.extend((inner, depth + 1) for inner in item.values())
+        elif isinstance(item, list):
+            stack.extend((inner, depth + 1) for inner in item)
+    return None
+
+
+def _path_problems(path: object, sdk: str) -> list[str]:
+    if not isinstance(path, str):
+        return [f"entry {path!r}: its path is not text"]
+    segments = path.replace("()", ".()").split(".")
+    if segments[0] != sdk:
+        return [f"entry {path!r}: not in the {sdk} package (a path starts with {sdk}.)"]
+    wrong = [segment for segment in segments if segment != "()" and not identifier(segment)]
+    if wrong:
+        return [f"entry {path!r}: {wrong[0]!r} is not a Python name"]
+    return []
+
+
+def _parameter_problems(path: str, parameters: object) -> list[str]:
+    if parameters is None:
+        return []
+    if not isinstance(parameters, list):
+        return [f"entry {path!r}: parameters must be a list"]
+    problems = []
+    for parameter in parameters:
+        if not isinstance(parameter, Mapping):
+            problems.append(f"entry {path!r}: a parameter must be a mapping")
+            continue
+        name = parameter.get("name")
+        if not identifier(name):
+            problems.append(f"entry {path!r}: parameter name {name!r} is not a Python name")
+        if parameter.get("kind") not in PARAMETER_KINDS:
+            problems.append(
+                f"entry {path!r}: parameter {name!r} has kind {parameter.get('kind')!r} "
+                f"(one of {', '.join(sorted(PARAMETER_KINDS))})"
+            )
+        for key in ("annotation", "default"):
+            if parameter.get(key) is not None and not isinstance(parameter.get(key), str):
+                problems.append(f"entry {path!r}: parameter {name!r}'s {key} must be text")
+    return problems
+
+
+def _attribute_problems(path: str, attributes: object) -> list[str]:
+    if attributes is None:
+        return []
+    if not isinstance(attributes, Mapping):
+        return [f"entry {path!r}: attributes must be a mapping"]
+    problems = []
+    for name, attribute in attributes.items():
+        if not identifier(name):
+            problems.append(f"entry {path!r}: attribute {name!r} is not a Python name")
+        if not isinstance(attribute, Mapping):
+            problems.append(f"entry {path!r}: attribute {name!r} must be a mapping")
+            continue
+        if attribute.get("kind") not in ATTRIBUTE_KINDS:
+            problems.append(
+                f"entry {path!r}: attribute {name!r} has kind {attribute.get('kind')!r} "
+                f"(one of {', '.join(sorted(ATTRIBUTE_KINDS))})"
+            )
+        values = attribute.get("values")
+        if values is not None and not isinstance(values, list):
+            problems.append(f"entry {path!r}: attribute {name!r}'s values must be a list")
+    return problems
+
+
+def manifest_problems(manifest: object, sdk: str) -> list[str]:
+    """Every reason ``manifest`` cannot be scaffolded for ``sdk`` (at most 20 listed, then how
+    many more), or ``[]``."""
+    if not isinstance(manifest, Mapping):
+        return [f"a manifest is a mapping, not {type(manifest).__name__}"]
+    if problem := _depth_problem(manifest):
+        return [problem]
+    problems: list[str] = []
+    if manifest.get("sdk") != sdk:
+        problems.append(f"it is the manifest of {manifest.get('sdk')!r}, not {sdk}")
+    if not identifier(sdk):
+        problems.append(f"{sdk!r} is not a Python package name")
+    version = manifest.get("version")
+    if not isinstance(version, str) or not _VERSION.match(version):
+        problems.append(f"version {version!r} is not a version (such as 2.22.1)")
+    entries = manifest.get("entries")
+    if not isinstance(entries, Mapping):
+        return [*problems, f"entries must be a mapping of paths, not {type(entries).__name__}"]
+    for path, entry in entries.items():
+        found = _path_problems(path, sdk)
+        if not isinstance(entry, Mapping):
+            found.append(f"entry {path!r}: must be a mapping, not {type(entry).__name__}")
+        elif entry.get("kind") not in ENTRY_KINDS:
+            found.append(
+                f"entry {path!r}: kind {entry.get('kind')!r} is not one of "
+                f"{', '.join(sorted(ENTRY_KINDS))}"
+            )
+        else:
+            found += _parameter_problems(str(path), entry.get("parameters"))
+            found += _attribute_problems(str(path), entry.get("attributes"))
+            bases = entry.get("bases")
+            if bases is not None and (
+                not isinstance(bases, list) or not all(_dotted_name(base) for base in bases)
+            ):
+                found.append(
+                    f"entry {path!r}: bases must be a list of class paths (builtins.Exception)"
+                )
+            for key in ("returns",):
+                if entry.get(key) is not None and not isinstance(entry.get(key), str):
+                    found.append(f"entry {path!r}: {key} must be text")
+        problems += found
+    if len(problems) > _LISTED:
+        return [*problems[:_LISTED], f"... and {len(problems) - _LISTED} more"]
+    return problems
