@@ -11,7 +11,9 @@ exports the run again, to any target.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
+import hashlib
 import os
 import stat
 from dataclasses import dataclass
@@ -354,14 +356,51 @@ class ExportGuard:
     def earlier_export(self) -> AlreadyExported | ChangedSinceExport | UnreadableMarker | None:
         """What the marker says of this target, under the lock and before the run is read for
         an export: ``None`` when it has no record of it. With one, the run is read once, only
-        to compare."""
+        to compare.
+
+        A record the marker could not take when its export finished (a full disk) is kept in
+        the cache (:meth:`kept_record_path`): found there for the run as it is, the export
+        is skipped, and the marker written now if it can be."""
         marker = read_marker(self.run, self.exporter)
-        if marker is None or isinstance(marker, UnreadableMarker):
+        if isinstance(marker, UnreadableMarker):
             return marker
-        record = self._record(marker)
+        record = self._record(marker) if marker is not None else None
         if record is None:
-            return None
+            return self._kept_export()
         return compare(record, self.marker_path, run_fingerprint(self.run))
+
+    def kept_record_path(self) -> Path | None:
+        """Where the record of an export whose marker could not be written is kept: in the
+        cache, keyed by the run directory's identity (as its lock), the marker and the target."""
+        from evalexport.host.cache import cache_dir
+
+        if self.target is None:
+            return None
+        try:
+            directory = self.run.run_dir.stat()
+        except OSError:
+            return None
+        target = target_key(self.target)
+        key = f"{directory.st_dev}:{directory.st_ino}:{self.marker_path.name}:{target}"
+        digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+        return cache_dir() / "unwritten-markers" / f"{digest}.json"
+
+    def _kept_export(self) -> AlreadyExported | None:
+        path = self.kept_record_path()
+        if path is None or not path.is_file():
+            return None
+        try:
+            record = ExportMarker.model_validate_json(path.read_bytes())
+        except (OSError, ValidationError):
+            return None
+        if not record.is_for(self.target or "") or record.fingerprint != run_fingerprint(self.run):
+            return None  # another run's data now: export it
+        try:  # the marker the export could not write, written now
+            write_marker(self.run, record)
+            path.unlink(missing_ok=True)
+            return AlreadyExported(record, self.marker_path)
+        except OSError:
+            return AlreadyExported(record, path)
 
     def state(self, fingerprint: str | None = None) -> GuardState:
         """:func:`guard_state` of the run as it was read (``fingerprint``)."""
@@ -381,16 +420,40 @@ class ExportGuard:
         try:
             details["marker"] = str(self.mark(target, run_id, fingerprint))
         except OSError as error:
+            kept = self._keep(ExportMarker.now(self.exporter, target, run_id, fingerprint), target)
+            if kept is not None:
+                details["kept_record"] = str(kept)
+                then = (
+                    f"its record is kept in {kept}: a rerun finds run {run_id} there, skips, "
+                    "and writes the marker once it can"
+                )
+            else:
+                then = (
+                    f"nor could its record be kept in the cache: a rerun will not know run "
+                    f"{run_id} exists and would export the run again; free space in "
+                    f"{self.run.run_dir} and do not rerun before"
+                )
             warning = (
                 f"WARNING: could not write the export marker {self.marker_path} "
-                f"({error.strerror or error}); a rerun will not know run {run_id} exists and "
-                f"would export the run again. Write the marker yourself or do not rerun."
+                f"({error.strerror or error}); {then}."
             )
             details["marker_error"] = warning
             return result.model_copy(
                 update={"message": f"{result.message}. {warning}", "details": details}
             )
         return result.model_copy(update={"details": details})
+
+    def _keep(self, record: ExportMarker, target: str) -> Path | None:
+        """Keep ``record`` in the cache for the rerun, since the marker could not take it."""
+        path = dataclasses.replace(self, target=target).kept_record_path()
+        if path is None:
+            return None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomically(path, record.model_dump_json() + "\n")
+        except OSError:
+            return None
+        return path
 
     def _record(self, marker: MarkerFile) -> ExportMarker | None:
         if self.target is None:

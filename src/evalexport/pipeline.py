@@ -205,6 +205,19 @@ def prerequisite_failure(
     return reason or target.refusal
 
 
+def _copies_one_at_a_time(
+    exporter: AnyExporter, target: Target, fingerprint: str | None
+) -> contextlib.AbstractContextManager[None]:
+    """The lock of a tracking export's delivery of these bytes (``fingerprint``) to ``target``,
+    on this machine: the run directory's lock does not hold a copy of the run elsewhere, and
+    the SDK's lookup of an earlier copy and its creation of the run are not one step."""
+    if fingerprint is None:
+        return contextlib.nullcontext()
+    from evalexport.host.locks import named_lock
+
+    return named_lock(f"delivery:{exporter.name}:{guard.target_key(target.where)}:{fingerprint}")
+
+
 def _export(
     exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig, skip_finished: bool
 ) -> ExportResult:
@@ -256,7 +269,10 @@ def _export(
                     described = _described(exporter, handed, _asked(exporter, handed, worker))
                     return _with_notes(described, notes)
                 stage(exporter.name, f"exporting to {_shown(target)}")
-                result = _with_notes(_delivered(exporter, handed, worker), notes)
+                # Copies of one run (other directories, the same bytes) exported at once to one
+                # target: one delivery at a time, so each looks up what the other made.
+                with _copies_one_at_a_time(exporter, target, fingerprint):
+                    result = _with_notes(_delivered(exporter, handed, worker), notes)
                 if result.status is ExportStatus.SUCCEEDED:
                     delivery.landed()
             finally:

@@ -156,15 +156,16 @@ def test_wandb_in_a_read_only_directory_fails_naming_it_instead_of_writing_elsew
 
 
 @pytest.mark.downloads
-def test_a_marker_that_cannot_be_written_after_the_export_is_a_success_with_a_warning(
-    lab: FaultLab, mlflow_server, sample_run, monkeypatch
+def test_a_marker_that_cannot_be_written_is_kept_and_the_rerun_finds_the_one_remote_run(
+    lab: FaultLab, mlflow_server, mlflow_python, sample_run, monkeypatch
 ) -> None:
     from evalexport import guard
 
-    def refuse(run, marker):
-        raise PermissionError(13, "Permission denied", str(run.export_marker(marker.exporter)))
+    def full(run, marker):
+        raise OSError(28, "No space left on device", str(run.export_marker(marker.exporter)))
 
-    monkeypatch.setattr(guard, "write_marker", refuse)
+    write_marker = guard.write_marker
+    monkeypatch.setattr(guard, "write_marker", full)
     exporter = MLflowExporter()
     config = parse_options(
         exporter,
@@ -179,9 +180,55 @@ def test_a_marker_that_cannot_be_written_after_the_export_is_a_success_with_a_wa
     assert result.run_id
     marker = sample_run.run.export_marker("mlflow")
     assert f"could not write the export marker {marker}" in result.message
-    assert result.run_id in result.message
+    assert f"a rerun finds run {result.run_id} there, skips" in result.message
     assert "marker" not in result.details
-    assert result.details["marker_error"]
+    kept = result.details["kept_record"]
+    # The disk is still full: the rerun skips on the kept record, the one remote run.
+    again = export_run(exporter, sample_run.run, config)
+    assert again.status is ExportStatus.SKIPPED, again.message
+    assert again.run_id == result.run_id
+    assert not marker.exists()
+    # Space again: the rerun writes the marker from the kept record, and forgets it.
+    monkeypatch.setattr(guard, "write_marker", write_marker)
+    third = export_run(exporter, sample_run.run, config)
+    assert third.status is ExportStatus.SKIPPED, third.message
+    assert marker.is_file()
+    assert not os.path.exists(kept)
+    assert [run["run_id"] for run in _finished(mlflow_python, mlflow_server.url, "unmarked")] == [
+        result.run_id
+    ]
+    # Another run's data in the same directory is exported, not skipped on the kept record.
+    marker.unlink()
+    with sample_run.rollouts.open("a") as rollouts:
+        rollouts.write(sample_run.rollouts.read_text().splitlines()[0] + "\n")
+    fourth = export_run(exporter, sample_run.run, config)
+    assert fourth.status is ExportStatus.SUCCEEDED, fourth.message
+
+
+@pytest.mark.downloads
+def test_two_copies_exported_at_once_with_skip_existing_leave_one_remote_run(
+    lab: FaultLab, mlflow_server, mlflow_python, make_sample_run
+) -> None:
+    copies = [make_sample_run(f"copy{i}", seed=7) for i in range(2)]
+    for trial in range(2):
+        experiment = f"copies-{trial}"
+        started = [
+            lab.start(
+                "mlflow",
+                f"+rollouts_jsonl_fpath={copy.rollouts}",
+                f"+mlflow_tracking_uri={mlflow_server.url}",
+                f"+mlflow_experiment_name={experiment}",
+                "+skip_existing=true",
+                "--json",
+            )
+            for copy in copies
+        ]
+        ended = [lab.end(process) for process in started]
+        statuses = sorted(e.result()["status"] for e in ended)
+        assert statuses == ["skipped", "succeeded"], [e.output[-800:] for e in ended]
+        assert len(_finished(mlflow_python, mlflow_server.url, experiment)) == 1
+        for copy in copies:
+            copy.run.export_marker("mlflow").unlink(missing_ok=True)
 
 
 # -- servers that fail -----------------------------------------------------------------------
