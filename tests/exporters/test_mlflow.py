@@ -520,3 +520,18 @@ GUARANTEE_FIXTURES = ("mlflow_python",)
 def guarantee_options(tmp_path: Path) -> dict[str, object]:
     """What the guarantee suite exports with (tests/exporters/test_guarantees.py)."""
     return {"mlflow_tracking_uri": f"sqlite:///{tmp_path / 'mlruns.db'}"}
+
+
+def test_rows_no_one_expects_export_whole(mlflow_server, mlflow_python, make_sample_run, tmp_path):
+    """A timestamp past the year 9999, a lone surrogate, a task index given as text (#46)."""
+    from evalexport.testing.guarantees import write_odd_rows
+
+    sample = make_sample_run("odd", agents=("aime24_math_tool_agent",))
+    write_odd_rows(sample.rollouts)
+    result = _export(sample, mlflow_tracking_uri=mlflow_server.url, mlflow_experiment_name="odd")
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    assert "1 rollout timestamp past the year 9999" in result.message
+    (run,) = read_runs(mlflow_python, mlflow_server.url, "odd", ("rollouts.json", tmp_path / "dl"))
+    table = json.loads(Path(run["downloaded"]).read_text(encoding="utf-8"))
+    assert json.loads(table["data"][0][0])["grader_note"] == "unpaired \ud800 surrogate"
+    assert run["tags"]["evalexport.evaluation.ended_at"].startswith("20")

@@ -197,3 +197,19 @@ GUARANTEE_FIXTURES = ("wandb_python",)
 def guarantee_options(tmp_path: Path) -> dict[str, object]:
     """What the guarantee suite exports with (tests/exporters/test_guarantees.py)."""
     return {"wandb_mode": "offline"}
+
+
+def test_rows_no_one_expects_export_whole(wandb_python, make_sample_run) -> None:
+    """A timestamp past the year 9999, a lone surrogate, a task index given as text (#46)."""
+    from evalexport.testing.guarantees import write_odd_rows
+
+    sample = make_sample_run("odd", agents=("aime24_math_tool_agent",))
+    write_odd_rows(sample.rollouts)
+    result = _export(sample)
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    stored = read_offline_run(wandb_python, Path(result.details["run_dir"]))
+    rollouts, samples = (stored["tables"][name] for name in sorted(stored["tables"]))
+    assert json.loads(rollouts["data"][0][0])["grader_note"] == "unpaired \ud800 surrogate"
+    tasks = [row[0] for row in samples["data"]]
+    assert all(isinstance(task, str) for task in tasks), tasks  # one kind a column, as W&B takes
+    assert tasks[:2] == ["0", "0"]

@@ -178,7 +178,7 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
                 "mlflow_tracking_uri": uri.source,
                 "mlflow_experiment_name": experiment.source,
             },
-            refusal=unwritable_store_reason(store),
+            refusal=experiment_refusal(experiment) or unwritable_store_reason(store),
             worker=WorkerSpec(
                 requirements=config.requirements(),
                 environment=request_limits(
@@ -361,6 +361,23 @@ def tracking_uri(config: MLflowConfig) -> Chosen[str]:
         DEFAULT_TRACKING_URI,
         uri_from_environment,
     )
+
+
+EXPERIMENT_NAME_LIMIT: Final = 500
+"""The longest experiment name MLflow takes (``MAX_EXPERIMENT_NAME_LENGTH``), in characters."""
+
+
+def experiment_refusal(experiment: Chosen[str]) -> str | None:
+    """Why MLflow would refuse the experiment's name, found before anything is built."""
+    name = experiment.value
+    if not name.strip():
+        return f"The MLflow experiment name ({experiment.source}) is empty; name one"
+    if len(name) > EXPERIMENT_NAME_LIMIT:
+        return (
+            f"The MLflow experiment name {name[:40]!r}... ({experiment.source}) is {len(name)} "
+            f"characters; MLflow takes at most {EXPERIMENT_NAME_LIMIT}"
+        )
+    return None
 
 
 def experiment_name(config: MLflowConfig, run: RunArtifacts) -> Chosen[str]:

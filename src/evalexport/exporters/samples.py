@@ -62,24 +62,37 @@ class SamplesTable:
         self._rows_file = scratch / "samples.rows.jsonl"
         self._health = health
         self._shared: dict[str, type] | None = None
+        self._text_indexes: set[str] = set()
+        """Index columns that met a value other than an integer: written as text."""
         """The candidate columns so far, each with the kind of value it holds."""
         self._count = 0
 
     def rows(self, rollouts: Iterator[Rollout]) -> Iterator[Rollout]:
         """The rollouts, passed on as they are, each row noted on the way."""
-        with self._rows_file.open("w", encoding="utf-8") as rows:
+        # A lone surrogate is written as its JSON escape (see tables.write_table_rows).
+        with self._rows_file.open("w", encoding="utf-8", errors="backslashreplace") as rows:
             for rollout in rollouts:
                 row = self._row(rollout.record)
                 rows.write(json.dumps(row, ensure_ascii=False) + "\n")
                 self._count += 1
                 yield rollout
 
+    def _index(self, column: str, value: object) -> object:
+        """An index as its cell: an integer as it is; anything else (not Gym's) as its JSON
+        text, and then the whole column as text, as W&B's tables take one kind a column."""
+        if value is None:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool) and _number(value):
+            return value
+        self._text_indexes.add(column)
+        return _cell(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+
     def _row(self, record: Mapping[str, object]) -> dict[str, object]:
         agent_ref = record.get("agent_ref")
         name = agent_ref.get("name") if isinstance(agent_ref, Mapping) else None
         row: dict[str, object] = {
-            "task_index": record.get("_ng_task_index"),
-            "rollout_index": record.get("_ng_rollout_index"),
+            "task_index": self._index("task_index", record.get("_ng_task_index")),
+            "rollout_index": self._index("rollout_index", record.get("_ng_rollout_index")),
             "agent": name if isinstance(name, str) else None,
             "reward": _reward(record.get("reward")),
         }
@@ -105,11 +118,14 @@ class SamplesTable:
             columns.insert(len(_FIXED), VERDICT_COLUMN)
         with (
             self._rows_file.open(encoding="utf-8") as rows,
-            path.open("w", encoding="utf-8") as out,
+            path.open("w", encoding="utf-8", errors="backslashreplace") as out,
         ):
             out.write(json.dumps({"columns": columns})[:-1] + ', "data": [')
             for position, line in enumerate(rows):
                 row = json.loads(line)
+                for column in self._text_indexes:
+                    if isinstance(row.get(column), int):
+                        row[column] = str(row[column])
                 out.write(",\n" if position else "\n")
                 out.write(json.dumps([row.get(column) for column in columns], ensure_ascii=False))
             out.write("\n]}\n")

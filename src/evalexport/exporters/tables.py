@@ -61,7 +61,9 @@ def write_table_rows(rollouts: Iterable[Rollout], path: Path) -> Path:
     long (:data:`STREAMED_ABOVE`) is written piece by piece, so no copy of it is made beyond
     the record the reader parsed: its cell is the same text either way.
     """
-    with path.open("w", encoding="utf-8") as handle:
+    # A lone surrogate (valid JSON as "\ud800", not UTF-8) is written as that escape: the
+    # table stays valid UTF-8 JSON and reads back as the rollout held it.
+    with path.open("w", encoding="utf-8", errors="backslashreplace") as handle:
         handle.write('{"columns": ["' + ROLLOUT_COLUMN + '"], "data": [')
         for position, rollout in enumerate(rollouts):
             handle.write(",\n" if position else "\n")

@@ -26,6 +26,7 @@ from evalexport.exporters.wandb_target import (
     describing_the_evaluation,
     missing_credentials,
     mode_from_environment,
+    project_refusal,
     staging_beside_the_run,
     unwritable_reason,
 )
@@ -137,13 +138,16 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
                 "wandb_project": chosen_project.source,
                 "wandb_entity": chosen_entity.source,
             },
-            refusal=unwritable_reason(directory)
+            refusal=project_refusal(chosen_project.value, chosen_project.source)
+            or unwritable_reason(directory)
             or (None if offline else missing_credentials(config.wandb_api_key is not None)),
             worker=WorkerSpec(
                 requirements=config.requirements(),
                 environment={
                     **describing_the_evaluation(config.rollouts_jsonl_fpath),
                     **staging_beside_the_run(directory),
+                    # As resolved: W&B's own settings refuse `OFFLINE`, which names offline.
+                    "WANDB_MODE": chosen_mode.value,
                 },
                 answers_dry_runs=not offline,
                 secrets={"WANDB_API_KEY": key.get_secret_value()} if key else {},

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from evalexport.settings import SettingError
 
@@ -15,6 +15,7 @@ __all__ = [
     "describing_the_evaluation",
     "missing_credentials",
     "mode_from_environment",
+    "project_refusal",
     "staging_beside_the_run",
     "unwritable_reason",
 ]
@@ -33,6 +34,32 @@ def mode_from_environment(text: str) -> Literal["online", "offline"]:
         f"{'W&B logs nothing when disabled; ' if value == 'disabled' else ''}set WANDB_MODE to "
         "online or offline, give +wandb_mode=online|offline, or unset it"
     )
+
+
+PROJECT_FORBIDS: Final = "/\\#?%:"
+"""The characters W&B refuses in a project name (its settings' ``validate_project``)."""
+PROJECT_LIMIT: Final = 128
+"""The longest project name W&B takes, in characters."""
+
+
+def project_refusal(project: str, source: str) -> str | None:
+    """Why W&B would refuse ``project`` as a project name (given by ``source``), or ``None``:
+    found before anything is built, as W&B finds it only when its run starts."""
+    found = sorted({char for char in project if char in PROJECT_FORBIDS})
+    if found:
+        entity = (
+            "; to name an entity as well, set WANDB_ENTITY or +wandb_entity" if "/" in found else ""
+        )
+        return (
+            f"W&B project name {project!r} ({source}) holds {', '.join(map(repr, found))}, "
+            f"which W&B refuses in a project name ({' '.join(PROJECT_FORBIDS)}){entity}"
+        )
+    if len(project) > PROJECT_LIMIT:
+        return (
+            f"W&B project name {project[:40]!r}... ({source}) is {len(project)} characters; "
+            f"W&B takes at most {PROJECT_LIMIT}"
+        )
+    return None
 
 
 def unwritable_reason(directory: Path) -> str | None:

@@ -20,6 +20,9 @@ __all__ = ["FROM_FILES", "FROM_ROLLOUTS", "EvaluationTimes", "TimesSeen", "expor
 
 FROM_ROLLOUTS: Final = "the rollouts' own timestamps"
 FROM_FILES: Final = "the run files' modification times"
+LATEST_DATE: Final = datetime.datetime(9999, 12, 31, 23, 59, 59, tzinfo=datetime.UTC).timestamp()
+"""The latest epoch second a date can be written for (Python's, MLflow's and W&B's): a later
+timestamp (milliseconds written as seconds) dates nothing, and is left out."""
 
 
 @final
@@ -31,6 +34,18 @@ class EvaluationTimes:
     ended_at: float
     source: str
     """:data:`FROM_ROLLOUTS` or :data:`FROM_FILES`."""
+    left_out: int = 0
+    """Timestamps the rollouts recorded past :data:`LATEST_DATE`: not dates, left out."""
+
+    def warning(self) -> str | None:
+        """What the result says of timestamps left out, or ``None``."""
+        if not self.left_out:
+            return None
+        return (
+            f"{self.left_out} rollout timestamp{'s' if self.left_out != 1 else ''} past the year "
+            "9999 (milliseconds written as seconds?) left out of the evaluation's times, "
+            f"taken from {self.source}"
+        )
 
     @property
     def started_at_ms(self) -> int:
@@ -66,6 +81,7 @@ class TimesSeen:
     def __init__(self) -> None:
         self.earliest = math.inf
         self.latest = -math.inf
+        self.left_out = 0
 
     def see(self, record: Mapping[str, object]) -> None:
         """Take in one rollout's timestamps (those of its ``ng_trajectory``)."""
@@ -82,7 +98,9 @@ class TimesSeen:
     def _note(self, value: object) -> None:
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
             seconds = float(value)
-            if seconds > 0:
+            if seconds > LATEST_DATE:
+                self.left_out += 1
+            elif seconds > 0:
                 self.earliest = min(self.earliest, seconds)
                 self.latest = max(self.latest, seconds)
 
@@ -90,7 +108,7 @@ class TimesSeen:
         """The evaluation's times: from the rollouts when they recorded any, else from the
         modification times of ``files`` (the rollouts file first: its is the end)."""
         if self.earliest <= self.latest:
-            return EvaluationTimes(self.earliest, self.latest, FROM_ROLLOUTS)
+            return EvaluationTimes(self.earliest, self.latest, FROM_ROLLOUTS, self.left_out)
         stamps = []
         for path in files:
             try:
@@ -99,8 +117,8 @@ class TimesSeen:
                 continue
         if not stamps:
             now = datetime.datetime.now(datetime.UTC).timestamp()
-            return EvaluationTimes(now, now, FROM_FILES)
-        return EvaluationTimes(min(stamps), stamps[0], FROM_FILES)
+            return EvaluationTimes(now, now, FROM_FILES, self.left_out)
+        return EvaluationTimes(min(stamps), stamps[0], FROM_FILES, self.left_out)
 
 
 def _mappings(value: object) -> Iterable[Mapping[str, object]]:

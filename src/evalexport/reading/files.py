@@ -266,6 +266,15 @@ def run_directory_files(run_dir: Path, problems: list[str]) -> Iterator[Path]:
                 problems.append(
                     f"{path} links to {os.path.realpath(path)}, outside the run directory"
                 )
+            elif entry.is_symlink() and Path(os.path.realpath(directory)).is_relative_to(
+                os.path.realpath(path)
+            ):
+                # An upload that follows links (os.walk(followlinks=True)) goes round it
+                # until the path is too long: refused here, before anything is built.
+                problems.append(
+                    f"{path} links back to {os.path.realpath(path)}, which holds it: an upload "
+                    "that follows links goes round it forever; remove the link"
+                )
             else:
                 yield from walk(path)
 

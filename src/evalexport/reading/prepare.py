@@ -107,6 +107,7 @@ class PreparedRun:
                 self.saved_config.warning(self.run.saved_config),
                 self.metrics.non_finite_warning(),
                 self.metrics.empty_warning(self.run.aggregate_metrics),
+                self.evaluation.warning(),
                 *self.health.warnings(),
             )
             if warning

@@ -225,6 +225,53 @@ class ExporterGuarantees:
         real = export(sample)
         self._same_verdict("a run exported without credentials", dry, real)
 
+    def test_guarantee_a_dry_run_tells_the_exports_verdict_on_rows_no_one_expects(
+        self, export: Export, make_sample_run: Callable[..., SampleRun]
+    ) -> None:
+        """Dry run = export on rows Gym would not write but JSON allows: a timestamp past the
+        year 9999 (milliseconds written as seconds), a lone surrogate (``"\\ud800"``) in a
+        text, a task index that is a text beside integers."""
+        sample = make_sample_run("odd-rows", agents=("aime24_math_tool_agent",))
+        write_odd_rows(sample.rollouts)
+        dry = export(sample, dry_run=True)
+        real = export(sample)
+        self._same_verdict("rows no one expects", dry, real)
+
+    @pytest.mark.parametrize(
+        ("variable", "value"),
+        [
+            ("WANDB_MODE", "OFFLINE"),
+            ("WANDB_PROJECT", "team/project"),
+            ("MLFLOW_EXPERIMENT_NAME", "e" * 600),
+        ],
+    )
+    def test_guarantee_a_dry_run_tells_the_exports_verdict_on_settings_an_sdk_refuses(
+        self,
+        export: Export,
+        make_sample_run: Callable[..., SampleRun],
+        monkeypatch: pytest.MonkeyPatch,
+        variable: str,
+        value: str,
+    ) -> None:
+        """Dry run = export when an SDK's own variable holds what the SDK refuses (or spells
+        differently, as ``OFFLINE``): found before anything is built, or taken as meant."""
+        monkeypatch.setenv(variable, value)
+        sample = make_sample_run(f"setting-{variable}", agents=("aime24_math_tool_agent",))
+        dry = export(sample, dry_run=True)
+        real = export(sample)
+        self._same_verdict(f"{variable}={value[:20]!r}", dry, real)
+
+    def test_guarantee_a_dry_run_tells_the_exports_verdict_on_a_link_round_the_run(
+        self, export: Export, make_sample_run: Callable[..., SampleRun]
+    ) -> None:
+        """Dry run = export on a run directory holding a link to itself (``self -> .``), which
+        an upload following links goes round forever."""
+        sample = make_sample_run("looped", agents=("aime24_math_tool_agent",))
+        (sample.run.run_dir / "self").symlink_to(".")
+        dry = export(sample, dry_run=True)
+        real = export(sample)
+        self._same_verdict("a link round the run directory", dry, real)
+
     def _same_verdict(self, label: str, dry: ExportResult, real: ExportResult) -> None:
         from evalexport.results import ExportStatus, SkipReason
 
@@ -409,6 +456,19 @@ class ExporterGuarantees:
                 "a tracking or directory exporter's rerun skips what it exported, but it "
                 f"ended {rerun.summary_line()!r}"
             )
+
+
+def write_odd_rows(rollouts: Path) -> None:
+    """Rewrite three rows of ``rollouts``: a turn's timestamp 1e20 s, a field holding a lone
+    surrogate, and a task index given as text."""
+    rows = [json.loads(line) for line in rollouts.read_text(encoding="utf-8").splitlines()]
+    turns = rows[0].get("ng_trajectory", {}).get("turns") or [{}]
+    turns[0]["timestamp"] = 1e20
+    for row in rows:  # a text column of the samples table, a surrogate in its first cell
+        row["grader_note"] = "plain"
+    rows[0]["grader_note"] = "unpaired \ud800 surrogate"
+    rows[1]["_ng_task_index"] = str(rows[1]["_ng_task_index"])
+    rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
 
 
 def _recorded_payloads(monkeypatch: pytest.MonkeyPatch) -> list[object]:
