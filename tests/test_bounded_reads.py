@@ -69,6 +69,17 @@ def test_a_rollouts_file_without_a_line_break_is_refused_naming_the_line_and_the
     )
     assert atif.exit_code == 1
     assert "line 1: longer than 512 MiB, the longest line evalexport reads" in atif.stdout
+    assert "names its agent" not in atif.stdout  # the line's own reason, not a guess (#46)
+
+
+def test_evalrdl_reads_a_rollouts_file_without_a_line_break_no_further_than_the_limit(
+    evalrdl_token, cli, sample_run
+) -> None:
+    with sample_run.rollouts.open("wb") as handle:  # sparse: no line break in 576 MB
+        handle.truncate(MAX_LINE_BYTES + 64 * 1024 * 1024)
+    dry = cli("evalrdl", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "--dry-run")
+    assert dry.exit_code == 1  # was: "would be uploaded", the whole file read into memory
+    assert f"line 1 is longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB" in dry.stdout
 
 
 def test_a_link_out_of_the_run_directory_is_not_walked(evalrdl_token, cli, sample_run) -> None:
@@ -88,8 +99,20 @@ def test_a_link_inside_the_run_directory_is_walked_once(
     sidecars.mkdir()
     (sidecars / "a.txt").write_text("a")
     (sample_run.run.run_dir / "notes-again").symlink_to(sidecars)
-    (sidecars / "loop").symlink_to(sample_run.run.run_dir)
     dry = cli("evalrdl", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "--dry-run", "--json")
     assert dry.exit_code == 0, dry.output
     planned = [Path(item["path"]).name for item in json.loads(dry.stdout)["plan"]["files"]]
     assert planned.count("a.txt") == 1
+
+
+def test_a_link_back_round_the_run_directory_is_refused_before_the_upload_loops(
+    evalrdl_token, cli, sample_run
+) -> None:
+    sidecars = sample_run.run.run_dir / "notes"
+    sidecars.mkdir()
+    (sidecars / "loop").symlink_to(sample_run.run.run_dir)
+    dry = cli("evalrdl", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "--dry-run")
+    assert dry.exit_code == 1
+    assert (
+        f"{sidecars / 'loop'} links back to {sample_run.run.run_dir}, which holds it" in dry.stdout
+    )

@@ -320,7 +320,7 @@ def _rejection(run: RunArtifacts, conversion: FileConversion) -> str:
         f"ATIF export rejected {len(rejected)} of {conversion.rows} rows of {run.rollouts}; "
         f"nothing was written:\n{listed}"
     )
-    if agents := conversion.agents_problem(run.rollouts):
+    if conversion.agents and (agents := conversion.agents_problem(run.rollouts)):
         # Rows of several agents share their (task, rollout) keys: +agent is the way on.
         return f"{message}\n{agents}"
     if conversion.duplicate_keys == len(rejected):

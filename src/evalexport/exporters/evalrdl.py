@@ -130,12 +130,26 @@ class EvalRDLExporter(Exporter[EvalRDLConfig, None]):
         records = False
 
         def read_config(handle: BinaryIO) -> None:
-            config = reading.parse_saved_config(run, handle.read())
+            data = handle.read(reading.MAX_FILE_BYTES + 1)
+            if len(data) > reading.MAX_FILE_BYTES:
+                raise RunFileError(
+                    f"Saved run config {run.saved_config} is larger than "
+                    f"{reading.MAX_FILE_BYTES // (1024 * 1024)} MiB; a saved config is a few "
+                    "kilobytes"
+                )
+            config = reading.parse_saved_config(run, data)
             live.extend(reading.exportable_config(config).masked_paths)
 
         def read_rollouts(handle: BinaryIO) -> None:
             nonlocal records
-            records = not all(line.isspace() for line in handle)  # stops at the first record
+            line_number = 0
+            while raw := handle.readline(reading.MAX_LINE_BYTES + 1):  # to the first record
+                line_number += 1
+                if len(raw) > reading.MAX_LINE_BYTES:
+                    raise RunFileError(reading.too_long_message(run.rollouts, line_number))
+                if not raw.isspace():
+                    records = True
+                    return
 
         if reason := run.unreadable_file_reason(
             {run.saved_config: read_config, run.rollouts: read_rollouts}

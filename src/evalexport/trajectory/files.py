@@ -281,7 +281,7 @@ def _convert_line(line_number: int, raw: bytes | None, job: _Job) -> _Outcome:
             None,
             None,
             f"{where}: longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB, the longest line "
-            "evalexport reads",
+            "evalexport reads; the file is not read past it",
         )
     if not raw.strip():
         return line_number, None, None, f"{where}: blank JSONL records are not supported"
@@ -374,19 +374,15 @@ def _convert_chunk(first_line: int, lines: list[bytes | None], job: _Job) -> lis
 
 
 def _lines(handle: BinaryIO) -> Iterator[tuple[bytes | None, int]]:
-    """``(line, its length)`` of each line, ``None`` for a line longer than
-    :data:`MAX_LINE_BYTES` (read past in pieces, never held)."""
+    """``(line, its length)`` of each line, and ``None`` for a line longer than
+    :data:`MAX_LINE_BYTES`, where reading stops: such a line is no rollout, and what follows
+    it (a 20 GiB file without a newline) is not read."""
     while raw := handle.readline(MAX_LINE_BYTES + 1):
         if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
             yield raw, len(raw)
             continue
-        length = len(raw)
-        del raw
-        while piece := handle.readline(_CHUNK_BYTES):
-            length += len(piece)
-            if piece.endswith(b"\n"):
-                break
-        yield None, length
+        yield None, len(raw)
+        return
 
 
 def _chunks(path: Path) -> Iterator[tuple[int, list[bytes | None], int]]:
