@@ -63,6 +63,30 @@ MODULES = {
         "        subprocess.run(['echo', 'a child of the export printed'], check=True)\n"
         "        return ExportResult.succeeded(self.name, str(run.run_dir), 'done')\n"
     ),
+    "closesstdout": (
+        "import sys\n"
+        "from evalexport.exporters import Exporter, ExporterConfig\n"
+        "from evalexport.results import ExportResult\n"
+        "class X(Exporter[ExporterConfig]):\n"
+        "    name = 'closesstdout'\n"
+        "    summary = 'closes sys.stdout as it exports'\n"
+        "    Config = ExporterConfig\n"
+        "    def deliver(self, run):\n"
+        "        sys.stdout.close()\n"
+        "        return ExportResult.succeeded(self.name, str(run.run_dir), 'done')\n"
+    ),
+    "closesfds": (
+        "import os\n"
+        "from evalexport.exporters import Exporter, ExporterConfig\n"
+        "from evalexport.results import ExportResult\n"
+        "class X(Exporter[ExporterConfig]):\n"
+        "    name = 'closesfds'\n"
+        "    summary = 'closes every descriptor above 2 as it exports'\n"
+        "    Config = ExporterConfig\n"
+        "    def deliver(self, run):\n"
+        "        os.closerange(3, 4096)\n"
+        "        return ExportResult.succeeded(self.name, str(run.run_dir), 'done')\n"
+    ),
 }
 """Plugins that misbehave; ``prints`` works, but writes to standard output."""
 
@@ -111,7 +135,8 @@ def test_list_shows_each_broken_plugin_with_its_reason_and_leaks_nothing(hostile
     assert listed.returncode == 0, listed.stderr
     rows = {row["name"]: row for row in json.loads(listed.stdout)}
     assert {"atif", "mlflow", "wandb", "evalrdl"} <= set(rows)
-    broken = [name for name in MODULES if name not in ("exitsexporting", "prints")]
+    loads = ("exitsexporting", "prints", "closesstdout", "closesfds")  # misbehave exporting
+    broken = [name for name in MODULES if name not in loads]
     said = {name: rows[name]["summary"] for name in broken}
     assert "RuntimeError: token ****" in said["raises"]
     assert "SyntaxError" in said["syntax"]
@@ -219,3 +244,22 @@ def test_what_a_plugin_prints_on_import_never_mixes_into_a_plans_json(
     (outcome,) = json.loads(ran.stdout)  # stdout is the outcomes alone
     assert outcome["result"]["message"] == "done"
     assert "printed on import" in checked.stderr + ran.stderr
+
+
+def test_a_plugin_that_closes_stdout_or_sweeps_descriptors_still_gets_its_result_said(
+    hostile_site, sample_run
+) -> None:
+    closed = _evalexport(
+        hostile_site, "closesstdout", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "--json"
+    )
+    assert closed.returncode == 0, closed.stderr
+    assert json.loads(closed.stdout)["message"] == "done"  # stdout is still the result's
+    assert "Traceback" not in closed.stderr
+    swept = _evalexport(
+        hostile_site, "closesfds", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "--json"
+    )
+    assert "Traceback" not in swept.stderr, swept.stderr
+    assert swept.returncode == 0, swept.stderr
+    # Its own standard output is gone: the result is on stderr, and said to be.
+    assert "closed file descriptor" in swept.stderr
+    assert '"message":"done"' in swept.stderr
