@@ -360,6 +360,23 @@ def test_a_full_tmpdir_loses_no_outcome_and_a_rerun_makes_no_second_run(
     else:  # refused before anything remote was made: then nothing was
         assert "No space left" in first["message"] or "space" in first["message"].lower()
         assert len(finished) <= 1
+    # With its rollouts tables (321 KiB), which are written in TMPDIR: the dry run and the
+    # export refuse alike, naming TMPDIR and its room, before anything is built (#46).
+    said = []
+    for flag in ("--dry-run", "--json"):
+        tables = [arg for arg in command if arg != "+upload_rollouts=false" and arg != "--json"]
+        completed = subprocess.run(
+            ["unshare", "-m", "sh", "-c", script, str(small), *tables, flag],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert completed.returncode == 1, completed.stdout + completed.stderr
+        said.append(completed.stdout)
+    assert f"{small} (TMPDIR) has 64.0 KiB free" in said[0]
+    assert f"{small} (TMPDIR) has 64.0 KiB free" in said[1]
+    assert len(_finished(mlflow_python, store, "aime24")) == len(finished)
 
 
 def test_atif_out_of_space_says_so_of_the_output_and_leaves_nothing(

@@ -39,7 +39,7 @@ from evalexport.exporters.mlflow_target import (
     unwritable_store_reason,
     uri_from_environment,
 )
-from evalexport.exporters.prepared import PreparedRun, prepare
+from evalexport.exporters.prepared import PreparedRun, prepare, scratch_space_refusal
 from evalexport.exporters.samples import SAMPLES_FILE, samples_beside
 from evalexport.exporters.sdk import Sdk, Surface
 from evalexport.exporters.spec import SdkConfig, Target
@@ -178,7 +178,9 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
                 "mlflow_tracking_uri": uri.source,
                 "mlflow_experiment_name": experiment.source,
             },
-            refusal=experiment_refusal(experiment) or unwritable_store_reason(store),
+            refusal=experiment_refusal(experiment)
+            or unwritable_store_reason(store)
+            or (scratch_space_refusal(run.rollouts) if config.upload_rollouts else None),
             worker=WorkerSpec(
                 requirements=config.requirements(),
                 environment=request_limits(

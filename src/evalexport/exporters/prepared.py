@@ -9,6 +9,8 @@ names from here.
 
 from __future__ import annotations
 
+import errno
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,11 +18,13 @@ from pathlib import Path
 from evalexport.exporters.samples import SAMPLES_FILE, SamplesTable
 from evalexport.exporters.tables import write_rollouts_table, write_table_rows
 from evalexport.gym.health import read_health
+from evalexport.progress import human_size
 from evalexport.reading import PreparedRun, Rollout
 from evalexport.reading import prepare as read_run
+from evalexport.results import ExportFailure
 from evalexport.run import RunArtifacts
 
-__all__ = ["PreparedRun", "for_payload", "prepare"]
+__all__ = ["PreparedRun", "for_payload", "prepare", "scratch_space_refusal"]
 
 
 def prepare(
@@ -52,8 +56,17 @@ def prepare(
     samples = SamplesTable(scratch, run_health)
 
     def write_table(rollouts: Iterator[Rollout]) -> None:
-        write_table_rows(samples.rows(rollouts), table)
-        samples.write(scratch / SAMPLES_FILE)
+        try:
+            write_table_rows(samples.rows(rollouts), table)
+            samples.write(scratch / SAMPLES_FILE)
+        except OSError as error:
+            if error.errno != errno.ENOSPC:
+                raise
+            raise ExportFailure(
+                f"No space left in {scratch.parent} (TMPDIR) for the rollouts tables of "
+                f"{run.rollouts.name}, written there before they are sent: free space there, "
+                "or set TMPDIR to a directory with room for about the rollouts file's size"
+            ) from None
 
     return read_run(
         run,
@@ -62,6 +75,26 @@ def prepare(
         scratch=[scratch],
         released=release_scratch,
         health=run_health,
+    )
+
+
+def scratch_space_refusal(rollouts: Path) -> str | None:
+    """Why the rollouts tables cannot be written in the temporary directory (``TMPDIR``), found
+    before anything is built, the dry run's as the export's: it has less room than the
+    rollouts file takes (the tables hold the rollouts without their trajectories)."""
+    directory = tempfile.gettempdir()
+    try:
+        room = shutil.disk_usage(directory).free
+        needed = rollouts.stat().st_size
+    except OSError:
+        return None  # the read names what cannot be read
+    if room >= needed:
+        return None
+    return (
+        f"{directory} (TMPDIR) has {human_size(room)} free, and the rollouts tables of "
+        f"{rollouts.name} ({human_size(needed)}) are written there before they are sent: free "
+        "space there, set TMPDIR to a directory with room, or export without them "
+        "(+upload_rollouts=false)"
     )
 
 

@@ -17,7 +17,7 @@ from typing import Final, Literal
 from pydantic import Field, SecretStr
 
 from evalexport.exporters.base import Exporter
-from evalexport.exporters.prepared import PreparedRun, prepare
+from evalexport.exporters.prepared import PreparedRun, prepare, scratch_space_refusal
 from evalexport.exporters.samples import SAMPLES_TABLE_KEY, VERDICT_COLUMN, samples_beside
 from evalexport.exporters.sdk import Sdk, Surface
 from evalexport.exporters.spec import SdkConfig, Target
@@ -140,6 +140,7 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
             },
             refusal=project_refusal(chosen_project.value, chosen_project.source)
             or unwritable_reason(directory)
+            or (scratch_space_refusal(run.rollouts) if config.upload_rollouts else None)
             or (None if offline else missing_credentials(config.wandb_api_key is not None)),
             worker=WorkerSpec(
                 requirements=config.requirements(),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -104,8 +105,8 @@ def _restore(saved: int, identity: tuple[int, int] | None) -> None:
             return
         except OSError:
             pass
-    print(
-        f"evalexport: warning: code run by this command closed file descriptor {saved}, "
-        "which held evalexport's standard output; the result goes to stderr",
-        file=sys.stderr,
+    logging.getLogger("evalexport").warning(
+        "code run by this command closed file descriptor %d, which held evalexport's standard "
+        "output; the result goes to stderr",
+        saved,
     )
