@@ -455,3 +455,40 @@ def test_a_full_disk_while_an_embedded_store_is_made_leaves_none_half_made(
     assert first["status"] == "failed", first
     assert "mlruns.db" not in lines[1:-1]  # no half-made store left where it is looked for
     assert then["status"] == "succeeded", then["message"]
+
+
+@pytest.mark.downloads
+def test_a_server_that_answers_500_is_said_to_answer_not_to_be_unreachable(
+    lab: FaultLab, sample_run
+) -> None:
+    import http.server
+    import threading
+
+    class Failing(http.server.BaseHTTPRequestHandler):
+        def _fail(self) -> None:
+            self.send_response(500)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = _fail
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Failing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        ended = lab.run(
+            "mlflow",
+            f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+            f"+mlflow_tracking_uri=http://127.0.0.1:{server.server_address[1]}",
+            "+mlflow_request_retries=1",
+            "+mlflow_request_timeout=5",
+            "--json",
+        )
+    finally:
+        server.shutdown()
+    message = str(ended.result()["message"])
+    assert ended.exit_code == 1
+    assert "answered HTTP 500 (a server error) to every retry" in message, message
+    assert "cannot be reached" not in message
