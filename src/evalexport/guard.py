@@ -91,7 +91,12 @@ class ExportMarker(BaseModel):
 
     def is_for(self, target: str) -> bool:
         """Whether this record is of an export to ``target`` (as :meth:`target_key` knows it)."""
-        return target_key(self.target) == target_key(target)
+        return self.key == target_key(target)
+
+    @property
+    def key(self) -> str:
+        """:func:`target_key` of the target, scrubbed already when the record was made."""
+        return self.target.rstrip("/") if "://" in self.target else self.target
 
 
 class MarkerFile(BaseModel):
@@ -112,12 +117,14 @@ class MarkerFile(BaseModel):
         return data
 
     def record_for(self, target: str) -> ExportMarker | None:
-        """The record of the export to ``target``, if the run went there."""
-        return next((record for record in self.exports if record.is_for(target)), None)
+        """The record of the export to ``target``, if the run went there (the target scrubbed
+        once, not once a record)."""
+        key = target_key(target)
+        return next((record for record in self.exports if record.key == key), None)
 
     def with_record(self, record: ExportMarker) -> MarkerFile:
         """This file with ``record`` in place of the one for its target (kept last)."""
-        others = [kept for kept in self.exports if not kept.is_for(record.target)]
+        others = [kept for kept in self.exports if kept.key != record.key]
         return self.model_copy(update={"exports": [*others, record]})
 
 
