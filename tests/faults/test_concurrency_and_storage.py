@@ -301,7 +301,7 @@ def test_a_server_that_dies_mid_export_fails_and_the_rerun_ends_the_abandoned_ru
         "--json",
     )
     assert rerun.exit_code == 0, rerun.output
-    assert "is now marked FAILED" in rerun.stderr
+    assert "is now marked FAILED" in str(rerun.result()["message"])  # the result says it
     fingerprint = run_fingerprint(sample_run.run)
     runs = [
         run

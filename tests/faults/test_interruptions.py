@@ -129,7 +129,7 @@ def test_a_worker_killed_outright_is_reported_and_the_rerun_ends_its_abandoned_r
 
     rerun = lab.run(*_export_args(sample_run, own_mlflow_server.url, "oom"))
     assert rerun.exit_code == 0, rerun.output
-    assert "is now marked FAILED" in rerun.stderr
+    assert "is now marked FAILED" in str(rerun.result()["message"])  # the result says it
     runs = _runs_of(mlflow_python, own_mlflow_server, "oom", sample_run)
     assert sorted(runs) == ["FAILED", "FINISHED"]
     assert len(runs["FINISHED"]) == 1
