@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import configparser
 import runpy
+import sys
 import typing
 from pathlib import Path
 
@@ -92,3 +93,34 @@ def test_tox_and_mypy_need_no_entry_for_a_new_sdk() -> None:
     assert "evalexport contract matrix" in tox["testenv:contracts"]["commands"]
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert 'module = ["evalexport.workers.*"]' in pyproject
+
+
+@pytest.mark.parametrize("given", [None, "/shared/evalexport-cache"])
+def test_tox_contracts_builds_its_sdk_environments_where_asked_never_in_the_users_cache(
+    given: str | None,
+) -> None:
+    """``tox -e contracts`` builds about 1 GB of SDK environments: under EVALEXPORT_CACHE_DIR
+    when it is set, else under .tox/, never in ~/.cache/evalexport unasked (#44)."""
+    import os
+    import shutil
+    import subprocess
+
+    tox = shutil.which("tox", path=str(Path(sys.executable).parent)) or shutil.which("tox")
+    if tox is None:  # the dev extra installs it; tox's own test environments do not
+        pytest.skip("tox is not installed here (pip install -e '.[dev]')")
+    environment = {k: v for k, v in os.environ.items() if k != "EVALEXPORT_CACHE_DIR"}
+    if given is not None:
+        environment["EVALEXPORT_CACHE_DIR"] = given
+    shown = subprocess.run(
+        [tox, "config", "-e", "contracts", "-k", "set_env", "--root", str(ROOT)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    (line,) = [x.strip() for x in shown.stdout.splitlines() if "EVALEXPORT_CACHE_DIR=" in x]
+    expected = given or str(ROOT / ".tox" / "evalexport-cache")
+    assert line == f"EVALEXPORT_CACHE_DIR={expected}"
