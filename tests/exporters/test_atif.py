@@ -484,7 +484,7 @@ def test_rows_some_options_rescue_are_told_apart_from_those_none_does(
     cli, make_sample_run, tmp_path
 ) -> None:
     sample = make_sample_run(
-        agents=(TOOL_AGENT,), tasks=2, repeats=2, rows_with_gaps=[0], rows_without_trajectory=[3]
+        agents=(TOOL_AGENT,), tasks=2, repeats=2, rows_with_gaps=[0], malformed_lines=[4]
     )
     run = _atif(cli, sample.rollouts, tmp_path / "atif", "--json")
     message = json.loads(run.stdout)["message"]

@@ -168,15 +168,19 @@ def convert_rollout(
         raise TrajectoryError(
             path, "contains an unpaired Unicode surrogate and is not valid UTF-8 JSON"
         )
+    relax = Relaxations(relaxations)
+    recorded = row.get("ng_trajectory")
+    if recorded is None and relax.permits("recorded_conversations"):
+        # No recorded trajectory: built from the row's own conversation, as asked.
+        return _from_conversation(row, identity, relax)
     try:
-        trajectory = validate_record(row.get("ng_trajectory"))
+        trajectory = validate_record(recorded)
     except RecordError as error:
         raise TrajectoryError(error.path, error.detail) from None
     gap_codes = tuple(gap.code for gap in trajectory.gaps)
     refused = sorted({code for code in gap_codes if code not in allowed_gaps})
     if refused:
         _refuse_gaps(row, identity, refused, allowed_gaps, relaxations)
-    relax = Relaxations(relaxations)
     agent_name = _agent_name(row, identity, relax)
     task = rollout_index(row, TASK_INDEX, "")
     rollout = rollout_index(row, ROLLOUT_INDEX, "")
@@ -197,6 +201,43 @@ def convert_rollout(
         nemo_gym["conversion"]["status"] = "partial"
         nemo_gym["relaxations"] = list(applied)
     return ConvertedTrajectory(task, rollout, document, gap_codes, applied)
+
+
+def _from_conversation(
+    row: dict[str, object], identity: TrajectoryIdentity, relax: Relaxations
+) -> ConvertedTrajectory:
+    """The trajectory of a row without ``ng_trajectory``, from the conversation it records
+    (:mod:`.from_conversation`); a refusal names the row's own field."""
+    from evalexport.trajectory import from_conversation
+
+    agent_name = _agent_name(row, identity, relax)
+    task = rollout_index(row, TASK_INDEX, "")
+    rollout = rollout_index(row, ROLLOUT_INDEX, "")
+    try:
+        record = validate_record(from_conversation.conversation_record(row, task, rollout))
+        conversion = RecordConversion(record, (TURNS_UNAVAILABLE,), relax)
+        document = conversion.document(identity, agent_name, task, rollout)
+    except RecordError as error:
+        raise TrajectoryError(from_conversation.row_path(error.path, row), error.detail) from None
+    except ItemError as error:
+        path, _, detail = str(error).partition(": ")
+        raise TrajectoryError(from_conversation.row_path(path, row), detail) from None
+    except TrajectoryError as error:
+        detail = str(error).removeprefix(f"{error.path}: ")
+        raise TrajectoryError(from_conversation.row_path(error.path, row), detail) from None
+    source = from_conversation.conversation_source(row, task, rollout)
+    if isinstance(model := source.get("response_model"), str):
+        document["agent"]["model_name"] = model
+    document["final_metrics"] = {
+        **from_conversation.usage_metrics(row),
+        **document["final_metrics"],
+    }
+    nemo_gym = document["extra"]["nemo_gym"]
+    nemo_gym["source"] = source
+    nemo_gym["conversion"]["status"] = "partial"
+    applied = relax.applied()
+    nemo_gym["relaxations"] = list(applied)
+    return ConvertedTrajectory(task, rollout, document, (), applied)
 
 
 def _refuse_gaps(
@@ -239,11 +280,13 @@ def options_that_accept(
     The row is converted again with every gap it records allowed and every relaxation
     offered; a relaxation counts only where the row needed it (:mod:`.relaxations`).
     """
-    try:
-        recorded = validate_record(row.get("ng_trajectory"))
-    except RecordError:
-        return None
-    gaps = sorted({gap.code for gap in recorded.gaps})
+    gaps: list[str] = []
+    if (raw := row.get("ng_trajectory")) is not None:  # without one: recorded_conversations
+        try:
+            recorded = validate_record(raw)
+        except RecordError:
+            return None
+        gaps = sorted({gap.code for gap in recorded.gaps})
     named = identity if identity.agent_name is not None else _named(identity)
     try:
         converted = convert_rollout(row, named, allowed_gaps=gaps, relaxations=RELAXATIONS)

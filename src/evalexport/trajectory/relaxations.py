@@ -24,6 +24,7 @@ Relaxation = Literal[
     "interleaved_tool_results",
     "message_phases",
     "reasoning_segments",
+    "recorded_conversations",
     "turn_copies",
     "unnamed_agents",
 ]
@@ -69,6 +70,15 @@ RELAXATIONS: Final[dict[Relaxation, str]] = {
         "several reasoning texts of one agent step are joined by a blank line into its "
         "reasoning_content; extra.nemo_gym.source_items.reasoning_segment_lengths gives each "
         "text's length in Unicode code points, so the boundaries can be restored"
+    ),
+    "recorded_conversations": (
+        "a row without ng_trajectory (Gym's rollout observability is off by default) gets its "
+        "trajectory from the conversation it records: responses_create_params.input, then "
+        "response.output, as Gym's agents speak them (system and user steps; agent steps with "
+        "their reasoning, messages and tool calls; the function outputs that answer them as "
+        "observations); extra.nemo_gym.source says so (format responses_conversation) and "
+        "keeps the response's id, status, model and usage and the row's reward; an item it "
+        "does not know, a call without its output and an output without its call are refused"
     ),
     "turn_copies": (
         "a turn whose question, answer or reasoning copy, or whose step_count, disagrees with "
