@@ -34,6 +34,9 @@ def test_a_factory_run_has_a_row_per_rollout_with_its_reward(make_sample_run) ->
         "rollout_index",
         "agent",
         "reward",
+        "turns",
+        "tool_calls",
+        "final_answer",
         "expected_answer",
         "symbolic_correct",
     ]
@@ -43,6 +46,9 @@ def test_a_factory_run_has_a_row_per_rollout_with_its_reward(make_sample_run) ->
             r["_ng_rollout_index"],
             r["agent_ref"]["name"],
             r["reward"],
+            1,
+            0,
+            r["response"]["output"][-1]["content"][0]["text"],
             r["expected_answer"],
             r["symbolic_correct"],
         ]
@@ -60,8 +66,8 @@ def test_a_column_is_a_scalar_of_one_kind_in_every_rollout(tmp_path: Path) -> No
         ],
         tmp_path,
     )
-    assert table["columns"][4:] == ["answer", "score", "flag"]
-    assert table["data"][0] == [0, 0, None, 1.0, "4", 1, True]
+    assert table["columns"][7:] == ["answer", "score", "flag"]
+    assert table["data"][0] == [0, 0, None, 1.0, None, None, None, "4", 1, True]
 
 
 def test_cells_hold_what_json_and_the_tables_can(tmp_path: Path) -> None:
@@ -75,9 +81,34 @@ def test_cells_hold_what_json_and_the_tables_can(tmp_path: Path) -> None:
     )
     first, second = table["data"]
     assert (first[3], second[3]) == (None, 1.0)
-    assert len(first[4]) == TEXT_LIMIT
-    assert first[4].endswith("…")
-    assert first[4][:-1] == long[: TEXT_LIMIT - 1]
-    assert first[5] is None  # an integer no float holds
-    assert first[6] == "a\ufffdb"
+    assert len(first[7]) == TEXT_LIMIT
+    assert first[7].endswith("…")
+    assert first[7][:-1] == long[: TEXT_LIMIT - 1]
+    assert first[8] is None  # an integer no float holds
+    assert first[9] == "a\ufffdb"
     assert "NaN" not in (tmp_path / SAMPLES_FILE).read_text(encoding="utf-8")
+
+
+def test_the_conversation_is_readable_turns_tool_calls_and_final_answer(tmp_path: Path) -> None:
+    """A tool loop as Gym's agents record it in ``response.output`` (#43)."""
+    loop = [
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "think"}]},
+        {"type": "function_call", "call_id": "a", "name": "python", "arguments": "{}"},
+        {"type": "function_call", "call_id": "b", "name": "python", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "a", "output": "1"},
+        {"type": "function_call_output", "call_id": "b", "output": "2"},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [
+                {"type": "output_text", "text": "The answer "},
+                {"type": "output_text", "text": "is 3."},
+            ],
+        },
+    ]
+    table = _table(
+        [{"reward": 1.0, "response": {"output": loop}}, {"reward": 0.0, "response": None}],
+        tmp_path,
+    )
+    assert table["columns"][4:7] == ["turns", "tool_calls", "final_answer"]
+    assert [row[4:7] for row in table["data"]] == [[2, 2, "The answer is 3."], [None, None, None]]

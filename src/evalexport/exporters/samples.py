@@ -25,6 +25,7 @@ from evalexport.gym.health import RunHealth
 from evalexport.reading import Rollout
 
 __all__ = [
+    "CONVERSATION_COLUMNS",
     "SAMPLES_FILE",
     "SAMPLES_TABLE_KEY",
     "TEXT_LIMIT",
@@ -41,6 +42,10 @@ TEXT_LIMIT: Final = 1000
 """The longest text a cell holds, in characters; a longer one is cut, ``…`` marking it."""
 
 _FIXED: Final = ("task_index", "rollout_index", "agent", "reward")
+CONVERSATION_COLUMNS: Final = ("turns", "tool_calls", "final_answer")
+"""What the rollout's conversation (``response.output``) says, readable in a table: the
+agent's turns (its runs of output between tool results and input), its tool calls, and its
+final answer's text; empty cells for a row that records no response."""
 VERDICT_COLUMN: Final = "health_verdict"
 """NeMo Gym's verdict of the rollout (``rollout_verdicts.jsonl``), after the fixed columns,
 when the run has a verdicts file that describes it."""
@@ -98,13 +103,19 @@ class SamplesTable:
         }
         scalars: dict[str, type] = {}
         for key, value in record.items():
-            if key not in _NOT_COLUMNS and key not in _FIXED and (kind := _kind(value)):
+            if (
+                key not in _NOT_COLUMNS
+                and key not in _FIXED
+                and key not in CONVERSATION_COLUMNS
+                and (kind := _kind(value))
+            ):
                 scalars[key] = kind
         if self._shared is None:
             self._shared = dict(scalars)
         else:
             shared = self._shared
             self._shared = {k: kind for k, kind in shared.items() if scalars.get(k) is kind}
+        row.update(_conversation(record))
         row.update({key: _cell(record[key]) for key in scalars})
         if self._health is not None and self._health.verdicts is not None:
             row[VERDICT_COLUMN] = self._health.verdict_of(record)
@@ -113,9 +124,10 @@ class SamplesTable:
     def write(self, path: Path) -> Path:
         """``{"columns": [...], "data": [[...], ...]}``, MLflow's and W&B's table JSON, from the
         rows noted: the fixed columns and the scalar fields every rollout has."""
-        columns = [*_FIXED, *(self._shared or {})]
-        if self._health is not None and self._health.verdicts_fit():
-            columns.insert(len(_FIXED), VERDICT_COLUMN)
+        verdict = (
+            [VERDICT_COLUMN] if self._health is not None and self._health.verdicts_fit() else []
+        )
+        columns = [*_FIXED, *verdict, *CONVERSATION_COLUMNS, *(self._shared or {})]
         with (
             self._rows_file.open(encoding="utf-8") as rows,
             path.open("w", encoding="utf-8", errors="backslashreplace") as out,
@@ -131,6 +143,47 @@ class SamplesTable:
             out.write("\n]}\n")
         self._rows_file.unlink()
         return path
+
+
+def _conversation(record: Mapping[str, object]) -> dict[str, object]:
+    """The conversation columns of one rollout (:data:`CONVERSATION_COLUMNS`)."""
+    response = record.get("response")
+    output = response.get("output") if isinstance(response, Mapping) else None
+    if not isinstance(output, list):
+        return dict.fromkeys(CONVERSATION_COLUMNS)
+    turns = tool_calls = 0
+    answering = False  # within a run of the agent's own output
+    final_answer: str | None = None
+    for item in output:
+        kind = item.get("type") if isinstance(item, Mapping) else None
+        role = item.get("role") if isinstance(item, Mapping) else None
+        if kind in ("reasoning", "function_call") or (kind == "message" and role == "assistant"):
+            turns += not answering
+            answering = True
+            tool_calls += kind == "function_call"
+            if kind == "message" and isinstance(item, Mapping):
+                final_answer = _text_of(item.get("content"))
+        else:  # a tool's result, or input: the agent's next output is its next turn
+            answering = False
+    return {
+        "turns": turns,
+        "tool_calls": tool_calls,
+        "final_answer": None if final_answer is None else _cell(final_answer),
+    }
+
+
+def _text_of(content: object) -> str | None:
+    """A message's text: its ``output_text`` parts joined, or the content when it is text."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    texts = [
+        part["text"]
+        for part in content
+        if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+    ]
+    return "".join(texts) if texts else None
 
 
 def _kind(value: object) -> type | None:

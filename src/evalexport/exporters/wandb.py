@@ -193,7 +193,8 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
                 f"{ROLLOUTS_TABLE_KEY} ({rows} rows, one JSON text each, as NeMo Gym logs it; "
                 f"{where})",
                 f"{SAMPLES_TABLE_KEY} ({rows} rows, a column per value: task_index, "
-                f"rollout_index, agent, reward, {verdict}...; {where})",
+                f"rollout_index, agent, reward, {verdict}turns, tool_calls, final_answer, ...; "
+                f"{where})",
             ]
         flat = prepared.metrics
         named = (
