@@ -360,20 +360,23 @@ class ExportGuard:
         """Exports of this run to this exporter, one at a time (:func:`export_lock`)."""
         return export_lock(self.run, self.exporter)
 
-    def earlier_export(self) -> AlreadyExported | ChangedSinceExport | UnreadableMarker | None:
+    def earlier_export(
+        self, *, dry_run: bool = False
+    ) -> AlreadyExported | ChangedSinceExport | UnreadableMarker | None:
         """What the marker says of this target, under the lock and before the run is read for
         an export: ``None`` when it has no record of it. With one, the run is read once, only
         to compare.
 
         A record the marker could not take when its export finished (a full disk) is kept in
         the cache (:meth:`kept_record_path`): found there for the run as it is, the export
-        is skipped, and the marker written now if it can be."""
+        is skipped, and the marker written now if it can be (not by a dry run, which writes
+        nothing)."""
         marker = read_marker(self.run, self.exporter)
         if isinstance(marker, UnreadableMarker):
             return marker
         record = self._record(marker) if marker is not None else None
         if record is None:
-            return self._kept_export()
+            return self._kept_export(dry_run)
         return compare(record, self.marker_path, run_fingerprint(self.run))
 
     def kept_record_path(self) -> Path | None:
@@ -392,7 +395,7 @@ class ExportGuard:
         digest = hashlib.sha256(key.encode()).hexdigest()[:32]
         return cache_dir() / "unwritten-markers" / f"{digest}.json"
 
-    def _kept_export(self) -> AlreadyExported | None:
+    def _kept_export(self, dry_run: bool) -> AlreadyExported | None:
         path = self.kept_record_path()
         if path is None or not path.is_file():
             return None
@@ -402,6 +405,8 @@ class ExportGuard:
             return None
         if not record.is_for(self.target or "") or record.fingerprint != run_fingerprint(self.run):
             return None  # another run's data now: export it
+        if dry_run:
+            return AlreadyExported(record, path)
         try:  # the marker the export could not write, written now
             write_marker(self.run, record)
             path.unlink(missing_ok=True)

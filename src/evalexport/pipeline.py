@@ -242,7 +242,7 @@ def _export(
     with known_secrets(secrets), locked, window as delivery:
         if export_guard is not None:
             # Under the lock: a concurrent export may have finished meanwhile.
-            earlier = export_guard.earlier_export()
+            earlier = export_guard.earlier_export(dry_run=dry_run)
             if isinstance(earlier, guard.AlreadyExported):
                 skipped = earlier.skipped(exporter.name, run)
                 return skipped.said_as_dry_run() if dry_run else skipped

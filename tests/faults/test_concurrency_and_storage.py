@@ -188,8 +188,12 @@ def test_a_marker_that_cannot_be_written_is_kept_and_the_rerun_finds_the_one_rem
     assert again.status is ExportStatus.SKIPPED, again.message
     assert again.run_id == result.run_id
     assert not marker.exists()
-    # Space again: the rerun writes the marker from the kept record, and forgets it.
+    # Space again: a dry run says the export would skip, and writes nothing; the rerun
+    # writes the marker from the kept record, and forgets it.
     monkeypatch.setattr(guard, "write_marker", write_marker)
+    dry = export_run(exporter, sample_run.run, config.model_copy(update={"dry_run": True}))
+    assert dry.status is ExportStatus.SKIPPED, dry.message
+    assert not marker.exists()
     third = export_run(exporter, sample_run.run, config)
     assert third.status is ExportStatus.SKIPPED, third.message
     assert marker.is_file()
