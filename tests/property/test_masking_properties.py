@@ -267,3 +267,19 @@ _PROSE_WORDS = st.sampled_from(
 def test_ordinary_prose_is_left_as_it_is(words: list[str], end: str) -> None:
     sentence = " ".join(words) + end
     assert mask_text(sentence) == sentence
+
+
+@given(
+    key=SECRET_KEYS.filter(lambda key: re.fullmatch(r"[A-Za-z][\w.-]*", key)),
+    value=SECRETS,
+    prefix=st.sampled_from(["b", "r", "u", "B", "R", "U", "rb", "br"]),
+    quote=st.sampled_from(['"', "'"]),
+)
+def test_a_secret_assigned_a_python_string_with_a_prefix_is_masked(
+    key: str, value: str, prefix: str, quote: str
+) -> None:
+    """``api_key=b"..."``, ``HF_TOKEN=r'...'``: the value is masked, prefix or not (#46)."""
+    line = f"config: {key}={prefix}{quote}{value}{quote} and the rest"
+    masked = mask_text(line)
+    assert value not in masked
+    assert masked.endswith(" and the rest")
