@@ -284,6 +284,13 @@ def test_every_relaxation_writes_files_harbors_validator_accepts(
     unnamed = _weather_row(4, "Quito", developer=False)
     del unnamed["agent_ref"]  # an older Gym row
     rows.append(unnamed)
+    unrecorded = _weather_row(5, "Oslo", developer=False)  # rollout observability off
+    record = unrecorded.pop("ng_trajectory")
+    prompt = len(unrecorded["responses_create_params"]["input"])
+    conversation = record["invocations"][0]["conversation"]
+    unrecorded["response"] = {"id": "resp_5", "model": "m", "output": conversation[prompt:]}
+    unrecorded["agent_ref"]["name"] = "a"
+    rows.append(unrecorded)
     rollouts = tmp_path / "run" / "mixed_rollouts.jsonl"
     rollouts.parent.mkdir()
     rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
