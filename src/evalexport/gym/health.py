@@ -203,58 +203,63 @@ def _read_summary(path: Path, health: RunHealth) -> None:
 def _read_verdicts(path: Path, health: RunHealth) -> dict[RolloutKey, str]:
     health.verdicts_path = path
     verdicts: dict[RolloutKey, str] = {}
-    lines: list[bytes] = []
-    size = 0
-    for number, line in _lines(path):
-        size += len(line)
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except (UnicodeDecodeError, ValueError, RecursionError) as error:
-            raise RunFileError(
-                f"Malformed rollout verdicts {path}: line {number}: {error}"
-            ) from None
+    report = _Report(path, "rollout verdicts")
+    for number, row in report.rows():
         verdict = row.get("verdict") if isinstance(row, dict) else None
-        if not isinstance(verdict, str):
+        if not isinstance(row, dict) or not isinstance(verdict, str):
             raise RunFileError(f"Malformed rollout verdicts {path}: line {number} has no verdict")
         verdicts[rollout_key(row)] = verdict
-        if size <= MAX_FILE_BYTES:
-            lines.append(line)
-        else:
-            lines.clear()
-    health.sizes[path] = size
-    if size <= MAX_FILE_BYTES:
-        health.files[ROLLOUT_VERDICTS_NAME] = b"".join(lines)
-    else:
-        health.notes.append(_too_big(path, "its verdicts are in the samples table"))
+    report.keep(health, ROLLOUT_VERDICTS_NAME, "its verdicts are in the samples table")
     return verdicts
 
 
 def _read_failures(path: Path, health: RunHealth) -> None:
-    attempts = terminal = size = 0
-    lines: list[bytes] = []
-    for number, line in _lines(path):
-        size += len(line)
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except (UnicodeDecodeError, ValueError, RecursionError) as error:
-            raise RunFileError(f"Malformed failures file {path}: line {number}: {error}") from None
+    attempts = terminal = 0
+    report = _Report(path, "failures file")
+    for _, row in report.rows():
         attempts += 1
         terminal += isinstance(row, dict) and row.get("_ng_failure_terminal") is True
-        if size <= MAX_FILE_BYTES:
-            lines.append(line)
-        else:
-            lines.clear()
-    health.sizes[path] = size
     health.metrics[FAILURES_ATTEMPTS_METRIC] = float(attempts)
     health.metrics[FAILURES_TERMINAL_METRIC] = float(terminal)
-    if size <= MAX_FILE_BYTES:
-        health.files[path.name] = b"".join(lines)
-    else:
-        health.notes.append(_too_big(path, "its attempts are counted"))
+    report.keep(health, path.name, "its attempts are counted")
+
+
+class _Report:
+    """One of Gym's JSON-lines reports, read once: its rows, its size, and its lines while they
+    fit what evalexport uploads of it (:data:`MAX_FILE_BYTES`)."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        self.path = path
+        self.what = what
+        self.size = 0
+        self.lines: list[bytes] = []
+
+    def rows(self) -> Iterator[tuple[int, object]]:
+        """Each row that is not blank, with its line number; a line that is no JSON is a
+        :class:`RunFileError` naming it."""
+        for number, line in _lines(self.path):
+            self.size += len(line)
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except (UnicodeDecodeError, ValueError, RecursionError) as error:
+                raise RunFileError(
+                    f"Malformed {self.what} {self.path}: line {number}: {error}"
+                ) from None
+            if self.size <= MAX_FILE_BYTES:
+                self.lines.append(line)
+            else:
+                self.lines.clear()
+            yield number, row
+
+    def keep(self, health: RunHealth, name: str, kept: str) -> None:
+        """The report's size, and its lines to upload as ``name``, or why they are not."""
+        health.sizes[self.path] = self.size
+        if self.size <= MAX_FILE_BYTES:
+            health.files[name] = b"".join(self.lines)
+        else:
+            health.notes.append(_too_big(self.path, kept))
 
 
 def _too_big(path: Path, kept: str) -> str:

@@ -139,28 +139,24 @@ class FileConversion:
     def options_advice(self) -> str:
         """The options that would accept the rejected rows, said as the user would give them,
         or that none would (what ``evalexport inspect`` reports too)."""
-        gaps = sorted(
-            o.split(":", 1)[1] for o in self.options_that_accept if o.startswith("allow_gaps:")
-        )
-        relax = sorted(
-            o.split(":", 1)[1] for o in self.options_that_accept if o.startswith("relax:")
-        )
-        given = [f"+allow_gaps=[{','.join(gaps)}]"] * bool(gaps) + [
-            f"+relax=[{','.join(relax)}]"
-        ] * bool(relax)
-        if "unnamed_agents" in relax:
+        needed: dict[str, list[str]] = {"allow_gaps": [], "relax": []}
+        for option in sorted(self.options_that_accept):
+            kind, _, name = option.partition(":")
+            needed[kind].append(name)
+        given = [f"+{kind}=[{','.join(names)}]" for kind, names in needed.items() if names]
+        if "unnamed_agents" in needed["relax"]:
             given.append("+agent_name=NAME")
+        if not given:
+            return (
+                "No +allow_gaps or +relax option accepts these rows: fix what each reason "
+                "above names."
+            )
         options = " ".join(given)
         if self.accepted_by_no_option == 0:
             return (
                 f"With {options} every rejected row converts (beyond Gym's strict profile: "
                 "each trajectory, relaxed.jsonl and the result say what it needed; "
                 "docs/exporters/atif.md lists each option)."
-            )
-        if not given:
-            return (
-                "No +allow_gaps or +relax option accepts these rows: fix what each reason "
-                "above names."
             )
         accepted = len(self.rejected) - self.accepted_by_no_option
         return (
