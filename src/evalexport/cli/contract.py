@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -11,41 +12,49 @@ from evalexport.cli._args import OK, Arguments, usage_error
 SUMMARY = (
     "SDK contracts: 'contract manifest|check|verify|matrix|scaffold SDK' (see contract --help)"
 )
-VALUE_FLAGS = ("--requirement", "--fake", "--contracts", "--manifest", "--out")
+VALUE_FLAGS = ("--requirement", "--fake", "--python", "--contracts", "--manifest", "--out")
 SWITCHES = ("--write",)
 _WITH_SDK = ("manifest", "check", "verify", "scaffold")
 FLAGS = (*VALUE_FLAGS, *SWITCHES)
 
-HELP = """usage: evalexport contract manifest SDK [--fake PATH | --requirement REQ] [--write]
+HELP = """usage: evalexport contract manifest SDK [--fake PATH | --requirement REQ | --python PY]
+                                        [--write]
        evalexport contract check SDK [--fake PATH] [--contracts DIR]
-       evalexport contract verify SDK [--requirement REQ] [--contracts DIR]
+       evalexport contract verify SDK [--requirement REQ | --python PY] [--contracts DIR]
        evalexport contract matrix [SDK ...] [--contracts DIR]
-       evalexport contract scaffold SDK (--requirement REQ | --fake PATH | --manifest FILE)
-                                        --out DIR
+       evalexport contract scaffold SDK (--requirement REQ | --fake PATH | --python PY |
+                                         --manifest FILE) --out DIR
 
 SDK is one an installed exporter declares (its sdk.contract: built-in or plugin).
 
 manifest  print the surface manifest (parameters, defaults, annotations, what the worker reads
           back, exception bases, version) of SDK as it is installed here, in a fake's source
-          tree (--fake fakes/evalrdl/src), or in a new environment built from a requirement
-          (--requirement mlflow==2.22.1); --write commits it as DIR/SDK/VERSION.json
-          instead (default: where the exporter keeps its manifests, in its source tree:
-          never into an installed copy in site-packages)
+          tree (--fake fakes/evalrdl/src), in a new environment built from a requirement
+          (--requirement mlflow==2.22.1), or as another interpreter imports it (--python
+          /tmp/sdk-copy/bin/python: a copy installed by hand, for a release whose own pins
+          do not resolve); --write commits it as DIR/SDK/VERSION.json instead (default:
+          where the exporter keeps its manifests, in its source tree: never into an
+          installed copy in site-packages)
 check     compare the fake's manifest (default: the fake the exporter declares) with every
           committed manifest in DIR/SDK/ (default: where the exporter keeps them, else
           ./contracts/SDK); one finding per line; exit 1 on any finding
-verify    check a real release of SDK (installed here, or built from --requirement REQ in a
-          new environment) against the committed manifest of its version or, for a version
-          with none, the newest one; exit 1 on any change that can break the worker
+verify    check a real release of SDK (installed here, built from --requirement REQ in a new
+          environment, or the copy --python PY imports) against the committed manifest of
+          its version or, for a version with none, the newest one; exit 1 on any change
+          that can break the worker
 matrix    every installed exporter's SDK (or those named): check its fake, or verify each
           release it has a committed manifest of (each in a new environment, from the index)
 scaffold  write an installable fake of SDK into the new directory DIR, from the surface the
-          exporter declares as a real release has it (--requirement tinytrack==1.0), as a
-          fake's source tree has it (--fake), or as a committed manifest records it
-          (--manifest contracts/SDK/VERSION.json): every name with the real signatures,
-          exception bases and read-back attributes, every call and read recorded, the
-          behaviour left as stubs marked SCAFFOLD:. 'contract check SDK --fake DIR/src'
-          finds no drift in it as written"""
+          exporter declares as a real release has it (--requirement tinytrack==1.0, or
+          --python PY), as a fake's source tree has it (--fake), or as a committed manifest
+          records it (--manifest contracts/SDK/VERSION.json): every name with the real
+          signatures, exception bases and the attributes the worker reads, every call and
+          read recorded, the behaviour left as stubs marked SCAFFOLD:. 'contract check SDK
+          --fake DIR/src' finds no drift in it as written
+
+Only what the surface uses counts, in every command: its paths (what the worker calls,
+builds and catches) and, of each class its reads name, those attributes (docs/plugins.md,
+"What the worker reads"); a release that drops what the worker never touches passes."""
 
 
 def run(arguments: Arguments, rest: list[str]) -> int:
@@ -84,7 +93,9 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         return _scaffold(sdk, values)
     try:
         if action == "manifest":
-            manifest = extract_manifest(sdk, fake=fake, requirement=values.get("--requirement"))
+            manifest = extract_manifest(
+                sdk, fake=fake, requirement=values.get("--requirement"), python=_python(values)
+            )
             text = json.dumps(manifest, indent=2, sort_keys=True)
             if "--write" not in arguments.switches:
                 print(text)
@@ -97,7 +108,7 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         report = (
             check_fake(sdk, contracts, fake)
             if action == "check"
-            else verify_release(sdk, contracts, values.get("--requirement"))
+            else verify_release(sdk, contracts, values.get("--requirement"), _python(values))
         )
     except ContractError as error:
         return usage_error(str(error))
@@ -105,17 +116,23 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     return report.exit_code
 
 
+def _python(values: dict[str, str]) -> Path | None:
+    return Path(values["--python"]).absolute() if "--python" in values else None
+
+
 def _scaffold(sdk: str, values: dict[str, str]) -> int:
     """``contract scaffold SDK (--requirement | --fake | --manifest) --out DIR``."""
     from evalexport.contracts.check import ContractError, load_manifest
-    from evalexport.contracts.drift import extract_manifest
+    from evalexport.contracts.drift import extract_manifest, surface_of
+    from evalexport.contracts.narrowing import narrowed
     from evalexport.contracts.scaffold import ScaffoldError, write_scaffold
 
-    sources = [flag for flag in ("--requirement", "--fake", "--manifest") if flag in values]
+    flags = ("--requirement", "--fake", "--python", "--manifest")
+    sources = [flag for flag in flags if flag in values]
     if len(sources) != 1 or "--out" not in values:
         return usage_error(
-            "contract scaffold SDK takes one of --requirement REQ, --fake PATH or --manifest "
-            "FILE, and --out DIR (see evalexport contract --help)"
+            "contract scaffold SDK takes one of --requirement REQ, --fake PATH, --python PY or "
+            "--manifest FILE, and --out DIR (see evalexport contract --help)"
         )
     out = Path(values["--out"])
     try:
@@ -126,11 +143,16 @@ def _scaffold(sdk: str, values: dict[str, str]) -> int:
                 sdk,
                 fake=Path(values["--fake"]) if "--fake" in values else None,
                 requirement=values.get("--requirement"),
+                python=_python(values),
             )
     except ContractError as error:
         return usage_error(str(error))
     if manifest["sdk"] != sdk:
         return usage_error(f"the manifest is of {manifest['sdk']!r}, not {sdk}")
+    # The fake holds what the worker uses (of each class it reads, those reads); with no
+    # installed exporter declaring the SDK, the manifest's whole surface.
+    with contextlib.suppress(ContractError):
+        manifest = narrowed(manifest, surface_of(sdk))
     try:
         scaffold = write_scaffold(manifest, out)
     except ScaffoldError as error:

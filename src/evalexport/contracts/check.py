@@ -13,7 +13,10 @@ Two comparisons, one set of rules (:class:`Sides`):
 - **release against committed**: a newer real SDK may grow; only a change that can break the
   worker is a finding: a name, parameter or attribute gone, a parameter renamed, re-kinded or
   newly required, a default changed, an accepted type narrowed, a returned type widened, the
-  allowed values of a field changed.
+  allowed values of a field changed, a classmethod or staticmethod bound otherwise.
+
+Both count only what the worker uses (:mod:`.narrowing`): the manifests are narrowed to the
+surface first.
 
 Each finding has a stable id (``path:code[:name]``) for the allowlist of the fake check
 (``contracts/<sdk>/allowlist.txt``, one id per line, ``#`` comments); an allowlist entry that
@@ -349,6 +352,13 @@ def _compare_entry(
             "bases",
             f"exception bases differ: {sides.reference} has {', '.join(reference.get('bases') or [])}; "
             f"{sides.candidate} has {', '.join(candidate.get('bases') or [])}",
+        )
+    if reference["kind"] == "callable" and reference.get("binding") != candidate.get("binding"):
+        yield Finding(
+            path,
+            "binding",
+            f"is a {reference.get('binding') or 'plain function or method'} in {sides.reference} "
+            f"but a {candidate.get('binding') or 'plain function or method'} in {sides.candidate}",
         )
     if reference.get("parameters") is not None and candidate.get("parameters") is not None:
         yield from _compare_parameters(path, reference, candidate, sides)

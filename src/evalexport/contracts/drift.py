@@ -21,8 +21,10 @@ from evalexport.contracts.check import (
     load_manifests,
 )
 from evalexport.contracts.installed import installed_surfaces
+from evalexport.contracts.narrowing import narrowed, unread_findings, whole_class_note
 from evalexport.contracts.surface_extractor import ManifestPayload
 from evalexport.contracts.surfaces import Surface
+from evalexport.isolation.environments import Environment
 
 __all__ = [
     "ContractError",
@@ -77,10 +79,18 @@ def surface_of(sdk: str) -> Surface:
 
 
 def extract_manifest(
-    sdk: str, *, fake: Path | None = None, requirement: str | tuple[str, ...] | None = None
+    sdk: str,
+    *,
+    fake: Path | None = None,
+    requirement: str | tuple[str, ...] | None = None,
+    python: Path | None = None,
 ) -> dict[str, object]:
-    """The manifest of ``sdk`` from a source tree, a new environment, or this interpreter."""
+    """The manifest of ``sdk`` from a source tree, a new environment, an installed copy (the
+    interpreter ``python`` imports it: any environment it is installed in, however it got
+    there), or this interpreter."""
     surface = surface_of(sdk)
+    if python is not None:
+        return _extract_with(surface, _installed(python))
     if fake is not None:
         if not (fake / sdk).is_dir():
             raise ContractError(
@@ -94,7 +104,7 @@ def extract_manifest(
                 str(fake),
                 str(EXTRACTOR),
                 sdk,
-                json.dumps(list(surface.paths)),
+                json.dumps(list(surface.extracted)),
             ],
             capture_output=True,
             text=True,
@@ -113,7 +123,7 @@ def extract_manifest(
         os.environ.setdefault(key, value)
     try:
         extracted: dict[str, object] = runpy.run_path(str(EXTRACTOR))["extract"](
-            sdk, list(surface.paths)
+            sdk, list(surface.extracted)
         )
     except ImportError as error:
         raise ContractError(
@@ -126,21 +136,53 @@ def extract_manifest(
 def _extract_in_environment(
     surface: Surface, requirement: str | tuple[str, ...]
 ) -> dict[str, object]:
-    from evalexport.isolation import (
-        EnvironmentBuildError,
-        EnvironmentSpec,
-        ensure_environment,
-        run_worker,
-    )
+    from evalexport.isolation import EnvironmentBuildError, EnvironmentSpec, ensure_environment
 
+    requirements = (requirement,) if isinstance(requirement, str) else requirement
     try:
-        requirements = (requirement,) if isinstance(requirement, str) else requirement
         environment = ensure_environment(EnvironmentSpec(f"contract-{surface.sdk}", requirements))
     except EnvironmentBuildError as error:
-        raise ContractError(str(error)) from None
+        raise ContractError(
+            f"{error}\n{_from_an_installed_copy(surface.sdk, requirements)}"
+        ) from None
+    return _extract_with(surface, environment)
+
+
+def _from_an_installed_copy(sdk: str, requirements: tuple[str, ...]) -> str:
+    """What to do when a release's environment cannot be built from the index: make its
+    manifest from a copy installed by hand (a release whose own pins do not resolve yet,
+    ``mlflow==3.18.0`` pinning an unpublished ``mlflow-tracing``)."""
+    release = requirements[0]
+    return (
+        f"If {release} itself installs but its pins do not resolve on your index, make its "
+        "manifest from a copy installed by hand and pass that interpreter with --python "
+        "(manifest, verify and scaffold take it):\n"
+        "  python -m venv /tmp/sdk-copy\n"
+        f"  /tmp/sdk-copy/bin/pip install --no-deps '{release}'\n"
+        "  /tmp/sdk-copy/bin/pip install ...  # the packages its import then asks for\n"
+        f"  evalexport contract verify {sdk} --python /tmp/sdk-copy/bin/python\n"
+        f"  evalexport contract manifest {sdk} --python /tmp/sdk-copy/bin/python --write\n"
+        '(contracts/README.md, "A release whose pins do not resolve")'
+    )
+
+
+def _installed(python: Path) -> Environment:
+    """The virtual environment whose interpreter is ``python``: one the SDK is installed in."""
+    environment = Environment(python.parent.parent, {"exporter": "contract"})
+    if not python.is_file() or not environment.python.is_file():
+        raise ContractError(
+            f"{python} is not the python of a virtual environment; pass ENV/bin/python of "
+            "the environment the release is installed in (python -m venv ENV)"
+        )
+    return environment
+
+
+def _extract_with(surface: Surface, environment: Environment) -> dict[str, object]:
+    from evalexport.isolation import run_worker
+
     payload: ManifestPayload = {
         "sdk": surface.sdk,
-        "surface": list(surface.paths),
+        "surface": list(surface.extracted),
         "environment": surface.environment,
     }
     outcome = run_worker(environment, EXTRACTOR, payload, time_limit=600)
@@ -215,12 +257,22 @@ def check_fake(sdk: str, contracts: Path | None = None, fake: Path | None = None
     if not manifests:
         raise ContractError(f"no committed manifests in {directory}")
     fake_manifest = extract_manifest(sdk, fake=fake or Path(surface.fake))
-    findings = apply_allowlist(
-        fake_findings(manifests, fake_manifest), load_allowlist(directory), sdk
+    found = fake_findings(
+        [narrowed(m, surface) for m in manifests], narrowed(fake_manifest, surface)
     )
+    unread: dict[Finding, list[str]] = {}
+    for manifest in manifests:
+        for finding in unread_findings(manifest, surface, _REAL):
+            unread.setdefault(finding, []).append(str(manifest["version"]))
+    found += [
+        replace(finding, message=finding.message.replace(_REAL, f"real {', '.join(versions)}"))
+        for finding, versions in unread.items()
+    ]
+    findings = apply_allowlist(found, load_allowlist(directory), sdk)
     versions = ", ".join(str(m["version"]) for m in manifests)
     report = Report(findings=findings)
     report.lines = [finding.line() for finding in findings]
+    report.lines += whole_class_note(findings, surface)
     report.lines.append(
         f"{_found(findings) if findings else 'Success: no drift'} "
         f"(fake {sdk} {fake_manifest['version']} against real {versions})"
@@ -247,27 +299,37 @@ def fake_findings(manifests: list[dict[str, object]], fake: dict[str, object]) -
 
 
 def verify_release(
-    sdk: str, contracts: Path | None = None, requirement: str | tuple[str, ...] | None = None
+    sdk: str,
+    contracts: Path | None = None,
+    requirement: str | tuple[str, ...] | None = None,
+    python: Path | None = None,
 ) -> Report:
     """A real release of ``sdk`` against the committed manifests: the one of its own version,
     or, for a version with none yet, the newest. Any change that can break the worker is a
     finding, whether or not the version has a committed manifest.
 
-    The release is the one installed here, or the one ``requirement`` installs in a new
-    environment (``mlflow==3.18.0``, or a wheel's path).
+    The release is the one installed here, the one ``requirement`` installs in a new
+    environment (``mlflow==3.18.0``, or a wheel's path), or the copy the interpreter
+    ``python`` imports (installed by hand, where the release's own pins do not resolve).
     """
-    directory = surface_of(sdk).manifest_directory(contracts)
+    surface = surface_of(sdk)
+    directory = surface.manifest_directory(contracts)
     committed = load_manifests(directory)
     if not committed:
         raise ContractError(
             f"no committed manifests in {directory}; extract one first: "
             f"evalexport contract manifest {sdk} --requirement {sdk}==VERSION > {directory}/VERSION.json"
         )
-    manifest = extract_manifest(sdk, requirement=requirement)
+    manifest = extract_manifest(sdk, requirement=requirement, python=python)
     version = str(manifest["version"])
     own = [m for m in committed if str(m["version"]) == version]
     reference = own[0] if own else committed[-1]
-    findings = compare_manifests(reference, manifest, Sides.release(reference, manifest))
+    findings = compare_manifests(
+        narrowed(reference, surface),
+        narrowed(manifest, surface),
+        Sides.release(reference, manifest),
+    )
+    findings += unread_findings(manifest, surface, f"{sdk} {version}")
     against = (
         "its committed manifest"
         if own
@@ -275,6 +337,7 @@ def verify_release(
     )
     report = Report(findings=findings)
     report.lines = [finding.line() for finding in findings]
+    report.lines += whole_class_note(findings, surface)
     if findings:
         report.lines.append(
             f"{_found(findings)}: in what the worker uses, {sdk} {version} differs from "
@@ -290,9 +353,10 @@ def verify_release(
             except ContractError:
                 home = "with --contracts DIR (your project's contracts)"
             given = f" --contracts {contracts}" if contracts is not None else ""
+            source = f"--python {python}" if python else f"--requirement {sdk}=={version}"
             report.lines.append(
-                f"Commit its manifest {home}: evalexport contract manifest {sdk} --requirement "
-                f"{sdk}=={version} --write{given}"
+                f"Commit its manifest {home}: evalexport contract manifest {sdk} {source} "
+                f"--write{given}"
             )
     return report
 

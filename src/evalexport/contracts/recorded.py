@@ -85,13 +85,29 @@ def _read_problem(manifest: Mapping[str, Any], read: Mapping[str, object]) -> st
     return None
 
 
+def _undeclared_read(
+    reads: Mapping[str, tuple[str, ...]], read: Mapping[str, object]
+) -> str | None:
+    """Why a recorded read is outside the surface: its class's declared ``reads`` leave it out,
+    so no contract check holds it."""
+    name, attribute = str(read["name"]), str(read["read"])
+    if name not in reads or attribute in reads[name]:
+        return None
+    return (
+        f"{name}.{attribute} is read, but the surface's reads of {name} leave it out, so no "
+        f"contract check holds it: add {attribute!r} to reads[{name!r}]"
+    )
+
+
 def check_recorded_calls(
     calls: Iterable[Mapping[str, object]],
     manifests: Iterable[Mapping[str, object]],
     site_names: Mapping[str, str] | None = None,
+    reads: Mapping[str, tuple[str, ...]] | None = None,
 ) -> list[str]:
     """``site: reason`` for every recorded call or read that would fail against a committed
-    manifest, each once (a reason every manifest gives alike names all their versions).
+    manifest, each once (a reason every manifest gives alike names all their versions), and
+    every read the surface's ``reads`` leave out.
 
     ``site_names`` maps file names as the fake saw them (the worker's copy, in a scratch
     directory) to the source file a reader should open.
@@ -102,6 +118,8 @@ def check_recorded_calls(
         site = str(record.get("site", "<unknown site>"))
         for copied, source in (site_names or {}).items():
             site = re.sub(r"[^\s:]*" + re.escape(copied), source, site)
+        if "read" in record and reads and (undeclared := _undeclared_read(reads, record)):
+            versions.setdefault(f"{site}: {undeclared}", [])
         for manifest in manifests:
             anonymous = {**manifest, "version": _REAL}
             if "read" in record:
@@ -135,5 +153,6 @@ def check_call_log(
     records = [
         json.loads(line) for line in call_log.read_text(encoding="utf-8").splitlines() if line
     ]
-    manifests = load_manifests(surface_of(sdk).manifest_directory(contracts))
-    return check_recorded_calls(records, manifests, site_names)
+    surface = surface_of(sdk)
+    manifests = load_manifests(surface.manifest_directory(contracts))
+    return check_recorded_calls(records, manifests, site_names, surface.reads)

@@ -40,6 +40,7 @@ RECORDER_SOURCE: Final = Path(__file__).resolve().parents[1] / "testing" / "reco
 contracts/ stands below testing/ and does not import it)."""
 
 _BUILTIN = "builtins."
+_ENUM_MEMBER = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 _LITERAL_DEFAULT = re.compile(
     r"^(None|True|False|-?[\d.eE+-]+j?|'.*'|\".*\"|b'.*'|b\".*\"|\(.*\)|frozenset\(.*\))$"
 )
@@ -83,6 +84,10 @@ class _Writer:
             return "os.getpid()"
         if _LITERAL_DEFAULT.match(text) and literal_text(text):
             return text
+        if _ENUM_MEMBER.match(text) and text not in ("None", "True", "False"):
+            # A member of the SDK's own Enum: one of an Enum that bears the same name.
+            kind, member = text.rsplit(".", 1)
+            return f"default_member({kind!r}, {member!r})"
         if text.startswith("<" + _BUILTIN) and text.endswith(">"):
             return f"{text[len(_BUILTIN) + 1 : -1]}()"
         if text.startswith("<") and text.endswith(">"):
@@ -139,13 +144,26 @@ class _Writer:
         return lines + self.stub(function.path, "    ")
 
     def method(self, name: str, path: str, entry: Mapping[str, Any], indent: str) -> str:
+        if entry.get("kind") == "property":
+            text = f"\n{indent}@property\n{indent}def {name}(self){_returns(entry.get('annotation'))}:\n"
+            return text + self.stub(path, indent + "    ")
         # A method named by its class path has ``self`` among its manifest parameters; one
-        # reached through an instance (``()``) does not.
-        add_self = "()" in path or not any(
-            p["name"] == "self" for p in (entry.get("parameters") or [])[:1]
+        # reached through an instance (``()``) does not. A classmethod's leave ``cls`` out
+        # (a call on the class passes none), and a staticmethod takes neither.
+        binding = entry.get("binding")
+        first = "cls" if binding == "classmethod" else "self"
+        add_self = binding != "staticmethod" and (
+            "()" in path
+            or binding == "classmethod"
+            or not any(p["name"] == "self" for p in (entry.get("parameters") or [])[:1])
         )
         text = f'\n{indent}@record.calls("{path}")\n'
-        text += f"{indent}def {name}({self.parameters(path, entry, add_self=add_self)})"
+        if binding in ("classmethod", "staticmethod"):
+            text += f"{indent}@{binding}\n"
+        parameters = self.parameters(path, entry, add_self=add_self)
+        if add_self and first == "cls":
+            parameters = "cls" + parameters[len("self") :]
+        text += f"{indent}def {name}({parameters})"
         text += f"{_returns(entry.get('returns'))}:\n"
         return text + self.stub(path, indent + "    ")
 
@@ -330,10 +348,10 @@ class _Writer:
         header += "import enum\nimport os\nfrom typing import Any, Literal, Optional, Union\n\n"
         for home in sorted(imports):
             header += f"from {home} import {', '.join(sorted(imports[home]))}\n"
-        header += f"from {self.model.sdk}._fake import default_object, record\n"
+        header += f"from {self.model.sdk}._fake import default_member, default_object, record\n"
         if module.name == self.model.sdk:
             header += f"\n__version__ = {self.model.version!r}\n"
-        header += "\n# Keep the imports a stub may use.\n_ = (enum, os, Any, Literal, Optional, Union, default_object, record)\n"
+        header += "\n# Keep the imports a stub may use.\n_ = (enum, os, Any, Literal, Optional, Union, default_member, default_object, record)\n"
         return header + body
 
     def ordered(self, module: SurfaceModule) -> Iterator[SurfaceClass]:
@@ -358,9 +376,18 @@ class _Writer:
 _FAKE = '''"""Fake-only machinery (not part of the SDK's surface): the recorder every scaffolded call
 and read goes through, to ${variable} when it is set. Put per-test behaviour here too."""
 
+import enum
+
 from {sdk}._recording import Recorder
 
 record = Recorder({sdk!r})
+
+
+def default_member(qualified: str, member: str) -> enum.Enum:
+    """A member standing for a default that is a member of the real SDK's own Enum
+    (``clearml``'s ``Task.TaskTypes.training``): of an Enum that bears the same name."""
+    module, _, name = qualified.rpartition(".")
+    return enum.Enum(name, [(member, member)], module=module, qualname=name)[member]
 
 
 def default_object(qualified: str) -> object:

@@ -43,6 +43,8 @@ class SurfaceClass:
     """The class's own surface path, if the surface names it."""
     entry: Mapping[str, Any] | None = None
     methods: dict[str, tuple[str, Mapping[str, object]]] = field(default_factory=dict)
+    """member -> (its surface path, its manifest entry): methods (classmethods and
+    staticmethods among them, by their ``binding``) and properties the surface names."""
     instance: SurfaceObject | None = None
     """What the surface reaches through an instance (``Class().x``)."""
     base: str | None = None
@@ -137,7 +139,7 @@ class SurfaceModel:
         if head[:1].isupper():
             cls = self._class(module, head)
             if tail[0] != "()":
-                if len(tail) == 1 and kind == "callable":
+                if len(tail) == 1 and kind in ("callable", "property"):
                     cls.methods[tail[0]] = (path, entry)
                 else:
                     self.notes.append(

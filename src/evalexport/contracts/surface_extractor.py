@@ -9,9 +9,13 @@ such as ``uploads``; this can).
 For each path the manifest records its kind and:
 
 - every parameter: name, kind, annotation, whether it has a default and, if so, the default
-  (``repr`` of a literal, ``<module.Type>`` of anything else, so no memory address lands in a
-  committed file);
-- for a callable, its return annotation: what the worker gets back;
+  (``repr`` of a literal, ``module.Type.MEMBER`` of an ``Enum`` member, ``<module.Type>`` of
+  anything else, so no memory address lands in a committed file);
+- for a callable, its return annotation: what the worker gets back, and, for a method its
+  class binds otherwise, its ``binding`` (``classmethod``: the parameters leave out ``cls``,
+  as a call on the class passes them; ``staticmethod``);
+- for a property named by its path (``clearml.Task.id``), kind ``property`` and the getter's
+  return annotation;
 - for a class or an exception, its public attributes (``attributes``), what the worker reads
   back: annotated fields, properties, methods, class constants and the instance attributes its
   ``__init__`` methods assign (``self.stage = stage``, which no class-level tool sees). A field
@@ -48,8 +52,11 @@ MANIFEST_FORMAT = 2
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
-def _resolve(path: str) -> Any:
-    """The object at ``path``: import the longest importable prefix, then walk attributes."""
+def _resolve(path: str) -> tuple[Any, Any]:
+    """``(owner, object)`` at ``path``: import the longest importable prefix, then walk
+    attributes. ``owner`` is the class or instance the last name was read on (``None`` for a
+    module's name), so a member is described as what its class makes it (a classmethod, a
+    staticmethod, a property)."""
     parts = path.replace("()", ".()").split(".")
     obj: Any = None
     consumed = 0
@@ -64,9 +71,35 @@ def _resolve(path: str) -> Any:
         break
     if consumed == 0:
         raise LookupError(f"no module of {path} can be imported")
+    owner: Any = None
     for part in parts[consumed:]:
-        obj = obj() if part == "()" else getattr(obj, part)
-    return obj
+        if part == "()":
+            owner, obj = None, obj()
+        else:
+            owner, obj = (
+                (obj if not isinstance(obj, types.ModuleType) else None),
+                getattr(obj, part),
+            )
+    return owner, obj
+
+
+def _binding(owner: Any, name: str) -> str | None:
+    """How a member is bound on its class: ``classmethod``, ``staticmethod``, ``property``
+    or ``method``; ``None`` for a module's name or an instance's own attribute."""
+    if owner is None:
+        return None
+    klass = owner if inspect.isclass(owner) else type(owner)
+    for holder in klass.__mro__:
+        if name in vars(holder):
+            found = vars(holder)[name]
+            if isinstance(found, classmethod):
+                return "classmethod"
+            if isinstance(found, staticmethod):
+                return "staticmethod"
+            if isinstance(found, property):
+                return "property"
+            return "method" if callable(found) else None
+    return None
 
 
 def _qualified(cls: type) -> str:
@@ -212,7 +245,17 @@ def _attributes(cls: type) -> dict[str, dict[str, object]]:
     return {name: attributes[name] for name in sorted(attributes) if not name.startswith("_")}
 
 
-def describe(obj: object) -> dict[str, object]:
+def describe(obj: object, binding: str | None = None) -> dict[str, object]:
+    """A manifest entry for ``obj``; ``binding`` is how its class binds it, when it is a
+    member (a classmethod's parameters leave out ``cls``, as a call on the class passes
+    them)."""
+    if binding == "property" and isinstance(obj, property):
+        returns = (
+            inspect.signature(obj.fget).return_annotation
+            if obj.fget is not None
+            else inspect.Signature.empty
+        )
+        return {"kind": "property", "annotation": annotation_text(returns)}
     if inspect.isclass(obj) and issubclass(obj, BaseException):
         return {
             "kind": "exception",
@@ -223,7 +266,14 @@ def describe(obj: object) -> dict[str, object]:
     if inspect.isclass(obj):
         return {"kind": "class", "parameters": _parameters(obj), "attributes": _attributes(obj)}
     if callable(obj):
-        return {"kind": "callable", "parameters": _parameters(obj), "returns": _returns(obj)}
+        entry: dict[str, object] = {
+            "kind": "callable",
+            "parameters": _parameters(obj),
+            "returns": _returns(obj),
+        }
+        if binding in ("classmethod", "staticmethod"):
+            entry["binding"] = binding
+        return entry
     return {"kind": "attribute", "type": _qualified(type(obj))}
 
 
@@ -233,7 +283,8 @@ def extract(sdk: str, surface: list[str]) -> dict[str, object]:
     entries: dict[str, object] = {}
     for path in surface:
         try:
-            entries[path] = describe(_resolve(path))
+            owner, obj = _resolve(path)
+            entries[path] = describe(obj, _binding(owner, path.rsplit(".", 1)[-1]))
         except Exception as error:  # a missing name is a finding, not a crash
             entries[path] = {"kind": "missing", "error": f"{type(error).__name__}: {error}"}
     return {

@@ -42,6 +42,12 @@ class Surface:
     (default: run the marked tests against the real SDK)."""
     companions: tuple[str, ...] = ()
     """Requirements installed beside each release when it is verified (``sqlalchemy<2.1``)."""
+    reads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """What the worker reads back, class by class (``{"mlflow.entities.RunInfo": ("run_id",)}``;
+    ``()``: nothing). A class named here counts only these attributes, and its constructor only
+    when ``paths`` names the class too (the worker builds it); a class ``paths`` names and this
+    does not counts its whole public API, as the 0.4.0 guide had it. The methods the worker
+    calls are ``paths`` of their own (``mlflow.tracking.MlflowClient.log_batch``)."""
 
     @classmethod
     def declared(cls, declaration: Mapping[str, Any]) -> Surface:
@@ -50,7 +56,19 @@ class Surface:
         fields = dict(declaration)
         fields["paths"] = tuple(fields["paths"])
         fields["companions"] = tuple(fields.get("companions", ()))
+        fields["reads"] = {path: tuple(names) for path, names in fields.get("reads", {}).items()}
         return cls(**fields)
+
+    @property
+    def extracted(self) -> tuple[str, ...]:
+        """Every path a manifest of this surface describes: ``paths``, then each class
+        ``reads`` names that ``paths`` does not."""
+        return (*self.paths, *(path for path in self.reads if path not in self.paths))
+
+    def whole(self, path: str) -> bool:
+        """Whether the class at ``path`` counts its whole public API (``paths`` names it and
+        ``reads`` does not say what the worker reads of it)."""
+        return path in self.paths and path not in self.reads
 
     def manifest_directory(self, contracts: Path | None = None) -> Path:
         """``contracts/<sdk>`` when ``contracts`` is given, else where this surface keeps them."""

@@ -14,14 +14,21 @@ def _record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
-def build_wheel(directory: Path, name: str, version: str, modules: dict[str, str]) -> Path:
-    """Write ``<name>-<version>-py3-none-any.whl`` holding ``modules`` (path -> source)."""
+def build_wheel(
+    directory: Path,
+    name: str,
+    version: str,
+    modules: dict[str, str],
+    requires: tuple[str, ...] = (),
+) -> Path:
+    """Write ``<name>-<version>-py3-none-any.whl`` holding ``modules`` (path -> source) and
+    requiring ``requires`` (``Requires-Dist``)."""
     directory.mkdir(parents=True, exist_ok=True)
     dist_info = f"{name}-{version}.dist-info"
     files = {path: source.encode() for path, source in modules.items()}
-    files[f"{dist_info}/METADATA"] = (
-        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
-    )
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    metadata += "".join(f"Requires-Dist: {requirement}\n" for requirement in requires)
+    files[f"{dist_info}/METADATA"] = metadata.encode()
     files[f"{dist_info}/WHEEL"] = (
         b"Wheel-Version: 1.0\nGenerator: evalexport-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     )

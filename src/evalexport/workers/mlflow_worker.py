@@ -32,19 +32,26 @@ SURFACE: Final = {
         "mlflow.tracking.MlflowClient.log_artifact",
         "mlflow.tracking.MlflowClient.set_terminated",
         "mlflow.tracking.MlflowClient.search_runs",
-        "mlflow.entities.Experiment",
-        "mlflow.entities.Run",
-        "mlflow.entities.RunInfo",
         "mlflow.entities.Metric",
         "mlflow.entities.Param",
         "mlflow.entities.RunTag",
         "mlflow.exceptions.MlflowException",
     ),
+    "reads": {
+        "mlflow.tracking.MlflowClient": (),
+        "mlflow.entities.Experiment": ("experiment_id",),
+        "mlflow.entities.Run": ("info",),
+        "mlflow.entities.RunInfo": ("run_id",),
+        "mlflow.entities.Metric": (),
+        "mlflow.entities.Param": (),
+        "mlflow.entities.RunTag": (),
+        "mlflow.exceptions.MlflowException": (),
+    },
     "switch": "runs another MLflow version of the matrix",
     "companions": ("sqlalchemy<2.1",),  # MLflow 2.x clients break on SQLAlchemy 2.1
 }
-"""What this body calls and reads back of its SDK (``Surface.declared``: its exporter's
-``sdk.contract``): plain data, so the pytest plugin knows the SDK without importing the
+"""What this body calls, builds and catches (``paths``) and reads back (``reads``) of its SDK
+(``Surface.declared``: its exporter's ``sdk.contract``): plain data, so the pytest plugin knows the SDK without importing the
 exporter. Keep it in step with the code below; the contract checks hold the fakes and the
 real releases to it."""
 

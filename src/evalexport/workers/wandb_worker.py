@@ -57,18 +57,24 @@ SURFACE: Final = {
         "wandb.Artifact",
         "wandb.Artifact.add",
         "wandb.sdk.wandb_run.Run.log_artifact",
-        "wandb.sdk.wandb_run.Run",
         "wandb.sdk.wandb_run.Run.log",
         "wandb.sdk.wandb_run.Run.finish",
         "wandb.sdk.wandb_summary.Summary.update",
         "wandb.Api",
         "wandb.Api.runs",
-        "wandb.apis.public.Run",
     ),
+    "reads": {
+        "wandb.Settings": (),
+        "wandb.Table": ("MAX_ROWS", "MAX_ARTIFACT_ROWS"),
+        "wandb.Artifact": ("name",),
+        "wandb.sdk.wandb_run.Run": ("id", "dir", "url", "summary"),
+        "wandb.Api": (),
+        "wandb.apis.public.Run": ("id", "state"),
+    },
     "switch": "runs another wandb version of the matrix",
 }
-"""What this body calls and reads back of its SDK (``Surface.declared``: its exporter's
-``sdk.contract``): plain data, so the pytest plugin knows the SDK without importing the
+"""What this body calls, builds and catches (``paths``) and reads back (``reads``) of its SDK
+(``Surface.declared``: its exporter's ``sdk.contract``): plain data, so the pytest plugin knows the SDK without importing the
 exporter. Keep it in step with the code below; the contract checks hold the fakes and the
 real releases to it."""
 

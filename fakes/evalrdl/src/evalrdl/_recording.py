@@ -29,16 +29,19 @@ arguments are bound as the surface's manifest has the signature: a constructor (
 recorded under the class's path) and a method reached through an instance (a path with
 ``()``, ``evalrdl.Client().uploads.upload``) are recorded without ``self``; a method named by
 its class path (``tinytrack.Client.log``) with it, as the manifest's signature of the plain
-function has it. ``defaulted`` maps each parameter the caller left to its default to the
-default's ``repr``. ``site`` is the caller's ``file:line``, the first frame outside the fake
-and the standard library; the worker's temporary copy of its body is named by the body's own
-source file (``$EVALEXPORT_WORKER_BODY``, which the launcher sets).
+function has it; a classmethod (``clearml.Task.init``) without ``cls``, as a call on the class
+passes it. ``defaulted`` maps each parameter the caller left to its default to the default as
+the manifests write it (:func:`default_text`: an ``Enum`` member as
+``module.Type.MEMBER``). ``site`` is the caller's ``file:line``, the first frame outside the
+fake and the standard library; the worker's temporary copy of its body is named by the body's
+own source file (``$EVALEXPORT_WORKER_BODY``, which the launcher sets).
 
 Nothing is recorded while the log variable is unset, so the same fake runs quietly elsewhere.
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 import json
@@ -50,7 +53,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-__all__ = ["WORKER_BODY_VARIABLE", "Recorder"]
+__all__ = ["WORKER_BODY_VARIABLE", "Recorder", "default_text"]
 
 WORKER_BODY_VARIABLE = "EVALEXPORT_WORKER_BODY"
 """Set by evalexport's launcher in a worker's environment: the worker body's source file."""
@@ -81,11 +84,21 @@ class Recorder:
     # What to record -------------------------------------------------------------------------
 
     def calls(self, name: str) -> Callable[[F], F]:
-        """Decorate a function, a method or a constructor (``__init__``) recorded as ``name``."""
+        """Decorate a function, a method or a constructor (``__init__``) recorded as ``name``.
+
+        A classmethod or staticmethod is recorded as a call on the class passes it, without
+        ``cls``: decorate it above ``@classmethod`` (``@record.calls("clearml.Task.init")``
+        then ``@classmethod``), or below it with ``cls`` as the first parameter's name."""
 
         def decorate(function: F) -> F:
+            if isinstance(function, classmethod):
+                return cast("F", classmethod(record(function.__func__, drops_self=True)))
+            if isinstance(function, staticmethod):
+                return cast("F", staticmethod(record(function.__func__, drops_self=False)))
+            return record(function, drops_self=_drops_self(function, name))
+
+        def record(function: F, *, drops_self: bool) -> F:
             signature = inspect.signature(function)
-            drops_self = _drops_self(function, name)
 
             @functools.wraps(function)
             def wrapper(*args: object, **kwargs: object) -> Any:
@@ -102,7 +115,7 @@ class Recorder:
                             "kwargs": _jsonable(kwargs, secrets),
                             "site": site,
                             "defaulted": {
-                                p.name: repr(p.default)
+                                p.name: default_text(p.default)
                                 for p in signature.parameters.values()
                                 if p.default is not inspect.Parameter.empty and p.name not in passed
                             },
@@ -213,13 +226,37 @@ class _ComparedText(str):
 
 
 def _drops_self(function: Callable[..., Any], name: str) -> bool:
-    """Whether the recorded arguments leave out the first one: a constructor, or a method
-    reached through an instance (``()`` in its path), as the manifest's signatures have them."""
+    """Whether the recorded arguments leave out the first one, as the manifest's signatures
+    have them: a constructor, a method reached through an instance (``()`` in its path) and
+    a classmethod (its first parameter ``cls``; a call on the class passes none)."""
     qualified = getattr(function, "__qualname__", "")
     is_method = "." in qualified and "<locals>" not in qualified.rsplit(".", 1)[0]
     if not is_method:
         return False
+    first = next(iter(inspect.signature(function).parameters), None)
+    if first == "cls":
+        return True
+    if first != "self":
+        return False  # a staticmethod's: every argument is the caller's
     return function.__name__ == "__init__" or "()" in name
+
+
+def default_text(value: object) -> str:
+    """A default as the manifests write it (``evalexport.contracts.surface_extractor``'s
+    ``default_text``, which a test keeps this the same as): a literal by ``repr``, an ``Enum``
+    member as ``module.Type.MEMBER``, anything else as ``<module.Type>``."""
+    if type(value) is int and value == os.getpid():
+        return "<process id>"
+    literal = (type(None), bool, int, float, complex, str, bytes)
+    if isinstance(value, literal) or (
+        isinstance(value, tuple | frozenset) and all(isinstance(v, literal) for v in value)
+    ):
+        return repr(value)
+    kind = type(value)
+    qualified = f"{kind.__module__}.{kind.__qualname__}"
+    if isinstance(value, enum.Enum):
+        return f"{qualified}.{value.name}"
+    return f"<{qualified}>"
 
 
 def _caller_package() -> str:
