@@ -1,13 +1,17 @@
-"""docs/plugins.md, "SDK contracts", run as written: a third party's exporter built from the
-guide alone, from the real SDK's manifest and a scaffolded fake to drift caught in it.
+"""docs/plugins.md, "SDK contracts" and "What the worker reads", run as written: a third
+party's exporter built from the guide alone, from the real SDK's manifest and a scaffolded fake
+to drift caught in it; then one for an SDK of clearml's shape (a classmethod entry point, an
+Enum default, a property, a release whose pins do not resolve).
 
-The section is read in order: a code block whose first line is ``# PATH`` is written to PATH in
-a new project; each ``$ `` line of a console block runs there, and the output shown under a
-``contract check`` is its output, line for line. A ``<!-- edit: "OLD" -> "NEW" -->`` comment
-applies to the fake for the console block that follows it alone. The real tinytrack 1.0 is
-served from a local wheelhouse through the installers' own settings, as an index would serve
-it. ``pip install -e .`` is stood in for by the project's source tree on the path and a
-``.dist-info`` holding its entry point, as an editable install leaves them.
+Each section is read in order: a code block whose first line is ``# PATH`` is written to PATH
+in a new project; each ``$ `` line of a console block runs there; the output shown under a
+``contract check`` is its output, line for line, and under any other command each line shown
+is a line of its output. A ``<!-- edit: "OLD" -> "NEW" -->`` comment applies to the fake for
+the console block that follows it alone; ``<!-- exits: N -->`` says its commands exit N. The
+real SDK's releases are served from a local wheelhouse through the installers' own settings,
+as an index would serve them. ``pip install -e .`` is stood in for by the project's source
+tree on the path and a ``.dist-info`` holding its entry point, as an editable install leaves
+them.
 """
 
 from __future__ import annotations
@@ -18,9 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from evalexport.testing.wheels import build_wheel
+from tests.support.tasklog_sdk import tasklog_wheelhouse
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "plugins.md"
@@ -58,13 +61,13 @@ class Client:
         pass
 '''
 
-_BLOCK = re.compile(r"(?:<!-- edit: (.*?) -->\n.*?)?```(\w+)\n(.*?)```", re.S)
+_BLOCK = re.compile(r"(?:<!-- (edit|exits): (.*?) -->\n.*?)?```(\w+)\n(.*?)```", re.S)
 _EDIT = re.compile(r'"((?:[^"\\]|\\.)*)" -> "((?:[^"\\]|\\.)*)"')
 
 
-def _section() -> str:
+def _section(title: str) -> str:
     text = GUIDE.read_text()
-    start = text.index("## SDK contracts")
+    start = text.index(f"## {title}\n")
     end = text.find("\n## ", start + 1)
     return text[start : end if end != -1 else None]
 
@@ -73,22 +76,20 @@ def _unescape(text: str) -> str:
     return text.encode().decode("unicode_escape")
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """The project's directory, and the environment its commands run in."""
-    project = tmp_path / "tinytrack-exporter"
+def _project(tmp_path: Path, sdk: str, exporter: str) -> tuple[Path, dict[str, str], Path]:
+    """The project's directory, the environment its commands run in, and its wheelhouse."""
+    project = tmp_path / f"{sdk}-exporter"
     project.mkdir()
     site = tmp_path / "site"
-    dist_info = site / "tinytrack_exporter-0.1.0.dist-info"
+    dist_info = site / f"{sdk}_exporter-0.1.0.dist-info"
     dist_info.mkdir(parents=True)
     (dist_info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: tinytrack-exporter\nVersion: 0.1.0\n"
+        f"Metadata-Version: 2.1\nName: {sdk}-exporter\nVersion: 0.1.0\n"
     )
     (dist_info / "entry_points.txt").write_text(
-        "[evalexport.exporters]\ntinytrack = tinytrack_exporter:TinyTrackExporter\n"
+        f"[evalexport.exporters]\n{sdk} = {sdk}_exporter:{exporter}\n"
     )
     wheelhouse = tmp_path / "index"
-    build_wheel(wheelhouse, "tinytrack", "1.0", {"tinytrack/__init__.py": REAL_TINYTRACK})
     environment = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(project / "src"), str(site)]),
@@ -99,7 +100,7 @@ def project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         "PIP_FIND_LINKS": str(wheelhouse),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
-    return project, environment
+    return project, environment, wheelhouse
 
 
 def _run(command: str, project: Path, environment: dict[str, str]) -> subprocess.CompletedProcess:
@@ -108,6 +109,10 @@ def _run(command: str, project: Path, environment: dict[str, str]) -> subprocess
         words = [sys.executable, "-m", "evalexport", *words[1:]]
     elif words[:3] == ["python", "-m", "pytest"]:
         words = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *words[3:]]
+    elif words[0] == "python":
+        words = [sys.executable, *words[1:]]
+    elif "/" in words[0]:
+        words = [str(project / words[0]), *words[1:]]
     return subprocess.run(
         words,
         cwd=project,
@@ -119,11 +124,12 @@ def _run(command: str, project: Path, environment: dict[str, str]) -> subprocess
     )
 
 
-def test_the_sdk_contract_guide_runs_as_written_and_catches_each_drift(project) -> None:
-    project, environment = project
+def _run_section(title: str, project: Path, environment: dict[str, str]) -> list[str]:
+    """Write the section's files and run its commands, checking what it shows; the commands
+    run, in order."""
     fake: Path | None = None
     ran: list[str] = []
-    for edit, language, body in _BLOCK.findall(_section()):
+    for marker, argument, language, body in _BLOCK.findall(_section(title)):
         first = body.splitlines()[0] if body else ""
         if language in ("python", "toml") and first.startswith("# ") and "/" in first + "/":
             path = project / first[2:].strip()
@@ -134,6 +140,8 @@ def test_the_sdk_contract_guide_runs_as_written_and_catches_each_drift(project) 
             continue
         if language != "console":
             continue
+        edit = argument if marker == "edit" else ""
+        exits = int(argument) if marker == "exits" else None
         original = None
         if edit:
             assert fake is not None, "an edit before the fake is written"
@@ -160,11 +168,21 @@ def test_the_sdk_contract_guide_runs_as_written_and_catches_each_drift(project) 
                 assert completed.stdout.splitlines() == expected, (command, edit, output)
                 assert completed.returncode == (1 if edit else 0), output
             else:
-                assert completed.returncode == 0, (command, output[-4000:])
+                assert completed.returncode == (exits or 0), (command, output[-8000:])
+                shown_lines = output.splitlines()
+                for shown in expected:
+                    assert any(line.endswith(shown) for line in shown_lines), (shown, output)
             if command.startswith("python -m pytest"):
                 assert re.search(r"\b1 passed\b", completed.stdout), output[-4000:]
         if original is not None:
             fake.write_text(original)
+    return ran
+
+
+def test_the_sdk_contract_guide_runs_as_written_and_catches_each_drift(tmp_path: Path) -> None:
+    project, environment, wheelhouse = _project(tmp_path, "tinytrack", "TinyTrackExporter")
+    build_wheel(wheelhouse, "tinytrack", "1.0", {"tinytrack/__init__.py": REAL_TINYTRACK})
+    ran = _run_section("SDK contracts", project, environment)
     assert ran[:3] == [
         "evalexport contract manifest tinytrack --requirement tinytrack==1.0 --write",
         "evalexport contract scaffold tinytrack --manifest "
@@ -175,3 +193,18 @@ def test_the_sdk_contract_guide_runs_as_written_and_catches_each_drift(project) 
     assert ran.count("evalexport contract check tinytrack") == 6  # 2 clean, 4 drifts
     committed = project / "src" / "tinytrack_exporter" / "contracts" / "tinytrack" / "1.0.json"
     assert committed.is_file()
+
+
+def test_the_classmethod_sdk_guide_runs_as_written(tmp_path: Path) -> None:
+    """clearml's shape, end to end: scaffolded from the real package, the fake passes
+    ``contract check`` as written; the worker's calls (a classmethod among them) bind; an
+    older release lacking only unused methods verifies; a release whose pins do not resolve
+    is verified and committed from a copy installed by hand."""
+    project, environment, wheelhouse = _project(tmp_path, "tasklog", "TaskLogExporter")
+    tasklog_wheelhouse(wheelhouse)
+    ran = _run_section("What the worker reads", project, environment)
+    assert ran.count("evalexport contract check tasklog") == 4  # 2 clean, 2 drifts
+    assert "python -m pytest -q tests" in ran
+    scaffolded = (project / "src/tasklog_exporter/contracts/tasklog/2.1.json").read_text()
+    assert '"binding": "classmethod"' in scaffolded
+    assert (project / "src/tasklog_exporter/contracts/tasklog/2.2.json").is_file()

@@ -91,7 +91,7 @@ def test_a_scaffold_refuses_a_directory_that_holds_something(cli, tmp_path) -> N
 def test_a_scaffold_takes_exactly_one_source(cli, tmp_path) -> None:
     run = cli("contract", "scaffold", "evalrdl", "--out", tmp_path / "x")
     assert run.exit_code == 2
-    assert "one of --requirement REQ, --fake PATH or --manifest FILE" in run.stderr
+    assert "one of --requirement REQ, --fake PATH, --python PY or --manifest FILE" in run.stderr
 
 
 def test_the_scaffold_installs_and_its_recorded_calls_bind(cli, tmp_path: Path) -> None:

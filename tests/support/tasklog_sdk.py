@@ -88,8 +88,6 @@ class Logger:
 _TASK = '''
 """tasklog.task: the Task users start with ``Task.init``."""
 
-from __future__ import annotations
-
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -112,7 +110,7 @@ class Task(BackendTask):
         output_uri: str | bool | None = None,
         auto_connect_frameworks: bool | dict[str, bool] = True,
         deferred_init: bool = False,
-    ) -> Task:
+    ) -> "Task":
         return cls(id=uuid.uuid4().hex)
 
     @classmethod
@@ -121,7 +119,7 @@ class Task(BackendTask):
         task_id: str | None = None,
         project_name: str | None = None,
         task_name: str | None = None,
-    ) -> Task:
+    ) -> "Task":
         return cls(id=task_id)
 
     @staticmethod

@@ -103,7 +103,8 @@ def run(arguments: Arguments, rest: list[str]) -> int:
             written = manifest_home(sdk, contracts) / f"{manifest['version']}.json"
             written.parent.mkdir(parents=True, exist_ok=True)
             write_text_atomically(written, text + "\n")
-            print(f"wrote {written}")
+            here = Path.cwd()
+            print(f"wrote {written.relative_to(here) if written.is_relative_to(here) else written}")
             return OK
         report = (
             check_fake(sdk, contracts, fake)
@@ -124,7 +125,6 @@ def _scaffold(sdk: str, values: dict[str, str]) -> int:
     """``contract scaffold SDK (--requirement | --fake | --manifest) --out DIR``."""
     from evalexport.contracts.check import ContractError, load_manifest
     from evalexport.contracts.drift import extract_manifest, surface_of
-    from evalexport.contracts.narrowing import narrowed
     from evalexport.contracts.scaffold import ScaffoldError, write_scaffold
 
     flags = ("--requirement", "--fake", "--python", "--manifest")
@@ -151,10 +151,11 @@ def _scaffold(sdk: str, values: dict[str, str]) -> int:
         return usage_error(f"the manifest is of {manifest['sdk']!r}, not {sdk}")
     # The fake holds what the worker uses (of each class it reads, those reads); with no
     # installed exporter declaring the SDK, the manifest's whole surface.
+    surface = None
     with contextlib.suppress(ContractError):
-        manifest = narrowed(manifest, surface_of(sdk))
+        surface = surface_of(sdk)
     try:
-        scaffold = write_scaffold(manifest, out)
+        scaffold = write_scaffold(manifest, out, surface)
     except ScaffoldError as error:
         return usage_error(str(error))
     except OSError as error:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evalexport.contracts.check import named_parameters, values_text
+from evalexport.exporters.sdk import Surface
 
 __all__ = ["bind_call", "check_call_log", "check_recorded_calls", "signature_of"]
 
@@ -85,13 +86,12 @@ def _read_problem(manifest: Mapping[str, Any], read: Mapping[str, object]) -> st
     return None
 
 
-def _undeclared_read(
-    reads: Mapping[str, tuple[str, ...]], read: Mapping[str, object]
-) -> str | None:
-    """Why a recorded read is outside the surface: its class's declared ``reads`` leave it out,
-    so no contract check holds it."""
+def _undeclared_read(surface: Surface, read: Mapping[str, object]) -> str | None:
+    """Why a recorded read is outside the surface: its class's declared ``reads`` leave it out
+    (and it is no method the surface calls), so no contract check holds it."""
     name, attribute = str(read["name"]), str(read["read"])
-    if name not in reads or attribute in reads[name]:
+    declared = surface.reads.get(name)
+    if declared is None or attribute in declared or f"{name}.{attribute}" in surface.paths:
         return None
     return (
         f"{name}.{attribute} is read, but the surface's reads of {name} leave it out, so no "
@@ -103,11 +103,11 @@ def check_recorded_calls(
     calls: Iterable[Mapping[str, object]],
     manifests: Iterable[Mapping[str, object]],
     site_names: Mapping[str, str] | None = None,
-    reads: Mapping[str, tuple[str, ...]] | None = None,
+    surface: Surface | None = None,
 ) -> list[str]:
     """``site: reason`` for every recorded call or read that would fail against a committed
     manifest, each once (a reason every manifest gives alike names all their versions), and
-    every read the surface's ``reads`` leave out.
+    every read ``surface``'s ``reads`` leave out.
 
     ``site_names`` maps file names as the fake saw them (the worker's copy, in a scratch
     directory) to the source file a reader should open.
@@ -118,7 +118,7 @@ def check_recorded_calls(
         site = str(record.get("site", "<unknown site>"))
         for copied, source in (site_names or {}).items():
             site = re.sub(r"[^\s:]*" + re.escape(copied), source, site)
-        if "read" in record and reads and (undeclared := _undeclared_read(reads, record)):
+        if "read" in record and surface and (undeclared := _undeclared_read(surface, record)):
             versions.setdefault(f"{site}: {undeclared}", [])
         for manifest in manifests:
             anonymous = {**manifest, "version": _REAL}
@@ -155,4 +155,4 @@ def check_call_log(
     ]
     surface = surface_of(sdk)
     manifests = load_manifests(surface.manifest_directory(contracts))
-    return check_recorded_calls(records, manifests, site_names, surface.reads)
+    return check_recorded_calls(records, manifests, site_names, surface)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, final
 
+from evalexport.contracts.narrowing import narrowed
 from evalexport.contracts.scaffold_input import identifier, literal_text, manifest_problems
 from evalexport.contracts.scaffold_model import (
     SurfaceClass,
@@ -32,6 +33,7 @@ from evalexport.contracts.scaffold_model import (
     SurfaceModule,
     SurfaceObject,
 )
+from evalexport.exporters.sdk import Surface
 
 __all__ = ["RECORDER_SOURCE", "Scaffold", "ScaffoldError", "write_scaffold"]
 
@@ -415,14 +417,19 @@ where = ["src"]
 """
 
 
-def write_scaffold(manifest: Mapping[str, object], out: Path) -> Scaffold:
-    """Write an installable fake of ``manifest``'s SDK into the new directory ``out``."""
+def write_scaffold(
+    manifest: Mapping[str, object], out: Path, surface: Surface | None = None
+) -> Scaffold:
+    """Write an installable fake of ``manifest``'s SDK into the new directory ``out``: of
+    what ``surface`` uses (of each class it reads, those reads), or the manifest's whole."""
 
     if problems := manifest_problems(manifest, str(manifest.get("sdk"))):
         raise ScaffoldError(
             "the manifest cannot be scaffolded (a manifest is data; nothing was written):\n"
             + "\n".join(f"  - {problem}" for problem in problems)
         )
+    if surface is not None:
+        manifest = narrowed(manifest, surface)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} is not empty; scaffold into a new directory")
     model = SurfaceModel(manifest)

@@ -1,0 +1,350 @@
+"""Contracts count only what the worker uses, and bind real SDKs' methods as they are bound.
+
+- A surface's ``reads`` narrow each class to the attributes the worker reads back (and drop
+  the constructor of a class it only reads): a release that drops what the worker never
+  touches passes; one that drops a declared read fails; a read the worker makes outside its
+  declared reads is a recorded-call problem.
+- Classmethods, staticmethods and properties are extracted as bound, scaffolded as such, and
+  recorded without ``cls``; Enum defaults are matched as written, by the scaffold and the
+  recorder alike.
+- A release whose requirement cannot be built says how to use a copy installed by hand.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from evalexport.contracts.check import ContractError, Sides, compare_manifests, load_manifests
+from evalexport.contracts.narrowing import narrowed, unread_findings, whole_class_note
+from evalexport.contracts.recorded import check_recorded_calls
+from evalexport.contracts.scaffold import write_scaffold
+from evalexport.contracts.surface_extractor import default_text
+from evalexport.exporters.sdk import Surface
+from evalexport.testing import recording
+from tests.support.tasklog_sdk import tasklog_modules
+
+ROOT = Path(__file__).resolve().parents[2]
+EXTRACTOR = ROOT / "src" / "evalexport" / "contracts" / "surface_extractor.py"
+
+TASKLOG = Surface(
+    "tasklog",
+    (
+        "tasklog.Task.init",
+        "tasklog.Task.get_logger",
+        "tasklog.Task.close",
+        "tasklog.Task.running_locally",
+        "tasklog.Logger.report_scalar",
+    ),
+    reads={"tasklog.Task": ("id",), "tasklog.Logger": ()},
+)
+
+
+def _tree(root: Path, modules: dict[str, str]) -> Path:
+    for path, source in modules.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(source)
+    return root
+
+
+def _extract(source_root: Path, sdk: str, paths: tuple[str, ...]) -> dict[str, object]:
+    """The manifest of a source tree, extracted in a process of its own (as the CLI does)."""
+    code = (
+        "import json, runpy, sys\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "extract = runpy.run_path(sys.argv[2])['extract']\n"
+        "print(json.dumps(extract(sys.argv[3], json.loads(sys.argv[4]))))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code, str(source_root), str(EXTRACTOR), sdk, json.dumps(paths)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout)
+
+
+@pytest.fixture(scope="module")
+def tasklog(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, object]]:
+    """Manifests of real tasklog 2.0 and 2.1 (clearml's shape), extracted from their sources."""
+    root = tmp_path_factory.mktemp("tasklog")
+    return {
+        version: _extract(
+            _tree(root / version, tasklog_modules(version)), "tasklog", TASKLOG.extracted
+        )
+        for version in ("2.0", "2.1")
+    }
+
+
+# Narrowing ----------------------------------------------------------------------------------
+
+
+def test_the_committed_mlflow_manifests_compared_as_releases_differ_in_nothing_the_worker_uses() -> (
+    None
+):
+    from evalexport.contracts.drift import surface_of
+
+    old, new = load_manifests(ROOT / "contracts" / "mlflow")
+    whole = compare_manifests(old, new, Sides.release(old, new))
+    assert len(whole) == 16  # RunInfo's constructor, unused client methods, Run.inputs
+    surface = surface_of("mlflow")
+    assert (
+        compare_manifests(narrowed(old, surface), narrowed(new, surface), Sides.release(old, new))
+        == []
+    )
+
+
+def test_the_committed_wandb_manifests_differ_only_in_what_the_worker_calls() -> None:
+    from evalexport.contracts.drift import surface_of
+
+    old, new = load_manifests(ROOT / "contracts" / "wandb")
+    surface = surface_of("wandb")
+    findings = compare_manifests(
+        narrowed(old, surface), narrowed(new, surface), Sides.release(old, new)
+    )
+    assert findings  # wandb.init's parameters really moved between 0.17 and 0.31
+    assert {f.path for f in findings} <= set(surface.paths)
+    assert not [f for f in findings if f.code.startswith("attribute")]
+
+
+def test_a_release_lacking_only_methods_the_worker_never_uses_passes(tasklog) -> None:
+    old, new = tasklog["2.0"], tasklog["2.1"]
+    assert "upload_artifact" in new["entries"]["tasklog.Task"]["attributes"]
+    assert "upload_artifact" not in old["entries"]["tasklog.Task"]["attributes"]
+    whole = compare_manifests(new, old, Sides.release(new, old))
+    assert {f.name for f in whole} == {"upload_artifact", "set_comment"}
+    assert (
+        compare_manifests(narrowed(new, TASKLOG), narrowed(old, TASKLOG), Sides.release(new, old))
+        == []
+    )
+
+
+def test_a_class_only_read_counts_its_reads_and_not_its_constructor(tasklog) -> None:
+    entry = narrowed(tasklog["2.1"], TASKLOG)["entries"]["tasklog.Task"]
+    assert entry["parameters"] is None
+    assert list(entry["attributes"]) == ["id"]
+    assert entry["attributes"]["id"]["kind"] == "property"
+
+
+def test_a_release_that_drops_a_declared_read_is_a_finding(tasklog) -> None:
+    surface = Surface("tasklog", TASKLOG.paths, reads={"tasklog.Task": ("id", "log", "owner")})
+    found = unread_findings(tasklog["2.1"], surface, "tasklog 2.1")
+    assert [f.line() for f in found] == [
+        'error: tasklog.Task: attribute "owner", which the worker reads (the surface\'s reads), '
+        "is not in tasklog 2.1"
+    ]
+
+
+def test_a_class_counted_whole_says_how_to_narrow_it(tasklog) -> None:
+    whole = Surface("tasklog", ("tasklog.Task", "tasklog.Task.init"))
+    findings = compare_manifests(
+        narrowed(tasklog["2.1"], whole),
+        narrowed(tasklog["2.0"], whole),
+        Sides.release(tasklog["2.1"], tasklog["2.0"]),
+    )
+    assert findings
+    (note,) = whole_class_note(findings, whole)
+    assert "reads={'tasklog.Task': (...)}" in note
+    assert whole_class_note(findings, TASKLOG) == []
+
+
+def test_a_read_outside_the_declared_reads_is_a_recorded_problem(tasklog) -> None:
+    records = [
+        {"name": "tasklog.Task", "read": "id", "site": "worker.py:3"},
+        {"name": "tasklog.Task", "read": "get_logger", "site": "worker.py:4"},  # a called path
+        {"name": "tasklog.Task", "read": "log", "site": "worker.py:5"},
+    ]
+    assert check_recorded_calls(records, [tasklog["2.1"]], surface=TASKLOG) == [
+        "worker.py:5: tasklog.Task.log is read, but the surface's reads of tasklog.Task leave it "
+        "out, so no contract check holds it: add 'log' to reads['tasklog.Task']"
+    ]
+
+
+# Bindings, defaults ---------------------------------------------------------------------------
+
+
+def test_classmethods_staticmethods_and_properties_are_extracted_as_bound(tasklog) -> None:
+    entries = tasklog["2.1"]["entries"]
+    init = entries["tasklog.Task.init"]
+    assert init["binding"] == "classmethod"
+    assert [p["name"] for p in init["parameters"]][:2] == ["project_name", "task_name"]  # no cls
+    (task_type,) = [p for p in init["parameters"] if p["name"] == "task_type"]
+    assert task_type["default"] == "tasklog.backend_interface.task.BackendTask.TaskTypes.training"
+    assert entries["tasklog.Task.running_locally"]["binding"] == "staticmethod"
+    assert "binding" not in entries["tasklog.Task.get_logger"]
+    assert entries["tasklog.Task.get_logger"]["parameters"][0]["name"] == "self"
+
+
+def test_a_classmethod_made_a_plain_method_is_drift(tasklog) -> None:
+    fake = json.loads(json.dumps(tasklog["2.1"]))
+    del fake["entries"]["tasklog.Task.init"]["binding"]
+    assert [f.code for f in compare_manifests(tasklog["2.1"], fake)] == ["binding"]
+
+
+def test_the_scaffold_of_a_classmethod_sdk_has_its_surface_as_written(tasklog, tmp_path) -> None:
+    manifest = narrowed(tasklog["2.1"], TASKLOG)
+    scaffold = write_scaffold(manifest, tmp_path / "fake")
+    assert scaffold.notes == []
+    source = (scaffold.source_root / "tasklog" / "__init__.py").read_text()
+    assert '@record.calls("tasklog.Task.init")\n    @classmethod\n    def init(cls, ' in source
+    assert (
+        '@record.calls("tasklog.Task.running_locally")\n    @staticmethod\n    def running_locally()'
+        in source
+    )
+    assert "    @property\n    def id(self)" in source
+    assert (
+        "default_member('tasklog.backend_interface.task.BackendTask.TaskTypes', 'training')"
+        in source
+    )
+    assert source.count("SCAFFOLD: tasklog.") == 6  # 5 calls and 1 read, not Task's 22 attributes
+    fake = _extract(scaffold.source_root, "tasklog", TASKLOG.extracted)
+    assert compare_manifests(manifest, narrowed(fake, TASKLOG)) == []
+
+
+_RECORDED = """
+import enum
+from tasklog._recording import Recorder
+
+record = Recorder("tasklog")
+Kind = enum.Enum("Kind", [("training", "training")], module="tasklog.kinds")
+
+
+class Task:
+    @record.calls("tasklog.Task.init")  # above @classmethod
+    @classmethod
+    def init(cls, project_name: str | None = None, task_type: object = Kind.training) -> "Task":
+        return cls()
+
+    @classmethod
+    @record.calls("tasklog.Task.get_task")  # below it: cls named as such
+    def get_task(cls, task_id: str | None = None) -> "Task":
+        return cls()
+
+    @record.calls("tasklog.Task.running_locally")
+    @staticmethod
+    def running_locally(flag: bool = True) -> bool:
+        return flag
+
+    @record.calls("tasklog.Task().close")
+    def close(self, now: bool = False) -> None:
+        pass
+"""
+
+
+def test_a_classmethod_is_recorded_as_called_on_the_class_and_binds(tmp_path: Path) -> None:
+    package = tmp_path / "fake" / "tasklog"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(_RECORDED)
+    (package / "_recording.py").write_text(Path(recording.__file__).read_text())
+    worker = tmp_path / "worker.py"
+    worker.write_text(
+        textwrap.dedent(
+            """
+            import sys
+            sys.path.insert(0, sys.argv[1])
+            from tasklog import Task
+            task = Task.init(project_name="evals")
+            Task.get_task("t1")
+            Task.running_locally(False)
+            task.running_locally()
+            task.close()
+            """
+        )
+    )
+    log = tmp_path / "calls.jsonl"
+    completed = subprocess.run(
+        [sys.executable, "-I", str(worker), str(package.parent)],
+        env={**os.environ, "TASKLOG_FAKE_CALL_LOG": str(log)},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["name"], r["args"], r["kwargs"]) for r in records] == [
+        ("tasklog.Task.init", [], {"project_name": "evals"}),
+        ("tasklog.Task.get_task", ["t1"], {}),
+        ("tasklog.Task.running_locally", [False], {}),
+        ("tasklog.Task.running_locally", [], {}),
+        ("tasklog.Task().close", [], {}),
+    ]
+    assert records[0]["defaulted"] == {"task_type": "tasklog.kinds.Kind.training"}
+    manifest = _extract(
+        package.parent,
+        "tasklog",
+        (
+            "tasklog.Task.init",
+            "tasklog.Task.get_task",
+            "tasklog.Task.running_locally",
+            "tasklog.Task().close",
+        ),
+    )
+    assert check_recorded_calls(records, [manifest]) == []
+
+
+class _Colour(enum.Enum):
+    red = "red"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        3,
+        2.5,
+        "text",
+        b"x",
+        (1, "a"),
+        frozenset({1}),
+        _Colour.red,
+        object(),
+        os.getpid(),
+    ],
+)
+def test_the_recorder_writes_defaults_as_the_manifests_do(value: object) -> None:
+    assert recording.default_text(value) == default_text(value)
+
+
+# A release that cannot be built from the index ------------------------------------------------
+
+
+def test_a_release_whose_pins_do_not_resolve_is_offered_an_installed_copy(monkeypatch) -> None:
+    import evalexport.isolation as isolation
+    from evalexport.contracts.drift import check_matrix, verify_release
+
+    def unresolvable(*_: object, **__: object) -> None:
+        raise isolation.EnvironmentBuildError(
+            "installing mlflow==3.18.0 failed: No solution found: mlflow-tracing==3.18.0 is not available"
+        )
+
+    monkeypatch.setattr(isolation, "ensure_environment", unresolvable)
+    with pytest.raises(ContractError) as verified:
+        verify_release("mlflow", ROOT / "contracts", requirement="mlflow==3.18.0")
+    message = str(verified.value)
+    assert "mlflow-tracing==3.18.0 is not available" in message
+    assert "pip install --no-deps 'mlflow==3.18.0'" in message
+    assert (
+        "evalexport contract manifest mlflow --python /tmp/sdk-copy/bin/python --write" in message
+    )
+    with pytest.raises(ContractError) as matrix:
+        check_matrix(ROOT / "contracts", sdks=["mlflow"])
+    assert "--python /tmp/sdk-copy/bin/python" in str(matrix.value)
+
+
+def test_python_must_be_an_environments_interpreter(cli, tmp_path: Path) -> None:
+    refused = cli(
+        "contract", "manifest", "mlflow", "--python", str(tmp_path / "nowhere" / "python")
+    )
+    assert refused.exit_code == 2
+    assert "is not the python of a virtual environment" in refused.output
