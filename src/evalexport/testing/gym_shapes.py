@@ -76,6 +76,19 @@ def reasoning_item(item_id: str, text: str, *, as_summary: bool = True) -> dict[
     }
 
 
+def generation_tokens(seed: int, prompt: int, completion: int) -> dict[str, list[Any]]:
+    """A generation's token bundle as Gym's model servers attach it to its last output item:
+    ``prompt`` prompt token IDs, ``completion`` generated ones and a log probability each
+    (made up from ``seed``, the same every time)."""
+    return {
+        "prompt_token_ids": [(seed * 7919 + index) % 151_936 for index in range(prompt)],
+        "generation_token_ids": [(seed * 104_729 + index) % 151_936 for index in range(completion)],
+        "generation_log_probs": [
+            round(-((seed + index) % 97) / 31, 6) for index in range(completion)
+        ],
+    }
+
+
 @final
 @dataclass(frozen=True)
 class ToolUse:
@@ -127,8 +140,15 @@ class AgentRun:
         with_model_call_id: bool = False,
         answered: bool = True,
         response_status: Literal["completed", "incomplete"] = "completed",
+        token_ids: bool = False,
     ) -> AgentRun:
         """One model call: optional reasoning, then either tool calls or an answer message.
+
+        ``token_ids=True`` puts the generation's token IDs and log probabilities on its last
+        output item, as Gym's model servers do when asked to return them
+        (``return_token_id_information``: ``prompt_token_ids``, ``generation_token_ids``,
+        ``generation_log_probs``; Gym's item models then read it as the ``...ForTraining``
+        variant).
 
         ``answered=False`` without tools is a call that returned no message (reasoning only, or
         nothing): Gym's simple agent then ends the run as ``incomplete``. ``response_status``
@@ -165,6 +185,8 @@ class AgentRun:
                     f"msg_{self.rollout_id}_{number}", answer or ["Done."], response_status
                 )
             )
+        if token_ids and output:
+            output[-1].update(generation_tokens(number, prompt_tokens, completion_tokens))
         response_id = f"resp_{self.rollout_id}_{number}"
         model_call_id = f"mc_{self.rollout_id}_{number}"
         reference = {

@@ -10,7 +10,9 @@ with the conversation whatever optional fields either spelled out.
 Everything ATIF would silently drop is refused by its path: unknown fields, token IDs and log
 probabilities, a message ``phase``, a function-call ``namespace``, non-text content parts. A
 relaxation the row may use (:mod:`.relaxations`) reads a message ``phase`` (kept elsewhere by
-the caller) and the Responses API's easy-input forms instead of refusing them.
+the caller), the Responses API's easy-input forms and a generation's token IDs and log
+probabilities (``token_ids``: checked, and carried on the item for its step's metrics)
+instead of refusing them.
 """
 
 from __future__ import annotations
@@ -64,6 +66,10 @@ class Item(NamedTuple):
     path: str
     raw: dict[str, object]
     """The item as the record holds it."""
+    tokens: dict[str, list[Any]] | None = None
+    """With ``token_ids`` relaxed, the generation's token IDs and log probabilities the item
+    carries, as ATIF's step metrics name them (``prompt_token_ids``, ``completion_token_ids``,
+    ``logprobs``)."""
 
     def get(self, key: str) -> Any:
         """The item's field ``key`` in its canonical form, or ``None``: an item reads like a mapping."""
@@ -318,14 +324,15 @@ def read_item(item: object, path: str, relax: Relaxations | None = None) -> Item
     """
     if not isinstance(item, dict):
         raise ItemError(path, "expected a Responses item object")
-    item_type = item.get("type")
     if not _TRAINING_FIELDS.isdisjoint(item):
-        present = sorted(_TRAINING_FIELDS.intersection(item))
-        raise ItemError(
-            path,
-            "training token IDs, log probabilities, and routed-expert metadata are outside "
-            f"the ATIF export profile (found: {', '.join(present)})",
-        )
+        tokens = _token_bundle(item, path, relax)
+        read = read_item({k: v for k, v in item.items() if k not in _TRAINING_FIELDS}, path, relax)
+        if read.kind not in ("output_message", "reasoning", "function_call"):
+            raise ItemError(
+                path, f"token IDs on a {read.kind.replace('_', ' ')} belong to no agent step"
+            )
+        return read._replace(raw=item, tokens=tokens)
+    item_type = item.get("type")
     if not isinstance(item_type, str) or not item_type.strip():
         if (
             "type" not in item  # Gym's EasyInputMessage may leave it out, never set it to null
@@ -341,6 +348,48 @@ def read_item(item: object, path: str, relax: Relaxations | None = None) -> Item
     if reader is None:
         raise ItemError(f"{path}.type", f"unsupported conversation item type {item_type!r}")
     return reader(item, path)
+
+
+def _token_bundle(
+    item: dict[str, object], path: str, relax: Relaxations | None
+) -> dict[str, list[Any]]:
+    """The generation's token IDs and log probabilities an item carries, checked as Gym's
+    ``TokenIDLogProbMixin`` checks them, in ATIF's step-metric names; refused unless
+    ``token_ids`` is relaxed, and ``routed_experts`` (no ATIF field) always."""
+    present = sorted(_TRAINING_FIELDS.intersection(item))
+    if relax is None or not relax.permits("token_ids"):
+        raise ItemError(
+            path,
+            "training token IDs, log probabilities, and routed-expert metadata are outside "
+            f"the ATIF export profile (found: {', '.join(present)})",
+        )
+    if "routed_experts" in item:
+        raise ItemError(
+            f"{path}.routed_experts", "routed-expert metadata has no ATIF field; it would be lost"
+        )
+    missing = sorted(_TRAINING_FIELDS - {"routed_experts"} - set(item))
+    if missing:
+        raise ItemError(path, f"partial token metadata; missing: {', '.join(missing)}")
+    bundle: dict[str, list[Any]] = {}
+    for field, name, number in (
+        ("prompt_token_ids", "prompt_token_ids", int),
+        ("generation_token_ids", "completion_token_ids", int),
+        ("generation_log_probs", "logprobs", float),
+    ):
+        values = item[field]
+        if not isinstance(values, list) or not all(
+            isinstance(value, number | int) and not isinstance(value, bool) for value in values
+        ):
+            kind = "integer token IDs" if number is int else "numeric log probabilities"
+            raise ItemError(f"{path}.{field}", f"expected a list of {kind}")
+        bundle[name] = values
+    if len(bundle["completion_token_ids"]) != len(bundle["logprobs"]):
+        raise ItemError(
+            path,
+            f"{len(bundle['completion_token_ids'])} generation token IDs but "
+            f"{len(bundle['logprobs'])} log probabilities: they must align",
+        )
+    return bundle
 
 
 def read_items(value: object, path: str, relax: Relaxations | None = None) -> list[Item]:

@@ -23,6 +23,7 @@ from evalexport.trajectory.record import (
 )
 from evalexport.trajectory.relaxations import Relaxations
 from evalexport.trajectory.step_details import (
+    add_token_metrics,
     check_completed,
     describe_step,
     final_metrics,
@@ -91,6 +92,7 @@ class RecordConversion:
         if not self.without_turns and len(self.trajectory.turns) > len(groups):
             self._add_unanswered_steps(builder)
         used = set() if self.without_turns else self._apply_turns(groups)
+        add_token_metrics(groups)  # ``token_ids`` relaxed: what the items carry
         surplus = [call.as_json() for index, call in enumerate(self.calls) if index not in used]
         names = [group.step.model_name for group in groups]
         model_name = names[0] if None not in names and len(set(names)) == 1 else None

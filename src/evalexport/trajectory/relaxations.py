@@ -25,6 +25,7 @@ Relaxation = Literal[
     "message_phases",
     "reasoning_segments",
     "recorded_conversations",
+    "token_ids",
     "turn_copies",
     "unnamed_agents",
 ]
@@ -79,6 +80,13 @@ RELAXATIONS: Final[dict[Relaxation, str]] = {
         "observations); extra.nemo_gym.source says so (format responses_conversation) and "
         "keeps the response's id, status, model and usage and the row's reward; an item it "
         "does not know, a call without its output and an output without its call are refused"
+    ),
+    "token_ids": (
+        "the token IDs and log probabilities Gym's model servers attach to a generation's "
+        "last output item (prompt_token_ids, generation_token_ids, generation_log_probs) go to "
+        "the metrics of the agent step holding that item, as ATIF v1.7's prompt_token_ids, "
+        "completion_token_ids and logprobs; routed_experts, which ATIF has no field for, is "
+        "still refused, and so is a partial bundle or one on an item no agent step holds"
     ),
     "turn_copies": (
         "a turn whose question, answer or reasoning copy, or whose step_count, disagrees with "

@@ -10,7 +10,7 @@ from evalexport.trajectory.record import ModelCallRecord, TurnRecord
 from evalexport.trajectory.relaxations import Relaxations
 from evalexport.trajectory.steps import AgentGroup, Step, TrajectoryError
 
-__all__ = ["check_completed", "describe_step", "final_metrics", "step_metrics"]
+__all__ = ["add_token_metrics", "check_completed", "describe_step", "final_metrics", "step_metrics"]
 
 _INCOMPLETE_FINISH_REASONS = frozenset(
     {
@@ -190,3 +190,23 @@ def final_metrics(groups: list[AgentGroup], total_steps: int) -> dict[str, objec
             final[key] = value
     final["total_steps"] = total_steps
     return final
+
+
+def add_token_metrics(groups: list[AgentGroup]) -> None:
+    """With ``token_ids`` relaxed: each agent step's generation token IDs and log probabilities
+    (carried by the generation's last output item, where Gym's model servers put them) in its
+    ``metrics``, as ATIF v1.7 names them. A step holding two generations' bundles is refused:
+    ATIF's step metrics hold one."""
+    for group in groups:
+        carriers = [item for item in (*group.reasoning, *group.answer) if item.tokens is not None]
+        if not carriers:
+            continue
+        if len(carriers) > 1:
+            raise TrajectoryError(
+                carriers[1].path,
+                f"a second generation's token IDs in one agent step (the first at "
+                f"{carriers[0].path}); ATIF's step metrics hold one generation's",
+            )
+        tokens = carriers[0].tokens
+        assert tokens is not None
+        group.step.metrics = {**(group.step.metrics or {}), **tokens}
