@@ -33,6 +33,7 @@ def prepare(
     rollouts_table: bool = False,
     parse_rollouts: bool = True,
     health: bool = False,
+    traces: bool = False,
 ) -> PreparedRun:
     """Read the aggregate metrics, the saved config and the rollouts, each opened once
     (:func:`evalexport.reading.prepare`); raise :class:`~evalexport.reading.RunFileError`
@@ -43,10 +44,12 @@ def prepare(
     are removed with :meth:`~PreparedRun.discard`. ``parse_rollouts=False``: only hash the rollouts and count
     their lines, for an exporter that sends none of them. ``health``: read NeMo Gym's health
     files too (:mod:`evalexport.gym.health`); the samples table then has a
-    ``health_verdict`` column when the verdicts describe the run.
+    ``health_verdict`` column when the verdicts describe the run. ``traces``: write each
+    rollout's trace in the same pass (:mod:`.traces`, ``traces.jsonl`` in the same scratch
+    directory, found with :func:`~evalexport.exporters.traces.traces_in`).
     """
     run_health = read_health(run) if health else None
-    if not rollouts_table:
+    if not rollouts_table and not traces:
         return read_run(run, parse_rollouts=parse_rollouts, health=run_health)
     from evalexport.isolation.descendants import claim_scratch, release_scratch
 
@@ -54,9 +57,20 @@ def prepare(
     claim_scratch(scratch)  # removed by the reaper if this process dies before discard()
     table = scratch / "rollouts.json"
     samples = SamplesTable(scratch, run_health)
+    traces_file = None
+    if traces:
+        from evalexport.exporters.traces import TracesFile
+
+        traces_file = TracesFile(scratch)
 
     def write_table(rollouts: Iterator[Rollout]) -> None:
         try:
+            if traces_file is not None:
+                rollouts = traces_file.rows(rollouts)
+            if not rollouts_table:
+                for _ in rollouts:
+                    pass
+                return
             write_table_rows(samples.rows(rollouts), table)
             samples.write(scratch / SAMPLES_FILE)
         except OSError as error:
@@ -71,7 +85,7 @@ def prepare(
     return read_run(
         run,
         rollouts_sink=write_table,
-        rollouts_table=table,
+        rollouts_table=table if rollouts_table else None,
         scratch=[scratch],
         released=release_scratch,
         health=run_health,

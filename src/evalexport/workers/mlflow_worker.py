@@ -8,10 +8,11 @@ scratch directory. The token, if any, reaches MLflow's REST client as MLFLOW_TRA
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Final, TypedDict
+from typing import Any, Final, NotRequired, TypedDict
 
 from evalexport.workers.protocol import (
     FAILED,
@@ -67,6 +68,31 @@ class MlflowBatch(TypedDict):
     tags: dict[str, str]
 
 
+class MlflowSpan(TypedDict):
+    """One span of a rollout's trace: a model turn (``LLM``) or a tool call (``TOOL``)."""
+
+    name: str
+    type: str
+    inputs: dict[str, object]
+    outputs: dict[str, object]
+    start_ns: int
+    end_ns: int
+
+
+class MlflowTrace(TypedDict):
+    """One rollout as a trace (a line of the payload's ``traces`` file): its root span's
+    name, inputs, outputs and attributes, its tags and its spans in order."""
+
+    name: str
+    tags: dict[str, str]
+    inputs: dict[str, object]
+    outputs: dict[str, object]
+    attributes: dict[str, object]
+    start_ns: int
+    end_ns: int
+    spans: list[MlflowSpan]
+
+
 class MlflowPayload(TypedDict):
     """What the MLflow worker receives: where to log, names, tags, the batches and the artifact
     files."""
@@ -96,6 +122,10 @@ class MlflowPayload(TypedDict):
     """When the evaluation began: the run's start (MLflow sorts runs by it)."""
     end_time_ms: int
     """When the evaluation ended: the run's end, and its metrics' timestamp."""
+    traces: NotRequired[str]
+    """With ``+traces=true``: a file of one :class:`MlflowTrace` JSON line a rollout, each
+    logged as a trace linked to the run (``""`` in a dry run, which only checks that this
+    MLflow can)."""
 
 
 _MAX_ERROR = 600
@@ -258,8 +288,11 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
     uri = payload["tracking_uri"]
     total = 3 + len(payload["batches"]) + len(payload["artifacts"])
     run_id = None
+    traced = 0
     abandoned: list[str] = []
     existing: list[str] = []
+    if "traces" in payload and (refusal := traces_refusal(MlflowClient)) is not None:
+        return result("failed", FAILED, f"MLflow export to {uri} refused: {refusal}")
     try:
         if payload["store_directory"]:
             os.chdir(payload["store_directory"])  # MLflow's ./mlruns for Default: beside it
@@ -306,6 +339,8 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
         for done, path in enumerate(payload["artifacts"], start=3 + len(payload["batches"])):
             client.log_artifact(run_id, path)
             progress(done, total)
+        if payload.get("traces"):
+            traced = _log_traces(client, experiment_id, run_id, payload["traces"])
         client.set_terminated(run_id, "FINISHED", end_time=payload["end_time_ms"])
         progress(total, total)
     except BaseException as error:  # SDK and connection errors, and a stop signal
@@ -334,6 +369,7 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
     ]
     if existing:
         notices.append(_existing_notice(existing, payload["experiment_name"], uri, skip=False))
+    traces: dict[str, Any] = {"traces": traced} if "traces" in payload else {}
     return result(
         "succeeded",
         SUCCEEDED,
@@ -343,4 +379,56 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
         tracking_uri=uri,
         notices=notices,
         existing_run_ids=existing,
+        **traces,
     )
+
+
+def traces_refusal(client_class: type) -> str | None:
+    """Why this MLflow cannot log traces linked to a run: ``MlflowClient.start_trace`` takes
+    ``run_id`` from MLflow 3 on."""
+    import inspect
+
+    start_trace = getattr(client_class, "start_trace", None)
+    if start_trace is None or "run_id" not in inspect.signature(start_trace).parameters:
+        return (
+            "+traces=true needs MLflow 3 or later (MlflowClient.start_trace(run_id=...)); "
+            "this environment has an older one: give +requirement='mlflow>=3,<4'"
+        )
+    return None
+
+
+def _log_traces(client: Any, experiment_id: str, run_id: str, path: str) -> int:
+    """Log each line of ``path`` as a trace linked to ``run_id``, one at a time (the file is
+    streamed: memory stays flat); the number logged."""
+    count = 0
+    with Path(path).open(encoding="utf-8") as lines:
+        for line in lines:
+            trace: MlflowTrace = json.loads(line)
+            root = client.start_trace(
+                trace["name"],
+                span_type="AGENT",
+                inputs=trace["inputs"],
+                attributes=trace["attributes"],
+                tags=trace["tags"],
+                experiment_id=experiment_id,
+                start_time_ns=trace["start_ns"],
+                run_id=run_id,
+            )
+            for span in trace["spans"]:
+                child = client.start_span(
+                    span["name"],
+                    trace_id=root.trace_id,
+                    parent_id=root.span_id,
+                    span_type=span["type"],
+                    inputs=span["inputs"],
+                    start_time_ns=span["start_ns"],
+                )
+                client.end_span(
+                    root.trace_id,
+                    child.span_id,
+                    outputs=span["outputs"],
+                    end_time_ns=span["end_ns"],
+                )
+            client.end_trace(root.trace_id, outputs=trace["outputs"], end_time_ns=trace["end_ns"])
+            count += 1
+    return count
