@@ -351,3 +351,23 @@ def test_a_port_before_a_scoped_path_is_no_password() -> None:
 )
 def test_a_usage_texts_placeholder_is_no_secret(usage: str) -> None:
     assert mask_text(usage) == usage
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "divided by $1000$.policy_api_key=canary-policy-0123456789abcdef",
+        "in 1000.api_key=canary-judge-0123456789abcdef",
+        "(see note).hf_token=canary-hf-0123456789abcdef",
+    ],
+)
+def test_an_assignment_glued_to_a_sentences_end_is_masked(text: str) -> None:
+    """A prompt that runs a key's assignment into the sentence before it (no space after the
+    period) still has its secret masked."""
+    masked = mask_text(text)
+    assert "canary-" not in masked
+    assert masked.endswith("=****")
+
+
+def test_a_dotted_name_that_is_no_secret_keeps_its_value() -> None:
+    assert mask_text("version 1.2.token_count=5") == "version 1.2.token_count=5"

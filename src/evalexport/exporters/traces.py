@@ -193,9 +193,12 @@ def trace_of(rollout: Rollout) -> MlflowTrace:
             pending = {}
         if kind == "reasoning":
             texts = [
-                _text([part]) for part in item.get("summary") or [] if isinstance(part, Mapping)
+                text
+                for part in item.get("summary") or []
+                if isinstance(part, Mapping) and (text := _text([part]))
             ]
-            pending.setdefault("reasoning", []).extend(texts)
+            if texts:
+                pending.setdefault("reasoning", []).extend(texts)
         elif kind == "function_call":
             calls[str(item.get("call_id"))] = item
             pending.setdefault("tool_calls", []).append(

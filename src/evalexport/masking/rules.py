@@ -61,7 +61,8 @@ _URL_USER = re.compile(rf"(?P<head>{_SCHEME})(?P<user>[^:/?#@\s]+)(?=@)")
 _QUERY_PARAM = re.compile(r"(?P<head>[?&;](?P<name>[^=&#\s;?]{1,64})=)(?P<value>[^&#\s]*)")
 # A value may be a Python string literal with a prefix (api_key=b"...", HF_TOKEN=r'...').
 _ASSIGNMENT = re.compile(
-    r"(?<![\w.-])(?P<head>(?P<name>-{0,2}[A-Za-z_][\w.-]*)=)"
+    # A name starts a word, or follows a sentence's end glued to it ("... $1000$.api_key=").
+    r"(?:(?<![\w.-])|(?<=[0-9$)\]}]\.))(?P<head>(?P<name>-{0,2}[A-Za-z_][\w.-]*)=)"
     r"(?P<value>(?:[rRbBuUfF]{1,2}(?=[\"']))?(?:\"[^\"]*\"|'[^']*')|[^\s\"'&#]+)"
 )
 # HTTP's own spelling; the credential may hold "," and must look like one: a digit or one of

@@ -340,7 +340,7 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
             client.log_artifact(run_id, path)
             progress(done, total)
         if payload.get("traces"):
-            traced = _log_traces(client, experiment_id, run_id, payload["traces"])
+            traced = _log_traces(client, uri, experiment_id, run_id, payload["traces"])
         client.set_terminated(run_id, "FINISHED", end_time=payload["end_time_ms"])
         progress(total, total)
     except BaseException as error:  # SDK and connection errors, and a stop signal
@@ -397,9 +397,13 @@ def traces_refusal(client_class: type) -> str | None:
     return None
 
 
-def _log_traces(client: Any, experiment_id: str, run_id: str, path: str) -> int:
+def _log_traces(client: Any, uri: str, experiment_id: str, run_id: str, path: str) -> int:
     """Log each line of ``path`` as a trace linked to ``run_id``, one at a time (the file is
-    streamed: memory stays flat); the number logged."""
+    streamed: memory stays flat); the number logged. MLflow sends the traces a client starts
+    to the *global* tracking URI, not the client's: it is set to the export's first."""
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
     count = 0
     with Path(path).open(encoding="utf-8") as lines:
         for line in lines:

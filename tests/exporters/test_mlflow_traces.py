@@ -1,0 +1,228 @@
+"""Each rollout as an MLflow trace linked to the export's run (``+traces=true``, #43): one
+trace a rollout, read back through ``MlflowClient.search_traces`` from the embedded store and a
+real ``mlflow server``; spans for the model turns and tool calls in order, with the rollout's
+own times where recorded; task, rollout, agent and reward as tags (searchable by reward);
+masked as every file the export sends; the dry run lists them; a rerun adds none."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalexport.exporters.traces import trace_of
+from evalexport.reading.rollouts import Rollout
+from evalexport.testing.gym_shapes import AgentRun, ToolUse, input_message
+from evalexport.workers.mlflow_worker import traces_refusal
+
+READ_TRACES = r"""
+import json, sys
+from mlflow import MlflowClient
+client = MlflowClient(sys.argv[1])
+experiment = client.get_experiment_by_name(sys.argv[2])
+run_id = sys.argv[3]
+traces, token = [], None
+while True:
+    page = client.search_traces(
+        experiment_ids=[experiment.experiment_id], run_id=run_id, max_results=500,
+        page_token=token, filter_string=sys.argv[4] if len(sys.argv) > 4 else None,
+    )
+    for trace in page:
+        spans = sorted(trace.data.spans, key=lambda span: span.start_time_ns)
+        traces.append({
+            "tags": {k: v for k, v in trace.info.tags.items() if not k.startswith("mlflow.")},
+            "source_run": trace.info.request_metadata.get("mlflow.sourceRun"),
+            "spans": [
+                {"name": s.name, "type": s.span_type, "parent": s.parent_id is not None,
+                 "inputs": s.inputs, "outputs": s.outputs, "start": s.start_time_ns}
+                for s in spans
+            ],
+        })
+    token = page.token
+    if not token:
+        break
+print(json.dumps(traces))
+"""
+
+
+def _read_traces(python: Path, uri: str, experiment: str, run_id: str, where: str | None = None):
+    completed = subprocess.run(
+        [str(python), "-c", READ_TRACES, uri, experiment, run_id, *([where] if where else [])],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout.splitlines()[-1])
+
+
+def _rollout(row: dict[str, Any]) -> Rollout:
+    return Rollout(line_number=1, record=row)
+
+
+def _tool_row() -> dict[str, Any]:
+    run = AgentRun("3", "3-1", [input_message("user", "What is 7**2024 % 1000?")])
+    run.turn(
+        reasoning="Compute it.",
+        tools=[ToolUse("python", {"code": "print(pow(7, 2024, 1000))"}, "801")],
+        finish_reason="tool_calls",
+    )
+    run.turn(answer=["801"], finish_reason="stop")
+    return {
+        "_ng_task_index": 3,
+        "_ng_rollout_index": 1,
+        "agent_ref": {"type": "responses_api_agents", "name": "math_agent"},
+        "reward": 1.0,
+        "ng_trajectory": run.record(resolved=True),
+    }
+
+
+# The trace of a rollout, without MLflow ---------------------------------------------------------
+
+
+def test_a_rollouts_trace_holds_its_turns_and_tool_calls_in_order_at_their_recorded_times() -> None:
+    row = _tool_row()
+    trace = trace_of(_rollout(row))
+    assert trace["name"] == "rollout 3-1"
+    assert trace["tags"] == {
+        "task_index": "3",
+        "rollout_index": "1",
+        "agent": "math_agent",
+        "reward": "1.0",
+    }
+    assert [(s["type"], s["name"]) for s in trace["spans"]] == [
+        ("LLM", "model turn 1"),
+        ("TOOL", "python"),
+        ("LLM", "model turn 2"),
+    ]
+    first, tool, second = trace["spans"]
+    assert first["outputs"]["reasoning"] == ["Compute it."]
+    assert first["outputs"]["tool_calls"][0]["name"] == "python"
+    assert tool["outputs"] == {"output": "801"}
+    assert second["inputs"]["messages"][0]["output"] == "801"  # what was new to the model
+    assert trace["outputs"] == {"answer": "801"}
+    calls = row["ng_trajectory"]["model_calls"]
+    assert first["start_ns"] == int(calls[0]["started_at"] * 1e9)
+    assert second["end_ns"] == int(calls[1]["completed_at"] * 1e9)
+    recorded_tool = row["ng_trajectory"]["tool_calls"][0]
+    assert tool["start_ns"] == int(recorded_tool["started_at"] * 1e9)
+    assert trace["attributes"]["evalexport.timestamps"] == "recorded"
+    assert [s["start_ns"] for s in trace["spans"]] == sorted(s["start_ns"] for s in trace["spans"])
+
+
+def test_a_row_without_ng_trajectory_is_traced_from_its_conversation() -> None:
+    row = _tool_row()
+    record = row.pop("ng_trajectory")
+    conversation = record["invocations"][0]["conversation"]
+    row["responses_create_params"] = {"input": conversation[:1]}
+    row["response"] = {
+        "output": conversation[1:],
+        "usage": {"input_tokens": 9, "output_tokens": 4, "total_tokens": 13},
+    }
+    trace = trace_of(_rollout(row))
+    assert [s["type"] for s in trace["spans"]] == ["LLM", "TOOL", "LLM"]
+    assert trace["attributes"]["evalexport.timestamps"].startswith("not recorded")
+    assert trace["attributes"]["mlflow.chat.tokenUsage"] == {
+        "input_tokens": 9,
+        "output_tokens": 4,
+        "total_tokens": 13,
+    }
+    starts = [s["start_ns"] for s in trace["spans"]]
+    assert starts == sorted(starts)
+    assert len(set(starts)) == 3
+
+
+def test_an_mlflow_without_run_linked_traces_is_refused_before_anything_is_made() -> None:
+    class Old:
+        def start_trace(self, name: str, inputs: object = None) -> None: ...
+
+    class New:
+        def start_trace(self, name: str, run_id: str | None = None) -> None: ...
+
+    assert "needs MLflow 3 or later" in (traces_refusal(Old) or "")
+    assert "+requirement='mlflow>=3,<4'" in (traces_refusal(Old) or "")
+    assert traces_refusal(New) is None
+
+
+# Against the real MLflow ------------------------------------------------------------------------
+
+
+def _plant_secrets(sample) -> None:
+    """A rollout whose prompt holds secrets, as a careless prompt would (in its trajectory's
+    conversation, where the trace's inputs come from)."""
+    rows = [json.loads(line) for line in sample.rollouts.read_text().splitlines()]
+    leak = (
+        " ".join(f"{name}={value}" for name, value in sample.canaries.by_key.items())
+        + " Authorization: Bearer "
+        + sample.canaries.in_values["authorization_header"]
+    )
+    prompt = rows[0]["ng_trajectory"]["invocations"][0]["conversation"][0]
+    if isinstance(prompt["content"], str):
+        prompt["content"] += leak
+    else:
+        prompt["content"][0]["text"] += leak
+    sample.rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+@pytest.mark.downloads
+@pytest.mark.parametrize("store", ["embedded", "server"])
+def test_every_rollout_is_one_trace_linked_to_the_run_and_a_rerun_adds_none(
+    store, cli, mlflow_python, mlflow_server, make_sample_run, tmp_path
+) -> None:
+    sample = make_sample_run("traced", tasks=3, repeats=2)
+    _plant_secrets(sample)
+    uri = mlflow_server.url if store == "server" else f"sqlite:///{tmp_path / 'mlflow.db'}"
+    experiment = f"traces-{store}-{sample.canaries.suffix}"
+    arguments = [
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample.rollouts}",
+        f"+mlflow_tracking_uri={uri}",
+        f"+mlflow_experiment_name={experiment}",
+        "+traces=true",
+        "+upload_rollouts=false",  # Gym's rollouts table is uploaded as the run holds it
+        "--json",
+    ]
+    planned = json.loads(cli(*arguments, "--dry-run").stdout)
+    assert planned["status"] == "succeeded", planned["message"]
+    assert planned["message"].startswith("dry run:")
+    rollouts = sample.rollout_count
+    assert planned["plan"]["sections"]["traces"] == [
+        f"{rollouts} traces, one a rollout, linked to the run"
+    ]
+    done = cli(*arguments)
+    result = json.loads(done.stdout)
+    assert result["status"] == "succeeded", result["message"]
+    assert result["details"]["traces"] == rollouts
+    traces = _read_traces(mlflow_python, uri, experiment, result["run_id"])
+    assert len(traces) == rollouts
+    assert {trace["source_run"] for trace in traces} == {result["run_id"]}
+    keys = {
+        (trace["tags"]["agent"], trace["tags"]["task_index"], trace["tags"]["rollout_index"])
+        for trace in traces
+    }
+    assert len(keys) == rollouts
+    for trace in traces:
+        root, *children = trace["spans"]
+        assert root["type"] == "AGENT"
+        assert not root["parent"]
+        assert children
+        assert all(child["parent"] for child in children)
+        assert {child["type"] for child in children} <= {"LLM", "TOOL"}
+    rewarded = _read_traces(mlflow_python, uri, experiment, result["run_id"], "tags.reward = '1.0'")
+    assert 0 < len(rewarded) <= rollouts
+    assert all(trace["tags"]["reward"] == "1.0" for trace in rewarded)
+    assert sample.canaries.found_in(json.dumps(traces)) == []
+    stored = (
+        [mlflow_server.root]
+        if store == "server"
+        else [path for path in tmp_path.iterdir() if path != sample.run.run_dir]
+    )  # the store and the artifacts beside it, not the run that holds the planted secrets
+    assert stored
+    assert [leak for root in stored for leak in sample.canaries.found_in_tree(root)] == []
+    again = json.loads(cli(*arguments).stdout)
+    assert again["status"] == "skipped"
+    assert len(_read_traces(mlflow_python, uri, experiment, result["run_id"])) == rollouts
