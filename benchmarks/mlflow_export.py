@@ -23,6 +23,13 @@ process, against its floor: reading and hashing the three files once, then a wor
 the same batched metrics and a bare ``log_artifact`` of the rollouts file's bytes, alternated
 ``--repeat`` times (default 3). Prints the median wall times, their ratio, and the peak RSS of
 the evalexport process and of its worker.
+
+    python benchmarks/mlflow_export.py --traces 1000
+
+Traces: a run of that many rollouts (the factory's rows, a tool call each), exported to a new
+embedded store by ``evalexport mlflow`` in a fresh process without and with ``+traces=true``,
+alternated ``--repeat`` times: the median wall times, their ratio, the time a trace, and the
+peak RSS of the worker, which streams the traces (it stays flat as the run grows).
 """
 
 from __future__ import annotations
@@ -308,6 +315,70 @@ def big_run(sizes: list[int], repeat: int = 3) -> None:
     )
 
 
+def traces(count: int, repeat: int = 3) -> None:
+    """``evalexport mlflow`` of ``count`` rollouts without and with ``+traces=true``."""
+    import resource
+    import statistics
+    import subprocess
+    import sys
+
+    from evalexport.testing.factory import make_run
+
+    def export(rollouts: Path, store: Path, traced: bool) -> tuple[float, int]:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        started = time.perf_counter()
+        completed = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "evalexport",
+                "mlflow",
+                f"+rollouts_jsonl_fpath={rollouts}",
+                f"+mlflow_tracking_uri=sqlite:///{store}",
+                f"+traces={str(traced).lower()}",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        elapsed = time.perf_counter() - started
+        assert completed.returncode == 0, completed.stdout + completed.stderr
+        result = json.loads(completed.stdout)
+        assert result["details"].get("traces", 0) == (count if traced else 0)
+        return elapsed, max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+
+    with tempfile.TemporaryDirectory(prefix="mlflow-traces-") as scratch_name:
+        scratch = Path(scratch_name)
+        agents = ("aime24_math_tool_agent",)
+        times: dict[bool, list[float]] = {False: [], True: []}
+        peak: dict[bool, int] = {False: 0, True: 0}
+        export(
+            make_run(scratch / "warm", agents=agents, tasks=2, repeats=1).rollouts,
+            scratch / "warm.db",
+            False,
+        )
+        for attempt in range(repeat):
+            for traced in (False, True):
+                run = make_run(
+                    scratch / f"run-{attempt}-{traced}", agents=agents, tasks=count, repeats=1
+                )
+                elapsed, rss = export(run.rollouts, scratch / f"{attempt}-{traced}.db", traced)
+                times[traced].append(elapsed)
+                peak[traced] = max(peak[traced], rss)
+        plain, traced_time = statistics.median(times[False]), statistics.median(times[True])
+        print(f"{count} rollouts, medians of {repeat}, embedded SQLite store")
+        print(f"  without traces: {plain:.2f} s")
+        print(
+            f"  with traces:    {traced_time:.2f} s  ({traced_time / plain:.2f}x, "
+            f"{(traced_time - plain) / count * 1000:.1f} ms a trace)"
+        )
+        print(
+            f"  peak RSS of a child (the worker): {peak[False] // 1024} MB without, "
+            f"{peak[True] // 1024} MB with traces"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--metrics", type=int, default=10_000)
@@ -315,7 +386,11 @@ def main() -> None:
     parser.add_argument("--naive-values", type=int, default=1_000)
     parser.add_argument("--big-run", default="", help="comma-separated MB of rollouts, e.g. 50,200")
     parser.add_argument("--repeat", type=int, default=3, help="big-run attempts (medians)")
+    parser.add_argument("--traces", type=int, default=0, help="rollouts to export with traces")
     args = parser.parse_args()
+    if args.traces:
+        traces(args.traces, args.repeat)
+        return
     if args.big_run:
         big_run([int(size) for size in args.big_run.split(",")], args.repeat)
         return

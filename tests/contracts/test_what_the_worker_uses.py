@@ -95,7 +95,9 @@ def test_the_committed_mlflow_manifests_compared_as_releases_differ_in_nothing_t
 
     old, new = load_manifests(ROOT / "contracts" / "mlflow")
     whole = compare_manifests(old, new, Sides.release(old, new))
-    assert len(whole) == 16  # RunInfo's constructor, unused client methods, Run.inputs
+    # RunInfo's constructor, unused client methods, Run.inputs, Span's and the tracing
+    # calls' request_id renamed trace_id (the worker traces from MLflow 3 only: ``since``).
+    assert len(whole) == 20
     surface = surface_of("mlflow")
     assert (
         compare_manifests(narrowed(old, surface), narrowed(new, surface), Sides.release(old, new))
@@ -114,6 +116,18 @@ def test_the_committed_wandb_manifests_differ_only_in_what_the_worker_calls() ->
     assert findings  # wandb.init's parameters really moved between 0.17 and 0.31
     assert {f.path for f in findings} <= set(surface.paths)
     assert not [f for f in findings if f.code.startswith("attribute")]
+
+
+def test_what_the_worker_uses_from_a_release_on_does_not_count_before_it() -> None:
+    from evalexport.contracts.drift import surface_of
+
+    old, new = load_manifests(ROOT / "contracts" / "mlflow")
+    surface = surface_of("mlflow")
+    assert "mlflow.tracking.MlflowClient.start_trace" not in narrowed(old, surface)["entries"]
+    assert "mlflow.tracking.MlflowClient.start_trace" in narrowed(new, surface)["entries"]
+    assert unread_findings(old, surface, "mlflow 2.22.1") == []  # Span.trace_id: MLflow 3's
+    earlier = Surface("mlflow", surface.paths, reads=surface.reads)  # the same, ungated
+    assert [f.name for f in unread_findings(old, earlier, "mlflow 2.22.1")] == ["trace_id"]
 
 
 def test_a_release_lacking_only_methods_the_worker_never_uses_passes(tasklog) -> None:

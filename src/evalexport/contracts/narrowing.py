@@ -33,10 +33,11 @@ def narrowed(manifest: Mapping[str, Any], surface: Surface) -> dict[str, Any]:
     """``manifest`` with only the entries ``surface`` uses and, of each class ``reads``
     names, only the attributes it reads (and no constructor unless ``paths`` names it)."""
     entries: Mapping[str, Any] = manifest["entries"]
+    version = str(manifest.get("version", ""))
     kept = {
         path: _entry(entries[path], surface.reads.get(path), path in surface.paths)
         for path in surface.extracted
-        if path in entries
+        if path in entries and surface.used_by(path, version)
     }
     return {**manifest, "entries": kept}
 
@@ -46,6 +47,8 @@ def unread_findings(manifest: Mapping[str, Any], surface: Surface, side: str) ->
     would read something the SDK never sets (``side``: ``real 0.0.241``, ``mlflow 3.18.0``)."""
     findings = []
     for path, names in surface.reads.items():
+        if not surface.used_by(path, str(manifest.get("version", ""))):
+            continue
         entry = manifest["entries"].get(path)
         if entry is None or entry.get("kind") == "missing" or "attributes" not in entry:
             continue  # a missing class is its own finding; format 1 records no attributes

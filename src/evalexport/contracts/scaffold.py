@@ -248,7 +248,12 @@ class _Writer:
             if name in methods:
                 continue
             if attribute["kind"] == "property":
-                text += f"\n    @property\n    def {name}(self){_returns(attribute.get('annotation'))}:\n"
+                returns = _returns(attribute.get("annotation"))
+                if name in enums:  # its values are the contract: an Enum of them, evaluated
+                    enum_name = self.enum_name(cls, name, attribute)
+                    optional = "None" in str(attribute.get("annotation") or "")
+                    returns = f" -> Optional[{enum_name}]" if optional else f" -> {enum_name}"
+                text += f"\n    @property\n    def {name}(self){returns}:\n"
                 text += self.stub(f"{cls.path or cls.name}.{name}", "        ")
             elif attribute["kind"] == "method":
                 text += f"\n    def {name}(self, *args: object, **kwargs: object) -> Any:\n"
@@ -301,7 +306,11 @@ class _Writer:
 
     def enum_name(self, cls: SurfaceClass, name: str, attribute: Mapping[str, object]) -> str:
         annotation = str(attribute.get("annotation") or "")
-        found = re.findall(r"([A-Za-z_]\w*)", annotation.replace("Optional", ""))
+        found = [
+            name
+            for name in re.findall(r"([A-Za-z_]\w*)", annotation.replace("Optional", ""))
+            if name != "None"  # ``Kind | None``: the Enum is Kind
+        ]
         return found[-1] if found and identifier(found[-1]) else f"_{cls.name}{name.title()}"
 
     def enum(self, cls: SurfaceClass, name: str, attribute: Mapping[str, Any]) -> str:

@@ -10,12 +10,18 @@ token isolation, and the startup tripwire know every SDK without a list to keep.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, final
 
 __all__ = ["Sdk", "Surface"]
+
+
+def _numbers(version: str) -> tuple[int, ...]:
+    """``"3.17.2"`` as ``(3, 17, 2)``: versions compared number by number."""
+    return tuple(int(number) for number in re.findall(r"\d+", version))
 
 
 @final
@@ -48,6 +54,10 @@ class Surface:
     when ``paths`` names the class too (the worker builds it); a class ``paths`` names and this
     does not counts its whole public API, as the 0.4.0 guide had it. The methods the worker
     calls are ``paths`` of their own (``mlflow.tracking.MlflowClient.log_batch``)."""
+    since: Mapping[str, str] = field(default_factory=dict)
+    """Paths (and classes of ``reads``) the worker uses only from a release on
+    (``{"mlflow.tracking.MlflowClient.start_trace": "3"}``): it checks the release before it
+    uses them, so a manifest of an older release does not count them."""
 
     @classmethod
     def declared(cls, declaration: Mapping[str, Any]) -> Surface:
@@ -57,6 +67,7 @@ class Surface:
         fields["paths"] = tuple(fields["paths"])
         fields["companions"] = tuple(fields.get("companions", ()))
         fields["reads"] = {path: tuple(names) for path, names in fields.get("reads", {}).items()}
+        fields["since"] = dict(fields.get("since", {}))
         return cls(**fields)
 
     @property
@@ -64,6 +75,11 @@ class Surface:
         """Every path a manifest of this surface describes: ``paths``, then each class
         ``reads`` names that ``paths`` does not."""
         return (*self.paths, *(path for path in self.reads if path not in self.paths))
+
+    def used_by(self, path: str, version: str) -> bool:
+        """Whether the worker uses ``path`` with release ``version`` (``since`` says)."""
+        first = self.since.get(path)
+        return first is None or _numbers(version) >= _numbers(first)
 
     def whole(self, path: str) -> bool:
         """Whether the class at ``path`` counts its whole public API (``paths`` names it and

@@ -33,6 +33,11 @@ SURFACE: Final = {
         "mlflow.tracking.MlflowClient.log_artifact",
         "mlflow.tracking.MlflowClient.set_terminated",
         "mlflow.tracking.MlflowClient.search_runs",
+        "mlflow.tracking.MlflowClient.start_trace",
+        "mlflow.tracking.MlflowClient.start_span",
+        "mlflow.tracking.MlflowClient.end_span",
+        "mlflow.tracking.MlflowClient.end_trace",
+        "mlflow.set_tracking_uri",
         "mlflow.entities.Metric",
         "mlflow.entities.Param",
         "mlflow.entities.RunTag",
@@ -47,6 +52,16 @@ SURFACE: Final = {
         "mlflow.entities.Param": (),
         "mlflow.entities.RunTag": (),
         "mlflow.exceptions.MlflowException": (),
+        "mlflow.entities.Span": ("trace_id", "span_id"),
+    },
+    # Traces (+traces=true) are logged from MLflow 3 on; traces_refusal() says so before.
+    "since": {
+        "mlflow.tracking.MlflowClient.start_trace": "3",
+        "mlflow.tracking.MlflowClient.start_span": "3",
+        "mlflow.tracking.MlflowClient.end_span": "3",
+        "mlflow.tracking.MlflowClient.end_trace": "3",
+        "mlflow.set_tracking_uri": "3",
+        "mlflow.entities.Span": "3",
     },
     "switch": "runs another MLflow version of the matrix",
     "companions": ("sqlalchemy<2.1",),  # MLflow 2.x clients break on SQLAlchemy 2.1
