@@ -33,6 +33,8 @@ while True:
     for trace in page:
         spans = sorted(trace.data.spans, key=lambda span: span.start_time_ns)
         traces.append({
+            "trace_id": trace.info.trace_id,
+            "experiment_id": experiment.experiment_id,
             "tags": {k: v for k, v in trace.info.tags.items() if not k.startswith("mlflow.")},
             "source_run": trace.info.request_metadata.get("mlflow.sourceRun"),
             "spans": [
@@ -226,3 +228,37 @@ def test_every_rollout_is_one_trace_linked_to_the_run_and_a_rerun_adds_none(
     again = json.loads(cli(*arguments).stdout)
     assert again["status"] == "skipped"
     assert len(_read_traces(mlflow_python, uri, experiment, result["run_id"])) == rollouts
+
+
+@pytest.mark.downloads
+@pytest.mark.browser
+def test_mlflows_traces_view_shows_a_rollout_step_by_step(
+    cli, mlflow_python, mlflow_server, make_sample_run, tmp_path
+) -> None:
+    """What a user sees: the run's trace opened in MLflow's UI, in a real headless Chromium,
+    shows the rollout and its spans (its model turns and its tool call)."""
+    from evalexport.testing.browser import rendered_showing, screenshot, trace_view_url
+
+    sample = make_sample_run("viewed", agents=("aime24_math_tool_agent",), tasks=2, repeats=1)
+    experiment = f"trace-view-{sample.canaries.suffix}"
+    done = cli(
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample.rollouts}",
+        f"+mlflow_tracking_uri={mlflow_server.url}",
+        f"+mlflow_experiment_name={experiment}",
+        "+traces=true",
+        "--json",
+    )
+    result = json.loads(done.stdout)
+    assert result["status"] == "succeeded", result["message"]
+    traces = _read_traces(mlflow_python, mlflow_server.url, experiment, result["run_id"])
+    shown = next(trace for trace in traces if any(s["type"] == "TOOL" for s in trace["spans"]))
+    url = trace_view_url(mlflow_server.url, shown["experiment_id"], shown["trace_id"])
+    root, *spans = shown["spans"]
+    page = rendered_showing(url, [span["name"] for span in shown["spans"]])
+    assert root["name"] in page
+    for span in spans:
+        assert span["name"] in page, f"{span['name']} not in MLflow's trace view"
+    picture = screenshot(url, tmp_path / "trace.png")
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert picture.stat().st_size > 20_000  # a page, not a blank

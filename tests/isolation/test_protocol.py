@@ -107,12 +107,16 @@ def test_the_exporter_builds_the_payload_type_its_worker_reads(name: str) -> Non
     )
 
 
-@pytest.mark.parametrize("name", ISOLATED)
+OPTIONS = [(name, {}) for name in ISOLATED] + [("mlflow", {"traces": True})]
+"""Each isolated exporter as configured by default, and the options that send more keys."""
+
+
+@pytest.mark.parametrize(("name", "options"), OPTIONS, ids=lambda value: str(value))
 def test_the_payload_built_for_a_run_matches_its_type(
-    name: str, sample_run, tmp_path: Path
+    name: str, options: dict[str, object], sample_run, tmp_path: Path
 ) -> None:
     exporter = load_exporter(name)()
-    config = parse_options(exporter, {"rollouts_jsonl_fpath": str(sample_run.rollouts)})
+    config = parse_options(exporter, {"rollouts_jsonl_fpath": str(sample_run.rollouts), **options})
     handed: dict[str, Any] = {"run": sample_run.run, "config": config}
     handed["target"] = call_hook(exporter.resolve, **handed)
     handed["prepared"] = call_hook(exporter.read, **handed)
@@ -122,6 +126,7 @@ def test_the_payload_built_for_a_run_matches_its_type(
         if (discard := getattr(handed["prepared"], "discard", None)) is not None:
             discard()
     payload = json.loads(json.dumps(delivery.payload))
+    assert set(options) <= set(payload) or not options  # the option's key is sent
     assert exporter.sdk is not None
     assert _mismatches(payload, _payload_type_of_body(exporter.sdk.body)) == []
 

@@ -96,16 +96,20 @@ class _Clock:
         }
         self.recorded = bool(self.model_calls)
         self.now = time.time_ns()
+        self.last_end: int | None = None
+        """When the latest span ended: the root's end."""
 
     def next(self) -> tuple[int, int]:
         start = self.now
         self.now += _MS
+        self.last_end = max(self.last_end or 0, self.now)
         return start, self.now
 
     def span(self, recorded: tuple[int | None, int | None] | None) -> tuple[int, int]:
         if recorded is not None and recorded[0] is not None and recorded[1] is not None:
-            self.now = max(self.now, recorded[1])
-            return recorded[0], max(recorded[0], recorded[1])
+            end = max(recorded[0], recorded[1])
+            self.last_end = max(self.last_end or 0, end)
+            return recorded[0], end
         return self.next()
 
 
@@ -208,7 +212,10 @@ def trace_of(rollout: Rollout) -> MlflowTrace:
             answer = _text(item.get("content"))
             pending["message"] = answer
     close_turn()
-    begun, ended = (start_ns, clock.now) if start_ns is not None else clock.next()
+    if start_ns is not None and clock.last_end is not None:
+        begun, ended = start_ns, clock.last_end
+    else:
+        begun, ended = clock.next()
     reward = record.get("reward")
     tags = {
         "task_index": str(rollout.task_index),

@@ -16,6 +16,9 @@ the same switches and fixtures by installing it:
 ``--with_slurm``
     run the tests that start a one-node Slurm cluster (as root, with Debian's slurm-wlm and
     munge installed).
+``--with_browser``
+    run the tests that look at a page as a user would, in a headless Chromium (Debian's
+    ``chromium``): MLflow's Traces view of an export's traces.
 
 Fixtures: ``evalexport_isolation`` (a temporary HOME, caches, stores, no tokens),
 ``make_sample_run``/``sample_run`` (finished runs with canary secrets), ``canaries``,
@@ -24,7 +27,7 @@ for each test session and recorded, or the real one under ``--with_<sdk>_sdk``),
 ``exporter_options`` (for :class:`~evalexport.testing.guarantees.ExporterGuarantees`) and
 ``gym_oracle``.
 
-A test marked ``downloads``, ``<sdk>_sdk``, ``gym`` or ``slurm`` is skipped unless its switch is on, and the skip reason names the switch. A test whose
+A test marked ``downloads``, ``<sdk>_sdk``, ``gym``, ``slurm`` or ``browser`` is skipped unless its switch is on, and the skip reason names the switch. A test whose
 switch is on fails, never skips, when what it needs is missing: the switch asked for it.
 """
 
@@ -59,6 +62,7 @@ def switches() -> dict[str, tuple[str, str]]:
         **sdks,
         "gym": ("--with_gym", "runs NeMo Gym 0.7.0 as the test oracle"),
         "slurm": ("--with_slurm", "starts a one-node Slurm cluster (root, slurm-wlm and munge)"),
+        "browser": ("--with_browser", "opens a page in a headless Chromium (Debian's chromium)"),
     }
 
 

@@ -12,7 +12,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Final, NotRequired, TypedDict
+from typing import Any, Final, TypedDict
 
 from evalexport.workers.protocol import (
     FAILED,
@@ -108,7 +108,16 @@ class MlflowTrace(TypedDict):
     spans: list[MlflowSpan]
 
 
-class MlflowPayload(TypedDict):
+class _MlflowPayloadOptions(TypedDict, total=False):
+    """The keys of an MLflow payload that only some exports send."""
+
+    traces: str
+    """With ``+traces=true``: a file of one :class:`MlflowTrace` JSON line a rollout, each
+    logged as a trace linked to the run (``""`` in a dry run, which only checks that this
+    MLflow can)."""
+
+
+class MlflowPayload(_MlflowPayloadOptions):
     """What the MLflow worker receives: where to log, names, tags, the batches and the artifact
     files."""
 
@@ -137,10 +146,6 @@ class MlflowPayload(TypedDict):
     """When the evaluation began: the run's start (MLflow sorts runs by it)."""
     end_time_ms: int
     """When the evaluation ended: the run's end, and its metrics' timestamp."""
-    traces: NotRequired[str]
-    """With ``+traces=true``: a file of one :class:`MlflowTrace` JSON line a rollout, each
-    logged as a trace linked to the run (``""`` in a dry run, which only checks that this
-    MLflow can)."""
 
 
 _MAX_ERROR = 600
