@@ -19,6 +19,7 @@ from evalexport.testing.gym_shapes import AgentRun, ToolUse, input_message
 from evalexport.testing.harness_shapes import failed_trajectory, interleaved_trajectory
 from evalexport.trajectory.relaxations import RELAXATIONS
 from tests.trajectory.strategies import edit_items
+from tests.trajectory.test_token_ids import _row as token_row
 
 CITIES = ("San Francisco", "New York", "Seattle")
 DEVELOPER_PROMPT = (
@@ -291,6 +292,9 @@ def test_every_relaxation_writes_files_harbors_validator_accepts(
     unrecorded["response"] = {"id": "resp_5", "model": "m", "output": conversation[prompt:]}
     unrecorded["agent_ref"]["name"] = "a"
     rows.append(unrecorded)
+    with_tokens = token_row()  # a generation's token IDs on its last output item
+    with_tokens.update(_ng_task_index=6, agent_ref={"type": "responses_api_agents", "name": "a"})
+    rows.append(with_tokens)
     rollouts = tmp_path / "run" / "mixed_rollouts.jsonl"
     rollouts.parent.mkdir()
     rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
