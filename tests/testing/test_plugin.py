@@ -9,29 +9,12 @@ import pytest
 
 from evalexport.testing.plugin import SWITCHES
 
-MARKED_TESTS = """
-import pytest
-
-@pytest.mark.downloads
-def test_needs_index(): pass
-
-@pytest.mark.evalrdl_sdk
-def test_needs_evalrdl(): pass
-
-@pytest.mark.mlflow_sdk
-def test_needs_mlflow(): pass
-
-@pytest.mark.wandb_sdk
-def test_needs_wandb(): pass
-
-@pytest.mark.gym
-def test_needs_gym(): pass
-
-@pytest.mark.slurm
-def test_needs_slurm(): pass
-
-def test_plain(): pass
-"""
+MARKED_TESTS = (
+    "import pytest\n"
+    + "".join(f"\n@pytest.mark.{marker}\ndef test_needs_{marker}(): pass\n" for marker in SWITCHES)
+    + "\ndef test_plain(): pass\n"
+)
+"""One test gated by each switch (every installed exporter's SDK among them), and one plain."""
 
 
 def test_marked_tests_are_skipped_naming_their_switch(pytester: pytest.Pytester) -> None:
