@@ -29,6 +29,7 @@ from evalexport.contracts.scaffold import write_scaffold
 from evalexport.contracts.surface_extractor import default_text
 from evalexport.exporters.sdk import Surface
 from evalexport.testing import recording
+from tests.contracts.test_scaffold import _extract_from
 from tests.support.tasklog_sdk import tasklog_modules
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,21 +57,7 @@ def _tree(root: Path, modules: dict[str, str]) -> Path:
 
 def _extract(source_root: Path, sdk: str, paths: tuple[str, ...]) -> dict[str, object]:
     """The manifest of a source tree, extracted in a process of its own (as the CLI does)."""
-    code = (
-        "import json, runpy, sys\n"
-        "sys.path.insert(0, sys.argv[1])\n"
-        "extract = runpy.run_path(sys.argv[2])['extract']\n"
-        "print(json.dumps(extract(sys.argv[3], json.loads(sys.argv[4]))))\n"
-    )
-    completed = subprocess.run(
-        [sys.executable, "-c", code, str(source_root), str(EXTRACTOR), sdk, json.dumps(paths)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    return json.loads(completed.stdout)
+    return _extract_from(source_root, sdk, list(paths))
 
 
 @pytest.fixture(scope="module")
