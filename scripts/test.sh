@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The README's test command: lint, type-check and run the whole test suite.
-# Extra arguments go to pytest (e.g. --with_downloads, -k name).
+# The README's test command: lint, type-check and run the whole test suite, the MLflow and W&B
+# exporters' tests included (--with_downloads: their SDK environments are built from the index
+# the first time and kept under .venv/test-cache/, as a user's machine keeps them), in one
+# process a core. Extra arguments go to pytest (e.g. -k name, --with_gym, -n 0 for one process).
 set -euo pipefail
 EVALEXPORT_EXTRAS=dev source "$(dirname "$0")/_venv.sh"
 
 ruff check src tests benchmarks examples fakes conftest.py
 ruff format --check src tests benchmarks examples fakes conftest.py
 mypy
-python -m pytest "$@"
+export EVALEXPORT_TEST_CACHE_DIR="${EVALEXPORT_TEST_CACHE_DIR:-$repo/.venv/test-cache}"
+python -m pytest --with_downloads --numprocesses auto --dist loadgroup "$@"

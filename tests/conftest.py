@@ -15,6 +15,7 @@ import pytest
 from evalexport.cli import main
 from evalexport.interrupts import STOP_SIGNALS
 from evalexport.testing.mlflow_server import MLflowServer
+from evalexport.testing.plugin import kept_test_cache
 
 pytest_plugins = ["pytester"]
 
@@ -97,8 +98,10 @@ def cli_process() -> Callable[..., CliRun]:
 
 @pytest.fixture(scope="session")
 def sdk_env_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache of real-SDK environments (mlflow, wandb) shared by the whole session."""
-    return tmp_path_factory.mktemp("sdk-envs")
+    """One cache of real-SDK environments (mlflow, wandb) shared by the whole session, and by
+    later sessions under ``$EVALEXPORT_TEST_CACHE_DIR`` (environments are built under a lock and
+    keyed by their requirements, so parallel test processes share them as users' exports do)."""
+    return kept_test_cache("sdk-envs") or tmp_path_factory.mktemp("sdk-envs")
 
 
 @pytest.fixture

@@ -108,7 +108,8 @@ def test_tox_contracts_builds_its_sdk_environments_where_asked_never_in_the_user
     tox = shutil.which("tox", path=str(Path(sys.executable).parent)) or shutil.which("tox")
     if tox is None:  # the dev extra installs it; tox's own test environments do not
         pytest.skip("tox is not installed here (pip install -e '.[dev]')")
-    environment = {k: v for k, v in os.environ.items() if k != "EVALEXPORT_CACHE_DIR"}
+    unset = {"EVALEXPORT_CACHE_DIR", "PIP_CACHE_DIR", "UV_CACHE_DIR"}
+    environment = {k: v for k, v in os.environ.items() if k not in unset}
     if given is not None:
         environment["EVALEXPORT_CACHE_DIR"] = given
     shown = subprocess.run(
@@ -121,6 +122,13 @@ def test_tox_contracts_builds_its_sdk_environments_where_asked_never_in_the_user
         check=False,
     )
     assert shown.returncode == 0, shown.stderr
-    (line,) = [x.strip() for x in shown.stdout.splitlines() if "EVALEXPORT_CACHE_DIR=" in x]
+    settings = dict(
+        x.strip().split("=", 1) for x in shown.stdout.splitlines() if "_CACHE_DIR=" in x
+    )
     expected = given or str(ROOT / ".tox" / "evalexport-cache")
-    assert line == f"EVALEXPORT_CACHE_DIR={expected}"
+    # Its downloads too: uv's and pip's caches would otherwise fill ~/.cache.
+    assert settings == {
+        "EVALEXPORT_CACHE_DIR": expected,
+        "PIP_CACHE_DIR": f"{expected}/pip",
+        "UV_CACHE_DIR": f"{expected}/uv",
+    }

@@ -310,8 +310,9 @@ class _Colour(enum.Enum):
         frozenset({1}),
         _Colour.red,
         object(),
-        os.getpid(),
+        10**20,
     ],
+    ids=lambda value: type(value).__name__,
 )
 def test_the_recorder_writes_defaults_as_the_manifests_do(value: object) -> None:
     assert recording.default_text(value) == default_text(value)

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import secrets
+import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -13,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from uv import find_uv_bin
 
 from evalexport.exporters.options import parse_options
 from evalexport.pipeline import export_run
 from evalexport.testing.gym import find_python_313
+from evalexport.testing.plugin import kept_test_cache
 from evalexport.testing.wheels import wheel_from_tree
 
 FAKES = Path(__file__).resolve().parents[2] / "fakes"
@@ -192,19 +196,30 @@ def export_evalrdl(evalrdl_sdk: EvalRDLSdk) -> Callable[..., Any]:
 def harbor_python(
     tmp_path_factory: pytest.TempPathFactory, evalexport_download_cache: Path
 ) -> Path:
-    """A virtual environment of its own with harbor installed (Python >= 3.12)."""
+    """A virtual environment of its own with harbor installed (Python >= 3.12), installed by uv:
+    built once under a lock and kept under ``$EVALEXPORT_TEST_CACHE_DIR`` when that is set (the
+    test processes of a parallel session share it), else once per session."""
     interpreter = find_python_313()
     if interpreter is None:
         pytest.fail("harbor's validator needs Python >= 3.12, and no Python 3.13 was found")
-    environment = tmp_path_factory.mktemp("harbor") / "venv"
-    subprocess.run([interpreter, "-m", "venv", str(environment)], check=True)
+    kept = kept_test_cache("harbor")
+    root = kept if kept is not None else tmp_path_factory.mktemp("harbor")
+    environment = root / "venv"
     python = environment / "bin" / "python"
-    subprocess.run(
-        [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "harbor"],
-        check=True,
-        timeout=900,
-        env={**os.environ, "PIP_CACHE_DIR": str(evalexport_download_cache / "pip")},
-    )
+    complete = root / "complete"
+    with (root / "build.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if complete.exists():
+            return python
+        shutil.rmtree(environment, ignore_errors=True)  # an interrupted build is never used
+        subprocess.run([interpreter, "-m", "venv", "--without-pip", str(environment)], check=True)
+        subprocess.run(
+            [find_uv_bin(), "pip", "install", "--quiet", "--python", str(python), "harbor"],
+            check=True,
+            timeout=900,
+            env={**os.environ, "UV_CACHE_DIR": str(evalexport_download_cache / "uv")},
+        )
+        complete.write_text("harbor\n", encoding="utf-8")
     return python
 
 

@@ -27,6 +27,12 @@ from tests.faults.conftest import FaultLab, as_from_a_terminal, run_files
 pytestmark = pytest.mark.downloads
 
 
+@pytest.fixture
+def experiment(request: pytest.FixtureRequest) -> str:
+    """An experiment of this test's own on the session's server (its runs are the only ones)."""
+    return f"{request.node.originalname}-{os.urandom(4).hex()}"
+
+
 def _runs_of(mlflow_python, server, experiment, sample) -> dict[str, list[str]]:
     """This run's remote runs (by fingerprint), by status."""
     fingerprint = run_fingerprint(sample.run)
@@ -62,11 +68,11 @@ def _held_export(lab: FaultLab, sample, server, experiment: str, password: str =
     ("signum", "exit_code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)]
 )
 def test_a_stop_signal_ends_the_remote_run_as_killed_and_writes_nothing(
-    lab: FaultLab, own_mlflow_server, mlflow_python, sample_run, signum, exit_code
+    lab: FaultLab, mlflow_server, mlflow_python, sample_run, experiment, signum, exit_code
 ) -> None:
-    lab.watched.append(own_mlflow_server.root)
+    lab.watched.append(mlflow_server.root)
     before = run_files(sample_run)
-    process, proxy = _held_export(lab, sample_run, own_mlflow_server, "stopped")
+    process, proxy = _held_export(lab, sample_run, mlflow_server, experiment)
     try:
         process.send_signal(signum)
         ended = lab.end(process)
@@ -79,22 +85,22 @@ def test_a_stop_signal_ends_the_remote_run_as_killed_and_writes_nothing(
     assert f"Interrupted by {signal.Signals(signum).name}" in str(result["message"])
     assert "is marked KILLED" in str(result["message"])
     lab.assert_left_clean(sample_run, before, ended)
-    assert list(_runs_of(mlflow_python, own_mlflow_server, "stopped", sample_run)) == ["KILLED"]
+    assert list(_runs_of(mlflow_python, mlflow_server, experiment, sample_run)) == ["KILLED"]
 
-    rerun = lab.run(*_export_args(sample_run, own_mlflow_server.url, "stopped"))
+    rerun = lab.run(*_export_args(sample_run, mlflow_server.url, experiment))
     assert rerun.exit_code == 0, rerun.output
-    runs = _runs_of(mlflow_python, own_mlflow_server, "stopped", sample_run)
+    runs = _runs_of(mlflow_python, mlflow_server, experiment, sample_run)
     assert len(runs["FINISHED"]) == 1
 
 
 def test_a_killed_parent_leaves_no_worker_no_scratch_and_no_password_on_disk(
-    lab: FaultLab, own_mlflow_server, mlflow_python, sample_run
+    lab: FaultLab, mlflow_server, mlflow_python, sample_run, experiment
 ) -> None:
     password = "canarypassword" + os.urandom(6).hex()
     lab.extra_secrets.append(password)
-    lab.watched.append(own_mlflow_server.root)
+    lab.watched.append(mlflow_server.root)
     before = run_files(sample_run)
-    process, proxy = _held_export(lab, sample_run, own_mlflow_server, "orphan", password)
+    process, proxy = _held_export(lab, sample_run, mlflow_server, experiment, password)
     try:
         assert lab.worker_pids(), "the worker should be running"
         process.kill()  # SIGKILL: the parent can clean up nothing
@@ -104,19 +110,19 @@ def test_a_killed_parent_leaves_no_worker_no_scratch_and_no_password_on_disk(
         proxy.close()
     assert ended.exit_code == -signal.SIGKILL
     lab.assert_left_clean(sample_run, before, ended)
-    assert list(_runs_of(mlflow_python, own_mlflow_server, "orphan", sample_run)) == ["KILLED"]
+    assert list(_runs_of(mlflow_python, mlflow_server, experiment, sample_run)) == ["KILLED"]
 
-    rerun = lab.run(*_export_args(sample_run, own_mlflow_server.url, "orphan"))
+    rerun = lab.run(*_export_args(sample_run, mlflow_server.url, experiment))
     assert rerun.exit_code == 0, rerun.output
-    assert len(_runs_of(mlflow_python, own_mlflow_server, "orphan", sample_run)["FINISHED"]) == 1
+    assert len(_runs_of(mlflow_python, mlflow_server, experiment, sample_run)["FINISHED"]) == 1
 
 
 def test_a_worker_killed_outright_is_reported_and_the_rerun_ends_its_abandoned_run(
-    lab: FaultLab, own_mlflow_server, mlflow_python, sample_run
+    lab: FaultLab, mlflow_server, mlflow_python, sample_run, experiment
 ) -> None:
-    lab.watched.append(own_mlflow_server.root)
+    lab.watched.append(mlflow_server.root)
     before = run_files(sample_run)
-    process, proxy = _held_export(lab, sample_run, own_mlflow_server, "oom")
+    process, proxy = _held_export(lab, sample_run, mlflow_server, experiment)
     try:
         os.kill(lab.wait_for_worker(), signal.SIGKILL)  # as the OOM killer does
         ended = lab.end(process)
@@ -125,22 +131,22 @@ def test_a_worker_killed_outright_is_reported_and_the_rerun_ends_its_abandoned_r
     assert ended.exit_code == 1
     assert "The mlflow worker was killed by SIGKILL without writing a result" in ended.stdout
     lab.assert_left_clean(sample_run, before, ended)
-    assert list(_runs_of(mlflow_python, own_mlflow_server, "oom", sample_run)) == ["RUNNING"]
+    assert list(_runs_of(mlflow_python, mlflow_server, experiment, sample_run)) == ["RUNNING"]
 
-    rerun = lab.run(*_export_args(sample_run, own_mlflow_server.url, "oom"))
+    rerun = lab.run(*_export_args(sample_run, mlflow_server.url, experiment))
     assert rerun.exit_code == 0, rerun.output
     assert "is now marked FAILED" in str(rerun.result()["message"])  # the result says it
-    runs = _runs_of(mlflow_python, own_mlflow_server, "oom", sample_run)
+    runs = _runs_of(mlflow_python, mlflow_server, experiment, sample_run)
     assert sorted(runs) == ["FAILED", "FINISHED"]
     assert len(runs["FINISHED"]) == 1
 
 
 def test_a_worker_past_its_time_limit_is_stopped_and_its_run_marked_killed(
-    lab: FaultLab, own_mlflow_server, mlflow_python, sample_run, monkeypatch
+    lab: FaultLab, mlflow_server, mlflow_python, sample_run, experiment, monkeypatch
 ) -> None:
     monkeypatch.setenv("EVALEXPORT_WORKER_TIME_LIMIT", "15")
     before = run_files(sample_run)
-    process, proxy = _held_export(lab, sample_run, own_mlflow_server, "hung")
+    process, proxy = _held_export(lab, sample_run, mlflow_server, experiment)
     try:
         ended = lab.end(process)
     finally:
@@ -204,14 +210,14 @@ def _pool_processes(lab: FaultLab) -> list[int]:
 
 
 def test_a_stopped_plan_stops_the_export_under_way_and_starts_no_other(
-    lab: FaultLab, own_mlflow_server, mlflow_python, make_sample_run, tmp_path
+    lab: FaultLab, mlflow_server, mlflow_python, make_sample_run, tmp_path
 ) -> None:
     benchmarks = ["aime24", "gpqa", "math500"]
     samples = [
         make_sample_run(f"job/{name}", benchmark=name, seed=i) for i, name in enumerate(benchmarks)
     ]
     befores = [run_files(sample) for sample in samples]
-    proxy = FailingProxy(own_mlflow_server.port, trigger=b"/runs/log-batch", hold=True)
+    proxy = FailingProxy(mlflow_server.port, trigger=b"/runs/log-batch", hold=True)
     plan = tmp_path / "plan.yaml"
     plan.write_text(
         yaml.safe_dump(
@@ -241,9 +247,9 @@ def test_a_stopped_plan_stops_the_export_under_way_and_starts_no_other(
     assert _pool_processes(lab) == []
     for sample, before in zip(samples, befores, strict=True):
         lab.assert_left_clean(sample, before, ended)
-    assert list(_runs_of(mlflow_python, own_mlflow_server, "plan", samples[0])) == ["KILLED"]
+    assert list(_runs_of(mlflow_python, mlflow_server, "plan", samples[0])) == ["KILLED"]
     for sample in samples[1:]:
-        assert _runs_of(mlflow_python, own_mlflow_server, "plan", sample) == {}
+        assert _runs_of(mlflow_python, mlflow_server, "plan", sample) == {}
 
 
 def _children_of(pid: int) -> list[int]:

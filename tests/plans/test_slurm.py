@@ -12,7 +12,8 @@ import pytest
 
 from tests.support.slurm import SlurmCluster, unavailable_reason
 
-pytestmark = pytest.mark.usefixtures("plugin_site")
+# One cluster a machine: under pytest-xdist every test of it runs in the same process.
+pytestmark = [pytest.mark.usefixtures("plugin_site"), pytest.mark.xdist_group("slurm")]
 
 
 @pytest.fixture(scope="session")

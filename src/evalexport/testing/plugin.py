@@ -123,10 +123,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(skip)
 
 
+TEST_CACHE_VARIABLE = "EVALEXPORT_TEST_CACHE_DIR"
+"""A directory test sessions may keep across runs (package downloads, SDK and Gym
+environments), as a user's machine keeps its environments; unset, each session starts empty.
+``scripts/test.sh`` points it into the checkout's git-ignored ``.venv/``."""
+
+
+def kept_test_cache(name: str) -> Path | None:
+    """``$EVALEXPORT_TEST_CACHE_DIR/name`` (made if missing) when the variable is set, else None.
+
+    Only what is built once and then used read-only belongs there: package downloads and
+    environments keyed by their requirements. A test's stores, runs and HOME never do."""
+    root = os.environ.get(TEST_CACHE_VARIABLE)
+    if not root:
+        return None
+    kept = Path(root).expanduser().resolve() / name
+    kept.mkdir(parents=True, exist_ok=True)
+    return kept
+
+
 @pytest.fixture(scope="session")
 def evalexport_download_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One package-download cache for the whole test session, never the developer's own."""
-    return tmp_path_factory.mktemp("download-cache")
+    """One package-download cache for the whole test session, never the developer's own: kept
+    across sessions under ``$EVALEXPORT_TEST_CACHE_DIR`` when that is set."""
+    return kept_test_cache("downloads") or tmp_path_factory.mktemp("download-cache")
 
 
 @pytest.fixture(scope="session")
@@ -137,8 +157,9 @@ def gym_oracle(
 ) -> Iterator[GymOracle]:
     """NeMo Gym's own code, answering in a worker (see :mod:`evalexport.testing.gym`).
 
-    The environment is built once per session (about a minute), or kept in
-    ``$EVALEXPORT_GYM_ENV_DIR`` across sessions when that is set. Use it from tests marked
+    The environment is built once per session (about a minute), or kept across sessions in
+    ``$EVALEXPORT_GYM_ENV_DIR`` when that is set, else under ``$EVALEXPORT_TEST_CACHE_DIR``
+    when that is (built under a lock: parallel test processes build it once). Use it from tests marked
     ``gym``. When it cannot be built the test fails: the switch asked for it.
     """
     from evalexport.testing.gym import GymOracle, ensure_gym_environment
@@ -146,7 +167,13 @@ def gym_oracle(
     if not request.config.getoption("--with_gym"):
         pytest.skip("runs NeMo Gym 0.7.0 as the test oracle; run with --with_gym to include it")
     configured = os.environ.get("EVALEXPORT_GYM_ENV_DIR")
-    directory = Path(configured) if configured else tmp_path_factory.mktemp("gym") / "env"
+    kept = kept_test_cache("gym")
+    if configured:
+        directory = Path(configured)
+    elif kept is not None:
+        directory = kept / "env"
+    else:
+        directory = tmp_path_factory.mktemp("gym") / "env"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("UV_CACHE_DIR", str(evalexport_download_cache / "uv"))
         python = ensure_gym_environment(directory)
