@@ -142,6 +142,7 @@ def test_a_run_changed_after_export_fails_naming_the_marker(
     assert len(read_runs(mlflow_python, mlflow_server.url, "changed")) == 1
 
 
+@pytest.mark.faults  # a server of its own, killed mid-export and started again
 def test_a_server_that_fails_mid_export_gives_failed_and_no_marker_and_a_rerun_succeeds(
     own_mlflow_server, mlflow_python, sample_run, monkeypatch
 ) -> None:

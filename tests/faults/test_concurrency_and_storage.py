@@ -18,6 +18,9 @@ from evalexport.testing.mlflow_server import read_runs
 from evalexport.testing.proxy import FailingProxy
 from tests.faults.conftest import FaultLab, read_only, run_files
 
+# The fault-injection tests of real MLflow exports take minutes: --with_faults (CI) runs them.
+pytestmark = pytest.mark.faults
+
 
 def _finished(mlflow_python, uri: str, experiment: str) -> list[dict]:
     return [run for run in read_runs(mlflow_python, uri, experiment) if run["status"] == "FINISHED"]

@@ -24,7 +24,8 @@ from evalexport.testing.mlflow_server import read_runs
 from evalexport.testing.proxy import FailingProxy
 from tests.faults.conftest import FaultLab, as_from_a_terminal, run_files
 
-pytestmark = pytest.mark.downloads
+# The fault-injection tests of real MLflow exports take minutes: --with_faults (CI) runs them.
+pytestmark = [pytest.mark.downloads, pytest.mark.faults]
 
 
 @pytest.fixture

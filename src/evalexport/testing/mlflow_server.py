@@ -7,36 +7,117 @@ need. Used by evalexport's tests and benchmarks, and by anyone testing an MLflow
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
+import threading
 import time
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 READ_RUNS = """
-import json, sys
+import json, os, sys, traceback
+answers = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)  # whatever MLflow prints goes to the log, never into an answer
 from mlflow.tracking import MlflowClient
-client = MlflowClient(sys.argv[1])
-experiment = client.get_experiment_by_name(sys.argv[2])
-runs = client.search_runs([experiment.experiment_id]) if experiment else []
-out = []
-for run in runs:
-    out.append({
-        "run_id": run.info.run_id, "status": run.info.status, "run_name": run.info.run_name,
-        "start_time": run.info.start_time, "end_time": run.info.end_time,
-        "metrics": run.data.metrics, "params": run.data.params, "tags": run.data.tags,
-        "artifacts": sorted(a.path for a in client.list_artifacts(run.info.run_id)),
-    })
-if len(sys.argv) > 3 and runs:
-    path = client.download_artifacts(runs[0].info.run_id, sys.argv[3], sys.argv[4])
-    out[0]["downloaded"] = path
-print(json.dumps(out))
+
+def read(uri, experiment_name, download):
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name(experiment_name)
+    runs = client.search_runs([experiment.experiment_id]) if experiment else []
+    out = []
+    for run in runs:
+        out.append({
+            "run_id": run.info.run_id, "status": run.info.status, "run_name": run.info.run_name,
+            "start_time": run.info.start_time, "end_time": run.info.end_time,
+            "metrics": run.data.metrics, "params": run.data.params, "tags": run.data.tags,
+            "artifacts": sorted(a.path for a in client.list_artifacts(run.info.run_id)),
+        })
+    if download and runs:
+        out[0]["downloaded"] = client.download_artifacts(runs[0].info.run_id, *download)
+    return out
+
+for line in sys.stdin:
+    request = json.loads(line)
+    for name in [n for n in os.environ if n.startswith("MLFLOW_")]:
+        del os.environ[name]
+    os.environ.update(request["mlflow_variables"])  # the caller's, as a child would inherit
+    try:
+        answer = {"runs": read(request["uri"], request["experiment"], request["download"])}
+    except BaseException:
+        answer = {"error": traceback.format_exc()}
+    answers.write(json.dumps(answer) + "\\n")
+    answers.flush()
 """
+_READER_TEMP_BASE = tempfile.gettempdir()
+"""Where readers keep their scratch: the temporary directory of the process as it started, not
+whatever ``TMPDIR`` a test sets (a test checks its own is left empty)."""
+
+
+class _RunReader:
+    """One long-lived ``MlflowClient`` process in an MLflow environment, answering a request a
+    line: importing mlflow once a test process instead of once a read (about 3 s of CPU)."""
+
+    def __init__(self, python: Path) -> None:
+        self.scratch = Path(
+            tempfile.mkdtemp(prefix="evalexport-mlflow-reader-", dir=_READER_TEMP_BASE)
+        )
+        self.log = self.scratch / "reader.log"
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+        environment.update(HOME=str(self.scratch), TMPDIR=str(self.scratch))
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [str(python), "-u", "-c", READ_RUNS],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                env=environment,
+                start_new_session=True,
+            )
+
+    def read(self, request: Mapping[str, object]) -> dict[str, object]:
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            tail = self.log.read_text(errors="replace")[-3000:]
+            raise RuntimeError(f"the MLflow run reader ended: {tail}")
+        answer: dict[str, object] = json.loads(line)
+        return answer
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+_readers: dict[Path, _RunReader] = {}
+_readers_lock = threading.Lock()
+
+
+@atexit.register
+def _close_readers() -> None:
+    with _readers_lock:
+        for reader in _readers.values():
+            reader.close()
+        _readers.clear()
 
 
 def free_port() -> int:
@@ -142,16 +223,22 @@ class MLflowServer:
 def read_runs(
     python: Path, tracking_uri: str, experiment: str, download: tuple[str, Path] | None = None
 ) -> list[dict[str, object]]:
-    """Every run of ``experiment``, read back through ``MlflowClient`` in the mlflow environment."""
-    extra = [download[0], str(download[1])] if download else []
-    completed = subprocess.run(
-        [str(python), "-c", READ_RUNS, tracking_uri, experiment, *extra],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
-    if completed.returncode != 0:
-        raise RuntimeError(f"reading MLflow runs failed: {completed.stderr[-3000:]}")
-    runs: list[dict[str, object]] = json.loads(completed.stdout.strip().splitlines()[-1])
+    """Every run of ``experiment``, read back through ``MlflowClient`` in the mlflow environment
+    ``python`` (one reader process a test process and environment, kept for the next read; it
+    sees the caller's ``MLFLOW_*`` variables as they are now). ``download=(artifact, directory)``
+    also downloads that artifact of the first run and names its path as ``downloaded``."""
+    request = {
+        "uri": tracking_uri,
+        "experiment": experiment,
+        "download": [download[0], str(download[1])] if download else None,
+        "mlflow_variables": {k: v for k, v in os.environ.items() if k.startswith("MLFLOW_")},
+    }
+    with _readers_lock:
+        reader = _readers.get(python)
+        if reader is None or reader.process.poll() is not None:
+            reader = _readers[python] = _RunReader(python)
+        answer = reader.read(request)
+    if "error" in answer:
+        raise RuntimeError(f"reading MLflow runs failed: {str(answer['error'])[-3000:]}")
+    runs: list[dict[str, object]] = answer["runs"]  # type: ignore[assignment]
     return runs

@@ -19,6 +19,10 @@ the same switches and fixtures by installing it:
 ``--with_browser``
     run the tests that look at a page as a user would, in a headless Chromium (Debian's
     ``chromium``): MLflow's Traces view of an export's traces.
+``--with_faults``
+    run the fault-injection tests that break real exports on purpose (servers killed or down
+    mid-export, stop signals, parallel exports into one store, full disks); they take minutes,
+    so the README's test command leaves them to CI.
 
 Fixtures: ``evalexport_isolation`` (a temporary HOME, caches, stores, no tokens),
 ``make_sample_run``/``sample_run`` (finished runs with canary secrets), ``canaries``,
@@ -27,7 +31,7 @@ for each test session and recorded, or the real one under ``--with_<sdk>_sdk``),
 ``exporter_options`` (for :class:`~evalexport.testing.guarantees.ExporterGuarantees`) and
 ``gym_oracle``.
 
-A test marked ``downloads``, ``<sdk>_sdk``, ``gym``, ``slurm`` or ``browser`` is skipped unless its switch is on, and the skip reason names the switch. A test whose
+A test marked ``downloads``, ``<sdk>_sdk``, ``gym``, ``slurm``, ``browser`` or ``faults`` is skipped unless its switch is on, and the skip reason names the switch. A test whose
 switch is on fails, never skips, when what it needs is missing: the switch asked for it.
 """
 
@@ -63,6 +67,11 @@ def switches() -> dict[str, tuple[str, str]]:
         "gym": ("--with_gym", "runs NeMo Gym 0.7.0 as the test oracle"),
         "slurm": ("--with_slurm", "starts a one-node Slurm cluster (root, slurm-wlm and munge)"),
         "browser": ("--with_browser", "opens a page in a headless Chromium (Debian's chromium)"),
+        "faults": (
+            "--with_faults",
+            "breaks real exports on purpose (MLflow servers killed or down, stop signals, "
+            "parallel exports into one store, full disks): minutes of CPU",
+        ),
     }
 
 
