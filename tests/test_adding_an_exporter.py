@@ -100,7 +100,8 @@ def test_tox_contracts_builds_its_sdk_environments_where_asked_never_in_the_user
     given: str | None,
 ) -> None:
     """``tox -e contracts`` builds about 1 GB of SDK environments: under EVALEXPORT_CACHE_DIR
-    when it is set, else under .tox/, never in ~/.cache/evalexport unasked (#44)."""
+    when it is set, else under .tox/, never in ~/.cache/evalexport unasked; uv's, pip's and
+    virtualenv's caches beside them (#44)."""
     import os
     import shutil
     import subprocess
@@ -108,7 +109,12 @@ def test_tox_contracts_builds_its_sdk_environments_where_asked_never_in_the_user
     tox = shutil.which("tox", path=str(Path(sys.executable).parent)) or shutil.which("tox")
     if tox is None:  # the dev extra installs it; tox's own test environments do not
         pytest.skip("tox is not installed here (pip install -e '.[dev]')")
-    unset = {"EVALEXPORT_CACHE_DIR", "PIP_CACHE_DIR", "UV_CACHE_DIR"}
+    unset = {
+        "EVALEXPORT_CACHE_DIR",
+        "PIP_CACHE_DIR",
+        "UV_CACHE_DIR",
+        "VIRTUALENV_OVERRIDE_APP_DATA",
+    }
     environment = {k: v for k, v in os.environ.items() if k not in unset}
     if given is not None:
         environment["EVALEXPORT_CACHE_DIR"] = given
@@ -123,12 +129,15 @@ def test_tox_contracts_builds_its_sdk_environments_where_asked_never_in_the_user
     )
     assert shown.returncode == 0, shown.stderr
     settings = dict(
-        x.strip().split("=", 1) for x in shown.stdout.splitlines() if "_CACHE_DIR=" in x
+        x.strip().split("=", 1)
+        for x in shown.stdout.splitlines()
+        if "_CACHE_DIR=" in x or "VIRTUALENV_OVERRIDE_APP_DATA=" in x
     )
     expected = given or str(ROOT / ".tox" / "evalexport-cache")
-    # Its downloads too: uv's and pip's caches would otherwise fill ~/.cache.
+    # Its downloads and virtualenv's app data too: they would otherwise fill ~/.cache.
     assert settings == {
         "EVALEXPORT_CACHE_DIR": expected,
         "PIP_CACHE_DIR": f"{expected}/pip",
         "UV_CACHE_DIR": f"{expected}/uv",
+        "VIRTUALENV_OVERRIDE_APP_DATA": str(ROOT / ".tox" / "virtualenv-app-data"),
     }

@@ -350,3 +350,33 @@ def test_python_must_be_an_environments_interpreter(cli, tmp_path: Path) -> None
     )
     assert refused.exit_code == 2
     assert "is not the python of a virtual environment" in refused.output
+
+
+def test_extracting_an_sdk_writes_nothing_into_the_home(tmp_path, monkeypatch) -> None:
+    """Importing an SDK to read its signatures may write into a home (MLflow's telemetry id in
+    ~/.config/mlflow): the extractor gives it a scratch one, so `tox -e contracts` and
+    `evalexport contract verify` leave the user's home as it was (#44)."""
+    from evalexport.contracts import surface_extractor
+
+    package = tmp_path / "site" / "homewriter"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "import os\n"
+        "from pathlib import Path\n"
+        "_config = Path(os.environ.get('XDG_CONFIG_HOME') or Path.home() / '.config')\n"
+        "(_config / 'homewriter').mkdir(parents=True, exist_ok=True)\n"
+        "(_config / 'homewriter' / 'telemetry.json').write_text('{}')\n"
+        "(Path.home() / '.homewriter-id').write_text('id')\n"
+        "def record(value: int) -> None: ...\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    home = Path(os.environ["HOME"])
+    before = sorted(home.rglob("*"))
+    environment = {v: os.environ.get(v) for v in ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+
+    outcome = surface_extractor.run({"sdk": "homewriter", "surface": ["homewriter.record"]})
+
+    assert outcome["status"] == "succeeded", outcome
+    assert "homewriter.record" in json.dumps(outcome["output"])
+    assert sorted(home.rglob("*")) == before
+    assert {v: os.environ.get(v) for v in environment} == environment

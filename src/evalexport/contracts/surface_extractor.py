@@ -31,9 +31,11 @@ import importlib
 import inspect
 import os
 import re
+import tempfile
 import textwrap
 import types
 import typing
+from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
 from evalexport.workers.protocol import ExitCode, WorkerResult, result
@@ -299,5 +301,28 @@ def run(payload: ManifestPayload) -> WorkerResult:
     """Worker entry point: extract inside an SDK's environment."""
     for key, value in payload.get("environment", {}).items():
         os.environ.setdefault(key, value)
-    manifest = extract(payload["sdk"], payload["surface"])
+    # Reading signatures needs no home: what importing an SDK writes there (MLflow's telemetry
+    # id in ~/.config/mlflow, caches) goes to a scratch home removed afterwards.
+    homes = ("HOME", *_XDG_HOMES)
+    kept = {variable: os.environ.get(variable) for variable in homes}
+    with tempfile.TemporaryDirectory(prefix="evalexport-extract-home-") as home:
+        os.environ["HOME"] = home
+        for variable, below in _XDG_HOMES.items():
+            os.environ[variable] = str(Path(home) / below)
+        try:
+            manifest = extract(payload["sdk"], payload["surface"])
+        finally:
+            for variable, previous in kept.items():
+                if previous is None:
+                    os.environ.pop(variable, None)
+                else:
+                    os.environ[variable] = previous
     return result("succeeded", ExitCode.OK, "manifest extracted", output=manifest)
+
+
+_XDG_HOMES = {
+    "XDG_CONFIG_HOME": ".config",
+    "XDG_CACHE_HOME": ".cache",
+    "XDG_DATA_HOME": ".local/share",
+    "XDG_STATE_HOME": ".local/state",
+}
