@@ -108,3 +108,43 @@ def test_a_long_line_costs_the_table_no_more_memory_than_reading_it(
     table = growth("table", str(tmp_path / "rollouts.json"))
     assert reading < 2.6 * line, f"reading holds {reading / line:.2f}x the line"
     assert table < reading + 0.3 * line, f"the table holds {table / line:.2f}x the line"
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "in pieces"])
+def test_every_secret_the_export_knows_is_masked_in_both_tables(
+    make_sample_run, tmp_path, monkeypatch, streamed
+) -> None:
+    """A token the export was given, or a secret-named variable holds, pasted into a prompt
+    and a final answer, reaches neither Gym's table nor the samples table; a secret whose JSON
+    form differs (a quote in it) neither; every other cell is as the rollout holds it."""
+    from evalexport.exporters.samples import SamplesTable
+    from evalexport.masking.scrubbing import known_secrets
+
+    given = 'tok-given-7c1e9a"quoted'
+    monkeypatch.setenv("EVAL_SERVICE_TOKEN", "envsecret-5d2b8f0a")
+    sample = make_sample_run()
+    lines = sample.rollouts.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[0])
+    record["responses_create_params"]["input"][0]["content"] += f" {given} envsecret-5d2b8f0a"
+    record["response"]["output"][-1]["content"][0]["text"] += f" {given} envsecret-5d2b8f0a"
+    lines[0] = json.dumps(record, ensure_ascii=False)
+    sample.rollouts.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if streamed:
+        monkeypatch.setattr(tables, "STREAMED_ABOVE", 100)
+        monkeypatch.setattr(tables, "_PIECE", 7)  # the secrets are longer than a piece
+
+    samples = SamplesTable(tmp_path)
+    with known_secrets([given]):
+        table = tables.write_table_rows(
+            samples.rows(sample.run.iter_rollouts()), tmp_path / "t.json"
+        )
+    samples.write(tmp_path / "samples.json")
+
+    for path in (table, tmp_path / "samples.json"):
+        text = path.read_text(encoding="utf-8")
+        assert "envsecret-5d2b8f0a" not in text, path.name
+        assert "tok-given-7c1e9a" not in text, path.name
+        assert "****" in text, path.name
+    cells = [json.loads(row[0]) for row in json.loads(table.read_text())["data"]]
+    assert len(cells) == len(lines)
+    assert cells[1] == tables.rollout_for_export(json.loads(lines[1]))  # untouched

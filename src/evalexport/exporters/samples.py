@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from evalexport.exporters.tables import secret_masker
 from evalexport.gym.health import RunHealth
 from evalexport.reading import Rollout
 
@@ -74,11 +75,13 @@ class SamplesTable:
 
     def rows(self, rollouts: Iterator[Rollout]) -> Iterator[Rollout]:
         """The rollouts, passed on as they are, each row noted on the way."""
-        # A lone surrogate is written as its JSON escape (see tables.write_table_rows).
+        # A lone surrogate is written as its JSON escape (see tables.write_table_rows), and
+        # the secrets the export knows are masked, as in every table.
+        masked = secret_masker()
         with self._rows_file.open("w", encoding="utf-8", errors="backslashreplace") as rows:
             for rollout in rollouts:
-                row = self._row(rollout.record)
-                rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+                text = json.dumps(self._row(rollout.record), ensure_ascii=False)
+                rows.write((masked(text) if masked else text) + "\n")
                 self._count += 1
                 yield rollout
 

@@ -4,21 +4,30 @@ One column, ``Rollout``, one row per rollout holding the rollout as compact JSON
 ``ng_trajectory`` and without the request and response payloads of ``ng_model_call_capture``
 (Gym's ``_rollout_for_export``): the rows of a run exported afterwards are those of the same run
 logged live.
+
+Every secret the export knows (its token options, secret-named environment variables: see
+:func:`evalexport.masking.scrubbing.secrets_known`) is masked in each cell, as it is in
+everything else that leaves the process. Secrets known only by their shape (``NAME=value``,
+``Bearer ...``) are not looked for in the rows: that scan runs at about 2 MB/s
+(docs/performance.md), minutes for a big run.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Final
 
+from evalexport.masking.rules import MASK
+from evalexport.masking.scrubbing import secrets_known
 from evalexport.run import Rollout, RunArtifacts
 
 __all__ = [
     "ROLLOUTS_TABLE_KEY",
     "ROLLOUT_COLUMN",
     "rollout_for_export",
+    "secret_masker",
     "write_rollouts_table",
     "write_table_rows",
 ]
@@ -63,6 +72,7 @@ def write_table_rows(rollouts: Iterable[Rollout], path: Path) -> Path:
     """
     # A lone surrogate (valid JSON as "\ud800", not UTF-8) is written as that escape: the
     # table stays valid UTF-8 JSON and reads back as the rollout held it.
+    masked = secret_masker()
     with path.open("w", encoding="utf-8", errors="backslashreplace") as handle:
         handle.write('{"columns": ["' + ROLLOUT_COLUMN + '"], "data": [')
         for position, rollout in enumerate(rollouts):
@@ -70,11 +80,12 @@ def write_table_rows(rollouts: Iterable[Rollout], path: Path) -> Path:
             row = rollout_for_export(rollout.record)
             if rollout.size_bytes > STREAMED_ABOVE:
                 handle.write('["')
-                for piece in _escaped_pieces(row):
+                for piece in _escaped_pieces(row, masked):
                     handle.write(piece)
                 handle.write('"]')
             else:
-                handle.write("[" + _as_string(_COMPACT.encode(row)) + "]")
+                text = _COMPACT.encode(row)
+                handle.write("[" + _as_string(masked(text) if masked else text) + "]")
         handle.write("\n]}\n")
     return path
 
@@ -89,7 +100,26 @@ STREAMED_ABOVE: Final = 4 * 2**20
 _PIECE: Final = 2**20
 
 
-def _escaped_pieces(row: object) -> Iterator[str]:
+def secret_masker() -> Callable[[str], str] | None:
+    """What masks the secrets known now in a text, as written and as JSON escapes them; None
+    when there are none (the rows are then written without a scan)."""
+    forms: list[str] = []
+    for secret in secrets_known():
+        escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+        forms += [secret] if escaped == secret else [secret, escaped]
+    if not forms:
+        return None
+
+    def masked(text: str) -> str:
+        for form in forms:
+            if form in text:
+                text = text.replace(form, MASK)
+        return text
+
+    return masked
+
+
+def _escaped_pieces(row: object, masked: Callable[[str], str] | None = None) -> Iterator[str]:
     """``json.dumps(json.dumps(row, ensure_ascii=False, separators=(",", ":")),
     ensure_ascii=False)`` without its quotes, in pieces of about :data:`_PIECE` characters.
 
@@ -98,7 +128,7 @@ def _escaped_pieces(row: object) -> Iterator[str]:
     """
     pending: list[str] = []
     size = 0
-    for piece in _compact_pieces(row):
+    for piece in _compact_pieces(row, masked):
         pending.append(piece)
         size += len(piece)
         if size >= _PIECE:
@@ -108,10 +138,13 @@ def _escaped_pieces(row: object) -> Iterator[str]:
         yield json.dumps("".join(pending), ensure_ascii=False)[1:-1]
 
 
-def _compact_pieces(value: object) -> Iterator[str]:
+def _compact_pieces(value: object, masked: Callable[[str], str] | None = None) -> Iterator[str]:
     """``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` in pieces; a long
-    string is cut into pieces of :data:`_PIECE` characters. ``value`` is parsed JSON."""
+    string is cut into pieces of :data:`_PIECE` characters, after ``masked`` (whole, so no
+    secret is cut in two). ``value`` is parsed JSON."""
     if isinstance(value, str):
+        if masked is not None:
+            value = masked(value)
         if len(value) <= _PIECE:
             yield json.dumps(value, ensure_ascii=False)
             return
@@ -122,15 +155,16 @@ def _compact_pieces(value: object) -> Iterator[str]:
     elif isinstance(value, Mapping):
         yield "{"
         for position, (key, item) in enumerate(value.items()):
-            yield ("," if position else "") + json.dumps(str(key), ensure_ascii=False) + ":"
-            yield from _compact_pieces(item)
+            name = masked(str(key)) if masked is not None else str(key)
+            yield ("," if position else "") + json.dumps(name, ensure_ascii=False) + ":"
+            yield from _compact_pieces(item, masked)
         yield "}"
     elif isinstance(value, list | tuple):
         yield "["
         for position, item in enumerate(value):
             if position:
                 yield ","
-            yield from _compact_pieces(item)
+            yield from _compact_pieces(item, masked)
         yield "]"
     else:  # a number, true, false, null: as json.dumps writes them
         yield json.dumps(value)

@@ -26,6 +26,7 @@ __all__ = [
     "scrub_logs",
     "scrub_text",
     "scrub_value",
+    "secrets_known",
     "shown_override",
 ]
 
@@ -99,6 +100,12 @@ def _secrets_known(also: Sequence[str]) -> list[str]:
         known = list(_known_secrets)
     everything = {*_environment_secrets(), *known, *(s for s in also if s)}
     return sorted(everything, key=len, reverse=True)  # a longer secret before its prefix
+
+
+def secrets_known() -> list[str]:
+    """The secrets :func:`scrub_text` removes besides the shapes it masks, longest first: the
+    values of secret-named environment variables and those of :func:`known_secrets`."""
+    return _secrets_known(())
 
 
 def scrub_text(text: str, also: Sequence[str] = ()) -> str:
