@@ -176,8 +176,9 @@ class MLflowServer:
             env={
                 **os.environ,
                 "TMPDIR": str(scratch),  # its scratch stays under its root
-                # MLflow 3.5+ also starts a job runner and seven huey consumers (GenAI jobs no
-                # export uses): they would take a core from the tests for nothing.
+                # MLflow 3.17 also starts a job runner and seven huey consumers (GenAI jobs no
+                # export uses; older servers ignore the variable): they would take a core from
+                # the tests for nothing.
                 "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
             },
             start_new_session=True,
