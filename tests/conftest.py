@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 from evalexport.cli import main
 from evalexport.interrupts import STOP_SIGNALS
 from evalexport.testing.mlflow_server import MLflowServer
-from evalexport.testing.plugin import kept_test_cache
+from evalexport.testing.plugin import TEST_CACHE_VARIABLE, kept_test_cache
 
 pytest_plugins = ["pytester"]
 
@@ -102,6 +103,22 @@ def sdk_env_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     later sessions under ``$EVALEXPORT_TEST_CACHE_DIR`` (environments are built under a lock and
     keyed by their requirements, so parallel test processes share them as users' exports do)."""
     return kept_test_cache("sdk-envs") or tmp_path_factory.mktemp("sdk-envs")
+
+
+_SESSION_STATE = ("unwritten-markers", "slurm")
+"""What exports keep in their cache besides environments: a test session's own state, never
+carried into the next session through the kept SDK cache."""
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The kept SDK cache keeps environments, not the session's state: once every test
+    process has finished (in pytest-xdist's controller, or the only process), the records of
+    unwritten markers and Slurm work directories exports left there are removed."""
+    if hasattr(session.config, "workerinput") or not os.environ.get(TEST_CACHE_VARIABLE):
+        return
+    kept = Path(os.environ[TEST_CACHE_VARIABLE]).expanduser().resolve() / "sdk-envs"
+    for name in _SESSION_STATE:
+        shutil.rmtree(kept / name, ignore_errors=True)
 
 
 @pytest.fixture
