@@ -128,15 +128,18 @@ def use_sdk_env_cache(sdk_env_cache: Path, monkeypatch: pytest.MonkeyPatch) -> P
     return sdk_env_cache
 
 
-def session_environment(cache: Path, download_cache: Path, exporter: str, requirement: str) -> Path:
-    """Build (once) the environment an exporter's default requirement gives; its python."""
+def session_environment(
+    cache: Path, download_cache: Path, exporter: str, requirement: str, python: str = sys.executable
+) -> Path:
+    """Build (once, under the environment's lock) the environment ``requirement`` gives, from
+    the interpreter ``python``; its python."""
     from evalexport.isolation import EnvironmentSpec, ensure_environment
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("EVALEXPORT_CACHE_DIR", str(cache))
         patch.setenv("UV_CACHE_DIR", str(download_cache / "uv"))
         patch.setenv("PIP_CACHE_DIR", str(download_cache / "pip"))
-        return ensure_environment(EnvironmentSpec(exporter, (requirement,))).python
+        return ensure_environment(EnvironmentSpec(exporter, (requirement,), python)).python
 
 
 MLFLOW_REQUIREMENT = "mlflow>=2.10,<4"

@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import secrets
-import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -15,13 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from uv import find_uv_bin
 
 from evalexport.exporters.options import parse_options
 from evalexport.pipeline import export_run
 from evalexport.testing.gym import find_python_313
-from evalexport.testing.plugin import kept_test_cache
 from evalexport.testing.wheels import wheel_from_tree
+from tests.conftest import session_environment
 
 FAKES = Path(__file__).resolve().parents[2] / "fakes"
 CONTRACTS = Path(__file__).resolve().parents[2] / "contracts"
@@ -193,34 +190,16 @@ def export_evalrdl(evalrdl_sdk: EvalRDLSdk) -> Callable[..., Any]:
 
 
 @pytest.fixture(scope="session")
-def harbor_python(
-    tmp_path_factory: pytest.TempPathFactory, evalexport_download_cache: Path
-) -> Path:
-    """A virtual environment of its own with harbor installed (Python >= 3.12), installed by uv:
-    built once under a lock and kept under ``$EVALEXPORT_TEST_CACHE_DIR`` when that is set (the
-    test processes of a parallel session share it), else once per session."""
+def harbor_python(sdk_env_cache: Path, evalexport_download_cache: Path) -> Path:
+    """An environment of its own with harbor installed (Python >= 3.12), built as the SDKs'
+    are: once, under its lock, kept with them under ``$EVALEXPORT_TEST_CACHE_DIR`` when that
+    is set."""
     interpreter = find_python_313()
     if interpreter is None:
         pytest.fail("harbor's validator needs Python >= 3.12, and no Python 3.13 was found")
-    kept = kept_test_cache("harbor")
-    root = kept if kept is not None else tmp_path_factory.mktemp("harbor")
-    environment = root / "venv"
-    python = environment / "bin" / "python"
-    complete = root / "complete"
-    with (root / "build.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if complete.exists():
-            return python
-        shutil.rmtree(environment, ignore_errors=True)  # an interrupted build is never used
-        subprocess.run([interpreter, "-m", "venv", "--without-pip", str(environment)], check=True)
-        subprocess.run(
-            [find_uv_bin(), "pip", "install", "--quiet", "--python", str(python), "harbor"],
-            check=True,
-            timeout=900,
-            env={**os.environ, "UV_CACHE_DIR": str(evalexport_download_cache / "uv")},
-        )
-        complete.write_text("harbor\n", encoding="utf-8")
-    return python
+    return session_environment(
+        sdk_env_cache, evalexport_download_cache, "harbor", "harbor", str(interpreter)
+    )
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -22,6 +21,8 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from evalexport.testing.lines import exchange_line
 
 READ_RUNS = """
 import json, os, sys, traceback
@@ -85,15 +86,10 @@ class _RunReader:
             )
 
     def read(self, request: Mapping[str, object]) -> dict[str, object]:
-        assert self.process.stdin is not None
-        assert self.process.stdout is not None
-        self.process.stdin.write(json.dumps(request) + "\n")
-        self.process.stdin.flush()
-        line = self.process.stdout.readline()
-        if not line:
+        answer = exchange_line(self.process, request)
+        if answer is None:
             tail = self.log.read_text(errors="replace")[-3000:]
             raise RuntimeError(f"the MLflow run reader ended: {tail}")
-        answer: dict[str, object] = json.loads(line)
         return answer
 
     def close(self) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
+
+from evalexport.testing.lines import exchange_line
 
 __all__ = ["GymExport", "GymOracle"]
 
@@ -51,14 +52,9 @@ class GymOracle:
         """Where Gym is installed: its wheel ships example rollouts."""
 
     def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
-        assert self._process.stdin is not None
-        assert self._process.stdout is not None
-        self._process.stdin.write(json.dumps(request) + "\n")
-        self._process.stdin.flush()
-        line = self._process.stdout.readline()
-        if not line:
+        answer = exchange_line(self._process, request)
+        if answer is None:
             raise RuntimeError(f"the Gym oracle exited (code {self._process.poll()})")
-        answer: dict[str, object] = json.loads(line)
         return answer
 
     def record_error(self, record: object) -> str | None:
