@@ -330,7 +330,7 @@ def rollout_files(draw: st.DrawFn, fault: str | None = None) -> list[str]:
         lines.append(lines[0])
     elif file_fault == "second_agent":
         row = json.loads(lines[-1])
-        row["agent_ref"]["name"] = "other_agent"
+        row["agent_ref"] = {"type": "responses_api_agents", "name": "other_agent"}
         row["_ng_task_index"] = 999
         lines.append(json.dumps(row))
     elif file_fault == "blank":
