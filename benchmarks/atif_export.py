@@ -113,6 +113,7 @@ def run(rollouts, output):
 EVALEXPORT = (
     """
 from evalexport.exporters.atif import AtifExporter
+from evalexport.exporters.options import parse_options
 from evalexport.run import RunArtifacts
 from evalexport.pipeline import export_run
 def run(rollouts, output):
