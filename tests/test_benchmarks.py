@@ -1,0 +1,42 @@
+"""The ATIF benchmark's contestants still run: a benchmark that fails with an import error after
+a refactor measures nothing, and nobody runs it before the next performance question."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _benchmark(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_benchmark_{name}", BENCHMARKS / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("shape", ["tool-agent", "two-turn"])
+def test_each_atif_contestant_but_gym_converts_every_row_of_a_small_file(
+    tmp_path: Path, shape: str
+) -> None:
+    atif = _benchmark("atif_export")
+    rollouts = tmp_path / "rollouts.jsonl"
+    rows = atif.write_rollouts(rollouts, 60_000, shape)
+    for name, program in (
+        ("bare", atif.BARE),
+        ("bare-with-files", atif.BARE_WITH_FILES),
+        ("evalexport", atif.EVALEXPORT),
+    ):
+        output = tmp_path / name
+        figures = atif._run(sys.executable, program, rollouts, output)
+        assert figures["count"] == rows, name
+        assert figures["seconds"] > 0
+        assert figures["peak_rss_kib"] > 0
+    assert len(list((tmp_path / "evalexport").glob("*.json"))) == rows
