@@ -405,6 +405,47 @@ def test_a_dry_run_makes_no_store_where_there_is_none(mlflow_python, sample_run,
     assert not store.exists()
 
 
+def test_a_dry_run_of_traces_asks_this_mlflow_without_making_the_store_or_writing_home(
+    mlflow_python, sample_run, tmp_path, evalexport_isolation, monkeypatch
+) -> None:
+    """+traces=true needs MLflow 3: a dry run asks the worker even where the store is not made
+    yet (the MLflow 2 test below shows it asked), and the worker answers without opening the
+    store or writing MLflow's telemetry id into the home."""
+    for variable in ("PYTEST_CURRENT_TEST", "CI", "GITHUB_ACTIONS"):  # which turn MLflow's off
+        monkeypatch.delenv(variable, raising=False)
+    store = tmp_path / "fresh.db"
+    dry = _export(sample_run, dry_run=True, traces=True, mlflow_tracking_uri=f"sqlite:///{store}")
+    assert dry.status is ExportStatus.SUCCEEDED, dry.message
+    assert not store.exists()
+    assert [p for p in (evalexport_isolation / "home").rglob("*") if p.is_file()] == []
+
+
+@pytest.mark.mlflow_sdk
+def test_a_dry_run_of_traces_on_an_mlflow_2_pin_fails_as_the_export_does(
+    sample_run, tmp_path
+) -> None:
+    store = tmp_path / "fresh.db"
+    options = {
+        "traces": True,
+        "requirement": ["mlflow==2.22.1", "sqlalchemy<2.1"],  # the MLflow 2 test's environment
+        "mlflow_tracking_uri": f"sqlite:///{store}",
+    }
+    export = _export(sample_run, **options)  # builds the environment the dry run then asks
+    dry = _export(sample_run, dry_run=True, **options)
+    assert (
+        (dry.status, dry.exit_code)
+        == (export.status, export.exit_code)
+        == (
+            ExportStatus.FAILED,
+            export.exit_code,
+        )
+    )
+    assert "+traces=true needs MLflow 3 or later" in export.message
+    assert dry.message.startswith("dry run: the export would fail: ")
+    assert "+traces=true needs MLflow 3 or later" in dry.message
+    assert not store.exists()
+
+
 def test_every_experiment_of_a_new_embedded_store_keeps_its_artifacts_beside_it(
     mlflow_python, sample_run, tmp_path
 ) -> None:

@@ -195,11 +195,16 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
                     **request_limits(config.mlflow_request_timeout, config.mlflow_request_retries),
                     # Each trace written before the next, so a stop leaves whole traces only.
                     **({"MLFLOW_ENABLE_ASYNC_TRACE_LOGGING": "false"} if config.traces else {}),
+                    # A dry run writes nothing: MLflow 3's telemetry would record an
+                    # installation id in ~/.config/mlflow on import. An export leaves it as the
+                    # user has it.
+                    **({"MLFLOW_DISABLE_TELEMETRY": "true"} if config.dry_run else {}),
                 },
                 local_store=store,
                 # A dry run asks the target for runs of this run's data; a store not yet made
-                # holds none, and opening it would make it.
-                answers_dry_runs=store is None or store.exists(),
+                # holds none, and opening it would make it. With +traces it also asks whether
+                # this MLflow can log them: the worker answers that without opening the store.
+                answers_dry_runs=store is None or store.exists() or config.traces,
                 secrets={"MLFLOW_TRACKING_TOKEN": token.get_secret_value()} if token else {},
             ),
             tracking_uri=resolved,

@@ -236,11 +236,16 @@ def _dry_run(client: Any, payload: MlflowPayload) -> WorkerResult:
     )
 
 
+def _store_path(uri: str) -> Path:
+    """The file of the embedded store ``sqlite:///PATH``."""
+    return Path(uri.removeprefix("sqlite:///"))
+
+
 def _create_store_atomically(uri: str, client_class: Any) -> None:
     """Make a new embedded store under a name of its own, then rename it into place: a store
     whose making failed (a full disk, a stop signal) is never left half made where the next
     export would open it. The caller holds the store's lock, so no one else makes it too."""
-    store = Path(uri.removeprefix("sqlite:///"))
+    store = _store_path(uri)
     if store.exists():
         return
     making = store.with_name(f"{store.name}.making-{os.getpid()}")
@@ -313,6 +318,14 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
     existing: list[str] = []
     if "traces" in payload and (refusal := traces_refusal(MlflowClient)) is not None:
         return result("failed", FAILED, f"MLflow export to {uri} refused: {refusal}")
+    if payload["dry_run"] and payload["store_directory"] and not _store_path(uri).exists():
+        # Asked only for what this MLflow can do (traces): a store not yet made holds no run
+        # of this data, and opening it would make it.
+        return result(
+            "succeeded",
+            ExitCode.OK,
+            f"MLflow's store {_store_path(uri)} is not made yet; the export would make it",
+        )
     try:
         if payload["store_directory"]:
             os.chdir(payload["store_directory"])  # MLflow's ./mlruns for Default: beside it
