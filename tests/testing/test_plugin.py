@@ -35,6 +35,24 @@ def test_a_switch_runs_the_tests_it_gates(
     result.stdout.no_fnmatch_line(f"*run with {switch}*")
 
 
+def test_only_the_marker_gates_a_test_not_a_name_that_matches_it(
+    pytester: pytest.Pytester,
+) -> None:
+    """A test in a directory named like a marker, or whose parameter id is one, is no marked
+    test: it runs without the switch (tests/faults/ and a golden case named ``faults`` did not)."""
+    for marker in SWITCHES:
+        pytester.mkpydir(marker).joinpath(f"test_in_{marker}.py").write_text(
+            "def test_in_a_directory_named_like_a_marker(): pass\n"
+        )
+    pytester.makepyfile(
+        test_ids="import pytest\n"
+        f"@pytest.mark.parametrize('case', {sorted(SWITCHES)!r})\n"
+        "def test_case(case): pass\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2 * len(SWITCHES))
+
+
 def test_the_markers_are_registered(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--markers")
     for marker, (switch, _) in SWITCHES.items():
