@@ -1,6 +1,6 @@
 """A model call cited by an ATIF step is dumped as pydantic's
-``model_dump(mode="json", exclude_none=True)`` dumps it: the same keys in the same order and
-the same values (the bytes Gym writes depend on both)."""
+``model_dump(mode="json", exclude_none=True)`` dumps Gym's model of it (:mod:`.record_schema`):
+the same keys in the same order and the same values (the bytes Gym writes depend on both)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,23 @@ import json
 import random
 from typing import Any
 
+import msgspec
 from hypothesis import given, settings
 
 from evalexport.testing.factory import make_rollout, make_two_turn_rollout
+from evalexport.trajectory import record_schema
 from evalexport.trajectory.record import ModelCallRecord, RecordError, validate_record
 from tests.trajectory.strategies import rollout_files
 
 
 def _same(call: ModelCallRecord) -> None:
-    expected = call.model_dump(mode="json", exclude_none=True)
+    as_pydantic = record_schema.ModelCallRecord.model_validate(msgspec.to_builtins(call))
+    expected = as_pydantic.model_dump(mode="json", exclude_none=True)
     assert json.dumps(call.as_json()) == json.dumps(expected)  # key order included
 
 
 def test_the_nested_models_come_last_in_a_model_call() -> None:
-    assert tuple(ModelCallRecord.model_fields)[-2:] == ("response_metadata", "token_stats")
+    assert ModelCallRecord.__struct_fields__[-2:] == ("response_metadata", "token_stats")
 
 
 def test_factory_model_calls_dump_as_pydantic_dumps_them() -> None:

@@ -193,9 +193,7 @@ def convert_rollout(
     nemo_gym = document["extra"]["nemo_gym"]
     if trajectory.gaps:
         nemo_gym["conversion"]["status"] = "partial"
-        nemo_gym["gaps"] = [
-            gap.model_dump(mode="json", exclude_none=True) for gap in trajectory.gaps
-        ]
+        nemo_gym["gaps"] = [gap.as_json() for gap in trajectory.gaps]
     applied = relax.applied() if relax.used else ()
     if applied:
         nemo_gym["conversion"]["status"] = "partial"

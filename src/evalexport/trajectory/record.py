@@ -1,11 +1,18 @@
-"""The ``ng_trajectory`` record, schema 1.0, as NeMo Gym 0.7.0 defines it.
+"""The ``ng_trajectory`` record, schema 1.0, as NeMo Gym 0.7.0 defines it, read into typed
+objects the conversion works on.
 
 NeMo Gym's rollout collection writes one ``TrajectoryRecord`` per rollout
-(``nemo_gym/rollout_observability.py``); these models state the same schema so evalexport
-accepts exactly the records Gym's own model accepts: the same field names, types and
-optionality, unknown fields refused, JSON numbers where Gym takes floats (epoch-second
-timestamps), and Gym's identity rules. Validation is strict, as in Gym's exporter: ``"3"`` is no
-integer and ``1`` is no boolean.
+(``nemo_gym/rollout_observability.py``). These msgspec Structs state that schema: the same
+field names, types, defaults and optionality, unknown fields refused, JSON numbers where Gym takes
+floats (an integer becomes a float, as pydantic makes it), and Gym's identity rules
+(:mod:`.record_rules`, which :mod:`.record_schema`'s models call too). Validation is strict, as
+in Gym's exporter: ``"3"`` is no integer and ``1`` is no boolean.
+
+:func:`validate_record` converts a decoded record at a fifth of pydantic's cost; a record it
+refuses is validated again by :mod:`.record_schema`'s pydantic models, whose first error (its
+field path and message) is the refusal. The two schemas are held to each other by
+``tests/trajectory/test_record_agreement.py``: the same fields in the same order, the same
+defaults, and the same verdict on every drawn record.
 
 The Responses items of a conversation are kept as raw JSON here; :mod:`.conversation` reads
 them, since only four item types are convertible and each needs its own precise error.
@@ -13,25 +20,29 @@ them, since only four item types are convertible and each needs its own precise 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+import msgspec
+
+from evalexport.trajectory.record_rules import identity_problem, join_key_problem, timing_problem
 
 __all__ = [
+    "Gap",
     "GymModelRef",
     "InvocationRecord",
     "ModelCallRecord",
     "ModelCallReference",
     "RecordError",
+    "ResponseMetadata",
+    "TokenStats",
     "ToolCallRecord",
     "TrajectoryRecord",
     "TurnRecord",
     "validate_record",
 ]
 
-NonNegativeInt = Annotated[int, Field(ge=0)]
-NonNegativeFloat = Annotated[float, Field(ge=0)]
-ItemStatus = Literal["in_progress", "completed", "incomplete"]
+NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
+NonNegativeFloat = Annotated[float, msgspec.Meta(ge=0)]
 
 
 class RecordError(ValueError):
@@ -43,14 +54,17 @@ class RecordError(ValueError):
         self.detail = detail
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+# The schema -------------------------------------------------------------------------------------
 
 
-class GymModelRef(BaseModel):
+class _Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """A record of the schema: immutable, unknown fields refused, its fields in Gym's order
+    (keyword-only, so a required field may follow a default). Each record restates the three
+    options, which msgspec inherits and type checkers do not know it does."""
+
+
+class GymModelRef(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """``ModelServerRef``: which model server answered. Other keys would be dropped: refused."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     type: Literal["responses_api_models"]
     name: str
@@ -60,21 +74,29 @@ class GymModelRef(BaseModel):
         return {"type": self.type, "name": self.name}
 
 
-class ModelCallReference(_Strict):
+class ModelCallReference(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """How a turn or an invocation names a captured model call."""
 
     model_call_id: str | None = None
     model_ref: GymModelRef | None = None
     response_id: str | None = None
 
-    @model_validator(mode="after")
-    def _has_join_key(self) -> ModelCallReference:
-        if not self.model_call_id and not (self.model_ref is not None and self.response_id):
-            raise ValueError("model_call_id or both model_ref and response_id are required")
-        return self
+    def __post_init__(self) -> None:
+        if (problem := join_key_problem(self)) is not None:
+            raise ValueError(problem)
 
 
-class TokenStats(_Strict):
+def _not_none(record: msgspec.Struct) -> dict[str, Any]:
+    """``model_dump(mode="json", exclude_none=True)`` of a record of scalars: its fields in
+    their declared order, those that are set."""
+    return {
+        name: value
+        for name in record.__struct_fields__
+        if (value := getattr(record, name)) is not None
+    }
+
+
+class TokenStats(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Token counts of one model call (``TrajectoryRecord`` schema 1.0)."""
 
     prompt_tokens: NonNegativeInt | None = None
@@ -84,12 +106,11 @@ class TokenStats(_Strict):
     cached_tokens: NonNegativeInt | None = None
 
     def as_json(self) -> dict[str, int]:
-        """``model_dump(mode="json", exclude_none=True)``, without pydantic's serializer (a
-        model's ``__dict__`` holds its fields in their declared order)."""
-        return {name: value for name, value in self.__dict__.items() if value is not None}
+        """``model_dump(mode="json", exclude_none=True)`` of Gym's model."""
+        return _not_none(self)
 
 
-class ResponseMetadata(_Strict):
+class ResponseMetadata(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """What a model call's response said about itself: id, model, finish reason."""
 
     response_id: str | None = None
@@ -107,55 +128,54 @@ class ResponseMetadata(_Strict):
     latency_ttft_ms: NonNegativeFloat | None = None
 
     def as_json(self) -> dict[str, object]:
-        """``model_dump(mode="json", exclude_none=True)``, without pydantic's serializer (a
-        model's ``__dict__`` holds its fields in their declared order)."""
-        dumped = {name: value for name, value in self.__dict__.items() if value is not None}
+        """``model_dump(mode="json", exclude_none=True)`` of Gym's model."""
+        dumped = _not_none(self)
         if self.model_ref is not None:
             dumped["model_ref"] = self.model_ref.as_json()
         return dumped
 
 
-class ModelCallRecord(_Strict):
+class ModelCallRecord(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """One model call of a turn, as ``ng_trajectory`` records it."""
 
     model_call_id: str | None = None
     started_at: float | None = None
     completed_at: float | None = None
     duration_ms: NonNegativeFloat | None = None
-    request: object = None
-    response: object = None
-    response_metadata: ResponseMetadata = Field(default_factory=ResponseMetadata)
-    token_stats: TokenStats = Field(default_factory=TokenStats)
+    request: Any = None
+    response: Any = None
+    response_metadata: ResponseMetadata = msgspec.field(default_factory=ResponseMetadata)
+    token_stats: TokenStats = msgspec.field(default_factory=TokenStats)
 
     def as_json(self) -> dict[str, object]:
-        """``model_dump(mode="json", exclude_none=True)`` at a third of its cost: an ATIF step
-        cites its model call this way. ``request`` and ``response`` are the row's JSON as it
-        came (pydantic's dump would copy them unchanged); every other field is a JSON scalar
-        or a model of this module. ``tests/trajectory/test_record_json.py`` holds it to
+        """``model_dump(mode="json", exclude_none=True)`` of Gym's model: an ATIF step cites
+        its model call this way. ``request`` and ``response`` are the row's JSON as it came
+        (pydantic's dump would copy them unchanged); every other field is a JSON scalar or a
+        record of this module. ``tests/trajectory/test_record_json.py`` holds it to
         pydantic's dump."""
-        dumped = {name: value for name, value in self.__dict__.items() if value is not None}
+        dumped = _not_none(self)
         dumped["response_metadata"] = self.response_metadata.as_json()
         dumped["token_stats"] = self.token_stats.as_json()
         return dumped
 
 
-class TurnRecord(_Strict):
+class TurnRecord(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """One turn of an agent: its model calls and tool calls."""
 
     invocation_id: str
     task_id: str
     rollout_id: str
-    turn_no: int = Field(ge=1)
+    turn_no: Annotated[int, msgspec.Meta(ge=1)]
     timestamp: float
-    question: object = None
-    answer: object = None
-    reasoning_content: object = None
+    question: Any = None
+    answer: Any = None
+    reasoning_content: Any = None
     resolved: bool | None = None
     step_count: NonNegativeInt
     model_calls: list[ModelCallReference] = []
 
 
-class InvocationRecord(_Strict):
+class InvocationRecord(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """One invocation of the agent: its status and turns."""
 
     kind: Literal["agent_invocation"] = "agent_invocation"
@@ -166,10 +186,10 @@ class InvocationRecord(_Strict):
     duration_ms: NonNegativeFloat | None = None
     error_type: str | None = None
     model_calls: list[ModelCallReference] = []
-    conversation: list[object] = []
+    conversation: list[Any] = []
 
 
-class ToolCallRecord(_Strict):
+class ToolCallRecord(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """One tool call of a turn: the call, its output and status."""
 
     kind: Literal["tool_call"] = "tool_call"
@@ -185,28 +205,26 @@ class ToolCallRecord(_Strict):
         "unknown"
     )
     error_type: str | None = None
-    output: object = None
+    output: Any = None
 
-    @model_validator(mode="after")
-    def _ordered_timing(self) -> ToolCallRecord:
-        if (
-            self.started_at is not None
-            and self.completed_at is not None
-            and self.completed_at < self.started_at
-        ):
-            raise ValueError("completed_at must not precede started_at")
-        return self
+    def __post_init__(self) -> None:
+        if (problem := timing_problem(self)) is not None:
+            raise ValueError(problem)
 
 
-class Gap(_Strict):
+class Gap(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """A coverage gap the recorder declared: what is missing from the trajectory, and why."""
 
     code: str
     invocation_id: str | None = None
     detail: str | None = None
 
+    def as_json(self) -> dict[str, str]:
+        """``model_dump(mode="json", exclude_none=True)`` of Gym's model."""
+        return _not_none(self)
 
-class TrajectoryRecord(_Strict):
+
+class TrajectoryRecord(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """``ng_trajectory`` as NeMo Gym's ``rollout_observability.TrajectoryRecord`` (schema 1.0)
     defines it."""
 
@@ -219,30 +237,19 @@ class TrajectoryRecord(_Strict):
     tool_calls: list[ToolCallRecord] = []
     gaps: list[Gap] = []
 
-    @model_validator(mode="after")
-    def _identity(self) -> TrajectoryRecord:
-        invocation_ids = [invocation.invocation_id for invocation in self.invocations]
-        if len(invocation_ids) != len(set(invocation_ids)):
-            raise ValueError("invocation_id must be unique within a trajectory")
-        call_ids = [call.model_call_id for call in self.model_calls if call.model_call_id]
-        if len(call_ids) != len(set(call_ids)):
-            raise ValueError("model_call_id must be unique within a trajectory")
-        keys: set[tuple[str, int]] = set()
-        for turn in self.turns:
-            if turn.task_id != self.task_id or turn.rollout_id != self.rollout_id:
-                raise ValueError("turn identity must match the trajectory")
-            key = (turn.invocation_id, turn.turn_no)
-            if key in keys:
-                raise ValueError("turn number must be unique within an invocation")
-            keys.add(key)
-        return self
+    def __post_init__(self) -> None:
+        problem = identity_problem(
+            self.task_id,
+            self.rollout_id,
+            (invocation.invocation_id for invocation in self.invocations),
+            (call.model_call_id for call in self.model_calls),
+            ((t.task_id, t.rollout_id, t.invocation_id, t.turn_no) for t in self.turns),
+        )
+        if problem is not None:
+            raise ValueError(problem)
 
 
-def _error_path(location: tuple[int | str, ...]) -> str:
-    path = "ng_trajectory"
-    for part in location:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return path
+# Reading a record -------------------------------------------------------------------------------
 
 
 def validate_record(raw: object) -> TrajectoryRecord:
@@ -251,12 +258,45 @@ def validate_record(raw: object) -> TrajectoryRecord:
         kind = "missing" if raw is None else f"a JSON {type(raw).__name__}, not an object"
         raise RecordError("ng_trajectory", f"{kind}: expected a schema 1.0 trajectory record")
     try:
-        return TrajectoryRecord.model_validate(raw)
+        return msgspec.convert(raw, TrajectoryRecord)
+    except msgspec.ValidationError:
+        return _worded_refusal(raw)
+
+
+def _worded_refusal(raw: dict[str, Any]) -> TrajectoryRecord:
+    """Raise pydantic's first error for a record the Structs refused, as :class:`RecordError`.
+
+    Should pydantic accept it (the schemas are held to the same verdicts, so this is a bug),
+    the record is not refused for it: it is read from pydantic's validated models."""
+    from pydantic import BaseModel, ValidationError
+
+    from evalexport.trajectory import record_schema
+
+    try:
+        model = record_schema.TrajectoryRecord.model_validate(raw)
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
         location = tuple(part for part in first["loc"] if not _is_union_tag(part))
         message = first["msg"].removeprefix("Value error, ")
         raise RecordError(_error_path(location), message) from None
+
+    def struct_of(value: Any) -> Any:
+        if isinstance(value, BaseModel):
+            fields = {name: struct_of(getattr(value, name)) for name in type(value).model_fields}
+            return globals()[type(value).__name__](**fields)
+        if isinstance(value, list):
+            return [struct_of(item) for item in value]
+        return value
+
+    record: TrajectoryRecord = struct_of(model)
+    return record
+
+
+def _error_path(location: tuple[int | str, ...]) -> str:
+    path = "ng_trajectory"
+    for part in location:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
 
 
 def _is_union_tag(part: int | str) -> bool:

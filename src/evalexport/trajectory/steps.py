@@ -176,8 +176,7 @@ def _tool_result_extra(
 ) -> dict[str, object] | None:
     # What model_dump(mode="json", include=..., exclude_none=True) gives: these fields are
     # strings and floats, already JSON values.
-    fields = record.__dict__  # a pydantic model's field values, by name
-    source = {name: value for name in _TOOL_TIMING if (value := fields[name]) is not None}
+    source = {name: value for name in _TOOL_TIMING if (value := getattr(record, name)) is not None}
     if record.status != "completed":  # kept with ``failures`` relaxed
         source["status"] = record.status
     if record.error_type is not None:
