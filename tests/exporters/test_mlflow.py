@@ -263,7 +263,7 @@ def test_no_canary_secret_reaches_mlflow_or_the_output(mlflow_server, sample_run
 
 
 @pytest.mark.mlflow_sdk
-def test_an_mlflow_2_pin_exports_the_same_run(sample_run, cli, tmp_path) -> None:
+def test_an_mlflow_2_pin_exports_the_same_run(sample_run, cli, tmp_path, use_sdk_env_cache) -> None:
     database = tmp_path / "mlflow2.db"
     run = cli(
         "mlflow",
@@ -422,12 +422,13 @@ def test_a_dry_run_of_traces_asks_this_mlflow_without_making_the_store_or_writin
 
 @pytest.mark.mlflow_sdk
 def test_a_dry_run_of_traces_on_an_mlflow_2_pin_fails_as_the_export_does(
-    sample_run, tmp_path
+    sample_run, tmp_path, use_sdk_env_cache
 ) -> None:
     store = tmp_path / "fresh.db"
     options = {
         "traces": True,
-        "requirement": ["mlflow==2.22.1", "sqlalchemy<2.1"],  # the MLflow 2 test's environment
+        # The MLflow 2 test's environment, shared through the session's SDK cache.
+        "requirement": ["mlflow==2.22.1", "sqlalchemy<2.1"],
         "mlflow_tracking_uri": f"sqlite:///{store}",
     }
     export = _export(sample_run, **options)  # builds the environment the dry run then asks
