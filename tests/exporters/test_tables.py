@@ -148,3 +148,38 @@ def test_every_secret_the_export_knows_is_masked_in_both_tables(
     cells = [json.loads(row[0]) for row in json.loads(table.read_text())["data"]]
     assert len(cells) == len(lines)
     assert cells[1] == tables.rollout_for_export(json.loads(lines[1]))  # untouched
+
+
+def test_an_export_asks_which_secrets_it_knows_once_for_both_tables(
+    make_sample_run, monkeypatch
+) -> None:
+    """Resolved once and handed down: the rollouts table and the samples table mask with one
+    masker, made once, and both still mask (the secret is asked for when the read starts)."""
+    from evalexport.exporters.prepared import prepare
+    from evalexport.masking.scrubbing import known_secrets
+
+    sample = make_sample_run()
+    lines = sample.rollouts.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[0])
+    record["response"]["output"][-1]["content"][0]["text"] += " tok-once-4e8a1c"  # both tables
+    lines[0] = json.dumps(record, ensure_ascii=False)
+    sample.rollouts.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    asked: list[int] = []
+    known = tables.secrets_known
+
+    def counted() -> list[str]:
+        asked.append(1)
+        return known()
+
+    monkeypatch.setattr(tables, "secrets_known", counted)
+    with known_secrets(["tok-once-4e8a1c"]):
+        prepared = prepare(sample.run, rollouts_table=True)
+    try:
+        assert len(asked) == 1
+        assert prepared.rollouts_table is not None
+        for path in (prepared.rollouts_table, prepared.rollouts_table.with_name("samples.json")):
+            text = path.read_text(encoding="utf-8")
+            assert "tok-once-4e8a1c" not in text, path.name
+            assert "****" in text, path.name
+    finally:
+        prepared.discard()

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from evalexport.exporters.samples import SAMPLES_FILE, SamplesTable
-from evalexport.exporters.tables import write_rollouts_table, write_table_rows
+from evalexport.exporters.tables import secret_masker, write_rollouts_table, write_table_rows
 from evalexport.gym.health import read_health
 from evalexport.progress import human_size
 from evalexport.reading import PreparedRun, Rollout
@@ -56,7 +56,8 @@ def prepare(
     scratch = Path(tempfile.mkdtemp(prefix="evalexport-rollouts-"))
     claim_scratch(scratch)  # removed by the reaper if this process dies before discard()
     table = scratch / "rollouts.json"
-    samples = SamplesTable(scratch, run_health)
+    masked = secret_masker()  # the secrets this export knows, for every table it writes
+    samples = SamplesTable(scratch, run_health, masked)
     traces_file = None
     if traces:
         from evalexport.exporters.traces import TracesFile
@@ -71,7 +72,7 @@ def prepare(
                 for _ in rollouts:
                     pass
                 return
-            write_table_rows(samples.rows(rollouts), table)
+            write_table_rows(samples.rows(rollouts), table, masked)
             samples.write(scratch / SAMPLES_FILE)
         except OSError as error:
             if error.errno != errno.ENOSPC:

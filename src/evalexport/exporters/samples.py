@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from evalexport.exporters.tables import secret_masker
+from evalexport.exporters.tables import KNOWN_NOW, Masker, SecretsKnown, secret_masker
 from evalexport.gym.health import RunHealth
 from evalexport.reading import Rollout
 
@@ -64,8 +64,17 @@ def samples_beside(rollouts_table: Path | None) -> Path | None:
 class SamplesTable:
     """The samples table of the rollouts fed to :meth:`rows`, written by :meth:`write`."""
 
-    def __init__(self, scratch: Path, health: RunHealth | None = None) -> None:
+    def __init__(
+        self,
+        scratch: Path,
+        health: RunHealth | None = None,
+        masked: Masker | SecretsKnown | None = KNOWN_NOW,
+    ) -> None:
+        """``masked``: what masks the export's known secrets in each row (the rollouts
+        table's, :func:`~evalexport.exporters.tables.secret_masker`); by default they are
+        asked for when the rows are written."""
         self._rows_file = scratch / "samples.rows.jsonl"
+        self._masked = masked
         self._health = health
         self._shared: dict[str, type] | None = None
         self._text_indexes: set[str] = set()
@@ -77,7 +86,7 @@ class SamplesTable:
         """The rollouts, passed on as they are, each row noted on the way."""
         # A lone surrogate is written as its JSON escape (see tables.write_table_rows), and
         # the secrets the export knows are masked, as in every table.
-        masked = secret_masker()
+        masked = secret_masker() if self._masked is KNOWN_NOW else self._masked
         with self._rows_file.open("w", encoding="utf-8", errors="backslashreplace") as rows:
             for rollout in rollouts:
                 text = json.dumps(self._row(rollout.record), ensure_ascii=False)

@@ -14,6 +14,7 @@ everything else that leaves the process. Secrets known only by their shape (``NA
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -24,8 +25,11 @@ from evalexport.masking.scrubbing import secrets_known
 from evalexport.run import Rollout, RunArtifacts
 
 __all__ = [
+    "KNOWN_NOW",
     "ROLLOUTS_TABLE_KEY",
     "ROLLOUT_COLUMN",
+    "Masker",
+    "SecretsKnown",
     "rollout_for_export",
     "secret_masker",
     "write_rollouts_table",
@@ -57,22 +61,41 @@ def rollout_for_export(rollout: Mapping[str, object]) -> dict[str, object]:
     return row
 
 
+Masker = Callable[[str], str]
+"""Masks the secrets an export knows in a text (:func:`secret_masker`)."""
+
+
+class SecretsKnown(enum.Enum):
+    """When a table writer asks which secrets to mask."""
+
+    NOW = "the secrets known when the table is written"
+
+
+KNOWN_NOW: Final = SecretsKnown.NOW
+"""A table writer's default: it asks :func:`secret_masker` itself."""
+
+
 def write_rollouts_table(run: RunArtifacts, path: Path) -> Path:
     """The rollouts of ``run`` as a table file (:func:`write_table_rows`)."""
     return write_table_rows(run.iter_rollouts(), path)
 
 
-def write_table_rows(rollouts: Iterable[Rollout], path: Path) -> Path:
+def write_table_rows(
+    rollouts: Iterable[Rollout], path: Path, masked: Masker | SecretsKnown | None = KNOWN_NOW
+) -> Path:
     """``{"columns": ["Rollout"], "data": [[...], ...]}`` (MLflow's and W&B's table JSON),
     written as the rollouts arrive, never held whole.
 
     Each row is one cell, the rollout's compact JSON as a JSON string. A rollout whose line is
     long (:data:`STREAMED_ABOVE`) is written piece by piece, so no copy of it is made beyond
-    the record the reader parsed: its cell is the same text either way.
+    the record the reader parsed: its cell is the same text either way. ``masked`` masks the
+    secrets the export knows in each cell (:func:`secret_masker`, made once by the caller for
+    every table of the export); by default they are asked for now.
     """
     # A lone surrogate (valid JSON as "\ud800", not UTF-8) is written as that escape: the
     # table stays valid UTF-8 JSON and reads back as the rollout held it.
-    masked = secret_masker()
+    if masked is KNOWN_NOW:
+        masked = secret_masker()
     with path.open("w", encoding="utf-8", errors="backslashreplace") as handle:
         handle.write('{"columns": ["' + ROLLOUT_COLUMN + '"], "data": [')
         for position, rollout in enumerate(rollouts):
@@ -100,7 +123,7 @@ STREAMED_ABOVE: Final = 4 * 2**20
 _PIECE: Final = 2**20
 
 
-def secret_masker() -> Callable[[str], str] | None:
+def secret_masker() -> Masker | None:
     """What masks the secrets known now in a text, as written and as JSON escapes them; None
     when there are none (the rows are then written without a scan)."""
     forms: list[str] = []
