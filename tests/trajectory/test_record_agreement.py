@@ -210,6 +210,10 @@ def _places_with_models(
     return found
 
 
+_REMOVED = object()
+"""An edit that removes the field."""
+
+
 @pytest.mark.parametrize("shape", ["tool-agent", "two-turn"])
 def test_every_field_of_every_record_given_every_odd_value_gets_one_verdict(shape: str) -> None:
     """Each field the schema names, in each record of a full trajectory: set to each odd value,
@@ -234,9 +238,6 @@ def test_every_field_of_every_record_given_every_odd_value_gets_one_verdict(shap
             if _struct_verdict(raw) != _pydantic_verdict(raw):
                 disagreements.append(f"{path}.{name} = {value!r}")
     assert disagreements == []
-
-
-_REMOVED = object()
 
 
 @pytest.mark.parametrize(
