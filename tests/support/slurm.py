@@ -8,8 +8,10 @@ root, as on CI; :func:`unavailable_reason` says why a cluster cannot be started 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -60,6 +62,18 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+_DAEMON_PID_FILES = ("slurmctld.pid", "slurmd.pid")
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, ended but not yet reaped by its parent, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 class SlurmCluster:
@@ -124,6 +138,12 @@ class SlurmCluster:
             f"the Slurm node did not become idle within {timeout} s{self.log_tail()}"
         )
 
+    def _pid(self, name: str) -> int | None:
+        try:
+            return int((self.directory / name).read_text().strip())
+        except (OSError, ValueError):
+            return None
+
     def log_tail(self) -> str:
         parts = []
         for name in ("slurmctld.log", "slurmd.log"):
@@ -133,13 +153,22 @@ class SlurmCluster:
         return "".join(parts)
 
     def stop(self) -> None:
+        """Shut the cluster down, and make sure: a daemon still running 10 s after ``scontrol
+        shutdown`` is terminated, then killed (one was seen outliving a CI session)."""
+        daemons = [pid for name in _DAEMON_PID_FILES if (pid := self._pid(name)) is not None]
         self._run("scontrol", "shutdown")
-        for name in ("slurmctld.pid", "slurmd.pid"):
-            pid_file = self.directory / name
-            for _ in range(50):
-                if not pid_file.exists():
-                    break
+        for signal_number in (None, signal.SIGTERM, signal.SIGKILL):
+            if signal_number is not None:
+                for pid in daemons:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal_number)
+            deadline = time.monotonic() + 10
+            while (daemons := [pid for pid in daemons if _alive(pid)]) and (
+                time.monotonic() < deadline
+            ):
                 time.sleep(0.1)
+            if not daemons:
+                break
         if self._started_munge:
             pid = Path("/run/munge/munged.pid")
             if pid.exists():
