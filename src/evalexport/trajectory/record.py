@@ -238,13 +238,7 @@ class TrajectoryRecord(_Record, frozen=True, forbid_unknown_fields=True, kw_only
     gaps: list[Gap] = []
 
     def __post_init__(self) -> None:
-        problem = identity_problem(
-            self.task_id,
-            self.rollout_id,
-            (invocation.invocation_id for invocation in self.invocations),
-            (call.model_call_id for call in self.model_calls),
-            ((t.task_id, t.rollout_id, t.invocation_id, t.turn_no) for t in self.turns),
-        )
+        problem = identity_problem(self)
         if problem is not None:
             raise ValueError(problem)
 

@@ -4,7 +4,7 @@ models): each gives the problem in Gym's words, or ``None``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Protocol
 
 __all__ = ["identity_problem", "join_key_problem", "timing_problem"]
@@ -46,27 +46,53 @@ def timing_problem(call: _Timed) -> str | None:
     return None
 
 
-def identity_problem(
-    task_id: str,
-    rollout_id: str,
-    invocation_ids: Iterable[str],
-    model_call_ids: Iterable[str | None],
-    turns: Iterable[tuple[str, str, str, int]],
-) -> str | None:
-    """Why a trajectory's parts do not identify themselves as Gym requires, or ``None``.
+class _Invocation(Protocol):
+    @property
+    def invocation_id(self) -> str: ...
 
-    ``turns`` are ``(task_id, rollout_id, invocation_id, turn_no)`` of each turn."""
-    invocations = list(invocation_ids)
+
+class _Call(Protocol):
+    @property
+    def model_call_id(self) -> str | None: ...
+
+
+class _Turn(Protocol):
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def rollout_id(self) -> str: ...
+    @property
+    def invocation_id(self) -> str: ...
+    @property
+    def turn_no(self) -> int: ...
+
+
+class _Trajectory(Protocol):
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def rollout_id(self) -> str: ...
+    @property
+    def invocations(self) -> Sequence[_Invocation]: ...
+    @property
+    def model_calls(self) -> Sequence[_Call]: ...
+    @property
+    def turns(self) -> Sequence[_Turn]: ...
+
+
+def identity_problem(trajectory: _Trajectory) -> str | None:
+    """Why a trajectory's parts do not identify themselves as Gym requires, or ``None``."""
+    invocations = [invocation.invocation_id for invocation in trajectory.invocations]
     if len(invocations) != len(set(invocations)):
         return "invocation_id must be unique within a trajectory"
-    calls = [call for call in model_call_ids if call]
+    calls = [call.model_call_id for call in trajectory.model_calls if call.model_call_id]
     if len(calls) != len(set(calls)):
         return "model_call_id must be unique within a trajectory"
     keys: set[tuple[str, int]] = set()
-    for turn_task, turn_rollout, invocation, number in turns:
-        if turn_task != task_id or turn_rollout != rollout_id:
+    for turn in trajectory.turns:
+        if turn.task_id != trajectory.task_id or turn.rollout_id != trajectory.rollout_id:
             return "turn identity must match the trajectory"
-        if (invocation, number) in keys:
+        if (turn.invocation_id, turn.turn_no) in keys:
             return "turn number must be unique within an invocation"
-        keys.add((invocation, number))
+        keys.add((turn.invocation_id, turn.turn_no))
     return None

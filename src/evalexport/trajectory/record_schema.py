@@ -184,13 +184,7 @@ class TrajectoryRecord(_Strict):
 
     @model_validator(mode="after")
     def _identity(self) -> TrajectoryRecord:
-        problem = identity_problem(
-            self.task_id,
-            self.rollout_id,
-            (invocation.invocation_id for invocation in self.invocations),
-            (call.model_call_id for call in self.model_calls),
-            ((t.task_id, t.rollout_id, t.invocation_id, t.turn_no) for t in self.turns),
-        )
+        problem = identity_problem(self)
         if problem is not None:
             raise ValueError(problem)
         return self
