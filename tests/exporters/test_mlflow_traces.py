@@ -24,42 +24,50 @@ from mlflow import MlflowClient
 client = MlflowClient(sys.argv[1])
 experiment = client.get_experiment_by_name(sys.argv[2])
 run_id = sys.argv[3]
-traces, token = [], None
-while True:
-    page = client.search_traces(
-        experiment_ids=[experiment.experiment_id], run_id=run_id, max_results=500,
-        page_token=token, filter_string=sys.argv[4] if len(sys.argv) > 4 else None,
-    )
-    for trace in page:
-        spans = sorted(trace.data.spans, key=lambda span: span.start_time_ns)
-        traces.append({
-            "trace_id": trace.info.trace_id,
-            "experiment_id": experiment.experiment_id,
-            "tags": {k: v for k, v in trace.info.tags.items() if not k.startswith("mlflow.")},
-            "source_run": trace.info.request_metadata.get("mlflow.sourceRun"),
-            "spans": [
-                {"name": s.name, "type": s.span_type, "parent": s.parent_id is not None,
-                 "inputs": s.inputs, "outputs": s.outputs, "start": s.start_time_ns}
-                for s in spans
-            ],
-        })
-    token = page.token
-    if not token:
-        break
-print(json.dumps(traces))
+
+def read(where):
+    traces, token = [], None
+    while True:
+        page = client.search_traces(
+            experiment_ids=[experiment.experiment_id], run_id=run_id, max_results=500,
+            page_token=token, filter_string=where or None,
+        )
+        for trace in page:
+            spans = sorted(trace.data.spans, key=lambda span: span.start_time_ns)
+            traces.append({
+                "trace_id": trace.info.trace_id,
+                "experiment_id": experiment.experiment_id,
+                "tags": {k: v for k, v in trace.info.tags.items() if not k.startswith("mlflow.")},
+                "source_run": trace.info.request_metadata.get("mlflow.sourceRun"),
+                "spans": [
+                    {"name": s.name, "type": s.span_type, "parent": s.parent_id is not None,
+                     "inputs": s.inputs, "outputs": s.outputs, "start": s.start_time_ns}
+                    for s in spans
+                ],
+            })
+        token = page.token
+        if not token:
+            return traces
+
+print(json.dumps([read(where) for where in sys.argv[4:] or [""]]))
 """
+"""The run's traces, read with ``MlflowClient.search_traces``: one list for each filter given
+after the run id (``""``: every trace), in one process (an ``import mlflow`` is seconds)."""
 
 
-def _read_traces(python: Path, uri: str, experiment: str, run_id: str, where: str | None = None):
+def _read_traces(python: Path, uri: str, experiment: str, run_id: str, *wheres: str):
+    """The run's traces matching each filter in ``wheres`` (every trace, with none): one
+    list for each filter, or the one list of every trace."""
     completed = subprocess.run(
-        [str(python), "-c", READ_TRACES, uri, experiment, run_id, *([where] if where else [])],
+        [str(python), "-c", READ_TRACES, uri, experiment, run_id, *wheres],
         capture_output=True,
         text=True,
         check=False,
         timeout=300,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
-    return json.loads(completed.stdout.splitlines()[-1])
+    found = json.loads(completed.stdout.splitlines()[-1])
+    return found if wheres else found[0]
 
 
 def _rollout(row: dict[str, Any]) -> Rollout:
@@ -199,7 +207,12 @@ def test_every_rollout_is_one_trace_linked_to_the_run_and_a_rerun_adds_none(
     result = json.loads(done.stdout)
     assert result["status"] == "succeeded", result["message"]
     assert result["details"]["traces"] == rollouts
-    traces = _read_traces(mlflow_python, uri, experiment, result["run_id"])
+    again = json.loads(cli(*arguments).stdout)
+    assert again["status"] == "skipped"
+    # Read after the rerun, in one process: the rerun added no trace.
+    traces, rewarded = _read_traces(
+        mlflow_python, uri, experiment, result["run_id"], "", "tags.reward = '1.0'"
+    )
     assert len(traces) == rollouts
     assert {trace["source_run"] for trace in traces} == {result["run_id"]}
     keys = {
@@ -214,7 +227,6 @@ def test_every_rollout_is_one_trace_linked_to_the_run_and_a_rerun_adds_none(
         assert children
         assert all(child["parent"] for child in children)
         assert {child["type"] for child in children} <= {"LLM", "TOOL"}
-    rewarded = _read_traces(mlflow_python, uri, experiment, result["run_id"], "tags.reward = '1.0'")
     assert 0 < len(rewarded) <= rollouts
     assert all(trace["tags"]["reward"] == "1.0" for trace in rewarded)
     assert sample.canaries.found_in(json.dumps(traces)) == []
@@ -225,9 +237,6 @@ def test_every_rollout_is_one_trace_linked_to_the_run_and_a_rerun_adds_none(
     )  # the store and the artifacts beside it, not the run that holds the planted secrets
     assert stored
     assert [leak for root in stored for leak in sample.canaries.found_in_tree(root)] == []
-    again = json.loads(cli(*arguments).stdout)
-    assert again["status"] == "skipped"
-    assert len(_read_traces(mlflow_python, uri, experiment, result["run_id"])) == rollouts
 
 
 @pytest.mark.downloads
