@@ -90,9 +90,13 @@ def test_mlflow_server_runs_from_the_exporters_environment_on_an_exported_store(
 
 
 def test_a_tool_gets_its_arguments_as_given_and_exits_with_its_own_code(mlflow_python) -> None:
-    shown = _evalexport("envs", "run", "mlflow", "mlflow", "--version")
-    assert shown.returncode == 0, shown.stderr
-    assert shown.stdout.startswith("mlflow, version ")
+    # The environment's python as the tool: every word reaches it as given, its output and
+    # its exit code are the command's (MLflow's own CLI takes seconds to import; once is enough).
+    arguments = ["a b", '--x="q"', "", "$HOME", "*"]
+    script = "import sys; print(repr(sys.argv[1:])); sys.exit(3)"
+    shown = _evalexport("envs", "run", "mlflow", "python", "-c", script, *arguments)
+    assert shown.returncode == 3, shown.stderr
+    assert shown.stdout.strip() == repr(arguments)
     refused = _evalexport("envs", "run", "mlflow", "mlflow", "no-such-command")
     assert refused.returncode == 2  # click's usage error, not evalexport's
     assert "No such command 'no-such-command'" in refused.stderr
