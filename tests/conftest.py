@@ -17,6 +17,7 @@ from evalexport.cli import main
 from evalexport.interrupts import STOP_SIGNALS
 from evalexport.testing.mlflow_server import MLflowServer
 from evalexport.testing.plugin import TEST_CACHE_VARIABLE, kept_test_cache
+from tests.support.shared_server import shared_server, stop_left_behind
 
 pytest_plugins = ["pytester"]
 
@@ -113,8 +114,14 @@ carried into the next session through the kept SDK cache."""
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """The kept SDK cache keeps environments, not the session's state: once every test
     process has finished (in pytest-xdist's controller, or the only process), the records of
-    unwritten markers and Slurm work directories exports left there are removed."""
-    if hasattr(session.config, "workerinput") or not os.environ.get(TEST_CACHE_VARIABLE):
+    unwritten markers and Slurm work directories exports left there are removed; and the
+    session's MLflow server is stopped if a test process ended without counting itself out."""
+    if hasattr(session.config, "workerinput"):
+        return
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if isinstance(factory, pytest.TempPathFactory):
+        stop_left_behind(factory.getbasetemp())
+    if not os.environ.get(TEST_CACHE_VARIABLE):
         return
     kept = Path(os.environ[TEST_CACHE_VARIABLE]).expanduser().resolve() / "sdk-envs"
     for name in _SESSION_STATE:
@@ -174,13 +181,19 @@ def wandb_python(use_sdk_env_cache: Path, wandb_env_python: Path) -> Path:
     return wandb_env_python
 
 
+def _session_root(factory: pytest.TempPathFactory) -> Path:
+    """The temporary directory every test process of the session shares: pytest-xdist gives
+    each of its processes one inside the session's."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def shared_mlflow_server(mlflow_env_python: Path, tmp_path_factory: pytest.TempPathFactory):
-    """One server for the session; each test uses an experiment of its own."""
-    server = MLflowServer(mlflow_env_python, tmp_path_factory.mktemp("mlflow-server"))
-    server.start()
-    yield server
-    server.stop()
+    """One server for the session, whichever test process starts it
+    (:mod:`tests.support.shared_server`); each test uses an experiment of its own."""
+    with shared_server(_session_root(tmp_path_factory), mlflow_env_python) as server:
+        yield server
 
 
 @pytest.fixture
