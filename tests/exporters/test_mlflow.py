@@ -363,10 +363,9 @@ def test_a_copy_exported_to_the_same_server_is_said_to_be_a_second_copy_or_skipp
     assert len(read_runs(mlflow_python, mlflow_server.url, "copies")) == 2
 
 
-def test_a_dry_run_with_a_marker_says_the_export_would_skip(
-    mlflow_python, sample_run, tmp_path
-) -> None:
-    options = {"mlflow_tracking_uri": f"sqlite:///{tmp_path / 'mlruns.db'}"}
+def test_a_dry_run_with_a_marker_says_the_export_would_skip(mlflow_server, sample_run) -> None:
+    # The session's server: a new embedded store would add MLflow's migrations to the test.
+    options = {"mlflow_tracking_uri": mlflow_server.url, "mlflow_experiment_name": "marked"}
     assert _export(sample_run, **options).status is ExportStatus.SUCCEEDED
     dry = _export(sample_run, dry_run=True, **options)
     real = _export(sample_run, **options)
