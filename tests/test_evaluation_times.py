@@ -64,6 +64,14 @@ def test_what_is_no_time_is_not_taken_for_one() -> None:
     assert seen.times([]) == EvaluationTimes(10.5, 12.0, FROM_ROLLOUTS)
 
 
+def test_an_integer_too_large_for_a_float_is_a_time_left_out_not_an_error() -> None:
+    """JSON's integers have no bound: 10**400 was an OverflowError that failed the export."""
+    seen = TimesSeen()
+    for value in (10**400, -(10**400), 1_787_713_200, 1_787_713_260.5):
+        seen.see({"ng_trajectory": {"turns": [{"timestamp": value}]}})
+    assert seen.times([]) == EvaluationTimes(1_787_713_200.0, 1_787_713_260.5, FROM_ROLLOUTS, 1)
+
+
 def test_milliseconds_are_what_mlflow_takes() -> None:
     times = EvaluationTimes(1_787_713_200.1234, 1_787_713_260.9999, FROM_ROLLOUTS)
     assert (times.started_at_ms, times.ended_at_ms) == (1_787_713_200_123, 1_787_713_260_999)

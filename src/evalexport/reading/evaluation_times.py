@@ -88,21 +88,25 @@ class TimesSeen:
         trajectory = record.get("ng_trajectory")
         if not isinstance(trajectory, Mapping):
             return
-        for turn in _mappings(trajectory.get("turns")):
-            self._note(turn.get("timestamp"))
+        # Gathered first, then told over in one loop: this runs for every rollout of a run.
+        stamps = [turn.get("timestamp") for turn in _mappings(trajectory.get("turns"))]
         for kind in ("model_calls", "tool_calls"):
             for call in _mappings(trajectory.get(kind)):
-                self._note(call.get("started_at"))
-                self._note(call.get("completed_at"))
-
-    def _note(self, value: object) -> None:
-        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-            seconds = float(value)
-            if seconds > LATEST_DATE:
+                stamps += (call.get("started_at"), call.get("completed_at"))
+        earliest, latest = self.earliest, self.latest
+        for value in stamps:
+            exact = type(value) is float or type(value) is int  # the common case, quickly
+            if not exact and (not isinstance(value, int | float) or isinstance(value, bool)):
+                continue  # no number (a boolean is an int's subclass, no time)
+            if value - value != 0:
+                continue  # NaN or an infinity: no time (an integer, of any size, is finite)
+            # Compared as they are: an integer too large for a float is past any date.
+            if value > LATEST_DATE:
                 self.left_out += 1
-            elif seconds > 0:
-                self.earliest = min(self.earliest, seconds)
-                self.latest = max(self.latest, seconds)
+            elif value > 0:
+                earliest = min(earliest, value)
+                latest = max(latest, value)
+        self.earliest, self.latest = float(earliest), float(latest)
 
     def times(self, files: Iterable[Path]) -> EvaluationTimes:
         """The evaluation's times: from the rollouts when they recorded any, else from the
