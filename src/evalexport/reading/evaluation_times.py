@@ -95,9 +95,8 @@ class TimesSeen:
                 stamps += (call.get("started_at"), call.get("completed_at"))
         earliest, latest = self.earliest, self.latest
         for value in stamps:
-            exact = type(value) is float or type(value) is int  # the common case, quickly
-            if not exact and (not isinstance(value, int | float) or isinstance(value, bool)):
-                continue  # no number (a boolean is an int's subclass, no time)
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                continue  # no number (a boolean is an int's subclass, and no time)
             if value - value != 0:
                 continue  # NaN or an infinity: no time (an integer, of any size, is finite)
             # Compared as they are: an integer too large for a float is past any date.
