@@ -37,6 +37,62 @@ def test_a_row_written_in_pieces_is_the_cell_written_whole(row, monkeypatch) -> 
     assert "".join(tables._escaped_pieces(row)) == whole[1:-1]
 
 
+STRICT_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([1e16, 1e-7, 1.5e-5, 1.7976931348623157e308, 5e-324, -0.0, 10**40])
+    | st.text(alphabet=st.characters(codec="utf-8"), max_size=40),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=30,
+)
+"""What a line msgspec reads can hold: JSON without NaN, infinities or lone surrogates."""
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(row=STRICT_JSON_VALUES)
+def test_a_strict_row_is_written_by_msgspec_with_the_values_json_writes(row, monkeypatch) -> None:
+    """The cell of a row read as strict JSON holds the same values as ``json``'s would; only
+    an exponent may be spelled otherwise (``1e16`` for ``1e+16``). Written in pieces, it is the
+    same text as written whole."""
+    import msgspec
+
+    text = tables._compact(row, strict_json=True)
+    assert text == msgspec.json.encode(row).decode()
+    assert json.loads(text) == json.loads(tables._compact(row, strict_json=False)) == row
+    monkeypatch.setattr(tables, "_PIECE", 3)
+    pieces = "".join(tables._escaped_pieces(row, strict_json=True))
+    assert pieces == json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def test_a_row_json_alone_reads_keeps_its_nan_and_its_lone_surrogate(tmp_path) -> None:
+    """A line msgspec refuses (``NaN``, a lone surrogate) is read by ``json``, and its cell is
+    ``json``'s: msgspec would write ``null`` for the NaN and refuse the surrogate."""
+    from evalexport.reading.rollouts import Rollout
+
+    row = {"score": float("nan"), "text": "\ud800", "big": 1e16}
+    table = tables.write_table_rows([Rollout(1, row, 40)], tmp_path / "t.json", None)
+    (cell,) = json.loads(table.read_text(encoding="utf-8"))["data"][0]
+    assert cell == '{"score":NaN,"text":"\ud800","big":1e+16}'
+
+
+def test_a_line_msgspec_reads_is_written_by_msgspec(make_sample_run, tmp_path) -> None:
+    sample = make_sample_run(agents=("aime24_math_tool_agent",))
+    lines = sample.rollouts.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[0])
+    record["tiny"] = 1e-7
+    lines[0] = json.dumps(record)
+    sample.rollouts.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert next(sample.run.iter_rollouts()).strict_json
+    table = tables.write_rollouts_table(sample.run, tmp_path / "t.json")
+    (cell,) = json.loads(table.read_text(encoding="utf-8"))["data"][0]
+    assert cell.endswith(',"tiny":1e-7}')  # msgspec's spelling; json's is 1e-07
+    assert json.loads(cell)["tiny"] == 1e-7
+
+
 def test_a_table_with_a_long_rollout_is_the_same_file_either_way(
     make_sample_run, tmp_path, monkeypatch
 ) -> None:

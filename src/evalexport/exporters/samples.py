@@ -89,7 +89,7 @@ class SamplesTable:
         masked = secret_masker() if self._masked is KNOWN_NOW else self._masked
         with self._rows_file.open("w", encoding="utf-8", errors="backslashreplace") as rows:
             for rollout in rollouts:
-                text = json.dumps(self._row(rollout.record), ensure_ascii=False)
+                text = _ENCODER.encode(self._row(rollout.record))
                 rows.write((masked(text) if masked else text) + "\n")
                 self._count += 1
                 yield rollout
@@ -151,10 +151,15 @@ class SamplesTable:
                     if isinstance(row.get(column), int):
                         row[column] = str(row[column])
                 out.write(",\n" if position else "\n")
-                out.write(json.dumps([row.get(column) for column in columns], ensure_ascii=False))
+                out.write(_ENCODER.encode([row.get(column) for column in columns]))
             out.write("\n]}\n")
         self._rows_file.unlink()
         return path
+
+
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps(value, ensure_ascii=False)``, one encoder for every row (``json.dumps`` makes
+one a call when given an argument)."""
 
 
 def _conversation(record: Mapping[str, object]) -> dict[str, object]:
@@ -220,6 +225,8 @@ def _cell(value: object) -> Any:
     are (``None`` for what is no scalar)."""
     if isinstance(value, str):
         text = value if len(value) <= TEXT_LIMIT else value[: TEXT_LIMIT - 1] + "…"
+        if text.isascii():  # known without a scan: no surrogate in it
+            return text
         # A lone surrogate (JSON's "\ud800") has no UTF-8: it is shown as U+FFFD.
         return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return value if _number(value) else None

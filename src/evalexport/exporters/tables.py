@@ -15,6 +15,7 @@ everything else that leaves the process. Secrets known only by their shape (``NA
 from __future__ import annotations
 
 import enum
+import functools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -103,11 +104,11 @@ def write_table_rows(
             row = rollout_for_export(rollout.record)
             if rollout.size_bytes > STREAMED_ABOVE:
                 handle.write('["')
-                for piece in _escaped_pieces(row, masked):
+                for piece in _escaped_pieces(row, masked, rollout.strict_json):
                     handle.write(piece)
                 handle.write('"]')
             else:
-                text = _COMPACT.encode(row)
+                text = _compact(row, rollout.strict_json)
                 handle.write("[" + _as_string(masked(text) if masked else text) + "]")
         handle.write("\n]}\n")
     return path
@@ -115,6 +116,29 @@ def write_table_rows(
 
 _COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 """``json.dumps(row, ensure_ascii=False, separators=(",", ":"))``, one encoder for all rows."""
+
+
+def _compact(row: object, strict_json: bool) -> str:
+    """A row's compact JSON text: msgspec's for a row read as strict JSON (five times
+    ``json``'s speed; its numbers differ from ``json``'s only in how an exponent is spelled,
+    ``1e16`` for ``1e+16``, as NeMo Gym's own cells, orjson's, spell theirs differently again),
+    ``json``'s for any other row (its ``NaN``, infinities and lone surrogates as ``json`` writes
+    them, where msgspec would write ``null`` or refuse)."""
+    if strict_json and (encode := _strict_encoder()) is not None:
+        return encode(row).decode()
+    return _COMPACT.encode(row)
+
+
+@functools.cache
+def _strict_encoder() -> Callable[[object], bytes] | None:
+    """msgspec's JSON encoder where it is installed (as the rollouts' reader uses its decoder)."""
+    try:
+        import msgspec
+    except ImportError:
+        return None
+    return msgspec.json.Encoder().encode
+
+
 _as_string: Final = json.encoder.encode_basestring
 """``json.dumps(text, ensure_ascii=False)`` of a ``str``, without building an encoder."""
 
@@ -142,16 +166,18 @@ def secret_masker() -> Masker | None:
     return masked
 
 
-def _escaped_pieces(row: object, masked: Callable[[str], str] | None = None) -> Iterator[str]:
-    """``json.dumps(json.dumps(row, ensure_ascii=False, separators=(",", ":")),
-    ensure_ascii=False)`` without its quotes, in pieces of about :data:`_PIECE` characters.
+def _escaped_pieces(
+    row: object, masked: Callable[[str], str] | None = None, strict_json: bool = False
+) -> Iterator[str]:
+    """The row's cell, ``json.dumps(_compact(row, strict_json), ensure_ascii=False)``, without
+    its quotes, in pieces of about :data:`_PIECE` characters.
 
     JSON escapes a string one character at a time, so escaping the pieces of a text one by one
     gives the escaped text.
     """
     pending: list[str] = []
     size = 0
-    for piece in _compact_pieces(row, masked):
+    for piece in _compact_pieces(row, masked, strict_json):
         pending.append(piece)
         size += len(piece)
         if size >= _PIECE:
@@ -161,10 +187,13 @@ def _escaped_pieces(row: object, masked: Callable[[str], str] | None = None) -> 
         yield json.dumps("".join(pending), ensure_ascii=False)[1:-1]
 
 
-def _compact_pieces(value: object, masked: Callable[[str], str] | None = None) -> Iterator[str]:
-    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` in pieces; a long
-    string is cut into pieces of :data:`_PIECE` characters, after ``masked`` (whole, so no
-    secret is cut in two). ``value`` is parsed JSON."""
+def _compact_pieces(
+    value: object, masked: Callable[[str], str] | None = None, strict_json: bool = False
+) -> Iterator[str]:
+    """``_compact(value, strict_json)`` in pieces; a long string is cut into pieces of
+    :data:`_PIECE` characters, after ``masked`` (whole, so no secret is cut in two). ``value``
+    is parsed JSON. (msgspec and ``json`` escape text alike, character for character; they
+    differ only in numbers, written here by the row's own encoder.)"""
     if isinstance(value, str):
         if masked is not None:
             value = masked(value)
@@ -180,14 +209,14 @@ def _compact_pieces(value: object, masked: Callable[[str], str] | None = None) -
         for position, (key, item) in enumerate(value.items()):
             name = masked(str(key)) if masked is not None else str(key)
             yield ("," if position else "") + json.dumps(name, ensure_ascii=False) + ":"
-            yield from _compact_pieces(item, masked)
+            yield from _compact_pieces(item, masked, strict_json)
         yield "}"
     elif isinstance(value, list | tuple):
         yield "["
         for position, item in enumerate(value):
             if position:
                 yield ","
-            yield from _compact_pieces(item, masked)
+            yield from _compact_pieces(item, masked, strict_json)
         yield "]"
-    else:  # a number, true, false, null: as json.dumps writes them
-        yield json.dumps(value)
+    else:  # a number, true, false, null: as the whole row's encoder writes them (_compact)
+        yield _compact(value, strict_json)

@@ -33,6 +33,10 @@ class Rollout:
     record: dict[str, object]
     size_bytes: int = 0
     """The length of its line in the file, line break included."""
+    strict_json: bool = False
+    """Its line is JSON as RFC 8259 has it (no ``NaN``, infinity or lone surrogate), read by
+    msgspec: any strict JSON encoder writes its values back as they are (the tables' cells
+    are written by msgspec then, :mod:`evalexport.exporters.tables`)."""
 
     @property
     def task_index(self) -> Any:
@@ -151,7 +155,7 @@ def _parse_line(run: RunPaths, raw: bytes, line_number: int) -> Rollout | None:
     if (decode := _fast_decode()) is not None:
         fast = decode(raw)  # None when refused: the strict parser decides, in its words
         if isinstance(fast, dict):
-            return Rollout(line_number, fast, size)
+            return Rollout(line_number, fast, size, strict_json=True)
         del fast
     try:
         line = raw.decode("utf-8")
