@@ -172,13 +172,14 @@ def _conversation(record: Mapping[str, object]) -> dict[str, object]:
     answering = False  # within a run of the agent's own output
     final_answer: str | None = None
     for item in output:
-        kind = item.get("type") if isinstance(item, Mapping) else None
-        role = item.get("role") if isinstance(item, Mapping) else None
+        mapping = type(item) is dict or isinstance(item, Mapping)  # a dict without the ABC
+        kind = item.get("type") if mapping else None
+        role = item.get("role") if mapping else None
         if kind in ("reasoning", "function_call") or (kind == "message" and role == "assistant"):
             turns += not answering
             answering = True
             tool_calls += kind == "function_call"
-            if kind == "message" and isinstance(item, Mapping):
+            if kind == "message" and mapping:
                 final_answer = _text_of(item.get("content"))
         else:  # a tool's result, or input: the agent's next output is its next turn
             answering = False

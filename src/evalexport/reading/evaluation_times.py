@@ -125,4 +125,7 @@ class TimesSeen:
 
 
 def _mappings(value: object) -> Iterable[Mapping[str, object]]:
-    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+    if not isinstance(value, list):
+        return []
+    # A dict (what JSON gives) is told without the ABC's check, which costs several times more.
+    return [item for item in value if type(item) is dict or isinstance(item, Mapping)]
