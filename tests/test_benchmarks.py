@@ -40,3 +40,16 @@ def test_each_atif_contestant_but_gym_converts_every_row_of_a_small_file(
         assert figures["seconds"] > 0
         assert figures["peak_rss_kib"] > 0
     assert len(list((tmp_path / "evalexport").glob("*.json"))) == rows
+
+
+@pytest.mark.downloads
+def test_the_wandb_benchmark_times_both_contestants_on_a_small_run(
+    wandb_python: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wandb = _benchmark("wandb_export")
+    (row,) = wandb.big_run([1], repeat=1, scratch_root=tmp_path)
+    assert row["megabytes"] == 1
+    assert row["seconds"] > 0
+    assert row["floor"] > 0
+    assert row["worker_rss_mb"] > 0
+    assert "1 MB" in capsys.readouterr().out

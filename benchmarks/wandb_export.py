@@ -1,0 +1,205 @@
+"""W&B export cost of a big run, offline: evalexport against the bare floor, side by side.
+
+    python benchmarks/wandb_export.py --big-run 50,200,1000 [--repeat 3]
+
+For each size (MB of rollouts, rows as the factory makes them, as ``mlflow_export.py --big-run``
+writes them), alternated ``--repeat`` times (medians):
+
+* evalexport: the whole ``evalexport wandb +wandb_mode=offline`` export in a fresh process
+  (reading, hashing, both tables, the worker, ``wandb.init`` and the run's files);
+* the floor: reading and hashing the three files once, then a worker in the same W&B
+  environment that only calls ``wandb.init`` offline and logs the same two tables, built by
+  evalexport beforehand (untimed), as the exporter logs them (a run's history keeps a table
+  of at most ``wandb.Table.MAX_ROWS`` rows; a bigger one goes whole into a table artifact).
+
+Prints the wall times, their ratio and the peak RSS of the evalexport process and of its
+worker. Builds (or reuses) the wandb exporter's environment: needs the package index the first
+time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+FLOOR_BODY = """
+def run(payload):
+    import json, wandb
+    run = wandb.init(
+        project="floor", mode="offline", dir=payload["dir"],
+        settings=wandb.Settings(silent=True, console="off", save_code=False, disable_git=True),
+    )
+    history, artifact = {}, None
+    for key, path in payload["tables"]:
+        table = json.loads(open(path, encoding="utf-8").read())
+        rows = table["data"]
+        if len(rows) <= wandb.Table.MAX_ROWS:
+            history[key] = wandb.Table(columns=table["columns"], data=rows)
+            continue
+        if artifact is None:
+            artifact = wandb.Artifact(f"run-{run.id}-tables", type="rollouts")
+        size = wandb.Table.MAX_ARTIFACT_ROWS
+        for number in range(0, len(rows), size):
+            part = wandb.Table(columns=table["columns"], data=rows[number:number + size])
+            artifact.add(part, f"{key}-{number // size}")
+    if history:
+        run.log(history)
+    if artifact is not None:
+        run.log_artifact(artifact)
+    run.finish()
+    return {"status": "succeeded", "exit_code": 0, "message": "floor", "details": {}}
+"""
+
+EXPORT_IN_A_PROCESS = """
+import json, resource, sys, time
+from evalexport.exporters.options import parse_options
+from evalexport.exporters.wandb import WandbExporter
+from evalexport.run import RunArtifacts
+from evalexport.pipeline import export_run
+exporter = WandbExporter()
+config = parse_options(exporter, json.loads(sys.argv[1]))
+start = time.perf_counter()
+result = export_run(exporter, RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath), config)
+print(json.dumps({
+    "seconds": time.perf_counter() - start,
+    "status": result.status.value,
+    "message": result.message,
+    "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "worker_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+}))
+"""
+
+
+def _make_rollouts(directory: Path, megabytes: int) -> Path:
+    """The MLflow benchmark's big run (``mlflow_export.make_rollouts``): the same rows."""
+    path = Path(__file__).with_name("mlflow_export.py")
+    spec = importlib.util.spec_from_file_location("_mlflow_export_benchmark", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rollouts: Path = module.make_rollouts(directory, megabytes)
+    return rollouts
+
+
+def _hash_once(paths: tuple[Path, ...]) -> None:
+    for path in paths:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            while chunk := handle.read(2**20):
+                digest.update(chunk)
+
+
+def big_run(
+    sizes: list[int], repeat: int = 3, scratch_root: Path | None = None
+) -> list[dict[str, Any]]:
+    """Export each size ``repeat`` times both ways; print the table and return its rows."""
+    from evalexport.exporters.prepared import prepare
+    from evalexport.exporters.wandb import WandbExporter
+    from evalexport.isolation import EnvironmentSpec, ensure_environment, run_worker
+    from evalexport.run import RunArtifacts
+
+    exporter = WandbExporter()
+    requirement = exporter.Config.model_fields["requirement"].default
+    environment = ensure_environment(EnvironmentSpec("wandb", (requirement,)))
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="wandb-big-", dir=scratch_root) as scratch_name:
+        scratch = Path(scratch_name)
+        body = scratch / "floor.py"
+        body.write_text(FLOOR_BODY)
+        for megabytes in sizes:
+            rollouts = _make_rollouts(scratch / f"run{megabytes}", megabytes)
+            run = RunArtifacts.from_rollouts_path(rollouts)
+            prepared = prepare(run, rollouts_table=True)  # the same tables, untimed
+            assert prepared.rollouts_table is not None
+            tables = [
+                ["Rollouts", str(prepared.rollouts_table)],
+                ["Samples", str(prepared.rollouts_table.with_name("samples.json"))],
+            ]
+            ours_runs: list[dict[str, Any]] = []
+            floors: list[float] = []
+            try:
+                for attempt in range(repeat):  # alternated, so load hits both alike
+                    wandb_dir = scratch / f"wandb-{megabytes}-{attempt}"
+                    (wandb_dir / "ours").mkdir(parents=True)
+                    options = {
+                        "rollouts_jsonl_fpath": str(rollouts),
+                        "wandb_mode": "offline",
+                        "wandb_project": f"big{megabytes}",
+                    }
+                    run.export_marker("wandb").unlink(missing_ok=True)  # export anew each time
+                    completed = subprocess.run(
+                        [sys.executable, "-c", EXPORT_IN_A_PROCESS, json.dumps(options)],
+                        check=True,
+                        capture_output=True,
+                        text=True,
+                        env={**os.environ, "WANDB_DIR": str(wandb_dir / "ours")},
+                    )
+                    ours = json.loads(completed.stdout)
+                    if ours["status"] != "succeeded":
+                        raise SystemExit(f"the export failed: {ours['message']}")
+                    ours_runs.append(ours)
+                    floor_dir = wandb_dir / "floor"
+                    floor_dir.mkdir()
+                    start = time.perf_counter()
+                    _hash_once((run.rollouts, run.aggregate_metrics, run.saved_config))
+                    outcome = run_worker(
+                        environment,
+                        body,
+                        {"dir": str(floor_dir), "tables": tables},
+                        time_limit=3600,
+                    )
+                    floors.append(time.perf_counter() - start)
+                    if outcome.result is None or outcome.result["status"] != "succeeded":
+                        raise SystemExit(f"the floor failed: {outcome.log_tail()}")
+            finally:
+                prepared.discard()
+            rows.append(
+                {
+                    "megabytes": megabytes,
+                    "seconds": statistics.median(r["seconds"] for r in ours_runs),
+                    "floor": statistics.median(floors),
+                    "rss_mb": max(r["rss_mb"] for r in ours_runs),
+                    "worker_rss_mb": max(r["worker_rss_mb"] for r in ours_runs),
+                }
+            )
+    print(
+        f"{'rollouts':>9} {'evalexport s':>13} {'floor s':>8} {'ratio':>6} {'RSS MB':>7} "
+        f"{'worker RSS MB':>14}"
+    )
+    for row in rows:
+        print(
+            f"{row['megabytes']:>6} MB {row['seconds']:13.2f} {row['floor']:8.2f} "
+            f"{row['seconds'] / row['floor']:5.2f}x {row['rss_mb']:7.0f} "
+            f"{row['worker_rss_mb']:14.0f}"
+        )
+    first, last = rows[0], rows[-1]
+    print(
+        f"peak RSS from {first['megabytes']} MB to {last['megabytes']} MB: evalexport "
+        f"{last['rss_mb'] / first['rss_mb']:.2f}x, its worker "
+        f"{last['worker_rss_mb'] / first['worker_rss_mb']:.2f}x (goal: within 1.2x); "
+        "time: goal within 1.3x of the floor"
+    )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--big-run", default="50,200", help="comma-separated MB of rollouts")
+    parser.add_argument("--repeat", type=int, default=3, help="attempts a size (medians)")
+    args = parser.parse_args()
+    big_run([int(size) for size in args.big_run.split(",")], args.repeat)
+
+
+if __name__ == "__main__":
+    main()
