@@ -79,6 +79,17 @@ def test_a_row_json_alone_reads_keeps_its_nan_and_its_lone_surrogate(tmp_path) -
     assert cell == '{"score":NaN,"text":"\ud800","big":1e+16}'
 
 
+def test_a_value_msgspec_cannot_write_falls_back_to_json(tmp_path) -> None:
+    """A record said to be strict that is not (a hook put a lone surrogate in it): json's
+    cell, never a failed export."""
+    from evalexport.reading.rollouts import Rollout
+
+    rollout = Rollout(1, {"text": "\ud800", "n": 1e16}, 20, strict_json=True)
+    table = tables.write_table_rows([rollout], tmp_path / "t.json", None)
+    (cell,) = json.loads(table.read_text(encoding="utf-8"))["data"][0]
+    assert cell == '{"text":"\ud800","n":1e+16}'
+
+
 def test_a_line_msgspec_reads_is_written_by_msgspec(make_sample_run, tmp_path) -> None:
     sample = make_sample_run(agents=("aime24_math_tool_agent",))
     lines = sample.rollouts.read_text(encoding="utf-8").splitlines()

@@ -125,7 +125,10 @@ def _compact(row: object, strict_json: bool) -> str:
     ``json``'s for any other row (its ``NaN``, infinities and lone surrogates as ``json`` writes
     them, where msgspec would write ``null`` or refuse)."""
     if strict_json and (encode := _strict_encoder()) is not None:
-        return encode(row).decode()
+        try:
+            return encode(row).decode()
+        except Exception:  # a value a hook put in the record, say: json's verdict stands
+            pass
     return _COMPACT.encode(row)
 
 
