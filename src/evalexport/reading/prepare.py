@@ -7,13 +7,11 @@ uses to read a run again."""
 from __future__ import annotations
 
 import hashlib
-import queue
 import shutil
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, final
+from typing import final
 
 from evalexport.gym.health import RunHealth
 from evalexport.metrics import FlatMetrics, flatten_metrics
@@ -145,51 +143,6 @@ class _ReportingDigest:
         self._report(self._done, max(self._total, self._done))
 
 
-class _BackgroundDigest:
-    """A hash fed on a thread of its own, a megabyte at a time, in the order it is given.
-
-    :mod:`hashlib` lets other threads run while it hashes more than 2 KiB, so the hash of the
-    rollouts (6 µs a 7 KB row) runs beside their parse on a second core, and the bytes are still
-    hashed in the order they were read. :meth:`finish` waits for the last of them; until then
-    the hash is not to be read.
-    """
-
-    _BATCH: Final = 2**20
-    """Bytes gathered before they go to the hashing thread."""
-
-    def __init__(self, digest: Digest) -> None:
-        self._digest = digest
-        self._pending: list[bytes] = []
-        self._size = 0
-        self._batches: queue.Queue[bytes | None] = queue.Queue(maxsize=8)  # memory bounded
-        self._thread = threading.Thread(
-            target=self._hash, name="evalexport-rollouts-hash", daemon=True
-        )
-        self._thread.start()
-
-    def _hash(self) -> None:
-        while (batch := self._batches.get()) is not None:
-            self._digest.update(batch)
-
-    def update(self, data: bytes, /) -> None:
-        self._pending.append(data)
-        self._size += len(data)
-        if self._size >= self._BATCH:
-            self._batches.put(b"".join(self._pending))
-            self._pending.clear()
-            self._size = 0
-
-    def finish(self) -> None:
-        """Hash what is pending and wait for the thread: then the hash is complete. Called
-        whatever happened, so no thread outlives the read."""
-        if self._thread.is_alive():
-            if self._pending:
-                self._batches.put(b"".join(self._pending))
-                self._pending.clear()
-            self._batches.put(None)
-            self._thread.join()
-
-
 RolloutsSink = Callable[[Iterator[Rollout]], None]
 """Consumes every rollout while :func:`prepare` reads them (writes Gym's rollouts table)."""
 
@@ -215,17 +168,15 @@ def prepare(
     (:func:`~evalexport.gym.health.read_health`), checked here against the rollouts.
     """
     scratch = list(scratch)
-    hashing: _BackgroundDigest | None = None
     try:
         metrics_bytes = read_file(run, run.aggregate_metrics)
         metrics = flatten_metrics(parse_aggregate_metrics(run, metrics_bytes))
         config_bytes = read_file(run, run.saved_config)
         saved_config = exportable_config(parse_saved_config(run, config_bytes))
         rollouts_digest = hashlib.sha256()
-        hashing = _BackgroundDigest(rollouts_digest)
-        read: Digest = hashing
+        read: Digest = rollouts_digest
         if (report := reading_progress()) is not None:
-            read = _ReportingDigest(hashing, report, _size_or_zero(run.rollouts))
+            read = _ReportingDigest(rollouts_digest, report, _size_or_zero(run.rollouts))
         count = 0
         seen = TimesSeen()
 
@@ -255,9 +206,6 @@ def prepare(
             if released is not None:
                 released(directory)
         raise
-    finally:
-        if hashing is not None:
-            hashing.finish()
     digests = {
         run.rollouts: rollouts_digest.digest(),
         run.aggregate_metrics: hashlib.sha256(metrics_bytes).digest(),
