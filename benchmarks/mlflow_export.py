@@ -137,10 +137,10 @@ def run(payload):
 EXPORT_IN_A_PROCESS = """
 import json, resource, sys, time
 from evalexport.exporters.options import parse_options
-from evalexport.exporters.mlflow import MLflowExporter
+from evalexport.exporters.registry import load_exporter
 from evalexport.run import RunArtifacts
 from evalexport.pipeline import export_run
-exporter = MLflowExporter()
+exporter = load_exporter(sys.argv[2] if len(sys.argv) > 2 else "mlflow")()
 config = parse_options(exporter, json.loads(sys.argv[1]))
 start = time.perf_counter()
 result = export_run(exporter, RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath), config)

@@ -60,36 +60,17 @@ def run(payload):
     return {"status": "succeeded", "exit_code": 0, "message": "floor", "details": {}}
 """
 
-EXPORT_IN_A_PROCESS = """
-import json, resource, sys, time
-from evalexport.exporters.options import parse_options
-from evalexport.exporters.wandb import WandbExporter
-from evalexport.run import RunArtifacts
-from evalexport.pipeline import export_run
-exporter = WandbExporter()
-config = parse_options(exporter, json.loads(sys.argv[1]))
-start = time.perf_counter()
-result = export_run(exporter, RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath), config)
-print(json.dumps({
-    "seconds": time.perf_counter() - start,
-    "status": result.status.value,
-    "message": result.message,
-    "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    "worker_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
-}))
-"""
 
-
-def _make_rollouts(directory: Path, megabytes: int) -> Path:
-    """The MLflow benchmark's big run (``mlflow_export.make_rollouts``): the same rows."""
+def _mlflow_benchmark() -> Any:
+    """``mlflow_export.py``: its big run (``make_rollouts``) and its export in a fresh process
+    (``EXPORT_IN_A_PROCESS``, given the exporter's name), shared by both benchmarks."""
     path = Path(__file__).with_name("mlflow_export.py")
     spec = importlib.util.spec_from_file_location("_mlflow_export_benchmark", path)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    rollouts: Path = module.make_rollouts(directory, megabytes)
-    return rollouts
+    return module
 
 
 def _hash_once(paths: tuple[Path, ...]) -> None:
@@ -110,6 +91,7 @@ def big_run(
     from evalexport.run import RunArtifacts
 
     exporter = WandbExporter()
+    shared = _mlflow_benchmark()
     requirement = exporter.Config.model_fields["requirement"].default
     environment = ensure_environment(EnvironmentSpec("wandb", (requirement,)))
     rows: list[dict[str, Any]] = []
@@ -118,7 +100,7 @@ def big_run(
         body = scratch / "floor.py"
         body.write_text(FLOOR_BODY)
         for megabytes in sizes:
-            rollouts = _make_rollouts(scratch / f"run{megabytes}", megabytes)
+            rollouts: Path = shared.make_rollouts(scratch / f"run{megabytes}", megabytes)
             run = RunArtifacts.from_rollouts_path(rollouts)
             prepared = prepare(run, rollouts_table=True)  # the same tables, untimed
             assert prepared.rollouts_table is not None
@@ -139,7 +121,13 @@ def big_run(
                     }
                     run.export_marker("wandb").unlink(missing_ok=True)  # export anew each time
                     completed = subprocess.run(
-                        [sys.executable, "-c", EXPORT_IN_A_PROCESS, json.dumps(options)],
+                        [
+                            sys.executable,
+                            "-c",
+                            shared.EXPORT_IN_A_PROCESS,
+                            json.dumps(options),
+                            "wandb",
+                        ],
                         check=True,
                         capture_output=True,
                         text=True,

@@ -14,17 +14,20 @@ from hypothesis import strategies as st
 
 from evalexport.exporters import tables
 
-JSON_VALUES = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats()
-    | st.text(alphabet=st.characters(codec="utf-8"), max_size=40),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
-    ),
-    max_leaves=30,
-)
+
+def _json_values(scalars: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    """Rows built of ``scalars`` and texts, nested in lists and objects."""
+    return st.recursive(
+        scalars | st.text(alphabet=st.characters(codec="utf-8"), max_size=40),
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(st.text(max_size=8), children, max_size=4)
+        ),
+        max_leaves=30,
+    )
+
+
+JSON_VALUES = _json_values(st.none() | st.booleans() | st.integers() | st.floats())
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -37,17 +40,12 @@ def test_a_row_written_in_pieces_is_the_cell_written_whole(row, monkeypatch) -> 
     assert "".join(tables._escaped_pieces(row)) == whole[1:-1]
 
 
-STRICT_JSON_VALUES = st.recursive(
+STRICT_JSON_VALUES = _json_values(
     st.none()
     | st.booleans()
     | st.integers()
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.sampled_from([1e16, 1e-7, 1.5e-5, 1.7976931348623157e308, 5e-324, -0.0, 10**40])
-    | st.text(alphabet=st.characters(codec="utf-8"), max_size=40),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
-    ),
-    max_leaves=30,
 )
 """What a line msgspec reads can hold: JSON without NaN, infinities or lone surrogates."""
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from evalexport.testing.mlflow_server import MLflowServer
+from tests.support.processes import alive
 
 STATE_NAME = "mlflow-server.json"
 """Where the session's server listens, its process and how many test processes use it."""
@@ -47,15 +48,6 @@ def _write_state(root: Path, state: dict[str, object]) -> None:
     scratch = root / f"{STATE_NAME}.{os.getpid()}"
     scratch.write_text(json.dumps(state))
     scratch.replace(root / STATE_NAME)
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, ended but not yet reaped by its parent, does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def stop_group(pid: int, grace: float = 20) -> None:

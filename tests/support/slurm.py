@@ -17,6 +17,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.support.processes import alive
+
 __all__ = ["SlurmCluster", "unavailable_reason"]
 
 _CONF = """ClusterName=evalexport
@@ -65,15 +67,6 @@ def _free_port() -> int:
 
 
 _DAEMON_PID_FILES = ("slurmctld.pid", "slurmd.pid")
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, ended but not yet reaped by its parent, does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 class SlurmCluster:
@@ -163,7 +156,7 @@ class SlurmCluster:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal_number)
             deadline = time.monotonic() + 10
-            while (daemons := [pid for pid in daemons if _alive(pid)]) and (
+            while (daemons := [pid for pid in daemons if alive(pid)]) and (
                 time.monotonic() < deadline
             ):
                 time.sleep(0.1)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.shared_server import STATE_NAME, alive, shared_server, stop_left_behind
+from tests.support.processes import alive
+from tests.support.shared_server import STATE_NAME, shared_server, stop_left_behind
 
 STAND_IN = textwrap.dedent(
     """
