@@ -220,6 +220,7 @@ def test_an_export_asks_which_secrets_it_knows_once_for_both_tables(
 ) -> None:
     """Resolved once and handed down: the rollouts table and the samples table mask with one
     masker, made once, and both still mask (the secret is asked for when the read starts)."""
+    from evalexport.exporters import prepared as prepared_module
     from evalexport.exporters.prepared import prepare
     from evalexport.masking.scrubbing import known_secrets
 
@@ -237,6 +238,7 @@ def test_an_export_asks_which_secrets_it_knows_once_for_both_tables(
         return known()
 
     monkeypatch.setattr(tables, "secrets_known", counted)
+    monkeypatch.setattr(prepared_module, "secrets_known", counted)
     with known_secrets(["tok-once-4e8a1c"]):
         prepared = prepare(sample.run, rollouts_table=True)
     try:

@@ -10,14 +10,18 @@ names from here.
 from __future__ import annotations
 
 import errno
+import functools
 import shutil
 import tempfile
 from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 
 from evalexport.exporters.samples import SAMPLES_FILE, SamplesTable
+from evalexport.exporters.split_read import SecondPart, split_reading
 from evalexport.exporters.tables import secret_masker, write_rollouts_table, write_table_rows
 from evalexport.gym.health import read_health
+from evalexport.masking.scrubbing import secrets_known
 from evalexport.progress import human_size
 from evalexport.reading import PreparedRun, Rollout
 from evalexport.reading import prepare as read_run
@@ -56,15 +60,18 @@ def prepare(
     scratch = Path(tempfile.mkdtemp(prefix="evalexport-rollouts-"))
     claim_scratch(scratch)  # removed by the reaper if this process dies before discard()
     table = scratch / "rollouts.json"
-    masked = secret_masker()  # the secrets this export knows, for every table it writes
+    secrets = secrets_known()
+    masked = secret_masker(secrets)  # the secrets this export knows, for every table it writes
     samples = SamplesTable(scratch, run_health, masked)
     traces_file = None
     if traces:
         from evalexport.exporters.traces import TracesFile
 
         traces_file = TracesFile(scratch)
+    # Read on two cores when only the tables are written (split_read says when it pays).
+    split = rollouts_table and not traces and (run_health is None or run_health.verdicts is None)
 
-    def write_table(rollouts: Iterator[Rollout]) -> None:
+    def write_table(rollouts: Iterator[Rollout], second: SecondPart | None) -> None:
         try:
             if traces_file is not None:
                 rollouts = traces_file.rows(rollouts)
@@ -72,7 +79,10 @@ def prepare(
                 for _ in rollouts:
                     pass
                 return
-            write_table_rows(samples.rows(rollouts), table, masked)
+            rows_after = second.rows if second is not None else None
+            write_table_rows(samples.rows(rollouts), table, masked, rows_after)
+            if second is not None:
+                second.absorb_samples(samples)
             samples.write(scratch / SAMPLES_FILE)
         except OSError as error:
             if error.errno != errno.ENOSPC:
@@ -83,14 +93,21 @@ def prepare(
                 "or set TMPDIR to a directory with room for about the rollouts file's size"
             ) from None
 
-    return read_run(
-        run,
-        rollouts_sink=write_table,
-        rollouts_table=table if rollouts_table else None,
-        scratch=[scratch],
-        released=release_scratch,
-        health=run_health,
-    )
+    try:
+        with split_reading(run.rollouts, scratch, secrets) if split else nullcontext() as second:
+            return read_run(
+                run,
+                rollouts_sink=functools.partial(write_table, second=second),
+                rollouts_table=table if rollouts_table else None,
+                scratch=[scratch],
+                released=release_scratch,
+                health=run_health,
+                elsewhere=second,
+            )
+    except BaseException:
+        # Removed again once the second reader has ended: it may have written since.
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
 
 
 def scratch_space_refusal(rollouts: Path) -> str | None:

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
+
+import msgspec
 
 from evalexport.exporters.tables import KNOWN_NOW, Masker, SecretsKnown, secret_masker
 from evalexport.gym.health import RunHealth
@@ -31,6 +34,7 @@ __all__ = [
     "SAMPLES_TABLE_KEY",
     "TEXT_LIMIT",
     "VERDICT_COLUMN",
+    "SamplesSeen",
     "SamplesTable",
     "samples_beside",
 ]
@@ -64,6 +68,9 @@ def samples_beside(rollouts_table: Path | None) -> Path | None:
 class SamplesTable:
     """The samples table of the rollouts fed to :meth:`rows`, written by :meth:`write`."""
 
+    ROWS_FILE: Final = "samples.rows.jsonl"
+    """Where :meth:`rows` notes each row in its scratch directory, one JSON line a row."""
+
     def __init__(
         self,
         scratch: Path,
@@ -73,7 +80,7 @@ class SamplesTable:
         """``masked``: what masks the export's known secrets in each row (the rollouts
         table's, :func:`~evalexport.exporters.tables.secret_masker`); by default they are
         asked for when the rows are written."""
-        self._rows_file = scratch / "samples.rows.jsonl"
+        self._rows_file = scratch / self.ROWS_FILE
         self._masked = masked
         self._health = health
         self._shared: dict[str, type] | None = None
@@ -132,6 +139,32 @@ class SamplesTable:
         if self._health is not None and self._health.verdicts is not None:
             row[VERDICT_COLUMN] = self._health.verdict_of(record)
         return row
+
+    def seen(self) -> SamplesSeen:
+        """What the rows noted so far say of the columns: for another table's :meth:`absorb`."""
+        return SamplesSeen(
+            rows=self._count,
+            columns=None
+            if self._shared is None
+            else [(key, _KIND_NAMES[kind]) for key, kind in self._shared.items()],
+            text_indexes=sorted(self._text_indexes),
+        )
+
+    def absorb(self, rows_file: Path, seen: SamplesSeen) -> None:
+        """Take in the rows another table noted (``rows_file``, after this table's own) and
+        what they say of the columns, as if this table had noted them: a column is shared
+        when it is in both, of one kind."""
+        with rows_file.open("rb") as rows, self._rows_file.open("ab") as own:
+            shutil.copyfileobj(rows, own, 2**20)
+        self._count += seen.rows
+        self._text_indexes.update(seen.text_indexes)
+        if seen.columns is None:
+            return
+        theirs = {key: _KINDS[name] for key, name in seen.columns}
+        if self._shared is None:
+            self._shared = theirs
+        else:
+            self._shared = {k: kind for k, kind in self._shared.items() if theirs.get(k) is kind}
 
     def write(self, path: Path) -> Path:
         """``{"columns": [...], "data": [[...], ...]}``, MLflow's and W&B's table JSON, from the
@@ -202,6 +235,22 @@ def _text_of(content: object) -> str | None:
         if isinstance(part, Mapping) and isinstance(part.get("text"), str)
     ]
     return "".join(texts) if texts else None
+
+
+class SamplesSeen(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What a :class:`SamplesTable`'s rows say of its columns (:meth:`SamplesTable.seen`):
+    sent from the process that read part of a run to the one that writes the table."""
+
+    rows: int
+    columns: list[tuple[str, str]] | None
+    """The scalar fields every row so far holds, in order, each with its kind's name
+    (``str``, ``bool``, ``float``); ``None`` before the first row."""
+    text_indexes: list[str]
+    """Index columns that met a value other than an integer."""
+
+
+_KINDS: Final[dict[str, type]] = {"str": str, "bool": bool, "float": float}
+_KIND_NAMES: Final[dict[type, str]] = {kind: name for name, kind in _KINDS.items()}
 
 
 def _kind(value: object) -> type | None:

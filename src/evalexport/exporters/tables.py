@@ -17,9 +17,10 @@ from __future__ import annotations
 import enum
 import functools
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import shutil
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, TextIO
 
 from evalexport.masking.rules import MASK
 from evalexport.masking.scrubbing import secrets_known
@@ -34,6 +35,7 @@ __all__ = [
     "rollout_for_export",
     "secret_masker",
     "write_rollouts_table",
+    "write_rows",
     "write_table_rows",
 ]
 
@@ -82,7 +84,10 @@ def write_rollouts_table(run: RunArtifacts, path: Path) -> Path:
 
 
 def write_table_rows(
-    rollouts: Iterable[Rollout], path: Path, masked: Masker | SecretsKnown | None = KNOWN_NOW
+    rollouts: Iterable[Rollout],
+    path: Path,
+    masked: Masker | SecretsKnown | None = KNOWN_NOW,
+    rows_after: Callable[[], Path | None] | None = None,
 ) -> Path:
     """``{"columns": ["Rollout"], "data": [[...], ...]}`` (MLflow's and W&B's table JSON),
     written as the rollouts arrive, never held whole.
@@ -91,27 +96,45 @@ def write_table_rows(
     long (:data:`STREAMED_ABOVE`) is written piece by piece, so no copy of it is made beyond
     the record the reader parsed: its cell is the same text either way. ``masked`` masks the
     secrets the export knows in each cell (:func:`secret_masker`, made once by the caller for
-    every table of the export); by default they are asked for now.
+    every table of the export); by default they are asked for now. ``rows_after``, asked once
+    the rollouts are written: a file of further rows (:func:`write_rows`, another process's
+    part of the run) to append, or ``None``.
     """
-    # A lone surrogate (valid JSON as "\ud800", not UTF-8) is written as that escape: the
-    # table stays valid UTF-8 JSON and reads back as the rollout held it.
     if masked is KNOWN_NOW:
         masked = secret_masker()
     with path.open("w", encoding="utf-8", errors="backslashreplace") as handle:
         handle.write('{"columns": ["' + ROLLOUT_COLUMN + '"], "data": [')
-        for position, rollout in enumerate(rollouts):
-            handle.write(",\n" if position else "\n")
-            row = rollout_for_export(rollout.record)
-            if rollout.size_bytes > STREAMED_ABOVE:
-                handle.write('["')
-                for piece in _escaped_pieces(row, masked, rollout.strict_json):
-                    handle.write(piece)
-                handle.write('"]')
-            else:
-                text = _compact(row, rollout.strict_json)
-                handle.write("[" + _as_string(masked(text) if masked else text) + "]")
+        written = write_rows(handle, rollouts, masked)
+        if rows_after is not None and (part := rows_after()) is not None:
+            with part.open("rb") as rows:
+                if (first := rows.read(1)) and written:
+                    handle.write(",")  # the part's rows begin with their line break
+                handle.flush()  # what the text layer holds first, then the part's bytes
+                handle.buffer.write(first)
+                shutil.copyfileobj(rows, handle.buffer, _COPIED)
         handle.write("\n]}\n")
     return path
+
+
+def write_rows(handle: TextIO, rollouts: Iterable[Rollout], masked: Masker | None) -> int:
+    """The rows of a rollouts table (:func:`write_table_rows`), one a rollout, ``,\n``
+    between them, without the table's head and end; how many were written."""
+    # A lone surrogate (valid JSON as "\ud800", not UTF-8) is written as that escape, the
+    # handle's errors="backslashreplace": the table stays valid UTF-8 JSON and reads back as
+    # the rollout held it.
+    position = 0
+    for position, rollout in enumerate(rollouts, 1):
+        handle.write(",\n" if position > 1 else "\n")
+        row = rollout_for_export(rollout.record)
+        if rollout.size_bytes > STREAMED_ABOVE:
+            handle.write('["')
+            for piece in _escaped_pieces(row, masked, rollout.strict_json):
+                handle.write(piece)
+            handle.write('"]')
+        else:
+            text = _compact(row, rollout.strict_json)
+            handle.write("[" + _as_string(masked(text) if masked else text) + "]")
+    return position
 
 
 _COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
@@ -148,13 +171,15 @@ _as_string: Final = json.encoder.encode_basestring
 STREAMED_ABOVE: Final = 4 * 2**20
 """Rollout lines longer than this many bytes are written to a table piece by piece."""
 _PIECE: Final = 2**20
+_COPIED: Final = 2**20
+"""Bytes a read when another process's rows are appended to a table."""
 
 
-def secret_masker() -> Masker | None:
-    """What masks the secrets known now in a text, as written and as JSON escapes them; None
-    when there are none (the rows are then written without a scan)."""
+def secret_masker(secrets: Sequence[str] | None = None) -> Masker | None:
+    """What masks the secrets known now (or ``secrets``) in a text, as written and as JSON
+    escapes them; None when there are none (the rows are then written without a scan)."""
     forms: list[str] = []
-    for secret in secrets_known():
+    for secret in secrets_known() if secrets is None else secrets:
         escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
         forms += [secret] if escaped == secret else [secret, escaped]
     if not forms:

@@ -38,6 +38,8 @@ from evalexport.reading.files import (
     unreadable_file_reason,
 )
 from evalexport.reading.prepare import (
+    PartRead,
+    PartReadElsewhere,
     PreparedRun,
     RolloutsSink,
     fingerprint_of,
@@ -47,10 +49,12 @@ from evalexport.reading.prepare import (
 )
 from evalexport.reading.rollouts import (
     MAX_LINE_BYTES,
+    Cursor,
     Rollout,
     count_rollouts,
     holds_no_rollouts,
     iter_rollouts,
+    open_rollouts,
     read_rollouts,
     too_long_message,
 )
@@ -58,8 +62,11 @@ from evalexport.reading.rollouts import (
 __all__ = [
     "MAX_FILE_BYTES",
     "MAX_LINE_BYTES",
+    "Cursor",
     "Digest",
     "ExportableConfig",
+    "PartRead",
+    "PartReadElsewhere",
     "PreparedRun",
     "Rollout",
     "RolloutsSink",
@@ -73,6 +80,7 @@ __all__ = [
     "iter_rollouts",
     "not_a_file_reason",
     "open_regular",
+    "open_rollouts",
     "parse_aggregate_metrics",
     "parse_saved_config",
     "prepare",

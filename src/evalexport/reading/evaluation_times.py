@@ -107,6 +107,20 @@ class TimesSeen:
                 latest = max(latest, value)
         self.earliest, self.latest = float(earliest), float(latest)
 
+    def merge(self, earliest: float | None, latest: float | None, left_out: int) -> None:
+        """Take in what another reader saw of other rollouts (``None``: no timestamp)."""
+        if earliest is not None:
+            self.earliest = min(self.earliest, earliest)
+        if latest is not None:
+            self.latest = max(self.latest, latest)
+        self.left_out += left_out
+
+    def seen(self) -> tuple[float | None, float | None]:
+        """The earliest and latest timestamps seen, ``None`` for none: for :meth:`merge`."""
+        if self.earliest > self.latest:
+            return None, None
+        return self.earliest, self.latest
+
     def times(self, files: Iterable[Path]) -> EvaluationTimes:
         """The evaluation's times: from the rollouts when they recorded any, else from the
         modification times of ``files`` (the rollouts file first: its is the end)."""

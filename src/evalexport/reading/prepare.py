@@ -11,7 +11,7 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import final
+from typing import BinaryIO, Protocol, final
 
 from evalexport.gym.health import RunHealth
 from evalexport.metrics import FlatMetrics, flatten_metrics
@@ -29,9 +29,17 @@ from evalexport.reading.files import (
     parse_saved_config,
     read_file,
 )
-from evalexport.reading.rollouts import Rollout, count_rollouts, iter_rollouts
+from evalexport.reading.rollouts import (
+    Cursor,
+    Rollout,
+    count_rollouts,
+    open_rollouts,
+    read_rollouts,
+)
 
 __all__ = [
+    "PartRead",
+    "PartReadElsewhere",
     "PreparedRun",
     "RolloutsSink",
     "fingerprint_of",
@@ -147,6 +155,69 @@ RolloutsSink = Callable[[Iterator[Rollout]], None]
 """Consumes every rollout while :func:`prepare` reads them (writes Gym's rollouts table)."""
 
 
+@final
+@dataclass(frozen=True)
+class PartRead:
+    """What another process read of the rollouts file, from a line boundary to its end."""
+
+    size_bytes: int
+    """How many bytes it read."""
+    sha256: bytes
+    """The SHA-256 digest of those bytes: this process hashes them again, in the file's order,
+    for the fingerprint, and refuses the run if they are not the same bytes."""
+    rollouts: int
+    earliest: float | None
+    """The earliest of the rollouts' timestamps (:class:`TimesSeen`), ``None`` for none."""
+    latest: float | None
+    left_out: int
+
+
+class PartReadElsewhere(Protocol):
+    """The end of the rollouts file, read by another process while this one reads the start
+    (:mod:`evalexport.exporters.split_read`)."""
+
+    @property
+    def start(self) -> int:
+        """The byte offset where its part begins: the start of a line."""
+
+    def wait(self) -> PartRead | None:
+        """What it read, once it is done; ``None`` when it could not read the part (this
+        process then reads it itself, so every message and verdict is the sequential
+        reader's)."""
+
+
+def _read_here_and_elsewhere(
+    run: RunPaths, digest: Digest, elsewhere: PartReadElsewhere | None, joined: list[PartRead]
+) -> Iterator[Rollout]:
+    """The rollouts this process reads: all of them, or those before ``elsewhere.start`` when
+    the rest was read elsewhere (then in ``joined``), its bytes hashed here in order."""
+    with open_rollouts(run) as handle:
+        cursor = Cursor()
+        if elsewhere is not None:
+            yield from read_rollouts(run, handle, digest, cursor=cursor, end=elsewhere.start)
+            if cursor.offset == elsewhere.start and (part := elsewhere.wait()) is not None:
+                _hash_the_rest(run, handle, digest, part)
+                joined.append(part)
+                return
+        yield from read_rollouts(run, handle, digest, cursor=cursor)
+
+
+def _hash_the_rest(run: RunPaths, handle: BinaryIO, digest: Digest, part: PartRead) -> None:
+    """Feed ``digest`` the rest of the file; refuse it if it is not what ``part`` read."""
+    own = hashlib.sha256()
+    size = 0
+    while chunk := handle.read(CHUNK):
+        digest.update(chunk)
+        own.update(chunk)
+        size += len(chunk)
+    if size != part.size_bytes or own.digest() != part.sha256:
+        raise RunFileError(
+            f"The rollouts file {run.rollouts} changed while it was read (its end held "
+            f"{part.size_bytes} bytes, then {size}): export it once the run that writes it "
+            "has finished"
+        )
+
+
 def prepare(
     run: RunPaths,
     *,
@@ -156,6 +227,7 @@ def prepare(
     scratch: Iterable[Path] = (),
     released: Callable[[Path], None] | None = None,
     health: RunHealth | None = None,
+    elsewhere: PartReadElsewhere | None = None,
 ) -> PreparedRun:
     """Read the aggregate metrics, the saved config and the rollouts, in that order, each
     opened once; raise :class:`RunFileError` naming the first file that cannot be exported.
@@ -166,6 +238,9 @@ def prepare(
     hash the rollouts and count their lines, for an exporter that sends none of them.
     ``health``: NeMo Gym's health files as read
     (:func:`~evalexport.gym.health.read_health`), checked here against the rollouts.
+    ``elsewhere``: the end of the rollouts file, read by another process (its rollouts are
+    not given to ``rollouts_sink``: the caller that started it joins its rows to the sink's);
+    its count and times are added here, and its bytes hashed in order.
     """
     scratch = list(scratch)
     try:
@@ -179,15 +254,21 @@ def prepare(
             read = _ReportingDigest(rollouts_digest, report, _size_or_zero(run.rollouts))
         count = 0
         seen = TimesSeen()
+        joined: list[PartRead] = []
+        if health is not None and health.verdicts is not None:
+            elsewhere = None  # each rollout is told against the verdicts here: all read here
 
         def counted() -> Iterator[Rollout]:
             nonlocal count
-            for rollout in iter_rollouts(run, read):
+            for rollout in _read_here_and_elsewhere(run, read, elsewhere, joined):
                 count += 1
                 seen.see(rollout.record)
                 if health is not None:
                     health.see(rollout.record)
                 yield rollout
+            for part in joined:
+                count += part.rollouts
+                seen.merge(part.earliest, part.latest, part.left_out)
 
         if rollouts_sink is not None:
             rollouts_sink(counted())

@@ -16,10 +16,12 @@ from evalexport.reading.files import CHUNK, Digest, RunFileError, RunPaths, open
 
 __all__ = [
     "MAX_LINE_BYTES",
+    "Cursor",
     "Rollout",
     "count_rollouts",
     "holds_no_rollouts",
     "iter_rollouts",
+    "open_rollouts",
     "read_rollouts",
     "too_long_message",
 ]
@@ -73,7 +75,7 @@ def iter_rollouts(run: RunPaths, digest: Digest | None = None) -> Iterator[Rollo
     text, and the parsed record, are held, never a further copy. ``digest`` (a :mod:`hashlib`
     hash) is fed every byte of the file as it is read, so one pass both parses and hashes it.
     """
-    with _open_rollouts(run) as handle:
+    with open_rollouts(run) as handle:
         yield from read_rollouts(run, handle, digest)
 
 
@@ -81,7 +83,7 @@ def count_rollouts(run: RunPaths, digest: Digest | None = None) -> int:
     """How many lines of the rollouts file are not blank, without parsing them; ``digest`` is
     fed the file's bytes as for :func:`iter_rollouts`."""
     count = 0
-    with _open_rollouts(run) as handle:
+    with open_rollouts(run) as handle:
         while line := _line(run, handle, count + 1):
             if digest is not None:
                 digest.update(line)
@@ -102,7 +104,8 @@ def holds_no_rollouts(run: RunPaths) -> bool:
         return False  # the reader names the problem
 
 
-def _open_rollouts(run: RunPaths) -> BinaryIO:
+def open_rollouts(run: RunPaths) -> BinaryIO:
+    """The rollouts file, opened for reading; :class:`RunFileError` names what stops it."""
     try:
         return open_regular(run.rollouts)
     except OSError as error:
@@ -126,23 +129,42 @@ def too_long_message(path: Path, line_number: int) -> str:
     )
 
 
+@dataclass
+class Cursor:
+    """Where a read of the rollouts file stands: the lines and bytes read so far."""
+
+    lines: int = 0
+    offset: int = 0
+
+
 def read_rollouts(
-    run: RunPaths, handle: BinaryIO, digest: Digest | None = None
+    run: RunPaths,
+    handle: BinaryIO,
+    digest: Digest | None = None,
+    *,
+    cursor: Cursor | None = None,
+    end: int | None = None,
 ) -> Iterator[Rollout]:
-    """:func:`iter_rollouts` from a handle the caller opened on the rollouts file."""
-    line_number = 0
-    while True:
-        line_number += 1
+    """:func:`iter_rollouts` from a handle the caller opened on the rollouts file.
+
+    ``cursor``: where the handle stands (line numbers go on from its ``lines``), moved on as
+    lines are read. ``end``: stop before a line that starts at this byte offset or after it
+    (a line boundary, :mod:`evalexport.exporters.split_read`), the rest left unread.
+    """
+    if cursor is None:
+        cursor = Cursor()
+    while end is None or cursor.offset < end:
+        line_number = cursor.lines + 1
         # Passed, not bound: the line's bytes are freed as soon as they are decoded.
-        if digest is None:
-            parsed = _parse_line(run, _line(run, handle, line_number), line_number)
-        else:
-            held = [_line(run, handle, line_number)]
+        held = [_line(run, handle, line_number)]
+        if not held[0]:
+            return  # the end of the file
+        if digest is not None:
             digest.update(held[0])
-            parsed = _parse_line(run, held.pop(), line_number)
-        if parsed is None:
-            return
-        if parsed is not _BLANK_LINE:
+        cursor.offset += len(held[0])
+        cursor.lines = line_number
+        parsed = _parse_line(run, held.pop(), line_number)
+        if parsed is not None and parsed is not _BLANK_LINE:
             yield parsed
 
 

@@ -1,0 +1,308 @@
+"""A big rollouts file read on two cores: this process reads its start, a helper its end.
+
+Reading a run (parsing each line, writing the rollouts and samples tables, noting the times)
+costs about 70 µs a rollout on one core: ten seconds for a 1 GB run, most of a tracking
+export's time once the run is big (docs/performance.md). Above :data:`SPLIT_ABOVE` bytes, and
+with a second core, :func:`split_reading` starts a helper process (``python -m`` this module,
+the interpreter and evalexport of this process, tagged and ended as every launch is:
+:mod:`evalexport.isolation.descendants`) that reads the file from the first line boundary past
+its middle to its end, writes its rows of both tables into a directory of the export's
+scratch, and sends back (:class:`PartDone`) how many rollouts it read, their times, what its
+rows say of the samples table's columns, and the SHA-256 of the bytes it read.
+
+This process reads the start meanwhile, then hashes the end itself, in order, for the run's
+fingerprint (one SHA-256 of the whole file, which markers and remote runs already hold), and
+refuses the run if those bytes are not the ones the helper read (the file changed). The helper
+is an optimisation and nothing else: if it cannot start, fails on a line, or ends without its
+answer, this process reads the end itself, so every message, line number and verdict is the
+sequential reader's. Nothing of the helper's leaves the scratch directory unless its answer
+was taken: its rows are appended to the tables only then.
+
+Not split: a run whose NeMo Gym verdicts are read beside it (each rollout is told against
+them), a run whose traces are written (one file in order), a small file (the helper's start,
+about a quarter of a second, would not pay), one core.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, final
+
+import msgspec
+
+import evalexport
+from evalexport.exporters.samples import SamplesSeen, SamplesTable
+from evalexport.exporters.tables import secret_masker, write_rows
+from evalexport.host.files import MAX_LINE_BYTES
+from evalexport.reading import Cursor, PartRead, Rollout, RunFileError, read_rollouts
+from evalexport.reading.evaluation_times import TimesSeen
+
+__all__ = [
+    "SPLIT_ABOVE",
+    "PartDone",
+    "PartJob",
+    "SecondPart",
+    "main",
+    "split_point",
+    "split_reading",
+]
+
+_log = logging.getLogger(__name__)
+
+SPLIT_ABOVE: Final = 64 * 2**20
+"""A rollouts file of more bytes than this is read on two cores."""
+ROWS_FILE: Final = "rollouts.rows"
+"""The helper's rows of the rollouts table, in its directory (:func:`write_rows`)."""
+
+
+class PartJob(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What the helper is asked to do, on its standard input (never its arguments, which any
+    user of the machine can list: they hold no secret)."""
+
+    rollouts: str
+    """The rollouts file."""
+    start: int
+    """Where its part begins: the start of a line."""
+    directory: str
+    """Where it writes its rows (an empty directory of the export's scratch)."""
+    secrets: list[str]
+    """The secrets the export masks in every table (:func:`secret_masker`)."""
+
+
+class PartDone(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What the helper answers on its standard output, once its rows are written."""
+
+    size_bytes: int
+    sha256: str
+    """The hex SHA-256 of the bytes it read."""
+    rollouts: int
+    earliest: float | None
+    latest: float | None
+    left_out: int
+    samples: SamplesSeen
+
+
+def split_point(rollouts: Path, size: int) -> int | None:
+    """The first line boundary past the middle of a file of ``size`` bytes, or ``None`` (no
+    second part worth a helper: a small file, no line break after the middle within
+    :data:`MAX_LINE_BYTES`, one line from there to the end)."""
+    if size <= SPLIT_ABOVE:
+        return None
+    middle = size // 2
+    try:
+        with rollouts.open("rb") as handle:
+            handle.seek(middle - 1)
+            rest_of_line = handle.readline(MAX_LINE_BYTES + 1)
+    except OSError:
+        return None  # the reader names what cannot be read
+    if not rest_of_line.endswith(b"\n"):
+        return None
+    start = middle - 1 + len(rest_of_line)
+    return start if start < size else None
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@final
+@dataclass
+class SecondPart:
+    """The end of the rollouts file, read by the helper (:class:`~evalexport.reading.
+    PartReadElsewhere`): :meth:`wait` for its answer, then :meth:`rows` and
+    :meth:`absorb_samples` join its rows to this process's tables."""
+
+    start: int
+    directory: Path
+    process: subprocess.Popen[bytes]
+    done: PartDone | None = None
+    """Its answer, once :meth:`wait` took it (the reader then took its part's bytes)."""
+
+    def wait(self) -> PartRead | None:
+        """The helper's answer, or ``None`` when it failed (this process reads the part)."""
+        stdout, stderr = self.process.communicate()
+        if self.process.returncode != 0:
+            _log.debug(
+                "The second reader of the rollouts ended with %s; reading its part here: %s",
+                self.process.returncode,
+                stderr.decode("utf-8", "replace")[-2000:],
+            )
+            return None
+        try:
+            done = msgspec.json.decode(stdout, type=PartDone)
+            digest = bytes.fromhex(done.sha256)
+        except (msgspec.MsgspecError, ValueError) as error:
+            _log.debug("The second reader's answer is not one (%s); reading its part here", error)
+            return None
+        self.done = done
+        return PartRead(
+            size_bytes=done.size_bytes,
+            sha256=digest,
+            rollouts=done.rollouts,
+            earliest=done.earliest,
+            latest=done.latest,
+            left_out=done.left_out,
+        )
+
+    def rows(self) -> Path | None:
+        """Its rows of the rollouts table, if its answer was taken."""
+        return None if self.done is None else self.directory / ROWS_FILE
+
+    def absorb_samples(self, samples: SamplesTable) -> None:
+        """Its rows of the samples table joined to ``samples``, if its answer was taken."""
+        if self.done is not None:
+            samples.absorb(self.directory / SamplesTable.ROWS_FILE, self.done.samples)
+
+
+def _helper_command() -> list[str]:
+    """This interpreter, running this module of this evalexport (wherever it is imported
+    from), with no directory of the caller's put first on its path."""
+    package_root = str(Path(evalexport.__file__).resolve().parent.parent)
+    return [
+        sys.executable,
+        "-P",
+        "-c",
+        "import sys; sys.path.insert(0, sys.argv[1]); "
+        "from evalexport.exporters.split_read import main; main()",
+        package_root,
+    ]
+
+
+@contextlib.contextmanager
+def split_reading(
+    rollouts: Path, scratch: Path, secrets: Sequence[str]
+) -> Iterator[SecondPart | None]:
+    """A helper reading the end of ``rollouts`` while the block reads its start, or ``None``
+    when the file is not split; the helper and all it started have ended when the block does,
+    however it ends (a stop signal, a bad line)."""
+    try:
+        size = rollouts.stat().st_size
+    except OSError:
+        size = 0
+    start = split_point(rollouts, size) if _cores() > 1 else None
+    if start is None:
+        yield None
+        return
+    from evalexport.isolation.descendants import tracked_launch
+
+    directory = scratch / "second-part"
+    directory.mkdir()
+    job = PartJob(str(rollouts), start, str(directory), list(secrets))
+    with tracked_launch() as launch:
+        try:
+            process = subprocess.Popen(
+                _helper_command(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=launch.environment,
+            )
+        except OSError as error:
+            _log.debug("No second reader of the rollouts (%s): reading them here", error)
+            yield None
+            return
+        with process:
+            launch.started(process.pid)
+            stdin, process.stdin = process.stdin, None  # written once here, not by communicate()
+            try:
+                assert stdin is not None
+                with stdin:
+                    stdin.write(msgspec.json.encode(job))
+            except OSError:
+                pass  # it ended already: wait() finds it failed
+            try:
+                yield SecondPart(start, directory, process)
+            finally:
+                if process.poll() is None:  # not waited for: the block ended early
+                    process.kill()
+                    process.wait()
+
+
+def read_part(job: PartJob) -> PartDone:
+    """The helper's work: read ``job.rollouts`` from ``job.start`` to its end, write its rows
+    of both tables into ``job.directory``, and say what they hold."""
+    directory = Path(job.directory)
+    masked = secret_masker(job.secrets)
+    samples = SamplesTable(directory, None, masked)
+    seen = TimesSeen()
+    digest = hashlib.sha256()
+    run = _PartPaths(Path(job.rollouts))
+    cursor = Cursor(offset=job.start)
+
+    def noted(rollouts: Iterator[Rollout]) -> Iterator[Rollout]:
+        for rollout in rollouts:
+            seen.see(rollout.record)
+            yield rollout
+
+    with run.rollouts.open("rb") as handle:
+        handle.seek(job.start)
+        read = read_rollouts(run, handle, digest, cursor=cursor)
+        with (directory / ROWS_FILE).open("w", encoding="utf-8", errors="backslashreplace") as out:
+            count = write_rows(out, samples.rows(noted(read)), masked)
+    size = cursor.offset - job.start
+    earliest, latest = seen.seen()
+    return PartDone(
+        size_bytes=size,
+        sha256=digest.hexdigest(),
+        rollouts=count,
+        earliest=earliest,
+        latest=latest,
+        left_out=seen.left_out,
+        samples=samples.seen(),
+    )
+
+
+@final
+@dataclass(frozen=True)
+class _PartPaths:
+    """The paths :func:`read_rollouts` names in a message (the helper's are never shown: this
+    process reads a part that failed again and words the error)."""
+
+    rollouts: Path
+
+    @property
+    def run_dir(self) -> Path:
+        return self.rollouts.parent
+
+    @property
+    def aggregate_metrics(self) -> Path:
+        return self.rollouts
+
+    @property
+    def saved_config(self) -> Path:
+        return self.rollouts
+
+    @property
+    def no_records_message(self) -> str:
+        return ""
+
+
+def main() -> None:
+    """The helper: a :class:`PartJob` on standard input, a :class:`PartDone` on standard
+    output; any failure ends it with a non-zero code (its caller reads the part instead)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it quietly; its caller words it
+    try:
+        job = msgspec.json.decode(sys.stdin.buffer.read(), type=PartJob)
+        done = read_part(job)
+    except (RunFileError, OSError, msgspec.MsgspecError) as error:
+        sys.stderr.write(f"{type(error).__name__}: {error}\n")
+        raise SystemExit(1) from None
+    sys.stdout.buffer.write(msgspec.json.encode(done))
+    sys.stdout.buffer.flush()
+
+
+if __name__ == "__main__":
+    main()
