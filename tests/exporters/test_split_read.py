@@ -1,0 +1,308 @@
+"""A big rollouts file read on two cores (``evalexport.exporters.split_read``): the helper
+reads the end while the export reads the start, and the export is the sequential reader's,
+byte for byte, whatever the rows hold and however the helper fares."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalexport.exporters import prepared as prepared_module
+from evalexport.exporters import split_read
+from evalexport.exporters.prepared import prepare
+from evalexport.exporters.samples import samples_beside
+from evalexport.masking.scrubbing import known_secrets
+from evalexport.reading import PreparedRun, RunFileError
+from evalexport.run import RunArtifacts
+from evalexport.testing.factory import SampleRun
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "aime24"
+
+SECRET = "tok-split-7c21d9e0"
+
+
+@pytest.fixture
+def split_everything(monkeypatch: pytest.MonkeyPatch) -> list[split_read.SecondPart]:
+    """Every file is split (on any machine), and each helper's part is recorded."""
+    monkeypatch.setattr(split_read, "SPLIT_ABOVE", 0)
+    monkeypatch.setattr(split_read, "_cores", lambda: 2)
+    parts: list[split_read.SecondPart] = []
+    opened = split_read.split_reading
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        context = opened(*args, **kwargs)
+
+        class Recording:
+            def __enter__(self) -> split_read.SecondPart | None:
+                part = context.__enter__()
+                if part is not None:
+                    parts.append(part)
+                return part
+
+            def __exit__(self, *exc: Any) -> bool | None:
+                return context.__exit__(*exc)
+
+        return Recording()
+
+    monkeypatch.setattr(prepared_module, "split_reading", recorded)
+    return parts
+
+
+def _read(run: SampleRun, **options: Any) -> dict[str, object]:
+    with known_secrets([SECRET]):
+        prepared = prepare(run.run, rollouts_table=True, **options)
+    try:
+        return _described(prepared)
+    finally:
+        prepared.discard()
+
+
+def _described(prepared: PreparedRun) -> dict[str, object]:
+    assert prepared.rollouts_table is not None
+    samples = samples_beside(prepared.rollouts_table)
+    assert samples is not None
+    return {
+        "fingerprint": prepared.fingerprint,
+        "count": prepared.rollout_count,
+        "evaluation": prepared.evaluation,
+        "warnings": prepared.warnings(),
+        "rollouts.json": prepared.rollouts_table.read_bytes(),
+        "samples.json": samples.read_bytes(),
+    }
+
+
+def _sequential(run: SampleRun, monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+    with monkeypatch.context() as patch:
+        patch.setattr(split_read, "SPLIT_ABOVE", 2**62)
+        return _read(run)
+
+
+def _rewrite(run: SampleRun, change: Callable[[list[str]], list[str]]) -> None:
+    lines = run.rollouts.read_text(encoding="utf-8").splitlines()
+    run.rollouts.write_text("\n".join(change(lines)) + "\n", encoding="utf-8")
+
+
+def _second_half(lines: list[str]) -> range:
+    return range(len(lines) // 2 + 1, len(lines))
+
+
+def _odd_second_half(lines: list[str]) -> list[str]:
+    """Rows the second half holds and the first does not: what the merge must get right."""
+    out = list(lines)
+    late = _second_half(lines)
+    for position in late:
+        record = json.loads(out[position])
+        if position == late[0]:
+            record["_ng_task_index"] = "task-7"  # not an integer: the whole column is text
+            record["response"]["output"][-1]["content"][0]["text"] += f" {SECRET}"
+            record["note"] = "Bearer " + SECRET
+        if position == late[1]:
+            record["reward"] = float("nan")  # read by json, written by json: NaN
+            record["score_kind"] = "graded"  # a number in the other rows: no column
+        if position == late[2]:
+            record["ng_trajectory"]["turns"][0]["timestamp"] = 10**20  # left out, counted
+        if position == late[3]:
+            record["text\u2028field"] = "lone \ud800 surrogate"
+            record["ng_trajectory"]["turns"][0]["timestamp"] = 1.0  # the earliest, here only
+        if position != late[1]:
+            record["score_kind"] = 1
+        # The lone surrogate as JSON's escape, the rest as UTF-8.
+        out[position] = json.dumps(record, ensure_ascii=position == late[3])
+    for position in range(len(lines) // 2 + 1):
+        record = json.loads(out[position])
+        record["score_kind"] = 2
+        out[position] = json.dumps(record, ensure_ascii=False)
+    out.insert(len(out) // 2, "   ")  # blank lines about the middle, and at the end
+    out.insert(len(out) // 2, "")
+    return [*out, "", "  "]
+
+
+def test_a_split_read_writes_what_the_sequential_reader_writes(
+    make_sample_run: Callable[..., SampleRun],
+    monkeypatch: pytest.MonkeyPatch,
+    split_everything: list[split_read.SecondPart],
+) -> None:
+    run = make_sample_run(tasks=6, repeats=4)
+    _rewrite(run, _odd_second_half)
+    sequential = _sequential(run, monkeypatch)
+    assert not split_everything
+    split = _read(run)
+    assert [part.done is not None for part in split_everything] == [True]
+    done = split_everything[0].done
+    assert done is not None
+    assert 0 < done.rollouts < run.rollout_count
+    assert split == sequential
+    rows = json.loads(split["rollouts.json"])["data"]  # type: ignore[arg-type]
+    assert len(rows) == run.rollout_count
+    for name in ("rollouts.json", "samples.json"):
+        text = split[name].decode()  # type: ignore[union-attr]
+        assert SECRET not in text
+        assert "****" in text
+    samples = json.loads(split["samples.json"])  # type: ignore[arg-type]
+    assert "score_kind" not in samples["columns"]
+    task_column = samples["columns"].index("task_index")
+    assert {type(row[task_column]) for row in samples["data"]} == {str}
+    assert split["evaluation"].left_out == 1  # type: ignore[attr-defined]
+    assert split["evaluation"].started_at == 1.0  # type: ignore[attr-defined]
+
+
+def test_the_second_half_read_from_the_first_line_boundary_past_the_middle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(split_read, "SPLIT_ABOVE", 0)
+    path = tmp_path / "rollouts.jsonl"
+    path.write_bytes(b"aaaa\nbbbbbbbbbb\ncc\n")
+    start = split_read.split_point(path, path.stat().st_size)
+    assert start == len(b"aaaa\nbbbbbbbbbb\n")
+    path.write_bytes(b"aaaaa\nbbbbb\n")  # the middle at a line's start: that line
+    assert split_read.split_point(path, path.stat().st_size) == len(b"aaaaa\n")
+    path.write_bytes(b"a\nbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n")  # no line past the middle
+    assert split_read.split_point(path, path.stat().st_size) is None
+    path.write_bytes(b"a\nbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb")  # no line break after it
+    assert split_read.split_point(path, path.stat().st_size) is None
+    monkeypatch.setattr(split_read, "SPLIT_ABOVE", 2**20)
+    assert split_read.split_point(path, path.stat().st_size) is None  # small: not split
+
+
+def _helper_fails(monkeypatch: pytest.MonkeyPatch, code: str) -> None:
+    import sys
+
+    monkeypatch.setattr(split_read, "_helper_command", lambda: [sys.executable, "-c", code])
+
+
+@pytest.mark.parametrize(
+    "helper",
+    [
+        "import sys; sys.exit(3)",  # it fails
+        "print('not an answer')",  # it answers nonsense
+        "import os, signal; os.kill(os.getpid(), signal.SIGKILL)",  # it is killed
+    ],
+    ids=["fails", "answers-nonsense", "killed"],
+)
+def test_a_helper_that_fails_leaves_the_export_the_sequential_readers(
+    make_sample_run: Callable[..., SampleRun],
+    monkeypatch: pytest.MonkeyPatch,
+    split_everything: list[split_read.SecondPart],
+    helper: str,
+) -> None:
+    run = make_sample_run(tasks=6, repeats=4)
+    _rewrite(run, _odd_second_half)
+    sequential = _sequential(run, monkeypatch)
+    _helper_fails(monkeypatch, helper)
+    assert _read(run) == sequential
+    assert [part.done for part in split_everything] == [None]
+
+
+def test_a_bad_line_in_the_second_half_is_named_as_the_sequential_reader_names_it(
+    make_sample_run: Callable[..., SampleRun],
+    monkeypatch: pytest.MonkeyPatch,
+    split_everything: list[split_read.SecondPart],
+) -> None:
+    run = make_sample_run(tasks=6, repeats=4, blank_lines=[3, 30])
+    lines = run.rollouts.read_text(encoding="utf-8").splitlines()
+    bad = len(lines) - 3  # 1-based: in the helper's part
+    _rewrite(run, lambda lines: [*lines[: bad - 1], '{"reward": 1.0,', *lines[bad:]])
+    with pytest.raises(RunFileError) as sequential:
+        _sequential(run, monkeypatch)
+    with pytest.raises(RunFileError) as split:
+        _read(run)
+    assert f"line {bad} is not valid JSON" in str(sequential.value)
+    assert str(split.value) == str(sequential.value)
+    assert [part.done for part in split_everything] == [None]
+    assert not split_everything[0].directory.exists()  # the scratch is gone
+
+
+def test_a_file_changed_while_it_was_read_is_refused(
+    make_sample_run: Callable[..., SampleRun],
+    monkeypatch: pytest.MonkeyPatch,
+    split_everything: list[split_read.SecondPart],
+) -> None:
+    """The fingerprint must be of the bytes exported: bytes the helper read and this process
+    hashed differently are no run to export."""
+    run = make_sample_run(tasks=6, repeats=4)
+    waited = split_read.SecondPart.wait
+
+    def then_changed(self: split_read.SecondPart) -> Any:
+        answer = waited(self)
+        with run.rollouts.open("ab") as handle:  # a writer still at work
+            handle.write(run.rollouts.read_bytes().splitlines(keepends=True)[0])
+        return answer
+
+    monkeypatch.setattr(split_read.SecondPart, "wait", then_changed)
+    with pytest.raises(RunFileError, match="changed while it was read"):
+        _read(run)
+    assert not split_everything[0].directory.parent.exists()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return not (status.exists() and status.read_text().split()[2] == "Z")
+
+
+def test_a_stop_during_the_read_ends_the_helper_and_leaves_no_scratch(
+    make_sample_run: Callable[..., SampleRun],
+    monkeypatch: pytest.MonkeyPatch,
+    split_everything: list[split_read.SecondPart],
+) -> None:
+    from evalexport.interrupts import Interrupted
+
+    run = make_sample_run(tasks=6, repeats=4)
+    # A helper that never answers: the stop comes while it works.
+    _helper_fails(monkeypatch, "import time; time.sleep(600)")
+
+    def stopped(self: split_read.SecondPart) -> Any:
+        raise Interrupted(15)
+
+    monkeypatch.setattr(split_read.SecondPart, "wait", stopped)
+    with pytest.raises(Interrupted):
+        _read(run)
+    (part,) = split_everything
+    assert not _alive(part.process.pid)
+    assert part.process.returncode is not None
+    assert not part.directory.parent.exists()
+
+
+def test_not_split_where_each_rollout_is_told_against_the_verdicts_or_traced_in_order(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    split_everything: list[split_read.SecondPart],
+) -> None:
+    shutil.copytree(EXAMPLE, tmp_path / "run")
+    example = RunArtifacts.from_rollouts_path(tmp_path / "run" / "aime24_rollouts.jsonl")
+    assert example.rollout_verdicts.is_file()
+    for options in ({"health": True}, {"traces": True}):
+        prepare(example, rollouts_table=True, **options).discard()
+    assert split_everything == []
+    prepare(example, rollouts_table=True).discard()  # without them: split
+    assert [part.done is not None for part in split_everything] == [True]
+
+
+def test_the_helper_is_told_its_secrets_on_its_input_never_in_its_arguments(
+    make_sample_run: Callable[..., SampleRun],
+    monkeypatch: pytest.MonkeyPatch,
+    split_everything: list[split_read.SecondPart],
+) -> None:
+    run = make_sample_run(tasks=6, repeats=4)
+    _read(run)
+    (part,) = split_everything
+    assert part.done is not None
+    assert not any(SECRET in argument for argument in part.process.args)  # type: ignore[union-attr]
+
+
+def test_the_helpers_answer_is_typed(tmp_path: Path) -> None:
+    import msgspec
+
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.json.decode(b'{"size_bytes": "12"}', type=split_read.PartDone)
+    job = split_read.PartJob(str(tmp_path / "r.jsonl"), 0, str(tmp_path), [SECRET])
+    assert msgspec.json.decode(msgspec.json.encode(job), type=split_read.PartJob) == job
