@@ -18,7 +18,7 @@ from evalexport.exporters import split_read
 from evalexport.exporters.prepared import prepare
 from evalexport.exporters.samples import samples_beside
 from evalexport.masking.scrubbing import known_secrets
-from evalexport.reading import PreparedRun, RunFileError
+from evalexport.reading import MAX_LINE_BYTES, Cursor, PreparedRun, RunFileError, read_rollouts
 from evalexport.run import RunArtifacts
 from evalexport.testing.factory import SampleRun
 
@@ -133,7 +133,7 @@ def test_a_split_read_writes_what_the_sequential_reader_writes(
     sequential = _sequential(run, monkeypatch)
     assert not split_everything
     split = _read(run)
-    assert [part.done is not None for part in split_everything] == [True]
+    assert [part.taken for part in split_everything] == [True]
     done = split_everything[0].done
     assert done is not None
     assert 0 < done.rollouts < run.rollout_count
@@ -152,22 +152,52 @@ def test_a_split_read_writes_what_the_sequential_reader_writes(
     assert split["evaluation"].started_at == 1.0  # type: ignore[attr-defined]
 
 
-def test_the_second_half_read_from_the_first_line_boundary_past_the_middle(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _lines(*lengths: int, last_break: bool = True) -> bytes:
+    """JSON-object lines of these lengths, line breaks counted (1: a blank line)."""
+    lines = [b"\n" if n == 1 else b'{"x":"' + b"a" * (n - 9) + b'"}\n' for n in lengths]
+    content = b"".join(lines)
+    return content if last_break else content[:-1]
+
+
+@pytest.mark.parametrize(
+    ("content", "middle"),
+    [
+        (_lines(10, 20, 12), 15),  # within a line: the next one
+        (_lines(10, 10), 10),  # at a line's start: that line
+        (_lines(10, 10), 9),  # at a line break: the next line
+        (_lines(10, 40), 25),  # no line past it: the end
+        (_lines(10, 40, last_break=False), 25),  # the last line, without a line break
+        (_lines(1, 1, 1, 1), 2),  # blank lines
+        (_lines(12), 0),  # the middle of an empty start: all of it
+    ],
+)
+def test_both_readers_meet_at_the_first_line_that_starts_past_the_middle(
+    tmp_path: Path, content: bytes, middle: int
 ) -> None:
-    monkeypatch.setattr(split_read, "SPLIT_ABOVE", 0)
     path = tmp_path / "rollouts.jsonl"
-    path.write_bytes(b"aaaa\nbbbbbbbbbb\ncc\n")
-    start = split_read.split_point(path, path.stat().st_size)
-    assert start == len(b"aaaa\nbbbbbbbbbb\n")
-    path.write_bytes(b"aaaaa\nbbbbb\n")  # the middle at a line's start: that line
-    assert split_read.split_point(path, path.stat().st_size) == len(b"aaaaa\n")
-    path.write_bytes(b"a\nbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n")  # no line past the middle
-    assert split_read.split_point(path, path.stat().st_size) is None
-    path.write_bytes(b"a\nbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb")  # no line break after it
-    assert split_read.split_point(path, path.stat().st_size) is None
-    monkeypatch.setattr(split_read, "SPLIT_ABOVE", 2**20)
-    assert split_read.split_point(path, path.stat().st_size) is None  # small: not split
+    path.write_bytes(content)
+    with path.open("rb") as handle:
+        start = split_read.part_start(handle, middle)
+    assert start >= middle
+    assert start in (0, len(content)) or content[start - 1 : start] == b"\n"
+    assert b"\n" not in content[max(middle - 1, 0) : start - 1]
+    run = _Paths(path)
+    cursor = Cursor()
+    with path.open("rb") as handle:
+        list(read_rollouts(run, handle, cursor=cursor, end=middle))  # type: ignore[arg-type]
+    assert cursor.offset == start
+
+
+class _Paths:
+    def __init__(self, rollouts: Path) -> None:
+        self.rollouts = rollouts
+
+
+def test_a_line_across_the_middle_too_long_to_read_is_no_part(tmp_path: Path) -> None:
+    path = tmp_path / "rollouts.jsonl"
+    path.write_bytes(b"x" * (MAX_LINE_BYTES + 10) + b"\n{}\n")
+    with path.open("rb") as handle, pytest.raises(ValueError, match="too long"):
+        split_read.part_start(handle, 5)
 
 
 def _helper_fails(monkeypatch: pytest.MonkeyPatch, code: str) -> None:
@@ -196,7 +226,7 @@ def test_a_helper_that_fails_leaves_the_export_the_sequential_readers(
     sequential = _sequential(run, monkeypatch)
     _helper_fails(monkeypatch, helper)
     assert _read(run) == sequential
-    assert [part.done for part in split_everything] == [None]
+    assert [part.taken for part in split_everything] == [False]
 
 
 def test_a_bad_line_in_the_second_half_is_named_as_the_sequential_reader_names_it(
@@ -214,7 +244,7 @@ def test_a_bad_line_in_the_second_half_is_named_as_the_sequential_reader_names_i
         _read(run)
     assert f"line {bad} is not valid JSON" in str(sequential.value)
     assert str(split.value) == str(sequential.value)
-    assert [part.done for part in split_everything] == [None]
+    assert [part.taken for part in split_everything] == [False]
     assert not split_everything[0].directory.exists()  # the scratch is gone
 
 
@@ -284,7 +314,7 @@ def test_not_split_where_each_rollout_is_told_against_the_verdicts_or_traced_in_
         prepare(example, rollouts_table=True, **options).discard()
     assert split_everything == []
     prepare(example, rollouts_table=True).discard()  # without them: split
-    assert [part.done is not None for part in split_everything] == [True]
+    assert [part.taken for part in split_everything] == [True]
 
 
 def test_the_helper_is_told_its_secrets_on_its_input_never_in_its_arguments(
@@ -295,7 +325,7 @@ def test_the_helper_is_told_its_secrets_on_its_input_never_in_its_arguments(
     run = make_sample_run(tasks=6, repeats=4)
     _read(run)
     (part,) = split_everything
-    assert part.done is not None
+    assert part.taken
     assert not any(SECRET in argument for argument in part.process.args)  # type: ignore[union-attr]
 
 
@@ -304,5 +334,5 @@ def test_the_helpers_answer_is_typed(tmp_path: Path) -> None:
 
     with pytest.raises(msgspec.ValidationError):
         msgspec.json.decode(b'{"size_bytes": "12"}', type=split_read.PartDone)
-    job = split_read.PartJob(str(tmp_path / "r.jsonl"), 0, str(tmp_path), [SECRET])
+    job = split_read.PartJob(str(tmp_path / "r.jsonl"), 10, str(tmp_path), [SECRET])
     assert msgspec.json.decode(msgspec.json.encode(job), type=split_read.PartJob) == job

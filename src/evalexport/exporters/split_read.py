@@ -34,14 +34,14 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, final
+from typing import BinaryIO, Final, final
 
 import msgspec
 
 import evalexport
 from evalexport.exporters.samples import SamplesSeen, SamplesTable
 from evalexport.exporters.tables import secret_masker, write_rows
-from evalexport.host.files import MAX_LINE_BYTES
+from evalexport.host.files import MAX_LINE_BYTES, open_regular
 from evalexport.reading import Cursor, PartRead, Rollout, RunFileError, read_rollouts
 from evalexport.reading.evaluation_times import TimesSeen
 
@@ -51,7 +51,7 @@ __all__ = [
     "PartJob",
     "SecondPart",
     "main",
-    "split_point",
+    "part_start",
     "split_reading",
 ]
 
@@ -69,8 +69,8 @@ class PartJob(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     rollouts: str
     """The rollouts file."""
-    start: int
-    """Where its part begins: the start of a line."""
+    middle: int
+    """Its part begins with the first line that starts here or after (:func:`part_start`)."""
     directory: str
     """Where it writes its rows (an empty directory of the export's scratch)."""
     secrets: list[str]
@@ -80,6 +80,8 @@ class PartJob(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class PartDone(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """What the helper answers on its standard output, once its rows are written."""
 
+    start: int
+    """Where its part began (:func:`part_start`)."""
     size_bytes: int
     sha256: str
     """The hex SHA-256 of the bytes it read."""
@@ -90,23 +92,19 @@ class PartDone(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     samples: SamplesSeen
 
 
-def split_point(rollouts: Path, size: int) -> int | None:
-    """The first line boundary past the middle of a file of ``size`` bytes, or ``None`` (no
-    second part worth a helper: a small file, no line break after the middle within
-    :data:`MAX_LINE_BYTES`, one line from there to the end)."""
-    if size <= SPLIT_ABOVE:
-        return None
-    middle = size // 2
-    try:
-        with rollouts.open("rb") as handle:
-            handle.seek(middle - 1)
-            rest_of_line = handle.readline(MAX_LINE_BYTES + 1)
-    except OSError:
-        return None  # the reader names what cannot be read
-    if not rest_of_line.endswith(b"\n"):
-        return None
-    start = middle - 1 + len(rest_of_line)
-    return start if start < size else None
+def part_start(handle: BinaryIO, middle: int) -> int:
+    """Where the helper's part begins: the first line that starts at ``middle`` or after (the
+    end of the file if none does), the offset where the reader of the start stops
+    (:func:`~evalexport.reading.read_rollouts`'s ``end``). Raises :class:`ValueError` when
+    the line across the middle is longer than :data:`MAX_LINE_BYTES` (the reader of the start
+    refuses it, naming it)."""
+    if middle == 0:
+        return 0
+    handle.seek(middle - 1)
+    rest_of_line = handle.readline(MAX_LINE_BYTES + 1)
+    if len(rest_of_line) > MAX_LINE_BYTES:
+        raise ValueError("the line across the middle is too long to read")
+    return middle - 1 + len(rest_of_line)
 
 
 def _cores() -> int:
@@ -123,11 +121,14 @@ class SecondPart:
     PartReadElsewhere`): :meth:`wait` for its answer, then :meth:`rows` and
     :meth:`absorb_samples` join its rows to this process's tables."""
 
-    start: int
+    middle: int
     directory: Path
     process: subprocess.Popen[bytes]
     done: PartDone | None = None
-    """Its answer, once :meth:`wait` took it (the reader then took its part's bytes)."""
+    """Its answer, once :meth:`wait` had it."""
+    taken: bool = False
+    """Whether the reader took its part (:meth:`take`): only then do its rows join the
+    tables."""
 
     def wait(self) -> PartRead | None:
         """The helper's answer, or ``None`` when it failed (this process reads the part)."""
@@ -147,6 +148,7 @@ class SecondPart:
             return None
         self.done = done
         return PartRead(
+            start=done.start,
             size_bytes=done.size_bytes,
             sha256=digest,
             rollouts=done.rollouts,
@@ -155,13 +157,17 @@ class SecondPart:
             left_out=done.left_out,
         )
 
+    def take(self) -> None:
+        """The reader took its part: its rows join the tables."""
+        self.taken = True
+
     def rows(self) -> Path | None:
-        """Its rows of the rollouts table, if its answer was taken."""
-        return None if self.done is None else self.directory / ROWS_FILE
+        """Its rows of the rollouts table, if its part was taken."""
+        return self.directory / ROWS_FILE if self.taken else None
 
     def absorb_samples(self, samples: SamplesTable) -> None:
-        """Its rows of the samples table joined to ``samples``, if its answer was taken."""
-        if self.done is not None:
+        """Its rows of the samples table joined to ``samples``, if its part was taken."""
+        if self.taken and self.done is not None:
             samples.absorb(self.directory / SamplesTable.ROWS_FILE, self.done.samples)
 
 
@@ -189,16 +195,16 @@ def split_reading(
     try:
         size = rollouts.stat().st_size
     except OSError:
-        size = 0
-    start = split_point(rollouts, size) if _cores() > 1 else None
-    if start is None:
+        size = 0  # the reader names what cannot be read
+    if size <= SPLIT_ABOVE or _cores() < 2:
         yield None
         return
     from evalexport.isolation.descendants import tracked_launch
 
     directory = scratch / "second-part"
     directory.mkdir()
-    job = PartJob(str(rollouts), start, str(directory), list(secrets))
+    middle = size // 2
+    job = PartJob(str(rollouts), middle, str(directory), list(secrets))
     with tracked_launch() as launch:
         try:
             process = subprocess.Popen(
@@ -222,7 +228,7 @@ def split_reading(
             except OSError:
                 pass  # it ended already: wait() finds it failed
             try:
-                yield SecondPart(start, directory, process)
+                yield SecondPart(middle, directory, process)
             finally:
                 if process.poll() is None:  # not waited for: the block ended early
                     process.kill()
@@ -230,7 +236,7 @@ def split_reading(
 
 
 def read_part(job: PartJob) -> PartDone:
-    """The helper's work: read ``job.rollouts`` from ``job.start`` to its end, write its rows
+    """The helper's work: read ``job.rollouts`` from :func:`part_start` to its end, write its rows
     of both tables into ``job.directory``, and say what they hold."""
     directory = Path(job.directory)
     masked = secret_masker(job.secrets)
@@ -238,21 +244,23 @@ def read_part(job: PartJob) -> PartDone:
     seen = TimesSeen()
     digest = hashlib.sha256()
     run = _PartPaths(Path(job.rollouts))
-    cursor = Cursor(offset=job.start)
 
     def noted(rollouts: Iterator[Rollout]) -> Iterator[Rollout]:
         for rollout in rollouts:
             seen.see(rollout.record)
             yield rollout
 
-    with run.rollouts.open("rb") as handle:
-        handle.seek(job.start)
+    with open_regular(run.rollouts) as handle:
+        start = part_start(handle, job.middle)
+        handle.seek(start)
+        cursor = Cursor(offset=start)
         read = read_rollouts(run, handle, digest, cursor=cursor)
         with (directory / ROWS_FILE).open("w", encoding="utf-8", errors="backslashreplace") as out:
             count = write_rows(out, samples.rows(noted(read)), masked)
-    size = cursor.offset - job.start
+    size = cursor.offset - start
     earliest, latest = seen.seen()
     return PartDone(
+        start=start,
         size_bytes=size,
         sha256=digest.hexdigest(),
         rollouts=count,
@@ -297,7 +305,7 @@ def main() -> None:
     try:
         job = msgspec.json.decode(sys.stdin.buffer.read(), type=PartJob)
         done = read_part(job)
-    except (RunFileError, OSError, msgspec.MsgspecError) as error:
+    except (RunFileError, OSError, ValueError, msgspec.MsgspecError) as error:
         sys.stderr.write(f"{type(error).__name__}: {error}\n")
         raise SystemExit(1) from None
     sys.stdout.buffer.write(msgspec.json.encode(done))

@@ -160,6 +160,8 @@ RolloutsSink = Callable[[Iterator[Rollout]], None]
 class PartRead:
     """What another process read of the rollouts file, from a line boundary to its end."""
 
+    start: int
+    """Where it began: the first line that starts at :attr:`PartReadElsewhere.middle` or after."""
     size_bytes: int
     """How many bytes it read."""
     sha256: bytes
@@ -177,26 +179,33 @@ class PartReadElsewhere(Protocol):
     (:mod:`evalexport.exporters.split_read`)."""
 
     @property
-    def start(self) -> int:
-        """The byte offset where its part begins: the start of a line."""
+    def middle(self) -> int:
+        """A byte offset: the part read elsewhere begins with the first line that starts
+        there or after, where this process stops."""
 
     def wait(self) -> PartRead | None:
         """What it read, once it is done; ``None`` when it could not read the part (this
         process then reads it itself, so every message and verdict is the sequential
         reader's)."""
 
+    def take(self) -> None:
+        """Its part is the run's: its bytes are those hashed here, from where this process
+        stopped (its rows join the tables; without this call they are left out)."""
+
 
 def _read_here_and_elsewhere(
     run: RunPaths, digest: Digest, elsewhere: PartReadElsewhere | None, joined: list[PartRead]
 ) -> Iterator[Rollout]:
-    """The rollouts this process reads: all of them, or those before ``elsewhere.start`` when
-    the rest was read elsewhere (then in ``joined``), its bytes hashed here in order."""
+    """The rollouts this process reads: all of them, or those before ``elsewhere.middle``
+    when the rest was read elsewhere (then in ``joined``), its bytes hashed here in order."""
     with open_rollouts(run) as handle:
         cursor = Cursor()
         if elsewhere is not None:
-            yield from read_rollouts(run, handle, digest, cursor=cursor, end=elsewhere.start)
-            if cursor.offset == elsewhere.start and (part := elsewhere.wait()) is not None:
+            yield from read_rollouts(run, handle, digest, cursor=cursor, end=elsewhere.middle)
+            part = elsewhere.wait()
+            if part is not None and part.start == cursor.offset:  # where this read stopped
                 _hash_the_rest(run, handle, digest, part)
+                elsewhere.take()
                 joined.append(part)
                 return
         yield from read_rollouts(run, handle, digest, cursor=cursor)
