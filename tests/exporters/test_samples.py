@@ -112,3 +112,47 @@ def test_the_conversation_is_readable_turns_tool_calls_and_final_answer(tmp_path
     )
     assert table["columns"][4:7] == ["turns", "tool_calls", "final_answer"]
     assert [row[4:7] for row in table["data"]] == [[2, 2, "The answer is 3."], [None, None, None]]
+
+
+def _written(records: list[dict], directory: Path, *, as_noted: bool) -> bytes:
+    directory.mkdir()
+    table = SamplesTable(directory)
+    for _ in table.rows(Rollout(number, record) for number, record in enumerate(records, 1)):
+        pass
+    if not as_noted:
+        table._same_keys = False  # as if one row had other columns: each row written again
+    return table.write(directory / SAMPLES_FILE).read_bytes()
+
+
+def test_rows_of_the_tables_columns_are_copied_as_noted_and_read_back_alike(
+    make_sample_run, tmp_path: Path
+) -> None:
+    """Most runs' rows have the same columns: they are copied as noted, not parsed and
+    written again, and the table is the same either way, byte for byte."""
+    sample = make_sample_run()
+    records = [json.loads(line) for line in sample.rollouts.read_text().splitlines()]
+    records[1]["odd"] = records[0]["odd"] = "a\ud800b é\u2028"  # a column of their own
+    for record in records[2:]:
+        record["odd"] = "x"
+    copied = _written(records, tmp_path / "copied", as_noted=True)
+    rewritten = _written(records, tmp_path / "rewritten", as_noted=False)
+    assert copied == rewritten
+    assert len(json.loads(copied)["data"]) == len(records)
+    assert json.loads(copied)["columns"][-1] == "odd"
+
+
+def test_rows_of_other_columns_are_each_read_by_their_own_names(tmp_path: Path) -> None:
+    """A row's columns are named wherever they change: rows in another order, or with a
+    field the others lack, land in the table's columns all the same."""
+    base = {"_ng_task_index": 0, "_ng_rollout_index": 0, "reward": 1}
+    table = _table(
+        [
+            {**base, "a": "1", "b": 2},
+            {**base, "b": 3, "a": "4", "extra": True},
+            {**base, "b": 5, "a": "6", "extra": True},
+            {**base, "a": "7", "b": 8},
+        ],
+        tmp_path,
+    )
+    assert table["columns"][7:] == ["a", "b"]
+    assert [row[7:] for row in table["data"]] == [["1", 2], ["4", 3], ["6", 5], ["7", 8]]

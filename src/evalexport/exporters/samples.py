@@ -84,22 +84,45 @@ class SamplesTable:
         self._masked = masked
         self._health = health
         self._shared: dict[str, type] | None = None
+        """The candidate columns so far, each with the kind of value it holds."""
         self._text_indexes: set[str] = set()
         """Index columns that met a value other than an integer: written as text."""
-        """The candidate columns so far, each with the kind of value it holds."""
         self._count = 0
+        self._keys: tuple[str, ...] | None = None
+        """The first row's columns, in order (:meth:`_row`)."""
+        self._same_keys = True
+        """Whether every row noted so far had the first row's columns."""
 
     def rows(self, rollouts: Iterator[Rollout]) -> Iterator[Rollout]:
-        """The rollouts, passed on as they are, each row noted on the way."""
+        """The rollouts, passed on as they are, each row noted on the way.
+
+        A row is noted as the JSON array of its values, after a line ``{"keys": [...]}``
+        naming them wherever they differ from the row before's (so before the first row,
+        and a part noted by another process begins with its own): when every row has the
+        table's columns in its order, :meth:`write` copies the arrays as they are.
+        """
         # A lone surrogate is written as its JSON escape (see tables.write_table_rows), and
         # the secrets the export knows are masked, as in every table.
         masked = secret_masker() if self._masked is KNOWN_NOW else self._masked
+        last: tuple[str, ...] | None = None
         with self._rows_file.open("w", encoding="utf-8", errors="backslashreplace") as rows:
             for rollout in rollouts:
-                text = _ENCODER.encode(self._row(rollout.record))
+                keys, values = self._row(rollout.record)
+                if keys != last:
+                    rows.write(_ENCODER.encode({"keys": keys}) + "\n")
+                    self._note_keys(keys)
+                    last = keys
+                text = _ENCODER.encode(values)
                 rows.write((masked(text) if masked else text) + "\n")
                 self._count += 1
                 yield rollout
+
+    def _note_keys(self, keys: tuple[str, ...] | None) -> None:
+        """Rows of columns ``keys`` (``None``: no row) follow the rows noted so far."""
+        if self._keys is None:
+            self._keys = keys
+        elif keys is not None and keys != self._keys:
+            self._same_keys = False
 
     def _index(self, column: str, value: object) -> object:
         """An index as its cell: an integer as it is; anything else (not Gym's) as its JSON
@@ -111,15 +134,23 @@ class SamplesTable:
         self._text_indexes.add(column)
         return _cell(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
 
-    def _row(self, record: Mapping[str, object]) -> dict[str, object]:
+    def _row(self, record: Mapping[str, object]) -> tuple[tuple[str, ...], list[object]]:
+        """A rollout's columns and their values, in the table's order: the fixed columns, the
+        verdict, the conversation's, then its scalar fields in the order it holds them."""
         agent_ref = record.get("agent_ref")
         name = agent_ref.get("name") if isinstance(agent_ref, Mapping) else None
-        row: dict[str, object] = {
-            "task_index": self._index("task_index", record.get("_ng_task_index")),
-            "rollout_index": self._index("rollout_index", record.get("_ng_rollout_index")),
-            "agent": name if isinstance(name, str) else None,
-            "reward": _reward(record.get("reward")),
-        }
+        values: list[object] = [
+            self._index("task_index", record.get("_ng_task_index")),
+            self._index("rollout_index", record.get("_ng_rollout_index")),
+            name if isinstance(name, str) else None,
+            _reward(record.get("reward")),
+        ]
+        keys: tuple[str, ...] = _FIXED
+        if self._health is not None and self._health.verdicts is not None:
+            values.append(self._health.verdict_of(record))
+            keys += (VERDICT_COLUMN,)
+        values += _conversation(record).values()
+        keys += CONVERSATION_COLUMNS
         scalars: dict[str, type] = {}
         for key, value in record.items():
             if (
@@ -134,11 +165,8 @@ class SamplesTable:
         else:
             shared = self._shared
             self._shared = {k: kind for k, kind in shared.items() if scalars.get(k) is kind}
-        row.update(_conversation(record))
-        row.update({key: _cell(record[key]) for key in scalars})
-        if self._health is not None and self._health.verdicts is not None:
-            row[VERDICT_COLUMN] = self._health.verdict_of(record)
-        return row
+        values += [_cell(record[key]) for key in scalars]
+        return keys + tuple(scalars), values
 
     def seen(self) -> SamplesSeen:
         """What the rows noted so far say of the columns: for another table's :meth:`absorb`."""
@@ -148,6 +176,8 @@ class SamplesTable:
             if self._shared is None
             else [(key, _KIND_NAMES[kind]) for key, kind in self._shared.items()],
             text_indexes=sorted(self._text_indexes),
+            keys=None if self._keys is None else list(self._keys),
+            same_keys=self._same_keys,
         )
 
     def absorb(self, rows_file: Path, seen: SamplesSeen) -> None:
@@ -158,6 +188,8 @@ class SamplesTable:
             shutil.copyfileobj(rows, own, 2**20)
         self._count += seen.rows
         self._text_indexes.update(seen.text_indexes)
+        self._same_keys &= seen.same_keys
+        self._note_keys(None if seen.keys is None else tuple(seen.keys))
         if seen.columns is None:
             return
         theirs = {key: _KINDS[name] for key, name in seen.columns}
@@ -173,17 +205,29 @@ class SamplesTable:
             [VERDICT_COLUMN] if self._health is not None and self._health.verdicts_fit() else []
         )
         columns = [*_FIXED, *verdict, *CONVERSATION_COLUMNS, *(self._shared or {})]
+        # Every row of the table's columns, in its order, and no index to write as text: the
+        # rows are the table's as noted (most runs), else each is read and written again.
+        as_noted = self._same_keys and self._keys == tuple(columns) and not self._text_indexes
         with (
             self._rows_file.open(encoding="utf-8") as rows,
             path.open("w", encoding="utf-8", errors="backslashreplace") as out,
         ):
             out.write(json.dumps({"columns": columns})[:-1] + ', "data": [')
-            for position, line in enumerate(rows):
-                row = json.loads(line)
+            separator = "\n"
+            keys: list[str] = []
+            for line in rows:
+                if line.startswith("{"):  # the columns of the rows that follow
+                    keys = json.loads(line)["keys"]
+                    continue
+                out.write(separator)
+                separator = ",\n"
+                if as_noted:
+                    out.write(line[:-1])
+                    continue
+                row = dict(zip(keys, json.loads(line), strict=True))
                 for column in self._text_indexes:
                     if isinstance(row.get(column), int):
                         row[column] = str(row[column])
-                out.write(",\n" if position else "\n")
                 out.write(_ENCODER.encode([row.get(column) for column in columns]))
             out.write("\n]}\n")
         self._rows_file.unlink()
@@ -247,6 +291,10 @@ class SamplesSeen(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     (``str``, ``bool``, ``float``); ``None`` before the first row."""
     text_indexes: list[str]
     """Index columns that met a value other than an integer."""
+    keys: list[str] | None
+    """The first row's columns, in order; ``None`` before the first row."""
+    same_keys: bool
+    """Whether every row had the first row's columns."""
 
 
 _KINDS: Final[dict[str, type]] = {"str": str, "bool": bool, "float": float}
