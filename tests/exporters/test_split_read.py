@@ -336,3 +336,35 @@ def test_the_helpers_answer_is_typed(tmp_path: Path) -> None:
         msgspec.json.decode(b'{"size_bytes": "12"}', type=split_read.PartDone)
     job = split_read.PartJob(str(tmp_path / "r.jsonl"), 10, str(tmp_path), [SECRET])
     assert msgspec.json.decode(msgspec.json.encode(job), type=split_read.PartJob) == job
+
+
+@pytest.mark.parametrize(
+    "late_rows",
+    ["a field of their own", "mixed among themselves"],
+)
+def test_halves_of_other_columns_make_the_sequential_readers_samples_table(
+    make_sample_run: Callable[..., SampleRun],
+    monkeypatch: pytest.MonkeyPatch,
+    split_everything: list[split_read.SecondPart],
+    late_rows: str,
+) -> None:
+    """The samples table copies rows as noted only when every row of both halves has its
+    columns: halves each alike within but not with each other, or a second half whose rows
+    differ among themselves, are read and written again, as the sequential reader does."""
+    run = make_sample_run(tasks=6, repeats=4)
+
+    def late_field(lines: list[str]) -> list[str]:
+        out = list(lines)
+        for position in _second_half(lines):
+            record = json.loads(out[position])
+            if late_rows == "a field of their own" or position % 2:
+                record["phase"] = "late"
+            out[position] = json.dumps(record, ensure_ascii=False)
+        return out
+
+    _rewrite(run, late_field)
+    sequential = _sequential(run, monkeypatch)
+    split = _read(run)
+    assert [part.taken for part in split_everything] == [True]
+    assert split == sequential
+    assert "phase" not in json.loads(split["samples.json"])["columns"]  # type: ignore[arg-type]
