@@ -370,3 +370,33 @@ def test_halves_of_other_columns_make_the_sequential_readers_samples_table(
     assert [part.taken for part in split_everything] == [True]
     assert split == sequential
     assert "phase" not in json.loads(split["samples.json"])["columns"]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("helper", ["answers", "fails"])
+def test_progress_counts_both_readers_and_never_goes_back(
+    make_sample_run: Callable[..., SampleRun],
+    monkeypatch: pytest.MonkeyPatch,
+    split_everything: list[split_read.SecondPart],
+    helper: str,
+) -> None:
+    """While the helper reads the end, each byte read here stands for two: a log's "about N
+    s left" is the export's, not twice it. If the helper fails, the count waits there for
+    this reader, which then reads the rest."""
+    from evalexport.progress import reading
+
+    run = make_sample_run(tasks=6, repeats=4)
+    if helper == "fails":
+        _helper_fails(monkeypatch, "import sys; sys.exit(3)")
+    reports: list[tuple[int, int]] = []
+    with reading(lambda done, total: reports.append((done, total))):
+        _read(run)
+    size = run.rollouts.stat().st_size
+    assert {total for _, total in reports} == {size}
+    done = [done for done, _ in reports]
+    assert done == sorted(done)
+    assert done[-1] == size
+    # Half of the whole reported once this reader has read about a quarter of the lines.
+    lines = len(run.rollouts.read_bytes().splitlines())
+    assert 0.15 * lines < sum(1 for d in done if d < size // 2) < 0.35 * lines
+    (part,) = split_everything
+    assert part.taken is (helper == "answers")

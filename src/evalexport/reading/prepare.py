@@ -144,11 +144,23 @@ class _ReportingDigest:
         self._report = report
         self._total = total
         self._done = 0
+        self._weight = 1.0
+        self._reported = 0
 
     def update(self, data: bytes, /) -> None:
         self._digest.update(data)
         self._done += len(data)
-        self._report(self._done, max(self._total, self._done))
+        done = self._done
+        if self._weight != 1:
+            done = min(round(done * self._weight), self._total)
+        self._reported = max(self._reported, done)  # never back, if the helper fails
+        self._report(self._reported, max(self._total, self._reported))
+
+    def read_elsewhere_from(self, middle: int | None) -> None:
+        """The file from ``middle`` on is read by another process meanwhile, about as fast:
+        each byte this one reads stands for ``total / middle`` of the whole (``None``: this
+        process reads all)."""
+        self._weight = self._total / middle if middle else 1.0
 
 
 RolloutsSink = Callable[[Iterator[Rollout]], None]
@@ -200,7 +212,10 @@ def _read_here_and_elsewhere(
     when the rest was read elsewhere (then in ``joined``), its bytes hashed here in order."""
     with open_rollouts(run) as handle:
         cursor = Cursor()
+        reporting = digest if isinstance(digest, _ReportingDigest) else None
         if elsewhere is not None:
+            if reporting is not None:
+                reporting.read_elsewhere_from(elsewhere.middle)
             yield from read_rollouts(run, handle, digest, cursor=cursor, end=elsewhere.middle)
             part = elsewhere.wait()
             if part is not None and part.start == cursor.offset:  # where this read stopped
@@ -208,6 +223,8 @@ def _read_here_and_elsewhere(
                 elsewhere.take()
                 joined.append(part)
                 return
+            if reporting is not None:
+                reporting.read_elsewhere_from(None)
         yield from read_rollouts(run, handle, digest, cursor=cursor)
 
 
