@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import evalexport
+from evalexport.exporters import split_read
 from evalexport.exporters.wandb import ARTIFACT_TABLE_ROWS, HISTORY_TABLE_ROWS
 from evalexport.results import ExportStatus
 from tests.exporters.wandb_support import read_offline_run
@@ -97,13 +98,24 @@ def test_an_offline_wandb_run_of_210000_rollouts_holds_every_row(
 
 @pytest.mark.mlflow_sdk
 def test_an_mlflow_run_of_210000_rollouts_holds_every_row(
-    mlflow_python: Path, tmp_path: Path
+    mlflow_python: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rollouts = big_run(tmp_path / "run", BIG)
+    assert rollouts.stat().st_size > split_read.SPLIT_ABOVE  # read on two cores, if there are
+    taken: list[bool] = []
+    waited = split_read.SecondPart.wait
+
+    def noted(part: split_read.SecondPart) -> object:
+        answer = waited(part)
+        taken.append(answer is not None)
+        return answer
+
+    monkeypatch.setattr(split_read.SecondPart, "wait", noted)
     store = tmp_path / "store" / "mlruns.db"
     store.parent.mkdir()
     result = evalexport.export("mlflow", rollouts, mlflow_tracking_uri=f"sqlite:///{store}")
     assert result.status is ExportStatus.SUCCEEDED, result.message
+    assert taken == ([True] if split_read._cores() > 1 else [])
     (artifacts,) = {path.parent for path in (store.parent / "mlartifacts").rglob("rollouts.json")}
     assert result.run_id in artifacts.parts
     rollouts_table = json.loads((artifacts / "rollouts.json").read_text())
@@ -111,3 +123,10 @@ def test_an_mlflow_run_of_210000_rollouts_holds_every_row(
     assert len(rollouts_table["data"]) == BIG
     assert len(samples_table["data"]) == BIG
     assert samples_table["data"][-1][:2] == [(BIG - 1) // ROLLOUTS_PER_TASK, 3]
+    # Every row in the file's order, the two readers' halves joined where they met.
+    assert [row[:2] for row in samples_table["data"]] == [
+        list(divmod(index, ROLLOUTS_PER_TASK)) for index in range(BIG)
+    ]
+    assert [json.loads(cell)["_ng_task_index"] for (cell,) in rollouts_table["data"]] == [
+        index // ROLLOUTS_PER_TASK for index in range(BIG)
+    ]
