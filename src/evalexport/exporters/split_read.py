@@ -1,14 +1,15 @@
 """A big rollouts file read on two cores: this process reads its start, a helper its end.
 
 Reading a run (parsing each line, writing the rollouts and samples tables, noting the times)
-costs about 70 µs a rollout on one core: ten seconds for a 1 GB run, most of a tracking
+costs about 110 µs of CPU a 7 KB rollout: 15 seconds for a 1 GB run, most of a tracking
 export's time once the run is big (docs/performance.md). Above :data:`SPLIT_ABOVE` bytes, and
-with a second core, :func:`split_reading` starts a helper process (``python -m`` this module,
-the interpreter and evalexport of this process, tagged and ended as every launch is:
-:mod:`evalexport.isolation.descendants`) that reads the file from the first line boundary past
-its middle to its end, writes its rows of both tables into a directory of the export's
+with a second core, :func:`split_reading` starts a helper process (this module's :func:`main`,
+run by this interpreter from this evalexport, tagged and ended as every launch is:
+:mod:`evalexport.isolation.descendants`) that reads the file from the first line that starts
+past its middle to its end, writes its rows of both tables into a directory of the export's
 scratch, and sends back (:class:`PartDone`) how many rollouts it read, their times, what its
-rows say of the samples table's columns, and the SHA-256 of the bytes it read.
+rows say of the samples table's columns, and the SHA-256 of the bytes it read. The reader of
+the start stops at that same line, found on its own (:func:`part_start`).
 
 This process reads the start meanwhile, then hashes the end itself, in order, for the run's
 fingerprint (one SHA-256 of the whole file, which markers and remote runs already hold), and

@@ -238,9 +238,9 @@ def _hash_the_rest(run: RunPaths, handle: BinaryIO, digest: Digest, part: PartRe
         size += len(chunk)
     if size != part.size_bytes or own.digest() != part.sha256:
         raise RunFileError(
-            f"The rollouts file {run.rollouts} changed while it was read (its end held "
-            f"{part.size_bytes} bytes, then {size}): export it once the run that writes it "
-            "has finished"
+            f"The rollouts file {run.rollouts} changed while it was read (its bytes from "
+            f"{part.start} on were not the same when read twice): export it once whatever "
+            "writes it has finished"
         )
 
 
