@@ -138,6 +138,7 @@ def test_a_split_read_writes_what_the_sequential_reader_writes(
     assert done is not None
     assert 0 < done.rollouts < run.rollout_count
     assert split == sequential
+    assert not split_everything[0].directory.exists()  # its rows, once joined
     rows = json.loads(split["rollouts.json"])["data"]  # type: ignore[arg-type]
     assert len(rows) == run.rollout_count
     for name in ("rollouts.json", "samples.json"):

@@ -83,6 +83,7 @@ def prepare(
             write_table_rows(samples.rows(rollouts), table, masked, rows_after)
             if second is not None:
                 second.absorb_samples(samples)
+                second.discard()
             samples.write(scratch / SAMPLES_FILE)
         except OSError as error:
             if error.errno != errno.ENOSPC:

@@ -30,6 +30,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -170,6 +171,10 @@ class SecondPart:
         """Its rows of the samples table joined to ``samples``, if its part was taken."""
         if self.taken and self.done is not None:
             samples.absorb(self.directory / SamplesTable.ROWS_FILE, self.done.samples)
+
+    def discard(self) -> None:
+        """Remove its rows, once joined (the scratch holds the tables twice meanwhile)."""
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def _helper_command() -> list[str]:
