@@ -18,7 +18,7 @@ from evalexport.exporters import split_read
 from evalexport.exporters.prepared import prepare
 from evalexport.exporters.samples import samples_beside
 from evalexport.masking.scrubbing import known_secrets
-from evalexport.reading import MAX_LINE_BYTES, Cursor, PreparedRun, RunFileError, read_rollouts
+from evalexport.reading import Cursor, PreparedRun, RunFileError, read_rollouts
 from evalexport.run import RunArtifacts
 from evalexport.testing.factory import SampleRun
 
@@ -194,11 +194,17 @@ class _Paths:
         self.rollouts = rollouts
 
 
-def test_a_line_across_the_middle_too_long_to_read_is_no_part(tmp_path: Path) -> None:
+def test_a_line_across_the_middle_too_long_to_read_is_no_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(split_read, "CHUNK", 4)
+    monkeypatch.setattr(split_read, "MAX_LINE_BYTES", 20)
     path = tmp_path / "rollouts.jsonl"
-    path.write_bytes(b"x" * (MAX_LINE_BYTES + 10) + b"\n{}\n")
+    path.write_bytes(b"x" * 30 + b"\n{}\n")
     with path.open("rb") as handle, pytest.raises(ValueError, match="too long"):
         split_read.part_start(handle, 5)
+    with path.open("rb") as handle:  # within the limit, found across chunks
+        assert split_read.part_start(handle, 15) == 31
 
 
 def _helper_fails(monkeypatch: pytest.MonkeyPatch, code: str) -> None:

@@ -43,7 +43,7 @@ import msgspec
 import evalexport
 from evalexport.exporters.samples import SamplesSeen, SamplesTable
 from evalexport.exporters.tables import secret_masker, write_rows
-from evalexport.host.files import MAX_LINE_BYTES, open_regular
+from evalexport.host.files import CHUNK, MAX_LINE_BYTES, open_regular
 from evalexport.reading import Cursor, PartRead, Rollout, RunFileError, read_rollouts
 from evalexport.reading.evaluation_times import TimesSeen
 
@@ -103,10 +103,15 @@ def part_start(handle: BinaryIO, middle: int) -> int:
     if middle == 0:
         return 0
     handle.seek(middle - 1)
-    rest_of_line = handle.readline(MAX_LINE_BYTES + 1)
-    if len(rest_of_line) > MAX_LINE_BYTES:
-        raise ValueError("the line across the middle is too long to read")
-    return middle - 1 + len(rest_of_line)
+    scanned = 0  # a megabyte at a time: the line is looked through, never held
+    while scanned <= MAX_LINE_BYTES:
+        chunk = handle.read(CHUNK)
+        if not chunk:
+            return middle - 1 + scanned
+        if (line_break := chunk.find(b"\n")) >= 0:
+            return middle - 1 + scanned + line_break + 1
+        scanned += len(chunk)
+    raise ValueError("the line across the middle is too long to read")
 
 
 def _cores() -> int:
