@@ -407,3 +407,24 @@ def test_progress_counts_both_readers_and_never_goes_back(
     assert 0.15 * lines < sum(1 for d in done if d < size // 2) < 0.35 * lines
     (part,) = split_everything
     assert part.taken is (helper == "answers")
+
+
+@pytest.mark.parametrize("interpreter", ["frozen", "no executable", "one core"])
+def test_not_split_where_no_helper_can_run_or_help(
+    make_sample_run: Callable[..., SampleRun],
+    monkeypatch: pytest.MonkeyPatch,
+    split_everything: list[split_read.SecondPart],
+    interpreter: str,
+) -> None:
+    import sys
+
+    run = make_sample_run(tasks=6, repeats=4)
+    sequential = _sequential(run, monkeypatch)
+    if interpreter == "frozen":
+        monkeypatch.setattr(sys, "frozen", True, raising=False)
+    elif interpreter == "no executable":
+        monkeypatch.setattr(sys, "executable", "")
+    else:
+        monkeypatch.setattr(split_read, "_cores", lambda: 1)
+    assert _read(run) == sequential
+    assert split_everything == []

@@ -182,6 +182,12 @@ class SecondPart:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+def _can_run_helper() -> bool:
+    """Whether this interpreter can run the helper: not a frozen application (whose executable
+    runs the application), and one that knows its own executable."""
+    return bool(sys.executable) and not getattr(sys, "frozen", False)
+
+
 def _helper_command() -> list[str]:
     """This interpreter, running this module of this evalexport (wherever it is imported
     from), with no directory of the caller's put first on its path."""
@@ -207,7 +213,7 @@ def split_reading(
         size = rollouts.stat().st_size
     except OSError:
         size = 0  # the reader names what cannot be read
-    if size <= SPLIT_ABOVE or _cores() < 2:
+    if size <= SPLIT_ABOVE or _cores() < 2 or not _can_run_helper():
         yield None
         return
     from evalexport.isolation.descendants import tracked_launch
