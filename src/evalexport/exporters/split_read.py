@@ -40,7 +40,6 @@ from typing import BinaryIO, Final, final
 
 import msgspec
 
-import evalexport
 from evalexport.exporters.samples import SamplesSeen, SamplesTable
 from evalexport.exporters.tables import secret_masker, write_rows
 from evalexport.host.files import CHUNK, MAX_LINE_BYTES, open_regular
@@ -191,7 +190,7 @@ def _can_run_helper() -> bool:
 def _helper_command() -> list[str]:
     """This interpreter, running this module of this evalexport (wherever it is imported
     from), with no directory of the caller's put first on its path."""
-    package_root = str(Path(evalexport.__file__).resolve().parent.parent)
+    package_root = str(Path(__file__).resolve().parents[2])  # src/evalexport/exporters/…
     return [
         sys.executable,
         "-P",
