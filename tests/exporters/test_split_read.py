@@ -428,3 +428,54 @@ def test_not_split_where_no_helper_can_run_or_help(
         monkeypatch.setattr(split_read, "_cores", lambda: 1)
     assert _read(run) == sequential
     assert split_everything == []
+
+
+_KILLED_DURING_THE_READ = """
+import sys
+from pathlib import Path
+from evalexport.exporters import prepared, split_read
+from evalexport.run import RunArtifacts
+split_read.SPLIT_ABOVE = 0
+split_read._cores = lambda: 2
+pid_file = sys.argv[2]
+split_read._helper_command = lambda: [
+    sys.executable, "-c",
+    "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)",
+    pid_file,
+]
+prepared.prepare(RunArtifacts.from_rollouts_path(Path(sys.argv[1])), rollouts_table=True)
+"""
+
+
+def test_an_export_killed_outright_during_the_read_leaves_no_helper_and_no_scratch(
+    make_sample_run: Callable[..., SampleRun], tmp_path: Path
+) -> None:
+    """SIGKILL runs no ``finally``: the reaper every launch is told of ends the helper and
+    removes the scratch it was writing into."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from evalexport.isolation.reaper import is_running
+
+    run = make_sample_run(tasks=6, repeats=4)
+    pid_file = tmp_path / "helper.pid"
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    driver = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_DURING_THE_READ, str(run.rollouts), str(pid_file)],
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
+    deadline = time.monotonic() + 60  # bounds a failing test; no speed is asserted
+    while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    helper = int(pid_file.read_text())
+    assert is_running(helper)
+    assert [path.name for path in scratch.iterdir()] != []  # the read's scratch
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    while (is_running(helper) or any(scratch.iterdir())) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not is_running(helper), "the helper outlived the export"
+    assert list(scratch.iterdir()) == []
