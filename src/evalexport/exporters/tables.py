@@ -117,8 +117,9 @@ def write_table_rows(
 
 
 def write_rows(handle: TextIO, rollouts: Iterable[Rollout], masked: Masker | None) -> int:
-    """The rows of a rollouts table (:func:`write_table_rows`), one a rollout, ``,\n``
-    between them, without the table's head and end; how many were written."""
+    """The rows of a rollouts table (:func:`write_table_rows`), one a rollout, each on a line
+    of its own after a comma (but the first), without the table's head and end; how many were
+    written."""
     # A lone surrogate (valid JSON as "\ud800", not UTF-8) is written as that escape, the
     # handle's errors="backslashreplace": the table stays valid UTF-8 JSON and reads back as
     # the rollout held it.
