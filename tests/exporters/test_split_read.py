@@ -7,17 +7,25 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from evalexport.exporters import prepared as prepared_module
 from evalexport.exporters import split_read
 from evalexport.exporters.prepared import prepare
 from evalexport.exporters.samples import samples_beside
+from evalexport.interrupts import Interrupted
+from evalexport.isolation.reaper import is_running
 from evalexport.masking.scrubbing import known_secrets
+from evalexport.progress import reading
 from evalexport.reading import Cursor, PreparedRun, RunFileError, read_rollouts
 from evalexport.run import RunArtifacts
 from evalexport.testing.factory import SampleRun
@@ -208,8 +216,6 @@ def test_a_line_across_the_middle_too_long_to_read_is_no_part(
 
 
 def _helper_fails(monkeypatch: pytest.MonkeyPatch, code: str) -> None:
-    import sys
-
     monkeypatch.setattr(split_read, "_helper_command", lambda: [sys.executable, "-c", code])
 
 
@@ -277,22 +283,11 @@ def test_a_file_changed_while_it_was_read_is_refused(
     assert not split_everything[0].directory.parent.exists()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/stat")
-    return not (status.exists() and status.read_text().split()[2] == "Z")
-
-
 def test_a_stop_during_the_read_ends_the_helper_and_leaves_no_scratch(
     make_sample_run: Callable[..., SampleRun],
     monkeypatch: pytest.MonkeyPatch,
     split_everything: list[split_read.SecondPart],
 ) -> None:
-    from evalexport.interrupts import Interrupted
-
     run = make_sample_run(tasks=6, repeats=4)
     # A helper that never answers: the stop comes while it works.
     _helper_fails(monkeypatch, "import time; time.sleep(600)")
@@ -304,7 +299,7 @@ def test_a_stop_during_the_read_ends_the_helper_and_leaves_no_scratch(
     with pytest.raises(Interrupted):
         _read(run)
     (part,) = split_everything
-    assert not _alive(part.process.pid)
+    assert not is_running(part.process.pid)
     assert part.process.returncode is not None
     assert not part.directory.parent.exists()
 
@@ -337,8 +332,6 @@ def test_the_helper_is_told_its_secrets_on_its_input_never_in_its_arguments(
 
 
 def test_the_helpers_answer_is_typed(tmp_path: Path) -> None:
-    import msgspec
-
     with pytest.raises(msgspec.ValidationError):
         msgspec.json.decode(b'{"size_bytes": "12"}', type=split_read.PartDone)
     job = split_read.PartJob(str(tmp_path / "r.jsonl"), 10, str(tmp_path), [SECRET])
@@ -389,8 +382,6 @@ def test_progress_counts_both_readers_and_never_goes_back(
     """While the helper reads the end, each byte read here stands for two: a log's "about N
     s left" is the export's, not twice it. If the helper fails, the count waits there for
     this reader, which then reads the rest."""
-    from evalexport.progress import reading
-
     run = make_sample_run(tasks=6, repeats=4)
     if helper == "fails":
         _helper_fails(monkeypatch, "import sys; sys.exit(3)")
@@ -416,8 +407,6 @@ def test_not_split_where_no_helper_can_run_or_help(
     split_everything: list[split_read.SecondPart],
     interpreter: str,
 ) -> None:
-    import sys
-
     run = make_sample_run(tasks=6, repeats=4)
     sequential = _sequential(run, monkeypatch)
     if interpreter == "frozen":
@@ -452,13 +441,6 @@ def test_an_export_killed_outright_during_the_read_leaves_no_helper_and_no_scrat
 ) -> None:
     """SIGKILL runs no ``finally``: the reaper every launch is told of ends the helper and
     removes the scratch it was writing into."""
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from evalexport.isolation.reaper import is_running
-
     run = make_sample_run(tasks=6, repeats=4)
     pid_file = tmp_path / "helper.pid"
     scratch = tmp_path / "tmp"
