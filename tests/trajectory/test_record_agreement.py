@@ -94,7 +94,8 @@ def _typed_places(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
             if not isinstance(item, dict):
                 continue
             places.append(item)
-            for reference in item.get("model_calls") or []:
+            references = item.get("model_calls")  # an odd value an earlier change set
+            for reference in references if isinstance(references, list) else []:
                 if isinstance(reference, dict):
                     places.append(reference)
                     if isinstance(reference.get("model_ref"), dict):
