@@ -65,7 +65,7 @@ SURFACE: Final = {
     ),
     "reads": {
         "wandb.Settings": (),
-        "wandb.Table": ("MAX_ROWS", "MAX_ARTIFACT_ROWS"),
+        "wandb.Table": ("MAX_ROWS", "MAX_ARTIFACT_ROWS", "data"),
         "wandb.Artifact": ("name",),
         "wandb.sdk.wandb_run.Run": ("id", "dir", "url", "summary"),
         "wandb.Api": (),
@@ -82,6 +82,49 @@ WARM_UP = ("wandb",)
 """Imported by the runner before the payload arrives (while the parent reads the run)."""
 
 _MAX_ERROR = 600
+
+_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
+"""The classes of the values W&B types by class alone (a string unless it names an artifact)."""
+_ARTIFACT_STRING: Final = "wandb-artifact://"
+"""A string W&B reads as a reference to an artifact (``wandb.util._is_artifact_string``)."""
+_NOT_A_NUMBER: Final = "NaN"
+"""A float NaN's kind: W&B types it as no value (``TypeRegistry.type_of``), not as a number."""
+
+
+def _kinds(row: list[Any]) -> tuple[Any, ...] | None:
+    """What W&B's typing can tell apart in a row: the class of each value, NaN apart; ``None``
+    for a row holding anything else (a list, an object, a string naming an artifact), whose
+    type W&B works out from the values themselves."""
+    kinds: list[Any] = []
+    for value in row:
+        kind = value.__class__
+        if kind not in _PLAIN or (kind is str and value.startswith(_ARTIFACT_STRING)):
+            return None
+        kinds.append(_NOT_A_NUMBER if kind is float and value != value else kind)
+    return tuple(kinds)
+
+
+def typed_table(wandb: Any, columns: list[str], rows: list[list[Any]]) -> Any:
+    """``wandb.Table(columns=columns, data=rows)``: the same table (its column types, rows and
+    the JSON W&B writes of it), typed by W&B in a fraction of the time.
+
+    ``Table.add_data`` folds each row's type into the columns' types, which costs about 60 µs
+    a row of nine columns (9 s of a 1 GB run's 143,000 rows), and a row of the same kinds as an
+    earlier one adds nothing to that fold: W&B's column types only widen. So W&B is given the
+    first row of each kind of row, in the rows' order (and every row whose kind cannot be told
+    without W&B), which types the table and refuses a row of the wrong length or of a type
+    its column cannot hold, as it would; then the table holds every row, as given."""
+    kinds_seen: set[tuple[Any, ...]] = set()
+    typing_rows: list[list[Any]] = []
+    for row in rows:
+        kinds = _kinds(row)
+        if kinds is None or kinds not in kinds_seen:
+            typing_rows.append(row)
+            if kinds is not None:
+                kinds_seen.add(kinds)
+    table = wandb.Table(columns=columns, data=typing_rows)
+    table.data = rows
+    return table
 
 
 def _no_progress(done: int, total: int) -> None:
@@ -176,7 +219,7 @@ def _log_tables(wandb: Any, run: Any, payload: WandbPayload) -> dict[str, dict[s
         table = json.loads(Path(path).read_text(encoding="utf-8"))
         rows = table["data"]
         if len(rows) <= wandb.Table.MAX_ROWS:
-            history[key] = wandb.Table(columns=table["columns"], data=rows)
+            history[key] = typed_table(wandb, table["columns"], rows)
             kept[key] = {"rows": len(rows), "logged": "history"}
             continue
         if artifact is None:
@@ -186,7 +229,7 @@ def _log_tables(wandb: Any, run: Any, payload: WandbPayload) -> dict[str, dict[s
         entries = [key if count == 1 else f"{key}-{n}-of-{count}" for n in range(1, count + 1)]
         for number, entry in enumerate(entries):
             part = rows[number * size : (number + 1) * size]
-            artifact.add(wandb.Table(columns=table["columns"], data=part), entry)
+            artifact.add(typed_table(wandb, table["columns"], part), entry)
         kept[key] = {
             "rows": len(rows),
             "logged": "artifact",
