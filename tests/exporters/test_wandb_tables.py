@@ -11,9 +11,13 @@ from pathlib import Path
 import pytest
 
 import evalexport.workers
+from tests.conftest import session_environment
 
 pytestmark = pytest.mark.downloads
 
+OLD_WANDB = "wandb==0.17.9"
+"""The oldest wandb of the contract matrix (its committed manifest, ``contracts/wandb/0.17.9.json``)
+and of ``test_wandb.py``'s old pin."""
 WORKERS = Path(evalexport.workers.__file__).parent
 
 COMPARE = r"""
@@ -83,11 +87,9 @@ print(json.dumps({"differences": differences[:5], "different": len(differences),
 """
 
 
-def test_the_worker_types_tables_as_wandb_does_and_types_a_row_of_each_kind(
-    wandb_python: Path,
-) -> None:
+def _compare(python: Path) -> None:
     completed = subprocess.run(
-        [str(wandb_python), "-c", COMPARE, str(WORKERS)],
+        [str(python), "-c", COMPARE, str(WORKERS)],
         capture_output=True,
         text=True,
         check=False,
@@ -102,3 +104,16 @@ def test_the_worker_types_tables_as_wandb_does_and_types_a_row_of_each_kind(
     assert report["typed_rows"] == 1
     assert report["rows"] == 10_000
     assert report["last"] == [9_999, 4_999.5, "answer 9999", False]
+
+
+def test_the_worker_types_tables_as_wandb_does_and_types_a_row_of_each_kind(
+    wandb_python: Path,
+) -> None:
+    _compare(wandb_python)
+
+
+@pytest.mark.wandb_sdk
+def test_the_oldest_wandb_of_the_matrix_types_them_alike(
+    sdk_env_cache: Path, evalexport_download_cache: Path
+) -> None:
+    _compare(session_environment(sdk_env_cache, evalexport_download_cache, "wandb", OLD_WANDB))
