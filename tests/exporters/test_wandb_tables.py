@@ -36,7 +36,9 @@ for name, file in (("evalexport.workers.exit_codes", "exit_codes.py"),
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
-typed_table = sys.modules["wandb_worker"].typed_table
+worker = sys.modules["wandb_worker"]
+typed_table = worker.typed_table
+scratch = Path(sys.argv[2])
 
 import wandb
 
@@ -78,18 +80,79 @@ for case in range(600):
     if theirs != ours:
         differences.append({"columns": columns, "rows": repr(rows), "wandb": theirs, "ours": ours})
 
+def entry_bytes(artifact, entry):
+    return Path(artifact.manifest.entries[entry + ".table.json"].local_path).read_bytes()
+
+
+def table_file(columns, rows, name):
+    # Laid out as exporters/tables.py and samples.py write it.
+    path = scratch / name
+    text = json.dumps({"columns": columns})[:-1] + ', "data": ['
+    text += ",".join("\n" + json.dumps(row, ensure_ascii=False) for row in rows) + "\n]}\n"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    return path
+
+
+# Streamed into the artifact a part at a time: the bytes W&B writes of each part, or the same
+# refusal; a table holding what only W&B can write is left to W&B whole.
+PLAIN = [value for value in VALUES if not isinstance(value, (list, dict))
+         and not str(value).startswith("wandb-artifact")] + ["naïve ☃", "tab\tand \u2028", "\ud800"]
+wandb.Table.MAX_ARTIFACT_ROWS = 8
+streamed, left_to_wandb, stream_refused = 0, 0, 0
+for case in range(300):
+    width = randomly.randint(1, 4)
+    columns = [f"c{n}" for n in range(width)]
+    pools = [randomly.sample(PLAIN, randomly.randint(1, 3)) for _ in columns]
+    rows = [[randomly.choice(pool) for pool in pools] for _ in range(randomly.randint(0, 30))]
+    if randomly.random() < 0.1:
+        rows.insert(randomly.randint(0, len(rows)), [[1]] * width)
+    scanned = worker._scanned(table_file(columns, rows, f"t{case}.json"), 8)
+    if any(isinstance(cell, list) for row in rows for cell in row):
+        left_to_wandb += scanned is None
+        continue
+    theirs, ours = wandb.Artifact("theirs", type="rollouts"), wandb.Artifact("ours", type="rollouts")
+    parts = [rows[start:start + 8] for start in range(0, len(rows), 8)]
+    pending = scanned.rows()
+    for number, part in enumerate(parts):
+        try:
+            theirs.add(wandb.Table(columns=columns, data=part), "T")
+        except (TypeError, ValueError) as error:
+            wandb_side = ["refused", type(error).__name__, str(error)]
+        else:
+            wandb_side = ["added"]
+        try:
+            added = worker._add_streamed(wandb, ours, "T", scanned, number, pending)
+        except (TypeError, ValueError) as error:
+            ours_side = ["refused", type(error).__name__, str(error)]
+        else:
+            ours_side = ["added" if added else "declined"]
+        if wandb_side[0] == "refused" or ours_side[0] == "refused":
+            stream_refused += 1
+            if wandb_side != ours_side:
+                differences.append({"part": repr(part), "wandb": wandb_side, "ours": ours_side})
+            break
+        if ours_side != ["added"] or entry_bytes(theirs, "T") != entry_bytes(ours, "T"):
+            differences.append({"part": repr(part), "ours": ours_side,
+                                "wandb_bytes": entry_bytes(theirs, "T")[:300].decode(),
+                                "ours_bytes": entry_bytes(ours, "T")[:300].decode() if ours_side == ["added"] else None})
+            break
+        theirs, ours = wandb.Artifact("theirs", type="rollouts"), wandb.Artifact("ours", type="rollouts")
+        streamed += 1
+wandb.Table.MAX_ARTIFACT_ROWS = 200_000
+
 # A big table of one kind of row: W&B types one row of it, and the table holds every row.
 rows = [[n, n / 2, f"answer {n}", n % 2 == 0] for n in range(10_000)]
 given.clear()
 big = typed_table(wandb, ["index", "half", "answer", "even"], rows)
 print(json.dumps({"differences": differences[:5], "different": len(differences), "refused": refused,
+                  "streamed": streamed, "left_to_wandb": left_to_wandb, "stream_refused": stream_refused,
                   "typed_rows": len(given), "rows": len(big.data), "last": big.data[-1]}))
 """
 
 
-def _compare(python: Path) -> None:
+def _compare(python: Path, scratch: Path) -> None:
     completed = subprocess.run(
-        [str(python), "-c", COMPARE, str(WORKERS)],
+        [str(python), "-c", COMPARE, str(WORKERS), str(scratch)],
         capture_output=True,
         text=True,
         check=False,
@@ -101,19 +164,25 @@ def _compare(python: Path) -> None:
     # The random tables include ones W&B refuses (a row of the wrong length, a column given a
     # string after a number), so the refusals were compared too, not only typed tables.
     assert report["refused"] > 20
+    # Parts streamed byte for byte as W&B writes them, refusals alike, and every table holding
+    # a value only W&B writes left to W&B.
+    assert report["streamed"] > 150
+    assert report["stream_refused"] > 10
+    assert report["left_to_wandb"] > 10
     assert report["typed_rows"] == 1
     assert report["rows"] == 10_000
     assert report["last"] == [9_999, 4_999.5, "answer 9999", False]
 
 
 def test_the_worker_types_tables_as_wandb_does_and_types_a_row_of_each_kind(
-    wandb_python: Path,
+    wandb_python: Path, tmp_path: Path
 ) -> None:
-    _compare(wandb_python)
+    _compare(wandb_python, tmp_path)
 
 
 @pytest.mark.wandb_sdk
 def test_the_oldest_wandb_of_the_matrix_types_them_alike(
-    sdk_env_cache: Path, evalexport_download_cache: Path
+    sdk_env_cache: Path, evalexport_download_cache: Path, tmp_path: Path
 ) -> None:
-    _compare(session_environment(sdk_env_cache, evalexport_download_cache, "wandb", OLD_WANDB))
+    python = session_environment(sdk_env_cache, evalexport_download_cache, "wandb", OLD_WANDB)
+    _compare(python, tmp_path)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypedDict
 
@@ -56,6 +58,9 @@ SURFACE: Final = {
         "wandb.Table",
         "wandb.Artifact",
         "wandb.Artifact.add",
+        "wandb.Artifact.new_file",
+        "wandb.Table.with_suffix",
+        "wandb.Table.to_json",
         "wandb.sdk.wandb_run.Run.log_artifact",
         "wandb.sdk.wandb_run.Run.log",
         "wandb.sdk.wandb_run.Run.finish",
@@ -200,43 +205,147 @@ def _looked_up(payload: WandbPayload) -> tuple[list[str], WorkerResult | None]:
     return existing, None
 
 
+@dataclass(frozen=True)
+class _TableFile:
+    """A table file as the exporter writes it (``exporters/tables.py``, ``samples.py``): the
+    line ``{"columns": [...], "data": [``, a row a line (a comma after each but the last),
+    then ``]}``. Read a row at a time, twice (:func:`_scanned`, then :meth:`rows`), so that
+    the worker never holds a big table whole."""
+
+    path: Path
+    columns: list[str]
+    count: int
+    typing_rows: list[list[list[Any]]]
+    """Each part's first row of each kind (:func:`typed_table`), part by part."""
+
+    def rows(self) -> Iterator[list[Any]]:
+        with self.path.open("rb") as handle:
+            handle.readline()
+            for line in handle:
+                if line.startswith(b"]}"):
+                    return
+                yield json.loads(line.rstrip(b"\n").rstrip(b","))
+
+
+def _scanned(path: Path, part_rows: int) -> _TableFile | None:
+    """The table file at ``path`` read once for its columns, row count and typing rows (a part
+    of ``part_rows`` rows at a time); ``None`` when it is not laid out as the exporter writes it
+    or holds a value whose JSON only W&B can tell (:func:`_kinds`): W&B then reads it whole."""
+    with path.open("rb") as handle:
+        head = handle.readline()
+        if not head.endswith(b'"data": [\n'):
+            return None
+        columns = json.loads(head[:-1] + b"]}")["columns"]
+        parts: list[list[list[Any]]] = []
+        kinds_seen: set[tuple[Any, ...]] = set()
+        for count, line in enumerate(handle):
+            if line.startswith(b"]}"):
+                return _TableFile(path, columns, count, parts)
+            row = json.loads(line.rstrip(b"\n").rstrip(b","))
+            kinds = _kinds(row) if isinstance(row, list) else None
+            if kinds is None or len(kinds) != len(columns):
+                return None
+            if count % part_rows == 0:
+                parts.append([])
+                kinds_seen = set()
+            if kinds not in kinds_seen:
+                kinds_seen.add(kinds)
+                parts[-1].append(row)
+    return None
+
+
+def _read_whole(path: Path) -> tuple[list[str], list[list[Any]]]:
+    """The columns and rows of the table file at ``path``, read whole."""
+    table = json.loads(path.read_text(encoding="utf-8"))
+    return table["columns"], table["data"]
+
+
+def _cell(value: Any) -> Any:
+    """A value as W&B writes it in a table's JSON (``wandb.util.json_friendly``): NaN as null."""
+    return None if value.__class__ is float and value != value else value
+
+
+_DATA_SLOT: Final = "evalexport: the rows go here"
+
+
+def _add_streamed(
+    wandb: Any, artifact: Any, entry: str, table: _TableFile, part: int, rows: Iterator[list[Any]]
+) -> bool:
+    """Add part ``part`` of ``table`` to ``artifact`` as ``entry``, the rows taken from ``rows``
+    as they come: the file ``artifact.add(wandb.Table(columns, data=part's rows), entry)``
+    writes, byte for byte (W&B's JSON of the table, keys sorted, ``json.dumps`` spacing), with
+    W&B typing the part's typing rows and writing everything of the file but its rows. False
+    (nothing added) when W&B wrote those rows otherwise than :func:`_cell` would."""
+    typing_rows = table.typing_rows[part]
+    size = wandb.Table.MAX_ARTIFACT_ROWS
+    count = min(size, table.count - part * size)
+    written = typed_table(wandb, table.columns, typing_rows).to_json(artifact)
+    if written.get("data") != [[_cell(value) for value in row] for row in typing_rows]:
+        return False
+    written["data"] = _DATA_SLOT
+    if "nrows" in written:
+        written["nrows"] = count
+    head, tail = json.dumps(written, sort_keys=True).split(json.dumps(_DATA_SLOT))
+    with artifact.new_file(wandb.Table.with_suffix(entry), encoding="utf-8") as out:
+        out.write(head + "[")
+        for number in range(count):
+            row = next(rows)
+            out.write((", " if number else "") + json.dumps([_cell(value) for value in row]))
+        out.write("]" + tail)
+    return True
+
+
 def _log_tables(wandb: Any, run: Any, payload: WandbPayload) -> dict[str, dict[str, Any]]:
     """Log Gym's ``Rollouts`` table and the typed ``Samples`` table, every row of each: one
     that a run's history keeps whole (``wandb.Table.MAX_ROWS``, 10,000 rows) is logged to it,
     as NeMo Gym logs it; a bigger one, which the history would cut to 10,000 rows without a
     word, goes whole into a table artifact of the run, in tables of at most
-    ``wandb.Table.MAX_ARTIFACT_ROWS`` rows each (200,000, W&B's documented limit). Returns
-    where each table went, and a notice for each that did not go to the history."""
+    ``wandb.Table.MAX_ARTIFACT_ROWS`` rows each (200,000, W&B's documented limit), streamed
+    into it from the table file (:func:`_add_streamed`) where its values allow. Returns where
+    each table went, and a notice for each that did not go to the history."""
     history: dict[str, Any] = {}
     artifact = None
     kept: dict[str, dict[str, Any]] = {}
+    size = wandb.Table.MAX_ARTIFACT_ROWS
     for key, path in (
         (payload["table_key"], payload["rollouts_table"]),
         (payload["samples_key"], payload["samples_table"]),
     ):
         if not path:
             continue
-        table = json.loads(Path(path).read_text(encoding="utf-8"))
-        rows = table["data"]
-        if len(rows) <= wandb.Table.MAX_ROWS:
-            history[key] = typed_table(wandb, table["columns"], rows)
-            kept[key] = {"rows": len(rows), "logged": "history"}
+        scanned = _scanned(Path(path), size)
+        whole_rows: list[list[Any]] = []  # read whole only where W&B must read it (scanned: None)
+        if scanned is None:
+            columns, whole_rows = _read_whole(Path(path))
+            total = len(whole_rows)
+        else:
+            columns, total = scanned.columns, scanned.count
+        if total <= wandb.Table.MAX_ROWS:
+            rows = list(scanned.rows()) if scanned is not None else whole_rows
+            history[key] = typed_table(wandb, columns, rows)
+            kept[key] = {"rows": total, "logged": "history"}
             continue
         if artifact is None:
             artifact = wandb.Artifact(f"run-{run.id}-tables", type="rollouts")
-        size = wandb.Table.MAX_ARTIFACT_ROWS
-        count = (len(rows) + size - 1) // size
+        count = (total + size - 1) // size
         entries = [key if count == 1 else f"{key}-{n}-of-{count}" for n in range(1, count + 1)]
+        streamed = scanned.rows() if scanned is not None else None
         for number, entry in enumerate(entries):
-            part = rows[number * size : (number + 1) * size]
-            artifact.add(typed_table(wandb, table["columns"], part), entry)
+            if scanned is not None and streamed is not None:
+                if _add_streamed(wandb, artifact, entry, scanned, number, streamed):
+                    continue
+                # W&B writes these values its own way: the rest of the table goes to W&B whole.
+                streamed = None
+                whole_rows = _read_whole(Path(path))[1]
+            part = whole_rows[number * size : (number + 1) * size]
+            artifact.add(typed_table(wandb, columns, part), entry)
         kept[key] = {
-            "rows": len(rows),
+            "rows": total,
             "logged": "artifact",
             "artifact": artifact.name,
             "entries": entries,
             "notice": (
-                f"{key} holds {len(rows)} rows, more than a W&B run's history keeps of a table "
+                f"{key} holds {total} rows, more than a W&B run's history keeps of a table "
                 f"({wandb.Table.MAX_ROWS}): every row is in the run's table artifact "
                 f"{artifact.name} ({', '.join(entries)}), not in its history"
             ),
