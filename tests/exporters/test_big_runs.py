@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,24 @@ def test_a_wandb_dry_run_says_how_many_rows_each_table_gets_and_where(
         assert all(f"at most {ARTIFACT_TABLE_ROWS} rows" in table for table in tables)
 
 
+READ_BACK = """
+import json, sys, wandb
+stored = json.loads(open(sys.argv[1], encoding="utf-8").read())
+table = wandb.Table.from_json(stored, wandb.Artifact("read-back", type="rollouts"))
+print(json.dumps([row[0] for row in table.data]))
+"""
+
+
+def _read_back_by_wandb(python: Path, table_file: str) -> list[object]:
+    """The first column of a W&B table file, as ``wandb.Table.from_json`` reads it."""
+    completed = subprocess.run(
+        [str(python), "-c", READ_BACK, table_file], capture_output=True, text=True, check=False
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    column: list[object] = json.loads(completed.stdout.splitlines()[-1])
+    return column
+
+
 @pytest.mark.wandb_sdk
 def test_an_offline_wandb_run_of_210000_rollouts_holds_every_row(
     wandb_python: Path, tmp_path: Path, evalexport_isolation: Path, monkeypatch
@@ -90,6 +109,17 @@ def test_an_offline_wandb_run_of_210000_rollouts_holds_every_row(
         }
         assert sum(table["rows"] for table in parts.values()) == BIG, parts.keys()
         assert max(table["rows"] for table in parts.values()) <= ARTIFACT_TABLE_ROWS
+        # Every row in the file's order, as W&B reads each part back (the parts are streamed
+        # into the artifact, not built as a wandb.Table: docs/performance.md).
+        first_column = []
+        for name in sorted(parts, key=lambda name: int(name.rsplit("-", 3)[-3])):
+            first_column += _read_back_by_wandb(wandb_python, parts[name]["path"])
+        if key == "Samples":
+            assert first_column == [index // ROLLOUTS_PER_TASK for index in range(BIG)]
+        else:
+            assert [json.loads(cell)["_ng_task_index"] for cell in first_column] == [
+                index // ROLLOUTS_PER_TASK for index in range(BIG)
+            ]
     # Nothing of the history is cut short, and the tables wait for `wandb sync` beside the run.
     assert all(len(table["data"]) <= HISTORY_TABLE_ROWS for table in stored["tables"].values())
     assert (Path(os.environ["WANDB_DIR"]) / "wandb" / "data" / "artifacts" / "staging").is_dir()

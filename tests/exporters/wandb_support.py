@@ -6,7 +6,8 @@ header, 32 KiB blocks, records split into FULL/FIRST/MIDDLE/LAST chunks) of prot
 never imports wandb, and prints what a user would check: config, summary, tags, the run's
 start, the tables logged to its history (read from the run's ``files/media`` directory, keyed by
 file name: ``<key>_<step>_<hash>.table.json``), those of its artifacts (read from where W&B
-staged them for ``wandb sync``: their columns, their row count and their first row) and the
+staged them for ``wandb sync``: their columns, their row count, their first row and where the
+file is) and the
 files the run keeps.
 """
 
@@ -74,6 +75,7 @@ for raw in records:
                     "columns": stored["columns"],
                     "rows": len(stored["data"]),
                     "first": stored["data"][0] if stored["data"] else None,
+                    "path": entry.local_path,
                 }
     elif kind == "summary":
         for item in record.summary.update:
