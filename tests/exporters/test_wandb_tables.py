@@ -140,12 +140,19 @@ for case in range(300):
         streamed += 1
 wandb.Table.MAX_ARTIFACT_ROWS = 200_000
 
+# A file laid out otherwise (the whole table on one line; a row split over lines) is read whole.
+one_line = scratch / "one-line.json"
+one_line.write_text(json.dumps({"columns": ["a"], "data": [[1], [2]]}))
+split_row = scratch / "split-row.json"
+split_row.write_text('{"columns": ["a", "b"], "data": [\n[1,\n2]\n]}\n')
+odd_layouts = [worker._scanned(path, 8) for path in (one_line, split_row)]
+
 # A big table of one kind of row: W&B types one row of it, and the table holds every row.
 rows = [[n, n / 2, f"answer {n}", n % 2 == 0] for n in range(10_000)]
 given.clear()
 big = typed_table(wandb, ["index", "half", "answer", "even"], rows)
 print(json.dumps({"differences": differences[:5], "different": len(differences), "refused": refused,
-                  "streamed": streamed, "left_to_wandb": left_to_wandb, "stream_refused": stream_refused,
+                  "streamed": streamed, "odd_layouts": repr(odd_layouts), "left_to_wandb": left_to_wandb, "stream_refused": stream_refused,
                   "typed_rows": len(given), "rows": len(big.data), "last": big.data[-1]}))
 """
 
@@ -169,6 +176,7 @@ def _compare(python: Path, scratch: Path) -> None:
     assert report["streamed"] > 150
     assert report["stream_refused"] > 10
     assert report["left_to_wandb"] > 10
+    assert report["odd_layouts"] == "[None, None]"
     assert report["typed_rows"] == 1
     assert report["rows"] == 10_000
     assert report["last"] == [9_999, 4_999.5, "answer 9999", False]

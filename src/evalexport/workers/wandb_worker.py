@@ -241,7 +241,10 @@ def _scanned(path: Path, part_rows: int) -> _TableFile | None:
         for count, line in enumerate(handle):
             if line.startswith(b"]}"):
                 return _TableFile(path, columns, count, parts)
-            row = json.loads(line.rstrip(b"\n").rstrip(b","))
+            try:
+                row = json.loads(line.rstrip(b"\n").rstrip(b","))
+            except ValueError:  # not a row a line: W&B reads the file whole, and says what is wrong
+                return None
             kinds = _kinds(row) if isinstance(row, list) else None
             if kinds is None or len(kinds) != len(columns):
                 return None
