@@ -135,23 +135,67 @@ def run(payload):
 """
 
 EXPORT_IN_A_PROCESS = """
-import json, resource, sys, time
+import json, os, resource, sys, threading, time
 from evalexport.exporters.options import parse_options
 from evalexport.exporters.registry import load_exporter
 from evalexport.run import RunArtifacts
 from evalexport.pipeline import export_run
+
+def descendants(root):
+    children = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as stat:
+                    parent = int(stat.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(name)
+    found, pending = [], [str(root)]
+    while pending:
+        for child in children.get(int(pending.pop()), []):
+            found.append(child)
+            pending.append(child)
+    return found
+
+def anonymous_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+peak_anonymous_kib, stopped = 0, threading.Event()
+def sample():  # every 50 ms, the largest anonymous memory of any process the export started
+    global peak_anonymous_kib
+    while not stopped.wait(0.05):
+        if os.path.isdir("/proc"):
+            for pid in descendants(os.getpid()):
+                peak_anonymous_kib = max(peak_anonymous_kib, anonymous_kib(pid))
+threading.Thread(target=sample, daemon=True).start()
+
 exporter = load_exporter(sys.argv[2] if len(sys.argv) > 2 else "mlflow")()
 config = parse_options(exporter, json.loads(sys.argv[1]))
 start = time.perf_counter()
 result = export_run(exporter, RunArtifacts.from_rollouts_path(config.rollouts_jsonl_fpath), config)
+seconds = time.perf_counter() - start
+stopped.set()
 print(json.dumps({
-    "seconds": time.perf_counter() - start,
+    "seconds": seconds,
     "status": result.status.value,
     "message": result.message,
     "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     "worker_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+    "worker_anonymous_mb": peak_anonymous_kib / 1024,
 }))
 """
+"""The export in a fresh process: its time, its peak RSS, its children's (the largest of the
+worker and any helper, file pages an SDK maps included: ``ru_maxrss``), and the largest
+anonymous memory of any process it started (``RssAnon``, sampled every 50 ms on Linux: the
+memory a process holds, without the files it maps)."""
 
 
 def make_rollouts(directory: Path, megabytes: int) -> Path:

@@ -52,4 +52,5 @@ def test_the_wandb_benchmark_times_both_contestants_on_a_small_run(
     assert row["seconds"] > 0
     assert row["floor"] > 0
     assert row["worker_rss_mb"] > 0
+    assert row["worker_anonymous_mb"] > 0
     assert "1 MB" in capsys.readouterr().out
