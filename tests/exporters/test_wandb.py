@@ -213,3 +213,25 @@ def test_rows_no_one_expects_export_whole(wandb_python, make_sample_run) -> None
     tasks = [row[0] for row in samples["data"]]
     assert all(isinstance(task, str) for task in tasks), tasks  # one kind a column, as W&B takes
     assert tasks[:2] == ["0", "0"]
+
+
+def test_an_answer_wandb_would_read_as_an_artifact_is_logged_as_text(
+    wandb_python, make_sample_run
+) -> None:
+    """W&B types a string starting ``wandb-artifact://`` as a reference to an artifact, which a
+    text column refuses: a model's answer of that form must not fail the export."""
+    sample = make_sample_run("artifact-text", agents=("aime24_math_tool_agent",))
+    rows = [json.loads(line) for line in sample.rollouts.read_text().splitlines()]
+    answer = "wandb-artifact://entity/project/answer:v0"
+    rows[-1]["expected_answer"] = answer
+    sample.rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = _export(sample)
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    (notice,) = [n for n in result.details["notices"] if "cannot type" in n]
+    assert "Samples" in notice
+    assert "allow_mixed_types" in notice
+    stored = read_offline_run(wandb_python, Path(result.details["run_dir"]))
+    samples = next(t for name, t in stored["tables"].items() if name.startswith("Samples_"))
+    column = samples["columns"].index("expected_answer")
+    assert len(samples["data"]) == len(rows)
+    assert samples["data"][-1][column] == answer

@@ -109,7 +109,9 @@ def _kinds(row: list[Any]) -> tuple[Any, ...] | None:
     return tuple(kinds)
 
 
-def typed_table(wandb: Any, columns: list[str], rows: list[list[Any]]) -> Any:
+def typed_table(
+    wandb: Any, columns: list[str], rows: list[list[Any]], *, mixed: bool = False
+) -> Any:
     """``wandb.Table(columns=columns, data=rows)``: the same table (its column types, rows and
     the JSON W&B writes of it), typed by W&B in a fraction of the time.
 
@@ -118,7 +120,8 @@ def typed_table(wandb: Any, columns: list[str], rows: list[list[Any]]) -> Any:
     earlier one adds nothing to that fold: W&B's column types only widen. So W&B is given the
     first row of each kind of row, in the rows' order (and every row whose kind cannot be told
     without W&B), which types the table and refuses a row of the wrong length or of a type
-    its column cannot hold, as it would; then the table holds every row, as given."""
+    its column cannot hold, as it would; then the table holds every row, as given. ``mixed``:
+    W&B's ``allow_mixed_types`` (:func:`_typing_refused`)."""
     kinds_seen: set[tuple[Any, ...]] = set()
     typing_rows: list[list[Any]] = []
     for row in rows:
@@ -127,7 +130,7 @@ def typed_table(wandb: Any, columns: list[str], rows: list[list[Any]]) -> Any:
             typing_rows.append(row)
             if kinds is not None:
                 kinds_seen.add(kinds)
-    table = wandb.Table(columns=columns, data=typing_rows)
+    table = wandb.Table(columns=columns, data=typing_rows, allow_mixed_types=mixed)
     table.data = rows
     return table
 
@@ -271,8 +274,28 @@ def _cell(value: Any) -> Any:
 _DATA_SLOT: Final = "evalexport: the rows go here"
 
 
+def _typing_refused(wandb: Any, columns: list[str], parts: list[list[list[Any]]]) -> str | None:
+    """W&B's words when it refuses to type a part of a table (``parts``: each part's rows, or
+    its typing rows), else ``None``. A value of the wrong type for its column, such as a model's
+    answer that happens to start ``wandb-artifact://`` (which W&B types as a reference to an
+    artifact, not as text), would otherwise fail the whole export over one cell."""
+    for rows in parts:
+        try:
+            typed_table(wandb, columns, rows)
+        except TypeError as error:
+            return " ".join(str(error).split())[:_MAX_ERROR]
+    return None
+
+
 def _add_streamed(
-    wandb: Any, artifact: Any, entry: str, table: _TableFile, part: int, rows: Iterator[list[Any]]
+    wandb: Any,
+    artifact: Any,
+    entry: str,
+    table: _TableFile,
+    part: int,
+    rows: Iterator[list[Any]],
+    *,
+    mixed: bool = False,
 ) -> bool:
     """Add part ``part`` of ``table`` to ``artifact`` as ``entry``, the rows taken from ``rows``
     as they come: the file ``artifact.add(wandb.Table(columns, data=part's rows), entry)``
@@ -282,7 +305,7 @@ def _add_streamed(
     typing_rows = table.typing_rows[part]
     size = wandb.Table.MAX_ARTIFACT_ROWS
     count = min(size, table.count - part * size)
-    written = typed_table(wandb, table.columns, typing_rows).to_json(artifact)
+    written = typed_table(wandb, table.columns, typing_rows, mixed=mixed).to_json(artifact)
     if written.get("data") != [[_cell(value) for value in row] for row in typing_rows]:
         return False
     written["data"] = _DATA_SLOT
@@ -304,8 +327,10 @@ def _log_tables(wandb: Any, run: Any, payload: WandbPayload) -> dict[str, dict[s
     as NeMo Gym logs it; a bigger one, which the history would cut to 10,000 rows without a
     word, goes whole into a table artifact of the run, in tables of at most
     ``wandb.Table.MAX_ARTIFACT_ROWS`` rows each (200,000, W&B's documented limit), streamed
-    into it from the table file (:func:`_add_streamed`) where its values allow. Returns where
-    each table went, and a notice for each that did not go to the history."""
+    into it from the table file (:func:`_add_streamed`) where its values allow. A table W&B
+    refuses to type is logged with mixed types allowed (:func:`_typing_refused`). Returns where
+    each table went, with ``notices`` for the user: where a table did not go to the history,
+    and where it could not be typed."""
     history: dict[str, Any] = {}
     artifact = None
     kept: dict[str, dict[str, Any]] = {}
@@ -323,10 +348,23 @@ def _log_tables(wandb: Any, run: Any, payload: WandbPayload) -> dict[str, dict[s
             total = len(whole_rows)
         else:
             columns, total = scanned.columns, scanned.count
+        parts = (
+            scanned.typing_rows
+            if scanned is not None
+            else [whole_rows[start : start + size] for start in range(0, total, size)]
+        )
+        refused = _typing_refused(wandb, columns, parts)
+        notices = []
+        if refused is not None:
+            notices.append(
+                f"W&B cannot type {key}'s columns ({refused}); its rows are logged as they are, "
+                "with mixed types allowed (wandb.Table(allow_mixed_types=True))"
+            )
+        mixed = refused is not None
         if total <= wandb.Table.MAX_ROWS:
             rows = list(scanned.rows()) if scanned is not None else whole_rows
-            history[key] = typed_table(wandb, columns, rows)
-            kept[key] = {"rows": total, "logged": "history"}
+            history[key] = typed_table(wandb, columns, rows, mixed=mixed)
+            kept[key] = {"rows": total, "logged": "history", "notices": notices}
             continue
         if artifact is None:
             artifact = wandb.Artifact(f"run-{run.id}-tables", type="rollouts")
@@ -335,23 +373,24 @@ def _log_tables(wandb: Any, run: Any, payload: WandbPayload) -> dict[str, dict[s
         streamed = scanned.rows() if scanned is not None else None
         for number, entry in enumerate(entries):
             if scanned is not None and streamed is not None:
-                if _add_streamed(wandb, artifact, entry, scanned, number, streamed):
+                if _add_streamed(wandb, artifact, entry, scanned, number, streamed, mixed=mixed):
                     continue
                 # W&B writes these values its own way: the rest of the table goes to W&B whole.
                 streamed = None
                 whole_rows = _read_whole(Path(path))[1]
             part = whole_rows[number * size : (number + 1) * size]
-            artifact.add(typed_table(wandb, columns, part), entry)
+            artifact.add(typed_table(wandb, columns, part, mixed=mixed), entry)
         kept[key] = {
             "rows": total,
             "logged": "artifact",
             "artifact": artifact.name,
             "entries": entries,
-            "notice": (
+            "notices": [
                 f"{key} holds {total} rows, more than a W&B run's history keeps of a table "
                 f"({wandb.Table.MAX_ROWS}): every row is in the run's table artifact "
-                f"{artifact.name} ({', '.join(entries)}), not in its history"
-            ),
+                f"{artifact.name} ({', '.join(entries)}), not in its history",
+                *notices,
+            ],
         }
     if history:
         run.log(history)
@@ -417,7 +456,7 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
         )
     local = run_dir.rsplit("/files", 1)[0]
     notices = [_existing_notice(existing, _project_path(payload), skip=False)] if existing else []
-    notices += [table["notice"] for table in tables.values() if "notice" in table]
+    notices += [notice for table in tables.values() for notice in table.pop("notices", [])]
     if not Path(local).is_relative_to(payload["dir"]):
         notices.append(f"W&B wrote the run to {local}, not under {payload['dir']} as asked")
     where = url if mode == "online" and url else local
@@ -431,7 +470,5 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
         run_dir=local,
         notices=notices,
         existing_run_ids=existing,
-        tables={
-            key: {k: v for k, v in table.items() if k != "notice"} for key, table in tables.items()
-        },
+        tables=tables,
     )
