@@ -228,7 +228,8 @@ def test_an_answer_wandb_would_read_as_an_artifact_is_logged_as_text(
     result = _export(sample)
     assert result.status is ExportStatus.SUCCEEDED, result.message
     (notice,) = [n for n in result.details["notices"] if "cannot type" in n]
-    assert "Samples" in notice
+    expected = "table Samples (a value of another type than the rest in column expected_answer)"
+    assert expected in notice
     assert "allow_mixed_types" in notice
     stored = read_offline_run(wandb_python, Path(result.details["run_dir"]))
     samples = next(t for name, t in stored["tables"].items() if name.startswith("Samples_"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -283,6 +284,11 @@ def _typing_refused(wandb: Any, columns: list[str], parts: list[list[list[Any]]]
         try:
             typed_table(wandb, columns, rows)
         except TypeError as error:
+            # W&B explains a refused row key by key ("Key 'expected_answer':"): name the
+            # columns, not the row, which can be long.
+            named = list(dict.fromkeys(re.findall(r"Key '([^']*)':", str(error))))
+            if named:
+                return "a value of another type than the rest in column " + ", ".join(named)
             return " ".join(str(error).split())[:_MAX_ERROR]
     return None
 
@@ -357,7 +363,7 @@ def _log_tables(wandb: Any, run: Any, payload: WandbPayload) -> dict[str, dict[s
         notices = []
         if refused is not None:
             notices.append(
-                f"W&B cannot type {key}'s columns ({refused}); its rows are logged as they are, "
+                f"W&B cannot type table {key} ({refused}); its rows are logged as they are, "
                 "with mixed types allowed (wandb.Table(allow_mixed_types=True))"
             )
         mixed = refused is not None
