@@ -98,7 +98,7 @@ def table_file(columns, rows, name):
 PLAIN = [value for value in VALUES if not isinstance(value, (list, dict))
          and not str(value).startswith("wandb-artifact")] + ["naïve ☃", "tab\tand \u2028", "\ud800"]
 wandb.Table.MAX_ARTIFACT_ROWS = 8
-streamed, left_to_wandb, stream_refused = 0, 0, 0
+streamed, left_to_wandb, stream_refused, mixed_streamed = 0, 0, 0, 0
 for case in range(300):
     width = randomly.randint(1, 4)
     columns = [f"c{n}" for n in range(width)]
@@ -130,7 +130,17 @@ for case in range(300):
             stream_refused += 1
             if wandb_side != ours_side:
                 differences.append({"part": repr(part), "wandb": wandb_side, "ours": ours_side})
-            break
+                break
+            # What the worker does then (a notice, and mixed types allowed): W&B's bytes too.
+            theirs, ours = wandb.Artifact("theirs", type="rollouts"), wandb.Artifact("ours", type="rollouts")
+            theirs.add(wandb.Table(columns=columns, data=part, allow_mixed_types=True), "T")
+            added = worker._add_streamed(wandb, ours, "T", scanned, number, pending, mixed=True)
+            if not added or entry_bytes(theirs, "T") != entry_bytes(ours, "T"):
+                differences.append({"part": repr(part), "mixed": True, "added": added})
+                break
+            theirs, ours = wandb.Artifact("theirs", type="rollouts"), wandb.Artifact("ours", type="rollouts")
+            mixed_streamed += 1
+            continue
         if ours_side != ["added"] or entry_bytes(theirs, "T") != entry_bytes(ours, "T"):
             differences.append({"part": repr(part), "ours": ours_side,
                                 "wandb_bytes": entry_bytes(theirs, "T")[:300].decode(),
@@ -153,6 +163,7 @@ given.clear()
 big = typed_table(wandb, ["index", "half", "answer", "even"], rows)
 print(json.dumps({"differences": differences[:5], "different": len(differences), "refused": refused,
                   "streamed": streamed, "odd_layouts": repr(odd_layouts), "left_to_wandb": left_to_wandb, "stream_refused": stream_refused,
+                  "mixed_streamed": mixed_streamed,
                   "typed_rows": len(given), "rows": len(big.data), "last": big.data[-1]}))
 """
 
@@ -175,6 +186,7 @@ def _compare(python: Path, scratch: Path) -> None:
     # a value only W&B writes left to W&B.
     assert report["streamed"] > 150
     assert report["stream_refused"] > 10
+    assert report["mixed_streamed"] == report["stream_refused"]  # then streamed as W&B writes them
     assert report["left_to_wandb"] > 10
     assert report["odd_layouts"] == "[None, None]"
     assert report["typed_rows"] == 1
