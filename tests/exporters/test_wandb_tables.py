@@ -1,6 +1,8 @@
-"""The W&B worker's tables against W&B's own (``wandb_worker.typed_table``), in the wandb
-environment: the same column types, rows and table JSON as ``wandb.Table(columns, data=rows)``
-for any rows, or the same refusal, with W&B typing only a row of each kind."""
+"""The W&B worker's tables against W&B's own, in the wandb environment, on random tables:
+``typed_table`` gives the same column types, rows and table JSON as ``wandb.Table(columns,
+data=rows)``, or the same refusal, with W&B typing only a row of each kind; a part streamed into
+an artifact (``_add_streamed``) is the file ``Artifact.add`` writes, byte for byte; a table file
+laid out otherwise, or holding a value only W&B can write, is left to W&B whole (``_scanned``)."""
 
 from __future__ import annotations
 
@@ -161,10 +163,12 @@ odd_layouts = [worker._scanned(path, 8) for path in (one_line, split_row)]
 rows = [[n, n / 2, f"answer {n}", n % 2 == 0] for n in range(10_000)]
 given.clear()
 big = typed_table(wandb, ["index", "half", "answer", "even"], rows)
-print(json.dumps({"differences": differences[:5], "different": len(differences), "refused": refused,
-                  "streamed": streamed, "odd_layouts": repr(odd_layouts), "left_to_wandb": left_to_wandb, "stream_refused": stream_refused,
-                  "mixed_streamed": mixed_streamed,
-                  "typed_rows": len(given), "rows": len(big.data), "last": big.data[-1]}))
+print(json.dumps({
+    "differences": differences[:5], "different": len(differences), "refused": refused,
+    "streamed": streamed, "stream_refused": stream_refused, "mixed_streamed": mixed_streamed,
+    "left_to_wandb": left_to_wandb, "odd_layouts": repr(odd_layouts),
+    "typed_rows": len(given), "rows": len(big.data), "last": big.data[-1],
+}))
 """
 
 
