@@ -110,6 +110,17 @@ def _kinds(row: list[Any]) -> tuple[Any, ...] | None:
     return tuple(kinds)
 
 
+def _typed_by_wandb(kinds: tuple[Any, ...] | None, kinds_seen: set[tuple[Any, ...]]) -> bool:
+    """Whether W&B must type a row of ``kinds`` (:func:`_kinds`): one whose kinds cannot be told
+    without W&B, or the first of its kinds (noted in ``kinds_seen``)."""
+    if kinds is None:
+        return True
+    if kinds in kinds_seen:
+        return False
+    kinds_seen.add(kinds)
+    return True
+
+
 def typed_table(
     wandb: Any, columns: list[str], rows: list[list[Any]], *, mixed: bool = False
 ) -> Any:
@@ -124,13 +135,7 @@ def typed_table(
     its column cannot hold, as it would; then the table holds every row, as given. ``mixed``:
     W&B's ``allow_mixed_types`` (:func:`_typing_refused`)."""
     kinds_seen: set[tuple[Any, ...]] = set()
-    typing_rows: list[list[Any]] = []
-    for row in rows:
-        kinds = _kinds(row)
-        if kinds is None or kinds not in kinds_seen:
-            typing_rows.append(row)
-            if kinds is not None:
-                kinds_seen.add(kinds)
+    typing_rows = [row for row in rows if _typed_by_wandb(_kinds(row), kinds_seen)]
     table = wandb.Table(columns=columns, data=typing_rows, allow_mixed_types=mixed)
     table.data = rows
     return table
@@ -209,6 +214,15 @@ def _looked_up(payload: WandbPayload) -> tuple[list[str], WorkerResult | None]:
     return existing, None
 
 
+_END: Final = b"]}"
+"""How the last line of a table file starts."""
+
+
+def _row(line: bytes) -> Any:
+    """The row a line of a table file holds (its comma and newline left out)."""
+    return json.loads(line.rstrip(b"\n").rstrip(b","))
+
+
 @dataclass(frozen=True)
 class _TableFile:
     """A table file as the exporter writes it (``exporters/tables.py``, ``samples.py``): the
@@ -219,6 +233,8 @@ class _TableFile:
     path: Path
     columns: list[str]
     count: int
+    part_rows: int
+    """The rows of a part (the artifact's tables), all but the last."""
     typing_rows: list[list[list[Any]]]
     """Each part's first row of each kind (:func:`typed_table`), part by part."""
 
@@ -226,9 +242,9 @@ class _TableFile:
         with self.path.open("rb") as handle:
             handle.readline()
             for line in handle:
-                if line.startswith(b"]}"):
+                if line.startswith(_END):
                     return
-                yield json.loads(line.rstrip(b"\n").rstrip(b","))
+                yield _row(line)
 
 
 def _scanned(path: Path, part_rows: int) -> _TableFile | None:
@@ -243,10 +259,10 @@ def _scanned(path: Path, part_rows: int) -> _TableFile | None:
         parts: list[list[list[Any]]] = []
         kinds_seen: set[tuple[Any, ...]] = set()
         for count, line in enumerate(handle):
-            if line.startswith(b"]}"):
-                return _TableFile(path, columns, count, parts)
+            if line.startswith(_END):
+                return _TableFile(path, columns, count, part_rows, parts)
             try:
-                row = json.loads(line.rstrip(b"\n").rstrip(b","))
+                row = _row(line)
             except ValueError:  # not a row a line: W&B reads the file whole, and says what is wrong
                 return None
             kinds = _kinds(row) if isinstance(row, list) else None
@@ -255,8 +271,7 @@ def _scanned(path: Path, part_rows: int) -> _TableFile | None:
             if count % part_rows == 0:
                 parts.append([])
                 kinds_seen = set()
-            if kinds not in kinds_seen:
-                kinds_seen.add(kinds)
+            if _typed_by_wandb(kinds, kinds_seen):
                 parts[-1].append(row)
     return None
 
@@ -309,8 +324,7 @@ def _add_streamed(
     W&B typing the part's typing rows and writing everything of the file but its rows. False
     (nothing added) when W&B wrote those rows otherwise than :func:`_cell` would."""
     typing_rows = table.typing_rows[part]
-    size = wandb.Table.MAX_ARTIFACT_ROWS
-    count = min(size, table.count - part * size)
+    count = min(table.part_rows, table.count - part * table.part_rows)
     written = typed_table(wandb, table.columns, typing_rows, mixed=mixed).to_json(artifact)
     if written.get("data") != [[_cell(value) for value in row] for row in typing_rows]:
         return False
