@@ -37,11 +37,12 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
-from evalexport import guard
+from evalexport import egress, guard
+from evalexport.egress import Egress, sending
 from evalexport.exporters.base import OptionError, Target
 from evalexport.exporters.hooks import call_hook, declares
 from evalexport.interrupts import Interrupted, Landing, deferred, landing, signal_name
@@ -239,7 +240,7 @@ def _export(
     # A dry run lands nothing: a stop signal stops it whenever it comes.
     window = landing() if not dry_run else contextlib.nullcontext(Landing())
     secrets = target.worker.secrets.values() if target.worker is not None else ()
-    with known_secrets(secrets), locked, window as delivery:
+    with known_secrets(secrets), locked, window as delivery, _gate(config) as gate:
         if export_guard is not None:
             # Under the lock: a concurrent export may have finished meanwhile.
             earlier = export_guard.earlier_export(dry_run=dry_run)
@@ -255,6 +256,8 @@ def _export(
                 # What the read changes on the way (secrets masked, metrics left out) ends
                 # the result, the dry run's and the export's alike.
                 notes = prepared.warnings() if isinstance(prepared, PreparedRun) else []
+                if (masked := gate.rows_masked().note()) is not None:
+                    notes.append(masked)
                 fingerprint = None
                 if export_guard is not None:
                     # The bytes read, under the lock: the marker and the remote run's tag
@@ -291,6 +294,16 @@ def _export(
             update={"details": {**result.details, "interrupted_by": signal_name(delivery.signum)}}
         )
     return result
+
+
+def _gate(config: ExporterConfig) -> contextlib.AbstractContextManager[Egress]:
+    """The export's egress gate (:mod:`evalexport.egress`), made once the secrets it knows are
+    all known (its token options, its worker's secrets, the environment's): what the read
+    writes for the service passes it, and so does the delivery's payload."""
+    from evalexport.exporters.spec import RowsConfig
+
+    mask_rows = config.mask_rows if isinstance(config, RowsConfig) else True
+    return sending(Egress(mask_rows=mask_rows))
 
 
 def _with_notes(result: ExportResult, notes: list[str]) -> ExportResult:
@@ -410,7 +423,12 @@ def _delivered(exporter: AnyExporter, handed: _Handed, worker: OpenedWorker | No
                     "declares no sdk (sdk = Sdk(body=...)). This is a bug in the exporter."
                 )
             scratches = [*([scratch] if scratch else []), *_scratch_of(handed.prepared)]
-            delivered = worker.deliver(delivered, str(handed.run.run_dir), scratches)
+            # The door out: what the worker sends passes the export's gate, but its addresses.
+            sent = replace(
+                delivered,
+                payload=egress.current().payload(delivered.payload, delivered.addresses),
+            )
+            delivered = worker.deliver(sent, str(handed.run.run_dir), scratches)
     if not isinstance(delivered, ExportResult):
         raise ExportFailure(
             f"the {exporter.name} exporter's deliver returned {type(delivered).__name__}; it "

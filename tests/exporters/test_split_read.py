@@ -334,7 +334,7 @@ def test_the_helper_is_told_its_secrets_on_its_input_never_in_its_arguments(
 def test_the_helpers_answer_is_typed(tmp_path: Path) -> None:
     with pytest.raises(msgspec.ValidationError):
         msgspec.json.decode(b'{"size_bytes": "12"}', type=split_read.PartDone)
-    job = split_read.PartJob(str(tmp_path / "r.jsonl"), 10, str(tmp_path), [SECRET])
+    job = split_read.PartJob(str(tmp_path / "r.jsonl"), 10, str(tmp_path), [SECRET], True)
     assert msgspec.json.decode(msgspec.json.encode(job), type=split_read.PartJob) == job
 
 

@@ -215,12 +215,13 @@ def test_every_secret_the_export_knows_is_masked_in_both_tables(
     assert cells[1] == tables.rollout_for_export(json.loads(lines[1]))  # untouched
 
 
-def test_an_export_asks_which_secrets_it_knows_once_for_both_tables(
+def test_the_read_masks_both_tables_through_the_gate_the_export_made_once(
     make_sample_run, monkeypatch
 ) -> None:
-    """Resolved once and handed down: the rollouts table and the samples table mask with one
-    masker, made once, and both still mask (the secret is asked for when the read starts)."""
-    from evalexport.exporters import prepared as prepared_module
+    """Resolved once and handed down: the rollouts table and the samples table pass the one
+    gate the export made (the secrets it knows asked for once, before the read), and both
+    mask."""
+    from evalexport.egress import Egress, gate, sending
     from evalexport.exporters.prepared import prepare
     from evalexport.masking.scrubbing import known_secrets
 
@@ -231,18 +232,20 @@ def test_an_export_asks_which_secrets_it_knows_once_for_both_tables(
     lines[0] = json.dumps(record, ensure_ascii=False)
     sample.rollouts.write_text("\n".join(lines) + "\n", encoding="utf-8")
     asked: list[int] = []
-    known = tables.secrets_known
+    known = gate.secrets_known
 
     def counted() -> list[str]:
         asked.append(1)
         return known()
 
-    monkeypatch.setattr(tables, "secrets_known", counted)
-    monkeypatch.setattr(prepared_module, "secrets_known", counted)
+    monkeypatch.setattr(gate, "secrets_known", counted)
     with known_secrets(["tok-once-4e8a1c"]):
+        the_gate = Egress()
+    with sending(the_gate):
         prepared = prepare(sample.run, rollouts_table=True)
     try:
         assert len(asked) == 1
+        assert the_gate.rows_masked().rows == 2  # the row of each table that held it
         assert prepared.rollouts_table is not None
         for path in (prepared.rollouts_table, prepared.rollouts_table.with_name("samples.json")):
             text = path.read_text(encoding="utf-8")

@@ -42,12 +42,11 @@ from evalexport.exporters.mlflow_target import (
 from evalexport.exporters.prepared import PreparedRun, prepare, scratch_space_refusal
 from evalexport.exporters.samples import SAMPLES_FILE, samples_beside
 from evalexport.exporters.sdk import Sdk, Surface
-from evalexport.exporters.spec import SdkConfig, Target
+from evalexport.exporters.spec import RowsConfig, Target
 from evalexport.exporters.traces import traces_in
 from evalexport.guard import FINGERPRINT_TAG
 from evalexport.gym.health import with_health
 from evalexport.isolation.delivery import WorkerDelivery, WorkerSpec
-from evalexport.masking import scrub_json_bytes
 from evalexport.reading.evaluation_times import exported_at
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
@@ -67,7 +66,7 @@ __all__ = [
 logger = logging.getLogger("evalexport.mlflow")
 
 
-class MLflowConfig(SdkConfig):
+class MLflowConfig(RowsConfig):
     """Options of the ``mlflow`` exporter (SPEC §3.6)."""
 
     @field_validator("mlflow_tracking_uri")
@@ -218,9 +217,9 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
         while it reads them (each rollout is a row)."""
         return prepare(
             run,
-            rollouts_table=config.upload_rollouts and not config.dry_run,
+            rollouts_table=config.upload_rollouts,
             health=True,
-            traces=config.traces and not config.dry_run,
+            traces=config.traces,
         )
 
     def plan(
@@ -289,11 +288,10 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
             )
             run_tags["evalexport.live_run_id"] = live_run_id
         metrics_file = scratch / run.aggregate_metrics.name
-        metrics_file.write_bytes(prepared.aggregate_metrics)  # the file as it was read
+        metrics_file.write_bytes(prepared.aggregate_metrics)  # as read, through the gate
         artifacts = [_write_global_config(plan.saved_config, scratch), metrics_file]
-        for name, data in prepared.health.files.items():  # Gym's health files, masked
-            masked = scrub_json_bytes(data, lines=name.endswith(".jsonl"))
-            (scratch / name).write_bytes(masked)
+        for name, data in prepared.health.files.items():  # Gym's health files, as they leave
+            (scratch / name).write_bytes(data)
             artifacts.append(scratch / name)
         table = prepared.rollouts_table if config.upload_rollouts else None
         if table is not None:
@@ -325,13 +323,20 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
             traces = traces_in(prepared)
             payload["traces"] = str(traces) if traces is not None else ""
         if not live_run_id:
-            return WorkerDelivery(payload)
+            return WorkerDelivery(payload, addresses=ADDRESSES)
 
         def with_live_run(result: ExportResult, reported: WorkerResult) -> ExportResult:
             details = {**result.details, "live_run_id": live_run_id}
             return result.model_copy(update={"details": details})
 
-        return WorkerDelivery(payload, read_back=with_live_run)
+        return WorkerDelivery(payload, read_back=with_live_run, addresses=ADDRESSES)
+
+
+ADDRESSES: Final = frozenset(
+    {"tracking_uri", "artifact_location", "store_directory", "artifacts", "traces"}
+)
+"""The payload's keys the worker needs as they are (where the store is, the files it uploads,
+already masked as they were written); every other value passes the egress gate."""
 
 
 JOB_TAG_PREFIX: Final = "gym_job."

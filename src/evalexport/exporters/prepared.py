@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from contextlib import nullcontext
 from pathlib import Path
 
+from evalexport import egress
 from evalexport.exporters.samples import SAMPLES_FILE, SamplesTable
 from evalexport.exporters.split_read import SecondPart, split_reading
-from evalexport.exporters.tables import secret_masker, write_rollouts_table, write_table_rows
+from evalexport.exporters.tables import write_rollouts_table, write_table_rows
 from evalexport.gym.health import read_health
-from evalexport.masking.scrubbing import secrets_known
 from evalexport.progress import human_size
 from evalexport.reading import PreparedRun, Rollout
 from evalexport.reading import prepare as read_run
@@ -60,14 +60,13 @@ def prepare(
     scratch = Path(tempfile.mkdtemp(prefix="evalexport-rollouts-"))
     claim_scratch(scratch)  # removed by the reaper if this process dies before discard()
     table = scratch / "rollouts.json"
-    secrets = secrets_known()
-    masked = secret_masker(secrets)  # the secrets this export knows, for every table it writes
-    samples = SamplesTable(scratch, run_health, masked)
+    gate = egress.current()  # every row, of every table and trace, passes the export's gate
+    samples = SamplesTable(scratch, run_health, gate)
     traces_file = None
     if traces:
         from evalexport.exporters.traces import TracesFile
 
-        traces_file = TracesFile(scratch)
+        traces_file = TracesFile(scratch, gate)
     # Read on two cores when only the tables are written (split_read says when it pays).
     split = rollouts_table and not traces and (run_health is None or run_health.verdicts is None)
 
@@ -80,9 +79,9 @@ def prepare(
                     pass
                 return
             rows_after = second.rows if second is not None else None
-            write_table_rows(samples.rows(rollouts), table, masked, rows_after)
+            write_table_rows(samples.rows(rollouts), table, gate, rows_after)
             if second is not None:
-                second.absorb_samples(samples)
+                second.absorb_samples(samples, gate)
                 second.discard()
             samples.write(scratch / SAMPLES_FILE)
         except OSError as error:
@@ -95,7 +94,7 @@ def prepare(
             ) from None
 
     try:
-        with split_reading(run.rollouts, scratch, secrets) if split else nullcontext() as second:
+        with split_reading(run.rollouts, scratch, gate) if split else nullcontext() as second:
             return read_run(
                 run,
                 rollouts_sink=functools.partial(write_table, second=second),

@@ -24,7 +24,8 @@ from typing import Any, Final
 
 import msgspec
 
-from evalexport.exporters.tables import KNOWN_NOW, Masker, SecretsKnown, secret_masker
+from evalexport import egress
+from evalexport.egress import Egress
 from evalexport.gym.health import RunHealth
 from evalexport.reading import Rollout
 
@@ -72,16 +73,12 @@ class SamplesTable:
     """Where :meth:`rows` notes each row in its scratch directory, one JSON line a row."""
 
     def __init__(
-        self,
-        scratch: Path,
-        health: RunHealth | None = None,
-        masked: Masker | SecretsKnown | None = KNOWN_NOW,
+        self, scratch: Path, health: RunHealth | None = None, gate: Egress | None = None
     ) -> None:
-        """``masked``: what masks the export's known secrets in each row (the rollouts
-        table's, :func:`~evalexport.exporters.tables.secret_masker`); by default they are
-        asked for when the rows are written."""
+        """``gate``: what each row passes on its way out (the rollouts table's); by default
+        the export's (:func:`evalexport.egress.current`)."""
         self._rows_file = scratch / self.ROWS_FILE
-        self._masked = masked
+        self._gate = gate
         self._health = health
         self._shared: dict[str, type] | None = None
         """The candidate columns so far, each with the kind of value it holds."""
@@ -102,8 +99,8 @@ class SamplesTable:
         table's columns in its order, :meth:`write` copies the arrays as they are.
         """
         # A lone surrogate is written as its JSON escape (see tables.write_table_rows), and
-        # the secrets the export knows are masked, as in every table.
-        masked = secret_masker() if self._masked is KNOWN_NOW else self._masked
+        # each row passes the export's gate, as in every table.
+        gate = self._gate or egress.current()
         last: tuple[str, ...] | None = None
         with self._rows_file.open("w", encoding="utf-8", errors="backslashreplace") as rows:
             for rollout in rollouts:
@@ -112,8 +109,7 @@ class SamplesTable:
                     rows.write(_ENCODER.encode({"keys": keys}) + "\n")
                     self._note_keys(keys)
                     last = keys
-                text = _ENCODER.encode(values)
-                rows.write((masked(text) if masked else text) + "\n")
+                rows.write(gate.row(_ENCODER.encode(values)) + "\n")
                 self._count += 1
                 yield rollout
 

@@ -30,6 +30,7 @@ __all__ = [
     "ExporterKind",
     "OptionError",
     "ProgressUnit",
+    "RowsConfig",
     "SdkConfig",
     "Target",
     "default_plan",
@@ -89,6 +90,19 @@ class SdkConfig(ExporterConfig):
         """``requirement`` as a tuple (one requirement, or a list)."""
         given = self.requirement
         return (given,) if isinstance(given, str) else tuple(given)
+
+
+class RowsConfig(SdkConfig):
+    """Options of an SDK exporter that sends a run's rows (its tables, its traces): they pass
+    the egress gate masked by the rules of SPEC §2 unless ``mask_rows`` is turned off."""
+
+    mask_rows: bool = Field(
+        default=True,
+        description="Mask secrets in the rows sent (the rollouts and samples tables, the "
+        "traces): secret-named keys at any depth, secret-shaped texts, JSON held in texts. "
+        "false sends them as they are (the tokens evalexport knows are still removed), and "
+        "the result says so.",
+    )
 
 
 class OptionError(ValueError):

@@ -33,15 +33,16 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final, final
 
 import msgspec
 
+from evalexport.egress import Egress
 from evalexport.exporters.samples import SamplesSeen, SamplesTable
-from evalexport.exporters.tables import secret_masker, write_rows
+from evalexport.exporters.tables import write_rows
 from evalexport.host.files import CHUNK, MAX_LINE_BYTES, open_regular
 from evalexport.reading import Cursor, PartRead, Rollout, RunFileError, read_rollouts
 from evalexport.reading.evaluation_times import TimesSeen
@@ -75,7 +76,9 @@ class PartJob(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     directory: str
     """Where it writes its rows (an empty directory of the export's scratch)."""
     secrets: list[str]
-    """The secrets the export masks in every table (:func:`secret_masker`)."""
+    """The secrets the export's gate removes from every row (:class:`~evalexport.egress.Egress`)."""
+    mask_rows: bool
+    """Whether the gate masks the rows by the rules (``+mask_rows``)."""
 
 
 class PartDone(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -91,6 +94,8 @@ class PartDone(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     latest: float | None
     left_out: int
     samples: SamplesSeen
+    rows_masked: int
+    """Rows of its part in which the gate masked anything."""
 
 
 def part_start(handle: BinaryIO, middle: int) -> int:
@@ -171,10 +176,12 @@ class SecondPart:
         """Its rows of the rollouts table, if its part was taken."""
         return self.directory / ROWS_FILE if self.taken else None
 
-    def absorb_samples(self, samples: SamplesTable) -> None:
-        """Its rows of the samples table joined to ``samples``, if its part was taken."""
+    def absorb_samples(self, samples: SamplesTable, gate: Egress) -> None:
+        """Its rows of the samples table joined to ``samples``, and what its gate masked
+        counted in ``gate``, if its part was taken."""
         if self.taken and self.done is not None:
             samples.absorb(self.directory / SamplesTable.ROWS_FILE, self.done.samples)
+            gate.count(self.done.rows_masked)
 
     def discard(self) -> None:
         """Remove its rows, once joined (the scratch holds the tables twice meanwhile)."""
@@ -202,9 +209,7 @@ def _helper_command() -> list[str]:
 
 
 @contextlib.contextmanager
-def split_reading(
-    rollouts: Path, scratch: Path, secrets: Sequence[str]
-) -> Iterator[SecondPart | None]:
+def split_reading(rollouts: Path, scratch: Path, gate: Egress) -> Iterator[SecondPart | None]:
     """A helper reading the end of ``rollouts`` while the block reads its start, or ``None``
     when the file is not split; the helper and all it started have ended when the block does,
     however it ends (a stop signal, a bad line)."""
@@ -220,7 +225,7 @@ def split_reading(
     directory = scratch / "second-part"
     directory.mkdir()
     middle = size // 2
-    job = PartJob(str(rollouts), middle, str(directory), list(secrets))
+    job = PartJob(str(rollouts), middle, str(directory), list(gate.secrets), gate.mask_rows)
     with tracked_launch() as launch:
         try:
             process = subprocess.Popen(
@@ -255,8 +260,8 @@ def read_part(job: PartJob) -> PartDone:
     """The helper's work: read ``job.rollouts`` from :func:`part_start` to its end, write its rows
     of both tables into ``job.directory``, and say what they hold."""
     directory = Path(job.directory)
-    masked = secret_masker(job.secrets)
-    samples = SamplesTable(directory, None, masked)
+    gate = Egress(mask_rows=job.mask_rows, secrets=job.secrets)
+    samples = SamplesTable(directory, None, gate)
     seen = TimesSeen()
     digest = hashlib.sha256()
     run = _PartPaths(Path(job.rollouts))
@@ -272,7 +277,7 @@ def read_part(job: PartJob) -> PartDone:
         cursor = Cursor(offset=start)
         read = read_rollouts(run, handle, digest, cursor=cursor)
         with (directory / ROWS_FILE).open("w", encoding="utf-8", errors="backslashreplace") as out:
-            count = write_rows(out, samples.rows(noted(read)), masked)
+            count = write_rows(out, samples.rows(noted(read)), gate)
     size = cursor.offset - start
     earliest, latest = seen.seen()
     return PartDone(
@@ -284,6 +289,7 @@ def read_part(job: PartJob) -> PartDone:
         latest=latest,
         left_out=seen.left_out,
         samples=samples.seen(),
+        rows_masked=gate.rows_masked().rows,
     )
 
 

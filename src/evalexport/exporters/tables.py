@@ -5,35 +5,28 @@ One column, ``Rollout``, one row per rollout holding the rollout as compact JSON
 (Gym's ``_rollout_for_export``): the rows of a run exported afterwards are those of the same run
 logged live.
 
-Every secret the export knows (its token options, secret-named environment variables: see
-:func:`evalexport.masking.scrubbing.secrets_known`) is masked in each cell, as it is in
-everything else that leaves the process. Secrets known only by their shape (``NAME=value``,
-``Bearer ...``) are not looked for in the rows: that scan runs at about 2 MB/s
-(docs/performance.md), minutes for a big run.
+Each cell passes the export's egress gate (:mod:`evalexport.egress`) as it is written: the
+rules of SPEC §2 (secret-named keys at any depth, secret-shaped texts, JSON held in texts)
+and the secrets the export knows; a cell that holds nothing to mask costs a few byte scans.
 """
 
 from __future__ import annotations
 
-import enum
 import functools
 import json
 import shutil
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Final, TextIO
 
-from evalexport.masking.rules import MASK
-from evalexport.masking.scrubbing import secrets_known
+from evalexport import egress
+from evalexport.egress import Egress
 from evalexport.run import Rollout, RunArtifacts
 
 __all__ = [
-    "KNOWN_NOW",
     "ROLLOUTS_TABLE_KEY",
     "ROLLOUT_COLUMN",
-    "Masker",
-    "SecretsKnown",
     "rollout_for_export",
-    "secret_masker",
     "write_rollouts_table",
     "write_rows",
     "write_table_rows",
@@ -64,20 +57,6 @@ def rollout_for_export(rollout: Mapping[str, object]) -> dict[str, object]:
     return row
 
 
-Masker = Callable[[str], str]
-"""Masks the secrets an export knows in a text (:func:`secret_masker`)."""
-
-
-class SecretsKnown(enum.Enum):
-    """When a table writer asks which secrets to mask."""
-
-    NOW = "the secrets known when the table is written"
-
-
-KNOWN_NOW: Final = SecretsKnown.NOW
-"""A table writer's default: it asks :func:`secret_masker` itself."""
-
-
 def write_rollouts_table(run: RunArtifacts, path: Path) -> Path:
     """The rollouts of ``run`` as a table file (:func:`write_table_rows`)."""
     return write_table_rows(run.iter_rollouts(), path)
@@ -86,7 +65,7 @@ def write_rollouts_table(run: RunArtifacts, path: Path) -> Path:
 def write_table_rows(
     rollouts: Iterable[Rollout],
     path: Path,
-    masked: Masker | SecretsKnown | None = KNOWN_NOW,
+    gate: Egress | None = None,
     rows_after: Callable[[], Path | None] | None = None,
 ) -> Path:
     """``{"columns": ["Rollout"], "data": [[...], ...]}`` (MLflow's and W&B's table JSON),
@@ -94,17 +73,15 @@ def write_table_rows(
 
     Each row is one cell, the rollout's compact JSON as a JSON string. A rollout whose line is
     long (:data:`STREAMED_ABOVE`) is written piece by piece, so no copy of it is made beyond
-    the record the reader parsed: its cell is the same text either way. ``masked`` masks the
-    secrets the export knows in each cell (:func:`secret_masker`, made once by the caller for
-    every table of the export); by default they are asked for now. ``rows_after``, asked once
-    the rollouts are written: a file of further rows (:func:`write_rows`, another process's
-    part of the run) to append, or ``None``.
+    the record the reader parsed: its cell is the same text either way. Each cell passes
+    ``gate`` (by default the export's, :func:`evalexport.egress.current`). ``rows_after``,
+    asked once the rollouts are written: a file of further rows (:func:`write_rows`, another
+    process's part of the run, masked there) to append, or ``None``.
     """
-    if masked is KNOWN_NOW:
-        masked = secret_masker()
+    gate = gate or egress.current()
     with path.open("w", encoding="utf-8", errors="backslashreplace") as handle:
         handle.write('{"columns": ["' + ROLLOUT_COLUMN + '"], "data": [')
-        written = write_rows(handle, rollouts, masked)
+        written = write_rows(handle, rollouts, gate)
         if rows_after is not None and (part := rows_after()) is not None:
             with part.open("rb") as rows:
                 if (first := rows.read(1)) and written:
@@ -116,10 +93,10 @@ def write_table_rows(
     return path
 
 
-def write_rows(handle: TextIO, rollouts: Iterable[Rollout], masked: Masker | None) -> int:
+def write_rows(handle: TextIO, rollouts: Iterable[Rollout], gate: Egress) -> int:
     """The rows of a rollouts table (:func:`write_table_rows`), one a rollout, each on a line
-    of its own after a comma (but the first), without the table's head and end; how many were
-    written."""
+    of its own after a comma (but the first), without the table's head and end, each through
+    ``gate``; how many were written."""
     # A lone surrogate (valid JSON as "\ud800", not UTF-8) is written as that escape, the
     # handle's errors="backslashreplace": the table stays valid UTF-8 JSON and reads back as
     # the rollout held it.
@@ -128,13 +105,13 @@ def write_rows(handle: TextIO, rollouts: Iterable[Rollout], masked: Masker | Non
         handle.write(",\n" if position > 1 else "\n")
         row = rollout_for_export(rollout.record)
         if rollout.size_bytes > STREAMED_ABOVE:
+            # Masked as a value, never held as one text; its pieces are written as they are.
             handle.write('["')
-            for piece in _escaped_pieces(row, masked, rollout.strict_json):
+            for piece in _escaped_pieces(gate.row_value(row), rollout.strict_json):
                 handle.write(piece)
             handle.write('"]')
         else:
-            text = _compact(row, rollout.strict_json)
-            handle.write("[" + _as_string(masked(text) if masked else text) + "]")
+            handle.write("[" + _as_string(gate.row(_compact(row, rollout.strict_json))) + "]")
     return position
 
 
@@ -176,28 +153,7 @@ _COPIED: Final = 2**20
 """Bytes a read when another process's rows are appended to a table."""
 
 
-def secret_masker(secrets: Sequence[str] | None = None) -> Masker | None:
-    """What masks the secrets known now (or ``secrets``) in a text, as written and as JSON
-    escapes them; None when there are none (the rows are then written without a scan)."""
-    forms: list[str] = []
-    for secret in secrets_known() if secrets is None else secrets:
-        escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
-        forms += [secret] if escaped == secret else [secret, escaped]
-    if not forms:
-        return None
-
-    def masked(text: str) -> str:
-        for form in forms:
-            if form in text:
-                text = text.replace(form, MASK)
-        return text
-
-    return masked
-
-
-def _escaped_pieces(
-    row: object, masked: Callable[[str], str] | None = None, strict_json: bool = False
-) -> Iterator[str]:
+def _escaped_pieces(row: object, strict_json: bool = False) -> Iterator[str]:
     """The row's cell, ``json.dumps(_compact(row, strict_json), ensure_ascii=False)``, without
     its quotes, in pieces of about :data:`_PIECE` characters.
 
@@ -206,7 +162,7 @@ def _escaped_pieces(
     """
     pending: list[str] = []
     size = 0
-    for piece in _compact_pieces(row, masked, strict_json):
+    for piece in _compact_pieces(row, strict_json):
         pending.append(piece)
         size += len(piece)
         if size >= _PIECE:
@@ -216,16 +172,12 @@ def _escaped_pieces(
         yield json.dumps("".join(pending), ensure_ascii=False)[1:-1]
 
 
-def _compact_pieces(
-    value: object, masked: Callable[[str], str] | None = None, strict_json: bool = False
-) -> Iterator[str]:
+def _compact_pieces(value: object, strict_json: bool = False) -> Iterator[str]:
     """``_compact(value, strict_json)`` in pieces; a long string is cut into pieces of
-    :data:`_PIECE` characters, after ``masked`` (whole, so no secret is cut in two). ``value``
-    is parsed JSON. (msgspec and ``json`` escape text alike, character for character; they
-    differ only in numbers, written here by the row's own encoder.)"""
+    :data:`_PIECE` characters. ``value`` is parsed JSON, masked whole already. (msgspec and
+    ``json`` escape text alike, character for character; they differ only in numbers,
+    written here by the row's own encoder.)"""
     if isinstance(value, str):
-        if masked is not None:
-            value = masked(value)
         if len(value) <= _PIECE:
             yield json.dumps(value, ensure_ascii=False)
             return
@@ -236,16 +188,15 @@ def _compact_pieces(
     elif isinstance(value, Mapping):
         yield "{"
         for position, (key, item) in enumerate(value.items()):
-            name = masked(str(key)) if masked is not None else str(key)
-            yield ("," if position else "") + json.dumps(name, ensure_ascii=False) + ":"
-            yield from _compact_pieces(item, masked, strict_json)
+            yield ("," if position else "") + json.dumps(str(key), ensure_ascii=False) + ":"
+            yield from _compact_pieces(item, strict_json)
         yield "}"
     elif isinstance(value, list | tuple):
         yield "["
         for position, item in enumerate(value):
             if position:
                 yield ","
-            yield from _compact_pieces(item, masked, strict_json)
+            yield from _compact_pieces(item, strict_json)
         yield "]"
     else:  # a number, true, false, null: as the whole row's encoder writes them (_compact)
         yield _compact(value, strict_json)

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from evalexport.masking.scrubbing import scrub_text
+from evalexport.egress import Egress
 from evalexport.reading import PreparedRun, Rollout
 from evalexport.workers.mlflow_worker import MlflowSpan, MlflowTrace
 
@@ -245,17 +245,20 @@ def trace_of(rollout: Rollout) -> MlflowTrace:
 
 
 class TracesFile:
-    """The traces of the rollouts fed to :meth:`rows`, one masked JSON line each."""
+    """The traces of the rollouts fed to :meth:`rows`, one JSON line each, each through the
+    export's gate (a trace holds a rollout's conversation: it is a row)."""
 
-    def __init__(self, scratch: Path) -> None:
+    def __init__(self, scratch: Path, gate: Egress) -> None:
         self.path = scratch / TRACES_FILE
         self.count = 0
+        self._gate = gate
 
     def rows(self, rollouts: Iterator[Rollout]) -> Iterator[Rollout]:
         """The rollouts, passed on as they are, each one's trace written on the way."""
         with self.path.open("w", encoding="utf-8", errors="backslashreplace") as lines:
             for rollout in rollouts:
-                lines.write(scrub_text(json.dumps(trace_of(rollout), ensure_ascii=False)) + "\n")
+                text = json.dumps(trace_of(rollout), ensure_ascii=False, separators=(",", ":"))
+                lines.write(self._gate.row(text) + "\n")
                 self.count += 1
                 yield rollout
 

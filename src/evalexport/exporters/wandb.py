@@ -20,7 +20,7 @@ from evalexport.exporters.base import Exporter
 from evalexport.exporters.prepared import PreparedRun, prepare, scratch_space_refusal
 from evalexport.exporters.samples import SAMPLES_TABLE_KEY, VERDICT_COLUMN, samples_beside
 from evalexport.exporters.sdk import Sdk, Surface
-from evalexport.exporters.spec import SdkConfig, Target
+from evalexport.exporters.spec import RowsConfig, Target
 from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY
 from evalexport.exporters.wandb_target import (
     describing_the_evaluation,
@@ -55,7 +55,7 @@ limit): a bigger one is logged as several."""
 logger = logging.getLogger("evalexport.wandb")
 
 
-class WandbConfig(SdkConfig):
+class WandbConfig(RowsConfig):
     """Options of the ``wandb`` exporter (SPEC §3.7)."""
 
     wandb_project: str | None = Field(
@@ -162,9 +162,7 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
     def read(self, run: RunArtifacts, config: WandbConfig) -> PreparedRun:
         """Read the run once; an export that logs the rollouts writes their table while it
         reads them (each rollout is a row)."""
-        return prepare(
-            run, rollouts_table=config.upload_rollouts and not config.dry_run, health=True
-        )
+        return prepare(run, rollouts_table=config.upload_rollouts, health=True)
 
     def plan(
         self, run: RunArtifacts, config: WandbConfig, target: WandbTarget, prepared: PreparedRun

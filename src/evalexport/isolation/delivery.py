@@ -102,6 +102,11 @@ class WorkerDelivery(Generic[PayloadT]):
     read_back: ReadBack | None = None
     """Called with the result as read and the worker's own; returns the export's result
     (a sync command added, a detail the exporter reads off the worker's details)."""
+    addresses: frozenset[str] = frozenset()
+    """The payload's keys the worker needs as they are: where to send (a tracking URI, its
+    password in it) and which local files to read. The pipeline passes every other value
+    through the export's egress gate (:meth:`evalexport.egress.Egress.payload`), so what the
+    worker sends is masked; an address is never content."""
 
 
 @final

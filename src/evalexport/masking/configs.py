@@ -12,14 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import Any
 
-from evalexport.masking.rules import (
-    MASK,
-    is_interpolation,
-    is_secret_key,
-    is_vocabulary_marker,
-    mask_text,
-    names_a_vocabulary_token,
-)
+from evalexport.masking.values import mask_value
 
 __all__ = [
     "SAVED_CONFIG_SUFFIX",
@@ -31,39 +24,16 @@ __all__ = [
 ]
 
 
-def _mask_under_secret_key(value: Any, keep_markers: bool = False) -> Any:
-    if isinstance(value, str):
-        keep = is_interpolation(value) or (keep_markers and is_vocabulary_marker(value))
-        return value if keep else MASK
-    if isinstance(value, Mapping):
-        return {key: _mask_under_secret_key(item) for key, item in value.items()}
-    if _is_sequence(value):
-        return [_mask_under_secret_key(item, keep_markers) for item in value]
-    return value
-
-
 def _is_sequence(value: object) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, str | bytes)
 
 
 def mask_config(config: Any) -> Any:
-    """Return a masked copy of ``config``; the input is never mutated.
-
-    Mappings become dicts and sequences lists; keys, list lengths, numbers, booleans and
-    ``None`` are kept, so a reader can still tell a set secret from an unset one.
-    """
-    if isinstance(config, Mapping):
-        return {
-            key: _mask_under_secret_key(value, names_a_vocabulary_token(key))
-            if is_secret_key(key)
-            else mask_config(value)
-            for key, value in config.items()
-        }
-    if _is_sequence(config):
-        return [mask_config(item) for item in config]
-    if isinstance(config, str):
-        return mask_text(config)
-    return config
+    """``config`` masked (SPEC §2): :func:`~evalexport.masking.values.mask_value`, the one
+    masking function, with no secret known beyond the rules. Pure and idempotent; the input
+    is never changed; keys, list lengths, numbers, booleans and ``None`` are kept, so a
+    reader can still tell a set secret from an unset one."""
+    return mask_value(config)
 
 
 def find_unmasked_secrets(config: object, _path: str = "") -> list[str]:
@@ -79,9 +49,19 @@ def mask_config_reporting(config: object, _path: str = "") -> tuple[Any, list[st
 
 
 def _differences(original: Any, masked: Any, path: str) -> Iterator[str]:
+    """The paths where ``masked`` differs from ``original``, named by the masked keys (a key
+    that held a secret is never shown as it was)."""
+    if masked is original:
+        return
     if isinstance(original, Mapping):
-        for key, value in original.items():
-            yield from _differences(value, masked[key], f"{path}.{key}" if path else str(key))
+        for (key, value), (shown, masked_value) in zip(
+            original.items(), masked.items(), strict=True
+        ):
+            where = f"{path}.{shown}" if path else str(shown)
+            if shown != key:
+                yield where
+            else:
+                yield from _differences(value, masked_value, where)
     elif _is_sequence(original):
         for index, (value, masked_value) in enumerate(zip(original, masked, strict=True)):
             yield from _differences(value, masked_value, f"{path}[{index}]")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Protocol, final
 
+from evalexport.egress.gate import current as current_gate
 from evalexport.gym.health import RunHealth
 from evalexport.metrics import FlatMetrics, flatten_metrics
 from evalexport.progress import Progress, reading_progress
@@ -85,11 +86,12 @@ class PreparedRun:
     fingerprint: str
     """``sha256:…`` of the bytes read (:func:`fingerprint_of` them)."""
     aggregate_metrics: bytes
-    """The aggregate-metrics file as it is: uploaded as it is."""
+    """The aggregate-metrics file as it leaves: as it is, unless the export's gate masked a
+    secret in it (:meth:`evalexport.egress.Egress.document`)."""
     metrics: FlatMetrics
     """The aggregate metrics, flattened (:func:`~evalexport.metrics.flatten_metrics`)."""
     saved_config: ExportableConfig
-    """The saved config as exporters send it: masked again."""
+    """The saved config as exporters send it: masked again, and through the export's gate."""
     rollout_count: int
     evaluation: EvaluationTimes
     """When the evaluation ran (:mod:`evalexport.reading.evaluation_times`): the remote run's times."""
@@ -103,7 +105,8 @@ class PreparedRun:
     otherwise remove it if this process died)."""
     health: RunHealth = field(default_factory=RunHealth)
     """What NeMo Gym's health files hold (:mod:`evalexport.gym.health`), if they were
-    asked for; empty for a run without them."""
+    asked for, their copies to upload through the export's gate; empty for a run without
+    them."""
 
     def warnings(self) -> list[str]:
         """What the export changes on the way: live-looking secrets masked, non-finite
@@ -318,10 +321,19 @@ def prepare(
         run.aggregate_metrics: hashlib.sha256(metrics_bytes).digest(),
         run.saved_config: hashlib.sha256(config_bytes).digest(),
     }
+    # What leaves of the files beside the rollouts passes the export's gate (the rows pass
+    # it as the tables are written).
+    gate = current_gate()
+    saved_config = ExportableConfig(gate.value(saved_config.config), saved_config.masked_paths)
+    if health is not None:
+        health.files = {
+            name: gate.document(data, lines=name.endswith(".jsonl"))
+            for name, data in health.files.items()
+        }
     return PreparedRun(
         run=run,
         fingerprint=fingerprint_of((path.name, digests[path]) for path in fingerprinted_files(run)),
-        aggregate_metrics=metrics_bytes,
+        aggregate_metrics=gate.document(metrics_bytes, lines=False),
         metrics=metrics,
         saved_config=saved_config,
         rollout_count=count,

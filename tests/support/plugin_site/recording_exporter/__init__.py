@@ -65,7 +65,7 @@ class BrokenExporter(Exporter[ExporterConfig]):
     summary = "Raise from inside the export (test plugin)."
 
     def deliver(self) -> ExportResult:
-        raise RuntimeError("backend exploded while holding Bearer abcdefghijklmnop")
+        raise RuntimeError("backend exploded while holding Bearer abcd1234efgh5678")
 
 
 NotAnExporter = object()

@@ -1,0 +1,189 @@
+"""One export's door out: :class:`Egress` (see :mod:`evalexport.egress`)."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import threading
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, final
+
+from evalexport.masking.scrubbing import secrets_known
+from evalexport.masking.values import ValueMasking, may_hold_secret, secret_forms
+
+__all__ = ["Egress", "RowsMasked", "current", "sending"]
+
+MASK_ROWS_OPTION: Final = "mask_rows"
+"""The option that turns the rules off for rows (``+mask_rows=false``)."""
+
+
+@final
+@dataclass(frozen=True)
+class RowsMasked:
+    """What the gate did to an export's rows (the tables' cells, the traces' lines): the
+    result says it, the dry run's and the export's alike."""
+
+    rows: int
+    """Rows in which something was masked."""
+    rules: bool
+    """Whether the masking rules applied to the rows (``+mask_rows``), or only the secrets
+    the export knows (its tokens, the environment's token variables)."""
+
+    def note(self) -> str | None:
+        """What the result says of it, or ``None`` when there is nothing to say."""
+        if not self.rules:
+            removed = (
+                f"; the secrets the export knows were still removed from {self.rows} of them"
+                if self.rows
+                else ""
+            )
+            return (
+                "the rows were sent as they are (+mask_rows=false): secrets in the rollouts "
+                f"are not masked{removed}"
+            )
+        if not self.rows:
+            return None
+        return (
+            f"secrets were masked in {self.rows} row{'s' if self.rows != 1 else ''} "
+            "(secret-named keys at any depth, secret-shaped texts, JSON held in texts: "
+            "docs/reliability.md, 'What leaves'); +mask_rows=false sends rows as they are"
+        )
+
+
+@final
+class Egress:
+    """The masking everything an export sends passes, made once per export by the pipeline
+    (:func:`sending`): the rules of SPEC §2 and the secrets the export knows (``secrets``: by
+    default those known now, :func:`~evalexport.masking.scrubbing.secrets_known`).
+    ``mask_rows=False`` leaves the rows' content as it is but for the known secrets."""
+
+    def __init__(self, *, mask_rows: bool = True, secrets: Sequence[str] | None = None) -> None:
+        self.mask_rows = mask_rows
+        self.secrets: tuple[str, ...] = tuple(secrets_known() if secrets is None else secrets)
+        """The secrets removed from everything the gate passes, as given."""
+        self._masking = ValueMasking(secret_forms(self.secrets))
+        self._lock = threading.Lock()
+        self._rows = 0
+
+    def value(self, value: Any) -> Any:
+        """A value that leaves (a config, a payload's params, a health report): masked by the
+        rules and the known secrets, the same object where nothing changed."""
+        return self._masking.value(value)
+
+    def text(self, text: str) -> str:
+        """A text that leaves, masked as :meth:`value` masks a text."""
+        return self._masking.text(text)
+
+    def row(self, text: str) -> str:
+        """A row's JSON text that leaves (a table's cell, a trace's line): masked as the value
+        it holds when the rules apply to rows, else only rid of the known secrets; counted
+        when anything changed. A text that needs nothing (:func:`~evalexport.masking.values.
+        may_hold_secret`) costs a few byte scans."""
+        if self.mask_rows and may_hold_secret(text):
+            masked = self._masking.json_text(text)
+        else:
+            masked = self._masking.known(text)
+        if masked != text:
+            self.count(1)
+        return masked
+
+    def row_value(self, value: Any) -> Any:
+        """A row as a value (one too long to hold as one text): masked as :meth:`row` masks
+        its text; counted when anything changed."""
+        masked = self._masking.value(value) if self.mask_rows else self._known_value(value)
+        if masked is not value:
+            self.count(1)
+        return masked
+
+    def known(self, text: str) -> str:
+        """``text`` rid of the known secrets only (a piece of a row already masked whole)."""
+        return self._masking.known(text)
+
+    def _known_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self._masking.known(value)
+        if isinstance(value, Mapping):
+            items = {key: self._known_value(item) for key, item in value.items()}
+            unchanged = all(items[key] is item for key, item in value.items())
+            return value if unchanged else items
+        if isinstance(value, list):
+            masked = [self._known_value(item) for item in value]
+            unchanged = all(new is old for new, old in zip(masked, value, strict=True))
+            return value if unchanged else masked
+        return value
+
+    def document(self, data: bytes, *, lines: bool) -> bytes:
+        """A JSON document's bytes (``lines``: a JSON-lines file's) as they leave: each
+        document or line that needs nothing kept byte for byte, each other one masked as
+        :meth:`value` masks what it holds (a line that is not JSON, as text)."""
+        if not lines:
+            return self._document_part(data, indent=2)
+        parts = [self._document_part(line, indent=None) for line in data.splitlines(True)]
+        return b"".join(parts)
+
+    def _document_part(self, data: bytes, indent: int | None) -> bytes:
+        text = data.decode("utf-8", "replace")
+        if not (may_hold_secret(text) or any(secret in text for secret in self._forms)):
+            return data
+        ending = text[len(text.rstrip("\r\n")) :]
+        body = text.rstrip("\r\n")
+        try:
+            held = json.loads(body)
+        except (ValueError, RecursionError):
+            masked_text = self.text(body)
+        else:
+            masked = self.value(held)
+            if masked is held:
+                masked_text = self._masking.known(body)
+            else:
+                masked_text = json.dumps(masked, ensure_ascii=False, indent=indent)
+                if indent is not None and not ending:
+                    ending = "\n"
+        return (masked_text + ending).encode()
+
+    @property
+    def _forms(self) -> tuple[str, ...]:
+        return self._masking.secrets
+
+    def payload(self, payload: Mapping[str, Any], addresses: Collection[str]) -> dict[str, Any]:
+        """A worker's payload as it leaves: each value masked (:meth:`value`) but those of
+        ``addresses``, the keys the worker needs as they are (a tracking URI with its
+        password, the paths of the files it uploads)."""
+        return {
+            key: item if key in addresses else self.value(item) for key, item in payload.items()
+        }
+
+    def count(self, rows: int) -> None:
+        """Count rows masked elsewhere (another process's part of the run)."""
+        with self._lock:
+            self._rows += rows
+
+    def rows_masked(self) -> RowsMasked:
+        """What the gate did to the rows so far."""
+        with self._lock:
+            return RowsMasked(self._rows, self.mask_rows)
+
+
+_current: contextvars.ContextVar[Egress | None] = contextvars.ContextVar(
+    "evalexport_egress", default=None
+)
+
+
+def current() -> Egress:
+    """The gate of the export in progress (:func:`sending`); outside one (a payload built on
+    its own, a benchmark), a gate with the rules on and the secrets known now."""
+    gate = _current.get()
+    return gate if gate is not None else Egress()
+
+
+@contextlib.contextmanager
+def sending(gate: Egress) -> Iterator[Egress]:
+    """Make ``gate`` the export's door out while the block runs: what the read writes for the
+    service passes it (:func:`current`)."""
+    token = _current.set(gate)
+    try:
+        yield gate
+    finally:
+        _current.reset(token)

@@ -1,0 +1,255 @@
+"""The one masking function (SPEC §2): :func:`mask_value` masks a value of any shape (a config,
+a row, a trace, a payload) by the rules of :mod:`.rules`, at any depth, and in the JSON texts
+strings hold (a tool call's ``arguments``); :func:`may_hold_secret` tells, at the speed of a
+few byte scans, the texts it cannot change, so a big run's rows are masked without a scan of
+every string by every rule.
+
+Pure functions of their arguments. :mod:`evalexport.egress` applies them to everything an
+export sends; :mod:`.configs` to a run's config as it is saved.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from evalexport.masking.rules import (
+    MASK,
+    is_interpolation,
+    is_secret_key,
+    is_vocabulary_marker,
+    mask_text,
+    names_a_vocabulary_token,
+)
+
+__all__ = [
+    "ValueMasking",
+    "is_json_schema",
+    "mask_json_text",
+    "mask_value",
+    "may_hold_secret",
+    "secret_forms",
+]
+
+# What every text masking can change holds, lower-cased (ASCII only, as the rules read names):
+# a word of a secret key's name (SPEC §2), a URL's "://", an HTTP scheme's name, a well-known
+# credential's prefix, or "\u", an escape that may spell any of them in JSON text a string
+# holds. tests/property/test_masking_properties.py holds mask_value to it.
+_ANYWHERE: Final = (
+    b"secret",
+    b"passw",
+    b"pwd",
+    b"passphrase",
+    b"credential",
+    b"cookie",
+    b"authoriz",
+    b"://",
+    b"bearer",
+    b"basic",
+    b"sk-",
+    b"hf_",
+    b"ghp_",
+    b"github_pat_",
+    b"glpat-",
+    b"xoxb-",
+    b"nvapi-",
+    b"akia",
+    b"\\u",
+)
+# The last words of a secret key (its name ends there: "hf_token", "x-api-key", "api_key_2"),
+# each a literal a search finds at the speed of a byte scan. "tokens", "keyboard": no name.
+_LAST_WORDS: Final = tuple(
+    re.compile(word + rb"(?![a-z])").search for word in (b"token", b"key", b"auth")
+)
+
+
+_PIECE: Final = 1 << 20
+"""A long text is looked through a megabyte at a time, never copied whole."""
+_OVERLAP: Final = max(len(anchor) for anchor in _ANYWHERE) + 1
+"""What each piece shares with the next: an anchor across two pieces, and the character a
+last word's end is told by."""
+
+
+def may_hold_secret(text: str) -> bool:
+    """Whether masking could change ``text`` or a value whose JSON text it is (``False``: it
+    cannot; :func:`mask_value` leaves it as it is). A superset: ``True`` for some texts that
+    hold nothing to mask."""
+    if len(text) <= _PIECE:
+        return _holds_anchor(text)
+    return any(
+        _holds_anchor(text[start : start + _PIECE + _OVERLAP])
+        for start in range(0, len(text), _PIECE)
+    )
+
+
+def _holds_anchor(text: str) -> bool:
+    data = text.encode("utf-8", "surrogatepass").lower()
+    return any(anchor in data for anchor in _ANYWHERE) or any(
+        found(data) is not None for found in _LAST_WORDS
+    )
+
+
+_SCHEMA_TYPES: Final = frozenset(
+    {"string", "number", "integer", "boolean", "object", "array", "null"}
+)
+_SCHEMA_KEYWORDS: Final = frozenset({"properties", "anyOf", "oneOf", "allOf", "$ref", "enum"})
+
+
+def is_json_schema(value: Mapping[Any, Any]) -> bool:
+    """Whether ``value`` is a JSON Schema (a tool's parameter ``{"type": "string",
+    "description": ...}``): under a secret key (``api_key``, ``temporary_token``) it describes
+    a secret's field and holds none, so its texts are masked by their own keys, not as a
+    secret's."""
+    kind = value.get("type")
+    if isinstance(kind, str):
+        return kind in _SCHEMA_TYPES
+    if isinstance(kind, list):
+        return bool(kind) and all(isinstance(k, str) and k in _SCHEMA_TYPES for k in kind)
+    return any(keyword in value for keyword in _SCHEMA_KEYWORDS)
+
+
+def secret_forms(secrets: Sequence[str]) -> tuple[str, ...]:
+    """Each secret as written and as JSON escapes it (a secret holding ``"`` or ``\\`` is
+    written escaped in a JSON text), longest first, so a secret is replaced before its
+    prefix."""
+    forms: set[str] = set()
+    for secret in secrets:
+        if secret:
+            forms.add(secret)
+            forms.add(json.dumps(secret, ensure_ascii=False)[1:-1])
+    return tuple(sorted(forms, key=len, reverse=True))
+
+
+def mask_value(value: Any, secrets: Sequence[str] = ()) -> Any:
+    """``value`` masked (SPEC §2); the input is never changed, and what masking leaves as it
+    is, is returned as it is (the same object).
+
+    A secret-named key (:func:`~evalexport.masking.rules.is_secret_key`) has each text under it
+    masked whole (a bare interpolation and, under a vocabulary key, a vocabulary marker
+    excepted), a JSON Schema under it walked by the same rules; every other text has the
+    secrets its shape shows masked (:func:`~evalexport.masking.rules.mask_text`), and a text
+    that is a JSON object or array is masked as the value it holds. Keys are masked as texts.
+    ``secrets`` (the values an export knows: its tokens) are replaced wherever they are.
+    Mappings become dicts and sequences lists where anything changed.
+    """
+    return ValueMasking(secret_forms(secrets)).value(value)
+
+
+def mask_json_text(text: str, secrets: Sequence[str] = ()) -> str:
+    """A JSON document's text (a table's cell, a trace's line) with :func:`mask_value` applied
+    to what it holds (:meth:`ValueMasking.json_text`)."""
+    return ValueMasking(secret_forms(secrets)).json_text(text)
+
+
+class ValueMasking:
+    """:func:`mask_value` with its secrets' forms made once (:func:`secret_forms`), for a
+    caller that masks many values with the same secrets (an export's gate)."""
+
+    def __init__(self, secrets: tuple[str, ...]) -> None:
+        self.secrets = secrets
+
+    def value(self, value: Any) -> Any:
+        """``value`` masked; the same object where nothing changed."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            return self.mapping(value)
+        if isinstance(value, list | tuple):
+            items = [self.value(item) for item in value]
+            unchanged = isinstance(value, list) and all(
+                new is old for new, old in zip(items, value, strict=True)
+            )
+            return value if unchanged else items
+        return value
+
+    def mapping(self, value: Mapping[Any, Any]) -> Any:
+        """A mapping masked: each key's value by the key's rule, each key as a text."""
+        masked: dict[Any, Any] = {}
+        changed = not isinstance(value, dict)
+        for key, item in value.items():
+            if isinstance(key, str) and is_secret_key(key):
+                new = self.under_secret_key(item, names_a_vocabulary_token(key))
+            else:
+                new = self.value(item)
+            shown = self.text(key) if isinstance(key, str) else key
+            if shown is not key:
+                changed = True
+                while shown in masked or (shown != key and shown in value):
+                    shown += "*"  # two keys that mask alike: both kept
+            changed = changed or new is not item
+            masked[shown] = new
+        return masked if changed else value
+
+    def known(self, text: str) -> str:
+        """``text`` with only the known secrets removed (no rule applied)."""
+        masked = text
+        for secret in self.secrets:
+            if secret in masked:
+                masked = masked.replace(secret, MASK)
+        return text if masked == text else masked
+
+    def under_secret_key(self, value: Any, keep_markers: bool) -> Any:
+        """A value under a secret key: each text masked whole (a bare interpolation and, with
+        ``keep_markers``, a vocabulary marker kept), a JSON Schema walked by the rules."""
+        if isinstance(value, str):
+            keep = is_interpolation(value) or (keep_markers and is_vocabulary_marker(value))
+            return value if keep or value == MASK else MASK
+        if isinstance(value, Mapping):
+            if is_json_schema(value):
+                return self.mapping(value)
+            masked = {key: self.under_secret_key(item, False) for key, item in value.items()}
+            return value if masked == value and isinstance(value, dict) else masked
+        if isinstance(value, list | tuple):
+            items = [self.under_secret_key(item, keep_markers) for item in value]
+            unchanged = isinstance(value, list) and all(
+                new is old for new, old in zip(items, value, strict=True)
+            )
+            return value if unchanged else items
+        return value
+
+    def text(self, text: str) -> str:
+        """A text masked by its shape, or as the JSON it holds; the known secrets removed."""
+        masked = text
+        if text and may_hold_secret(text):
+            nested = self.nested_json(text)
+            masked = mask_text(text) if nested is None else nested
+        masked = self.known(masked)
+        return text if masked == text else masked
+
+    def json_text(self, text: str) -> str:
+        """A JSON document's text masked as the value it holds, re-encoded compactly only
+        where anything changed; a text that is not JSON is masked as text."""
+        try:
+            held = json.loads(text)
+        except (ValueError, RecursionError):
+            return self.text(text)
+        masked = self.value(held)
+        if masked is held:
+            return self.known(text)
+        return self.known(json.dumps(masked, ensure_ascii=False, separators=(",", ":")))
+
+    def nested_json(self, text: str) -> str | None:
+        """``text`` masked as the JSON object or array it is, or ``None`` when it is none."""
+        stripped = text.strip()
+        if not (stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]")):
+            return None
+        try:
+            held = json.loads(stripped)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(held, dict | list):
+            return None
+        masked = self.value(held)
+        if masked is held:
+            return text
+        return _encoded_like(masked, stripped)
+
+
+def _encoded_like(value: object, original: str) -> str:
+    """``value`` as JSON in the style of ``original``: compact, or with ``json.dumps``'s
+    spaces."""
+    spaced = '": ' in original or '", ' in original
+    separators = (", ", ": ") if spaced else (",", ":")
+    return json.dumps(value, ensure_ascii=False, separators=separators)
