@@ -245,7 +245,7 @@ def test_the_read_masks_both_tables_through_the_gate_the_export_made_once(
         prepared = prepare(sample.run, rollouts_table=True)
     try:
         assert len(asked) == 1
-        assert the_gate.rows_masked().rows == 2  # the row of each table that held it
+        assert the_gate.rows_masked().rows == 1  # one rollout, in both tables
         assert prepared.rollouts_table is not None
         for path in (prepared.rollouts_table, prepared.rollouts_table.with_name("samples.json")):
             text = path.read_text(encoding="utf-8")

@@ -6,7 +6,7 @@ import contextlib
 import contextvars
 import json
 import threading
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, final
 
@@ -26,7 +26,7 @@ class RowsMasked:
     result says it, the dry run's and the export's alike."""
 
     rows: int
-    """Rows in which something was masked."""
+    """Rollouts in which something was masked (of any table or trace made of them)."""
     rules: bool
     """Whether the masking rules applied to the rows (``+mask_rows``), or only the secrets
     the export knows (its tokens, the environment's token variables)."""
@@ -65,7 +65,8 @@ class Egress:
         """The secrets removed from everything the gate passes, as given."""
         self._masking = ValueMasking(secret_forms(self.secrets))
         self._lock = threading.Lock()
-        self._rows = 0
+        self._rows: set[int] = set()
+        """The line numbers of the rollouts in which anything was masked."""
 
     def value(self, value: Any) -> Any:
         """A value that leaves (a config, a payload's params, a health report): masked by the
@@ -76,25 +77,26 @@ class Egress:
         """A text that leaves, masked as :meth:`value` masks a text."""
         return self._masking.text(text)
 
-    def row(self, text: str) -> str:
-        """A row's JSON text that leaves (a table's cell, a trace's line): masked as the value
-        it holds when the rules apply to rows, else only rid of the known secrets; counted
-        when anything changed. A text that needs nothing (:func:`~evalexport.masking.values.
+    def row(self, text: str, line: int) -> str:
+        """The JSON text of a row that leaves (a table's cell, a trace's line), made of the
+        rollout on ``line`` of the rollouts file: masked as the value it holds when the rules
+        apply to rows, else only rid of the known secrets; the rollout counted when anything
+        changed. A text that needs nothing (:func:`~evalexport.masking.values.
         may_hold_secret`) costs a few byte scans."""
         if self.mask_rows and may_hold_secret(text):
             masked = self._masking.json_text(text)
         else:
             masked = self._masking.known(text)
         if masked != text:
-            self.count(1)
+            self.count([line])
         return masked
 
-    def row_value(self, value: Any) -> Any:
+    def row_value(self, value: Any, line: int) -> Any:
         """A row as a value (one too long to hold as one text): masked as :meth:`row` masks
-        its text; counted when anything changed."""
+        its text."""
         masked = self._masking.value(value) if self.mask_rows else self._known_value(value)
         if masked is not value:
-            self.count(1)
+            self.count([line])
         return masked
 
     def known(self, text: str) -> str:
@@ -155,15 +157,21 @@ class Egress:
             key: item if key in addresses else self.value(item) for key, item in payload.items()
         }
 
-    def count(self, rows: int) -> None:
-        """Count rows masked elsewhere (another process's part of the run)."""
+    def count(self, lines: Iterable[int]) -> None:
+        """Count the rollouts on ``lines`` as masked (rows masked here, or by another process
+        that read part of the run)."""
         with self._lock:
-            self._rows += rows
+            self._rows.update(lines)
+
+    def masked_lines(self) -> list[int]:
+        """The line numbers of the rollouts in which anything was masked, in order."""
+        with self._lock:
+            return sorted(self._rows)
 
     def rows_masked(self) -> RowsMasked:
         """What the gate did to the rows so far."""
         with self._lock:
-            return RowsMasked(self._rows, self.mask_rows)
+            return RowsMasked(len(self._rows), self.mask_rows)
 
 
 _current: contextvars.ContextVar[Egress | None] = contextvars.ContextVar(

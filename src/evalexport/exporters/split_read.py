@@ -94,8 +94,8 @@ class PartDone(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     latest: float | None
     left_out: int
     samples: SamplesSeen
-    rows_masked: int
-    """Rows of its part in which the gate masked anything."""
+    masked_lines: list[int]
+    """The line numbers of its part's rollouts in which the gate masked anything."""
 
 
 def part_start(handle: BinaryIO, middle: int) -> int:
@@ -181,7 +181,7 @@ class SecondPart:
         counted in ``gate``, if its part was taken."""
         if self.taken and self.done is not None:
             samples.absorb(self.directory / SamplesTable.ROWS_FILE, self.done.samples)
-            gate.count(self.done.rows_masked)
+            gate.count(self.done.masked_lines)
 
     def discard(self) -> None:
         """Remove its rows, once joined (the scratch holds the tables twice meanwhile)."""
@@ -289,7 +289,7 @@ def read_part(job: PartJob) -> PartDone:
         latest=latest,
         left_out=seen.left_out,
         samples=samples.seen(),
-        rows_masked=gate.rows_masked().rows,
+        masked_lines=gate.masked_lines(),
     )
 
 

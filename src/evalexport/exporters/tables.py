@@ -107,11 +107,13 @@ def write_rows(handle: TextIO, rollouts: Iterable[Rollout], gate: Egress) -> int
         if rollout.size_bytes > STREAMED_ABOVE:
             # Masked as a value, never held as one text; its pieces are written as they are.
             handle.write('["')
-            for piece in _escaped_pieces(gate.row_value(row), rollout.strict_json):
+            masked = gate.row_value(row, rollout.line_number)
+            for piece in _escaped_pieces(masked, rollout.strict_json):
                 handle.write(piece)
             handle.write('"]')
         else:
-            handle.write("[" + _as_string(gate.row(_compact(row, rollout.strict_json))) + "]")
+            text = gate.row(_compact(row, rollout.strict_json), rollout.line_number)
+            handle.write("[" + _as_string(text) + "]")
     return position
 
 

@@ -258,7 +258,7 @@ class TracesFile:
         with self.path.open("w", encoding="utf-8", errors="backslashreplace") as lines:
             for rollout in rollouts:
                 text = json.dumps(trace_of(rollout), ensure_ascii=False, separators=(",", ":"))
-                lines.write(self._gate.row(text) + "\n")
+                lines.write(self._gate.row(text, rollout.line_number) + "\n")
                 self.count += 1
                 yield rollout
 
