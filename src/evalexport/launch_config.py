@@ -40,17 +40,38 @@ class LaunchConfigError(ValueError):
         self.usage = usage
 
 
+_MAX_CONFIG_BYTES = 64 * 1024 * 1024
+"""The largest config file read (as the saved config it becomes: a real one is kilobytes)."""
+
+
 def _load(path: Path) -> Any:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
     from yaml import YAMLError
 
+    from evalexport.host.files import RunFileError, open_regular
+    from evalexport.ingress import DocumentRefused, load_yaml
+
     try:
-        loaded = OmegaConf.load(path)
+        with open_regular(path) as handle:
+            data = handle.read(_MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise LaunchConfigError(f"Config file not found: {path}") from None
     except OSError as error:
         raise LaunchConfigError(f"Cannot read config file {path}: {error.strerror}") from None
+    except RunFileError as error:  # a FIFO, a directory
+        raise LaunchConfigError(f"Cannot read config file {path}: {error}") from None
+    if len(data) > _MAX_CONFIG_BYTES:
+        raise LaunchConfigError(
+            f"Config file {path} is larger than {_MAX_CONFIG_BYTES // 2**20} MiB: is it a config?"
+        )
+    try:  # the ingress gate measures it before OmegaConf builds it (an alias bomb, say)
+        load_yaml(data, path, what="config file")
+    except DocumentRefused as refused:
+        if not refused.malformed:
+            raise LaunchConfigError(str(refused)) from None
+    try:
+        loaded = OmegaConf.create(data.decode("utf-8", "replace"))
     except (YAMLError, OmegaConfBaseException) as error:
         raise LaunchConfigError(
             f"Config file {path} is not valid YAML: {_parser_words(error)}"

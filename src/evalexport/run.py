@@ -6,7 +6,6 @@ from ``R`` here and nowhere else, so exporters never guess at a path.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ GENERIC_STEMS: Final = frozenset({"example", "rollouts"})
 server's example run is ``data/example_rollouts.jsonl``, and a ``gym eval submit`` job writes
 each benchmark's run to ``<job>/<benchmark>/artifacts/rollouts.jsonl``."""
 GENERIC_DIRECTORIES: Final = frozenset({"data", "artifacts"})
+_MAX_LIVE_RUN_RECORD: Final = 1024 * 1024
 """The directories of those layouts that hold a run but do not name it."""
 
 
@@ -90,9 +90,15 @@ class RunArtifacts:
     @classmethod
     def in_job(cls, runs_root: str | os.PathLike[str], benchmark: str) -> RunArtifacts:
         """The run of ``benchmark`` under a plan's ``job.runs_root``:
-        ``<runs_root>/<benchmark>/<benchmark>_rollouts.jsonl``. (A ``gym eval submit`` job
-        lays its runs out otherwise: :meth:`evalexport.gym.jobs.GymJob.rollouts`.)"""
-        return cls.from_rollouts_path(Path(runs_root) / benchmark / f"{benchmark}_rollouts.jsonl")
+        ``<runs_root>/<benchmark>/<benchmark>_rollouts.jsonl``; a benchmark name that would
+        lead out of ``runs_root`` is a :class:`~evalexport.ingress.PathRefused`. (A ``gym eval
+        submit`` job lays its runs out otherwise: :meth:`evalexport.gym.jobs.GymJob.rollouts`.)"""
+        from evalexport import ingress
+
+        directory = ingress.child(
+            Path(runs_root), benchmark, named_by=f"the benchmark name {benchmark!r}"
+        )
+        return cls.from_rollouts_path(directory / f"{benchmark}_rollouts.jsonl")
 
     @property
     def run_dir(self) -> Path:
@@ -228,10 +234,16 @@ class RunArtifacts:
         return self._sibling(f"_{exporter}_live_run.json")
 
     def live_run_id(self, exporter: str) -> str | None:
-        """The id of a run the evaluation logged live to ``exporter``, if it recorded one."""
+        """The id of a run the evaluation logged live to ``exporter``, if it recorded one (a
+        record that cannot be read is none: it is the evaluation's note, not the run)."""
+        from evalexport import ingress
+
+        path = self.live_run_record(exporter)
         try:
-            data = json.loads(self.live_run_record(exporter).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            with reading.open_regular(path) as handle:
+                record = handle.read(_MAX_LIVE_RUN_RECORD + 1)
+            data = ingress.load_json(record, path, what="live run record")
+        except (OSError, RunFileError):
             return None
         run_id = data.get("run_id") if isinstance(data, dict) else None
         return str(run_id) if run_id else None
@@ -265,10 +277,26 @@ class RunArtifacts:
             ):
                 if path.exists() and (problem := reading.not_a_file_reason(path)):
                     return f"Cannot read the {what}: {problem}"
+                if problem := self.link_out_reason(path, what):
+                    return problem
             if not self.aggregate_metrics.is_file():
                 return self.missing_aggregate_metrics_message()
             if not self.saved_config.is_file():
                 return self.missing_saved_config_message()
+        return None
+
+    def link_out_reason(self, path: Path, what: str) -> str | None:
+        """Why ``path``, a file of the run, is not read: a symlink out of the directory that
+        holds it (the run directory; for the job's ``resolved-config.yaml``, the job's), or
+        ``None`` (:func:`evalexport.ingress.inside`)."""
+        from evalexport import ingress
+
+        job = self.gym_job
+        home = job.directory if job is not None and path == job.config else self.run_dir
+        try:
+            ingress.inside(home, path, named_by=f"the {what}")
+        except ingress.PathRefused as refused:
+            return str(refused)
         return None
 
     def missing_aggregate_metrics_message(self) -> str:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -10,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from evalexport.contracts.scaffold_input import literal_text
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalexport.contracts.scaffold_input import (
+    NotALiteral,
+    builtin_type_name,
+    literal_source,
+    literal_text,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 EVALRDL = json.loads((ROOT / "contracts" / "evalrdl" / "0.0.241.json").read_text())
@@ -20,6 +29,16 @@ def _with(**entries: object) -> dict[str, object]:
     manifest = json.loads(json.dumps(EVALRDL))
     manifest["entries"].update(entries)
     return manifest
+
+
+def _defaulting(default: str) -> dict[str, object]:
+    """The manifest with ``upload_plan``, a function the worker's surface names (so the
+    scaffold writes it), given a parameter that defaults to ``default``."""
+    plan = json.loads(json.dumps(EVALRDL["entries"]["evalrdl.sdk.api.upload_plan"]))
+    plan["parameters"].append(
+        {"name": "x", "kind": "KEYWORD_ONLY", "has_default": True, "default": default}
+    )
+    return _with(**{"evalrdl.sdk.api.upload_plan": plan})
 
 
 def _scaffold(cli, tmp_path: Path, manifest: object, name: str = "hostile"):
@@ -51,21 +70,7 @@ PWNED = "open('PWNED','w')"
         ),
         (
             "code in a default",
-            _with(
-                **{
-                    "evalrdl.run": {
-                        "kind": "callable",
-                        "parameters": [
-                            {
-                                "name": "x",
-                                "kind": "POSITIONAL_OR_KEYWORD",
-                                "has_default": True,
-                                "default": f"'a' if {PWNED} else 'b'",
-                            }
-                        ],
-                    }
-                }
-            ),
+            _defaulting(f"'a' if {PWNED} else 'b'"),
             None,  # scaffolded, the default given as None with a note: nothing of it runs
         ),
         (
@@ -103,6 +108,26 @@ PWNED = "open('PWNED','w')"
             ),
             "bases must be a list of class paths",
         ),
+        (
+            "code in a builtin default (#56)",
+            _defaulting(f"<builtins.{PWNED} or dict>"),
+            None,  # scaffolded with an object standing for the default: nothing of it runs
+        ),
+        (
+            "code in a class constant",
+            _with(
+                **{
+                    "evalrdl.Client": {
+                        **EVALRDL["entries"]["evalrdl.Client"],
+                        "attributes": {
+                            **EVALRDL["entries"]["evalrdl.Client"]["attributes"],
+                            "LIMIT": {"kind": "constant", "value": f"({PWNED},)"},
+                        },
+                    }
+                }
+            ),
+            None,
+        ),
         ("entries a list", {**EVALRDL, "entries": []}, "entries must be a mapping of paths"),
         ("entries null", {**EVALRDL, "entries": None}, "entries must be a mapping of paths"),
         ("an entry with no kind", _with(**{"evalrdl.run": {}}), "kind None is not one of"),
@@ -118,12 +143,25 @@ def test_a_hostile_or_malformed_manifest_scaffolds_nothing_and_runs_nothing(
     assert "Traceback" not in run.output
     if said is None:
         assert run.exit_code == 0, run.output
-        source = (out / "src" / "evalrdl" / "__init__.py").read_text()
-        assert PWNED not in source
-        compile(source, "scaffold", "exec")
+        sources = [path.read_text() for path in (out / "src" / "evalrdl").rglob("*.py")]
+        for source in sources:  # the manifest's text is in them as a string, if at all
+            called = {
+                node.func.id
+                for node in ast.walk(ast.parse(source))
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            }
+            assert not called & {"open", "__import__", "eval", "exec"}, called
+        written = "".join(sources)
+        assert "def upload_plan" in written  # the hostile entries were written, and ran nothing
+        if case == "code in a class constant":
+            assert "LIMIT = None" in written
         # What the scaffold says to run next runs nothing of the manifest.
         checked = subprocess.run(
-            [sys.executable, "-c", "import sys; sys.path.insert(0, 'src'); import evalrdl"],
+            [
+                sys.executable,
+                "-c",
+                "import sys; sys.path.insert(0, 'src'); import evalrdl, evalrdl.sdk.api",
+            ],
             cwd=out,
             capture_output=True,
             text=True,
@@ -135,7 +173,7 @@ def test_a_hostile_or_malformed_manifest_scaffolds_nothing_and_runs_nothing(
         assert said in run.stderr, run.stderr
         assert "nothing was written" in run.stderr
         assert not out.exists()
-    assert not (tmp_path / "PWNED").exists()
+    assert not list(tmp_path.rglob("PWNED"))  # in the scaffold's directory, where it ran, too
     assert not Path("/ABS").exists()
 
 
@@ -181,3 +219,65 @@ def test_literals_pass(text: str) -> None:
 )
 def test_anything_but_literals_fails(text: str) -> None:
     assert not literal_text(text)
+
+
+LITERAL_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.complex_numbers(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20)
+    | st.binary(max_size=10),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.tuples(children, children)
+        | st.dictionaries(st.text(max_size=5) | st.integers(), children, max_size=3)
+        | st.frozensets(st.integers() | st.text(max_size=5), max_size=3).map(frozenset)
+    ),
+    max_leaves=10,
+)
+
+
+@given(LITERAL_VALUES)
+def test_a_literal_is_written_as_the_value_it_parses_to(value: object) -> None:
+    """What a scaffold writes for a manifest's literal is the value the literal holds, its
+    ``repr``: read back, the same value."""
+    written = literal_source(repr(value))
+    assert eval(written, {"__builtins__": {"frozenset": frozenset, "set": set}}) == value
+
+
+def test_a_float_past_a_literals_range_is_written_as_float_of_its_name() -> None:
+    assert literal_source("1e400") == 'float("inf")'
+    assert literal_source("-1e400") == 'float("-inf")'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [PWNED, "__import__('os')", "frozenset(open('x'))", "[i for i in ()]", "x", "-'a'"],
+)
+def test_text_that_is_no_literal_is_never_written(text: str) -> None:
+    with pytest.raises(NotALiteral):
+        literal_source(text)
+
+
+def test_a_builtin_default_is_one_of_a_few_plain_types() -> None:
+    assert builtin_type_name("dict") == "dict"
+    assert builtin_type_name("__import__('os').system('x') or dict") is None
+    assert builtin_type_name("eval") is None
+
+
+def test_a_version_that_would_name_a_file_elsewhere_is_not_written(
+    cli, tmp_path, monkeypatch
+) -> None:
+    """``contract manifest --write`` names the file by the SDK's own ``__version__``: a version
+    of ``../../…`` is refused before anything is written (#56)."""
+    from evalexport.contracts import drift
+
+    hostile = {**EVALRDL, "version": "../../outside"}
+    monkeypatch.setattr(drift, "extract_manifest", lambda *args, **kwargs: hostile)
+    contracts = tmp_path / "contracts"
+    done = cli("contract", "manifest", "evalrdl", "--contracts", contracts, "--write")
+    assert done.exit_code == 2
+    assert "'../../outside' is not a version" in done.stderr
+    assert not list(tmp_path.rglob("*.json"))

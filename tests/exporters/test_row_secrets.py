@@ -95,7 +95,9 @@ def test_secrets_in_rows_reach_neither_mlflows_tables_nor_its_traces(
     assert secrets["tool"] not in done.output + json.dumps(planned)
     # and the rest of the row is sent: the tool call and its query are in the table
     table = next((tmp_path / "store").rglob("rollouts.json")).read_text()
-    assert "call_planted" in table and "Legendre" in table and "X-Trace" in table
+    assert "call_planted" in table
+    assert "Legendre" in table
+    assert "X-Trace" in table
 
 
 def test_rows_go_as_they_are_with_mask_rows_false_and_the_result_says_so(

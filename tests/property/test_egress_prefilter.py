@@ -97,7 +97,7 @@ PIECES = st.sampled_from(
         "${oc.env:X}",
         "{{",
         "ssh",
-    ]  # fmt: skip
+    ]
 )
 # A secret's name, as the rules read one: words of secret names and their near misses, joined
 # as code and configs join them ("x-api-key", "hfToken", "API_KEY_2").
@@ -125,7 +125,7 @@ NAME_WORDS = st.sampled_from(
         "Token",
         "\u212a",
         "\u0130ey",
-    ]  # fmt: skip
+    ]
 )
 NAMES = st.builds(
     lambda words, joint: joint.join(words),

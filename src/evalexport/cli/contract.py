@@ -67,7 +67,9 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         manifest_home,
         verify_release,
     )
+    from evalexport.contracts.scaffold_input import version_problem
     from evalexport.host.files import write_text_atomically
+    from evalexport.ingress import child
 
     help_asked, values = arguments.help, arguments.values
     matrix = rest[:1] == ["matrix"]
@@ -100,7 +102,12 @@ def run(arguments: Arguments, rest: list[str]) -> int:
             if "--write" not in arguments.switches:
                 print(text)
                 return OK
-            written = manifest_home(sdk, contracts) / f"{manifest['version']}.json"
+            # The version is the SDK's own __version__: it names a file only once it is one
+            # name of a version (the ingress gate's rule for names, and the scaffold's).
+            if (problem := version_problem(manifest["version"])) is not None:
+                return usage_error(f"cannot write the manifest of {sdk}: {problem}")
+            home = manifest_home(sdk, contracts)
+            written = child(home, f"{manifest['version']}.json", named_by="the SDK's version")
             written.parent.mkdir(parents=True, exist_ok=True)
             write_text_atomically(written, text + "\n")
             here = Path.cwd()

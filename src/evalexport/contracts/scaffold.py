@@ -17,6 +17,7 @@ Where each name lives is decided by :mod:`.scaffold_model`; this module writes t
 from __future__ import annotations
 
 import keyword
+import contextlib
 import re
 import shutil
 from collections.abc import Iterator, Mapping
@@ -25,7 +26,15 @@ from pathlib import Path
 from typing import Any, Final, final
 
 from evalexport.contracts.narrowing import narrowed
-from evalexport.contracts.scaffold_input import identifier, literal_text, manifest_problems
+from evalexport.contracts.scaffold_input import (
+    NotALiteral,
+    builtin_type_name,
+    identifier,
+    literal_source,
+    literal_text,
+    manifest_problems,
+    type_expression_source,
+)
 from evalexport.contracts.scaffold_model import (
     SurfaceClass,
     SurfaceFunction,
@@ -84,14 +93,16 @@ class _Writer:
         text = str(parameter["default"])
         if text == "<process id>":
             return "os.getpid()"
-        if _LITERAL_DEFAULT.match(text) and literal_text(text):
-            return text
+        if _LITERAL_DEFAULT.match(text):
+            with contextlib.suppress(NotALiteral):
+                return literal_source(text)  # the value it writes, never the text
         if _ENUM_MEMBER.match(text) and text not in ("None", "True", "False"):
             # A member of the SDK's own Enum: one of an Enum that bears the same name.
             kind, member = text.rsplit(".", 1)
             return f"default_member({kind!r}, {member!r})"
         if text.startswith("<" + _BUILTIN) and text.endswith(">"):
-            return f"{text[len(_BUILTIN) + 1 : -1]}()"
+            if (builtin := builtin_type_name(text[len(_BUILTIN) + 1 : -1])) is not None:
+                return f"{builtin}()"
         if text.startswith("<") and text.endswith(">"):
             # An object of the SDK's own (a sentinel): one that names the same type.
             return f"default_object({text[1:-1]!r})"
@@ -213,8 +224,11 @@ class _Writer:
                 text += f"    {name}: {self.field_annotation(cls, name, attribute, enums)}\n"
             elif kind == "constant":
                 value = str(attribute.get("value", "None"))
-                literal = _LITERAL_DEFAULT.match(value) and literal_text(value)
-                text += f"    {name} = {value if literal else 'None'}\n"
+                source = "None"
+                if _LITERAL_DEFAULT.match(value):
+                    with contextlib.suppress(NotALiteral):
+                        source = literal_source(value)  # the value it writes, never the text
+                text += f"    {name} = {source}\n"
         assigned = [
             name
             for name, attribute in attributes.items()
@@ -300,8 +314,8 @@ class _Writer:
             attribute.get("values") is not None
             and annotation is not None
             and literal_text(str(annotation))
-        ):
-            return str(annotation).removeprefix("typing.")  # a Literal, evaluated
+        ):  # a Literal, evaluated: written again from its syntax tree
+            return type_expression_source(str(annotation)).removeprefix("typing.")
         return repr(annotation) if annotation is not None else "Any"
 
     def enum_name(self, cls: SurfaceClass, name: str, attribute: Mapping[str, object]) -> str:
@@ -325,7 +339,17 @@ class _Writer:
     def base_name(self, cls: SurfaceClass) -> str:
         base = cls.base or "builtins.Exception"
         if base.startswith(_BUILTIN):
-            return base[len(_BUILTIN) :]
+            import builtins
+
+            name = base[len(_BUILTIN) :]
+            found = getattr(builtins, name, None)
+            if isinstance(found, type) and issubclass(found, BaseException):
+                return name
+            self.notes.append(
+                f"{cls.path or cls.name}: its base {base} is no builtin exception; the "
+                "scaffold bases it on Exception"
+            )
+            return "Exception"
         if base.startswith(self.model.sdk + "."):
             return base.rsplit(".", 1)[1]
         self.notes.append(

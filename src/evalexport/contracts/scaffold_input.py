@@ -1,12 +1,14 @@
 """What ``evalexport contract scaffold`` accepts of a manifest: data, never code.
 
-A scaffold pastes a manifest's names into Python source and its module paths into file paths,
+A scaffold writes a manifest's names into Python source and its module paths into file paths,
 so a manifest is checked whole before anything is written (:func:`manifest_problems`): every
 name an identifier that is no keyword, every path inside the SDK's own package, every kind one
-the extractor writes, and every text that becomes code (a default, a constant, a ``Literal``
-annotation) an expression of literals alone, which :func:`literal_text` decides by its syntax
-tree, never by running it. A manifest from ``--manifest FILE`` may come from anywhere; one the
-extractor wrote passes unchanged.
+the extractor writes. Text from a manifest never becomes code as it is: a default or a
+constant is parsed into the value it writes (:func:`literal_source`, the ``repr`` of that
+value), a ``Literal`` annotation is parsed and written again from its syntax tree
+(:func:`type_expression_source`), and a builtin type a default names is one of a few known
+types (:func:`builtin_type_name`). A manifest from ``--manifest FILE`` may come from anywhere;
+one the extractor wrote passes unchanged.
 """
 
 from __future__ import annotations
@@ -17,7 +19,17 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["MAX_DEPTH", "identifier", "literal_text", "manifest_problems"]
+__all__ = [
+    "MAX_DEPTH",
+    "NotALiteral",
+    "builtin_type_name",
+    "identifier",
+    "literal_source",
+    "literal_text",
+    "manifest_problems",
+    "type_expression_source",
+    "version_problem",
+]
 
 ENTRY_KINDS: Final = frozenset({"callable", "class", "exception", "missing"})
 ATTRIBUTE_KINDS: Final = frozenset({"constant", "field", "instance", "method", "property"})
@@ -59,7 +71,11 @@ def literal_text(text: str) -> bool:
             if node.id not in _NAMES_IN_LITERALS:
                 return False
         elif isinstance(node, ast.Attribute):
-            if not (isinstance(node.value, ast.Name) and node.value.id == "typing"):
+            if not (
+                isinstance(node.value, ast.Name)
+                and node.value.id == "typing"
+                and not node.attr.startswith("_")
+            ):
                 return False
         elif isinstance(node, ast.BinOp):
             if not isinstance(node.op, ast.Add | ast.Sub | ast.BitOr):
@@ -83,6 +99,107 @@ def literal_text(text: str) -> bool:
         ):
             return False
     return True
+
+
+class NotALiteral(ValueError):
+    """A manifest's text that is no expression of literals alone."""
+
+
+_BUILTIN_TYPES: Final = frozenset(
+    {"dict", "list", "set", "tuple", "frozenset", "object", "str", "bytes", "int", "float",
+     "bool", "complex", "bytearray"}
+)  # fmt: skip
+
+
+def builtin_type_name(text: str) -> str | None:
+    """The builtin type a default written ``<builtins.NAME>`` is an instance of, when ``NAME``
+    is one of a few plain types (its empty instance, ``NAME()``, is the fake's default), else
+    ``None``."""
+    return text if text in _BUILTIN_TYPES else None
+
+
+def _value(node: ast.AST) -> object:
+    """The value of a literal's syntax tree, built here from its parts (never evaluated)."""
+    if isinstance(node, ast.Expression):
+        return _value(node.body)
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in ("None", "True", "False"):
+        return {"None": None, "True": True, "False": False}[node.id]
+    if isinstance(node, ast.Tuple):
+        return tuple(_value(item) for item in node.elts)
+    if isinstance(node, ast.List):
+        return [_value(item) for item in node.elts]
+    if isinstance(node, ast.Set):
+        return {_value(item) for item in node.elts}
+    if isinstance(node, ast.Dict) and all(key is not None for key in node.keys):
+        return {_value(key): _value(item) for key, item in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        operand = _value(node.operand)
+        if isinstance(operand, int | float | complex) and not isinstance(operand, bool):
+            return -operand if isinstance(node.op, ast.USub) else +operand
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
+        left, right = _value(node.left), _value(node.right)
+        if isinstance(left, int | float) and isinstance(right, complex):  # 1+2j
+            return left + right if isinstance(node.op, ast.Add) else left - right
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "frozenset"
+        and not node.keywords
+        and len(node.args) <= 1
+    ):
+        return frozenset(_value(node.args[0]) if node.args else ())  # type: ignore[call-overload]
+    raise NotALiteral(ast.dump(node)[:80])
+
+
+def literal_source(text: str) -> str:
+    """Python source for the value the literal ``text`` writes: the text parsed into a value
+    (never run) and that value's ``repr``, so nothing of the text but its value reaches the
+    source. :class:`NotALiteral` when it is no expression of literals alone."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+        raise NotALiteral(str(error)) from None
+    try:
+        value = _value(tree)
+    except (RecursionError, TypeError) as error:
+        raise NotALiteral(str(error)) from None
+    return _source(value)
+
+
+def _source(value: object) -> str:
+    """``repr(value)``, but for what ``repr`` writes as no literal (an infinite float)."""
+    if isinstance(value, float) and value != value:
+        return 'float("nan")'
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return 'float("inf")' if value > 0 else 'float("-inf")'
+    if isinstance(value, tuple):
+        items = ", ".join(_source(item) for item in value)
+        return f"({items},)" if len(value) == 1 else f"({items})"
+    if isinstance(value, list):
+        return "[" + ", ".join(_source(item) for item in value) + "]"
+    if isinstance(value, dict):
+        pairs = ", ".join(f"{_source(key)}: {_source(item)}" for key, item in value.items())
+        return "{" + pairs + "}"
+    return repr(value)
+
+
+def type_expression_source(text: str) -> str:
+    """A ``Literal`` annotation's source, written again from its syntax tree once
+    :func:`literal_text` accepted it (the text itself is never pasted)."""
+    if not literal_text(text):
+        raise NotALiteral(text[:80])
+    return ast.unparse(ast.parse(text, mode="eval"))
+
+
+def version_problem(version: object) -> str | None:
+    """Why ``version`` (an SDK's ``__version__``, a manifest's) cannot name a manifest file
+    (``contracts/<sdk>/<version>.json``), or ``None``: a version is one name of letters,
+    digits and ``.+!_-``, as PEP 440's are."""
+    if isinstance(version, str) and _VERSION.match(version):
+        return None
+    return f"version {version!r} is not a version (such as 2.22.1), so it names no manifest file"
 
 
 def _dotted_name(text: object) -> bool:
@@ -174,9 +291,8 @@ def manifest_problems(manifest: object, sdk: str) -> list[str]:
         problems.append(f"it is the manifest of {manifest.get('sdk')!r}, not {sdk}")
     if not identifier(sdk):
         problems.append(f"{sdk!r} is not a Python package name")
-    version = manifest.get("version")
-    if not isinstance(version, str) or not _VERSION.match(version):
-        problems.append(f"version {version!r} is not a version (such as 2.22.1)")
+    if (problem := version_problem(manifest.get("version"))) is not None:
+        problems.append(problem)
     entries = manifest.get("entries")
     if not isinstance(entries, Mapping):
         return [*problems, f"entries must be a mapping of paths, not {type(entries).__name__}"]

@@ -21,13 +21,14 @@ differ) is left out, and the result says so. A run without them exports as befor
 
 from __future__ import annotations
 
-import json
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Protocol, final
 
-from evalexport.host.files import CHUNK, RunFileError, open_regular
+from evalexport.host.files import CHUNK, RunFileError, not_a_file_reason, open_regular
+from evalexport.ingress import PathRefused, inside, load_json
 
 __all__ = [
     "FAILURES_ATTEMPTS_METRIC",
@@ -163,23 +164,40 @@ def read_health(run: HealthPaths) -> RunHealth:
     """Read the run's health files, each once; a file that is missing is no problem (a run
     made without health checks), one that cannot be read is a :class:`RunFileError` naming it."""
     health = RunHealth()
-    if run.quality_summary.is_file():
+    if _readable(run.quality_summary, health):
         _read_summary(run.quality_summary, health)
-    if run.rollout_verdicts.is_file():
+    if _readable(run.rollout_verdicts, health):
         health.verdicts = _read_verdicts(run.rollout_verdicts, health)
-    if run.failures.is_file():
+    if _readable(run.failures, health):
         _read_failures(run.failures, health)
     return health
+
+
+def _readable(path: Path, health: RunHealth) -> bool:
+    """Whether the health file ``path`` is there to read: a file that is not there is no
+    problem; one that is no regular file (a FIFO, a directory, a link to nothing) or links
+    out of the run's directory is left out, and the result says so."""
+    if not os.path.lexists(path):
+        return False
+    problem = not_a_file_reason(path)
+    if problem is None and not path.exists():
+        problem = f"{path} is a symlink to nothing ({path.readlink()})"
+    if problem is None:
+        try:
+            inside(path.parent, path, named_by="NeMo Gym's health file")
+        except PathRefused as refused:
+            problem = str(refused)
+    if problem is None:
+        return True
+    health.notes.append(f"{problem}: it is left out of the export")
+    return False
 
 
 def _read_summary(path: Path, health: RunHealth) -> None:
     data = _bounded(path)
     health.summary_path = path
     health.sizes[path] = len(data)
-    try:
-        summary = json.loads(data)
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:
-        raise RunFileError(f"Malformed quality summary {path}: {error}") from None
+    summary = load_json(data, path, what="quality summary")
     run = summary.get("run") if isinstance(summary, dict) else None
     if not isinstance(run, dict):
         raise RunFileError(
@@ -241,12 +259,7 @@ class _Report:
             self.size += len(line)
             if not line.strip():
                 continue
-            try:
-                row = json.loads(line)
-            except (UnicodeDecodeError, ValueError, RecursionError) as error:
-                raise RunFileError(
-                    f"Malformed {self.what} {self.path}: line {number}: {error}"
-                ) from None
+            row = load_json(line, f"{self.path}, line {number}", what=self.what)
             if self.size <= MAX_FILE_BYTES:
                 self.lines.append(line)
             else:

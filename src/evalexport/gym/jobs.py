@@ -17,7 +17,6 @@ the benchmarks are found beside the record, wherever the directory is now.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Final, final
 from pydantic import BaseModel, ValidationError
 
 from evalexport.host.files import RunFileError, open_regular
+from evalexport.ingress import child, load_json
 
 __all__ = [
     "JOB_CONFIG_NAME",
@@ -119,7 +119,8 @@ class GymJob:
     @classmethod
     def load(cls, directory: Path) -> GymJob:
         """The job in ``directory``; :class:`RunFileError` naming what is wrong with its
-        record (missing, unreadable, written by a newer Gym, not a record)."""
+        record (missing, unreadable, written by a newer Gym, not a record, a benchmark whose
+        name would lead out of the job: :func:`evalexport.ingress.child`)."""
         path = directory / JOB_RECORD_NAME
         try:
             with open_regular(path) as handle:
@@ -130,10 +131,7 @@ class GymJob:
             ) from None
         if len(data) > _MAX_RECORD_BYTES:
             raise RunFileError(f"{path} is larger than a NeMo Gym job record can be")
-        try:
-            payload = json.loads(data)
-        except (UnicodeDecodeError, ValueError, RecursionError) as error:
-            raise RunFileError(f"Malformed job record {path}: {error}") from None
+        payload = load_json(data, path, what="job record")
         version = payload.get("schema_version") if isinstance(payload, dict) else None
         if not isinstance(version, int) or isinstance(version, bool):
             raise RunFileError(
@@ -152,6 +150,8 @@ class GymJob:
                 f"{'.'.join(str(p) for p in item['loc'])}: {item['msg']}" for item in error.errors()
             )
             raise RunFileError(f"Malformed job record {path}: {problems}") from None
+        for entry in record.benchmarks:  # each names a directory of the job: only one of it
+            child(directory, entry.benchmark, named_by=f"A benchmark's name in {path}")
         return cls(directory.absolute(), record)
 
     @property

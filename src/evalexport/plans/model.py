@@ -208,6 +208,8 @@ def validate_plan(data: object, source: str = "the plan") -> ExportPlan:
             if exporter != "rollouts":
                 problems += _option_problems(exporter, options, f"{where}.{exporter}")
     for benchmark in plan.job.benchmarks if plan.job.gym_job is None else ():
+        if plan.job.runs_root is not None:
+            problems += _benchmark_name_problems(plan.job.runs_root, benchmark)
         explicit = "rollouts" in plan.benchmarks.get(benchmark, {})
         if explicit and plan.job.runs_root is not None:
             problems.append(
@@ -229,6 +231,18 @@ def validate_plan(data: object, source: str = "the plan") -> ExportPlan:
     if problems:
         raise PlanError(source, problems)
     return plan
+
+
+def _benchmark_name_problems(runs_root: Path, benchmark: str) -> list[str]:
+    """A benchmark whose name would lead out of ``job.runs_root``, its run's directory
+    (:func:`evalexport.ingress.child`)."""
+    from evalexport.ingress import PathRefused, child
+
+    try:
+        child(runs_root, benchmark, named_by=f"job.benchmarks: the benchmark {benchmark!r}")
+    except PathRefused as refused:
+        return [str(refused)]
+    return []
 
 
 def _uploaded_output_problems(tasks: list[ExportTask]) -> list[str]:
@@ -410,14 +424,29 @@ def _fill(value: object, placeholders: Mapping[str, str]) -> Any:
     return value
 
 
+_MAX_PLAN_BYTES: Final = 16 * 1024 * 1024
+"""The largest plan read (a job of hundreds of benchmarks is a few hundred kilobytes)."""
+
+
 def load_plan(path: Path) -> ExportPlan:
-    """Read and validate a plan file; :class:`PlanError` names every problem."""
-    import yaml
+    """Read and validate a plan file through the ingress gate (a regular file, bounded, YAML
+    measured before it is built); :class:`PlanError` names every problem."""
+    from evalexport.host.files import RunFileError, open_regular
+    from evalexport.ingress import load_yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        with open_regular(path) as handle:
+            text = handle.read(_MAX_PLAN_BYTES + 1)
     except OSError as error:
-        raise PlanError(str(path), [f"cannot read it: {error.strerror}"]) from None
-    except yaml.YAMLError as error:
-        raise PlanError(str(path), [f"not valid YAML: {error}"]) from None
+        raise PlanError(str(path), [f"cannot read it: {error.strerror or error}"]) from None
+    except RunFileError as error:
+        raise PlanError(str(path), [str(error)]) from None
+    if len(text) > _MAX_PLAN_BYTES:
+        raise PlanError(
+            str(path), [f"it is larger than {_MAX_PLAN_BYTES // 2**20} MiB: is it a plan?"]
+        )
+    try:
+        data = load_yaml(text, path, what="plan")
+    except RunFileError as error:
+        raise PlanError(str(path), [str(error)]) from None
     return validate_plan(data, str(path))

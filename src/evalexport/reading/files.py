@@ -15,6 +15,7 @@ from typing import BinaryIO, Final, Protocol, final
 
 from evalexport.gym.jobs import JOB_CONFIG_NAME
 from evalexport.host.files import CHUNK, RunFileError, not_a_file_reason, open_regular
+from evalexport.ingress import depth_problem, load_json, load_yaml
 
 __all__ = [
     "CHUNK",
@@ -122,17 +123,19 @@ def parse_aggregate_metrics(run: RunPaths, data: bytes) -> list[dict[str, object
     shape."""
     path = run.aggregate_metrics
     try:
-        parsed = json.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise RunFileError(f"Cannot read aggregate metrics {path}: {error}") from None
+    try:
+        parsed = json.loads(text)
     except json.JSONDecodeError as error:
         raise RunFileError(
             f"Malformed aggregate metrics {path}: {error.msg} at line {error.lineno}"
         ) from None
     except RecursionError:
-        raise RunFileError(
-            f"Malformed aggregate metrics {path}: nested too deeply to read"
-        ) from None
+        parsed = None  # told by the gate, as every document nested too deeply
+    if parsed is None or depth_problem(parsed):
+        load_json(text, path, what="aggregate metrics")  # the gate's refusal, in its words
     if not isinstance(parsed, list):
         raise RunFileError(
             f"Malformed aggregate metrics {path}: expected a list with one entry per agent, "
@@ -172,22 +175,10 @@ def _sectioned(flat: dict[str, object]) -> dict[str, object]:
 
 def parse_saved_config(run: RunPaths, data: bytes) -> dict[str, object]:
     """The saved (masked, unresolved) run config of the file's bytes."""
-    import yaml
-
     path = run.saved_config
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise RunFileError(f"Cannot read saved run config {path}: {error}") from None
-    try:
-        # libyaml's parser where PyYAML has it: the same safe types, ten times faster.
-        parsed = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as error:
-        raise RunFileError(f"Malformed saved run config {path}: {error}") from None
-    except RecursionError:
-        raise RunFileError(
-            f"Malformed saved run config {path}: nested too deeply to read"
-        ) from None
+    # The ingress gate's loader: libyaml's parser where PyYAML has it, the document measured
+    # before it is built (depth, what aliases add).
+    parsed = load_yaml(data, path, what="saved run config")
     if parsed is None:
         return {}
     if not isinstance(parsed, dict):
