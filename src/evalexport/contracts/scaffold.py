@@ -16,8 +16,8 @@ Where each name lives is decided by :mod:`.scaffold_model`; this module writes t
 
 from __future__ import annotations
 
-import keyword
 import contextlib
+import keyword
 import re
 import shutil
 from collections.abc import Iterator, Mapping
@@ -100,9 +100,9 @@ class _Writer:
             # A member of the SDK's own Enum: one of an Enum that bears the same name.
             kind, member = text.rsplit(".", 1)
             return f"default_member({kind!r}, {member!r})"
-        if text.startswith("<" + _BUILTIN) and text.endswith(">"):
-            if (builtin := builtin_type_name(text[len(_BUILTIN) + 1 : -1])) is not None:
-                return f"{builtin}()"
+        builtin = text[len(_BUILTIN) + 1 : -1] if text.startswith("<" + _BUILTIN) else ""
+        if text.endswith(">") and builtin_type_name(builtin) is not None:
+            return f"{builtin}()"  # one of a few plain types, by its own name
         if text.startswith("<") and text.endswith(">"):
             # An object of the SDK's own (a sentinel): one that names the same type.
             return f"default_object({text[1:-1]!r})"
