@@ -65,9 +65,9 @@ def test_an_export_reads_the_run_for_its_fingerprint_once_under_the_lock(
 
     locked = False
 
-    def lock(run, exporter):
+    def lock(run, exporter, waiting=None):
         nonlocal locked
-        inner = held(run, exporter)
+        inner = held(run, exporter, waiting)
 
         class Held:
             def __enter__(self):
@@ -278,3 +278,51 @@ def test_a_marker_of_thousands_of_targets_is_read_without_scanning_the_environme
     assert isinstance(earlier, guard.AlreadyExported)
     assert earlier.marker.remote_run_id == "id3999"
     assert len(scanned) <= len(os.environ), len(scanned)  # once, not once a record
+
+
+_HOLD = """
+import os, signal, sys
+from evalexport.host.locks import named_lock
+with named_lock(sys.argv[1]):
+    print("held", flush=True)
+    os.kill(os.getpid(), signal.SIGSTOP)  # a holder stopped as Ctrl-Z stops it
+"""
+
+
+def _held_by_a_stopped_process(key: str) -> subprocess.Popen[str]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, key], stdout=subprocess.PIPE, text=True, env=os.environ
+    )
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+@pytest.mark.parametrize("lock", ["the run's export lock", "the delivery lock of its copies"])
+def test_an_export_waiting_on_a_stopped_holder_says_so_and_gives_up_at_the_time_limit(
+    sample_run, tmp_path, monkeypatch, caplog, lock: str
+) -> None:
+    """A copy waiting for a lock that a stopped export holds (Ctrl-Z) says whose it is, and
+    fails at the worker time limit naming it, rather than wait without end (#56). The delivery
+    lock is keyed on the run's bytes and the exporter alone: another target is no way round."""
+    monkeypatch.setenv("EVALEXPORT_WORKER_TIME_LIMIT", "2")
+    if lock == "the run's export lock":  # keyed as guard.export_lock keys it
+        directory = sample_run.run.run_dir.stat()
+        marker = sample_run.run.export_marker("recording").name
+        key = f"export:{directory.st_dev}:{directory.st_ino}:{marker}"
+    else:
+        key = f"delivery:recording:{guard.run_fingerprint(sample_run.run)}"
+    holder = _held_by_a_stopped_process(key)
+    try:
+        with caplog.at_level("INFO", logger="evalexport"):
+            result = _export(sample_run, tmp_path / "elsewhere")  # another target than any
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.status is ExportStatus.FAILED
+    assert result.message.startswith("Gave up waiting:")
+    assert f"held by process {holder.pid} since " in result.message
+    assert "EVALEXPORT_WORKER_TIME_LIMIT" in result.message
+    assert f"waiting for process {holder.pid} since " in caplog.text
+    assert _recorded(tmp_path / "elsewhere") == []
+    assert not sample_run.run.export_marker("recording").exists()

@@ -23,7 +23,7 @@ from typing import Final, final
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from evalexport.host.files import write_text_atomically
-from evalexport.host.locks import named_lock
+from evalexport.host.locks import Waiting, named_lock
 from evalexport.reading import fingerprint_of, fingerprinted_files, run_fingerprint
 from evalexport.results import ExportResult, SkipReason
 from evalexport.run import RunArtifacts
@@ -309,18 +309,20 @@ def write_marker(run: RunArtifacts, marker: ExportMarker) -> Path:
     return path
 
 
-def export_lock(run: RunArtifacts, exporter: str) -> contextlib.AbstractContextManager[None]:
+def export_lock(
+    run: RunArtifacts, exporter: str, waiting: Waiting | None = None
+) -> contextlib.AbstractContextManager[None]:
     """Serialize exports of one run to one exporter across processes.
 
     The lock is keyed on the run directory's identity (device and inode), not on the path as
     typed: the same run reached through a symlink, a bind mount or a relative path is one run.
     The lock file lives in the cache directory, not the run directory, which an export never
     changes except for its marker. The second of two concurrent exports waits here, then finds
-    the first one's marker and skips.
+    the first one's marker and skips (``waiting``: at most so long, saying who it waits for).
     """
     directory = run.run_dir.stat()
     marker = run.export_marker(exporter).name
-    return named_lock(f"export:{directory.st_dev}:{directory.st_ino}:{marker}")
+    return named_lock(f"export:{directory.st_dev}:{directory.st_ino}:{marker}", waiting=waiting)
 
 
 @final
@@ -356,9 +358,9 @@ class ExportGuard:
             return unwritable_marker_reason(self.run, self.exporter)
         return None
 
-    def locked(self) -> contextlib.AbstractContextManager[None]:
+    def locked(self, waiting: Waiting | None = None) -> contextlib.AbstractContextManager[None]:
         """Exports of this run to this exporter, one at a time (:func:`export_lock`)."""
-        return export_lock(self.run, self.exporter)
+        return export_lock(self.run, self.exporter, waiting)
 
     def earlier_export(
         self, *, dry_run: bool = False

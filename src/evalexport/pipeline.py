@@ -45,6 +45,7 @@ from evalexport import egress, guard
 from evalexport.egress import Egress, sending
 from evalexport.exporters.base import OptionError, Target
 from evalexport.exporters.hooks import call_hook, declares
+from evalexport.host.locks import LockWaitTimeout, Waiting
 from evalexport.interrupts import Interrupted, Landing, deferred, landing, signal_name
 from evalexport.isolation.delivery import OpenedWorker, WorkerDelivery
 from evalexport.masking import known_secrets, scrub_logs
@@ -52,7 +53,7 @@ from evalexport.progress import Progress, ProgressLog, guarded, human_size, read
 from evalexport.reading import PreparedRun, RunFileError, run_fingerprint
 from evalexport.results import ExitCode, ExportFailure, ExportResult, ExportStatus, SkipReason
 from evalexport.run import RunArtifacts
-from evalexport.settings import SettingError
+from evalexport.settings import TIME_LIMIT_VARIABLE, SettingError
 
 if TYPE_CHECKING:
     from evalexport.exporters.base import AnyExporter, ExporterConfig
@@ -161,6 +162,13 @@ def export_run(
         )
     except (SettingError, OptionError) as error:  # a setting, or an option a read found wrong
         return _failed(exporter, run, str(error), exit_code=ExitCode.USAGE)
+    except LockWaitTimeout as error:  # before OSError: a TimeoutError is one
+        return _failed(
+            exporter,
+            run,
+            f"Gave up waiting: {error} (the wait is at most the worker's time limit; "
+            f"{TIME_LIMIT_VARIABLE} sets it)",
+        )
     except (RunFileError, ExportFailure) as error:
         return _failed(exporter, run, str(error), **error.details)
     except OSError as error:  # a file that cannot be read or written is no exporter bug
@@ -207,16 +215,31 @@ def prerequisite_failure(
 
 
 def _copies_one_at_a_time(
-    exporter: AnyExporter, target: Target, fingerprint: str | None
+    exporter: AnyExporter, fingerprint: str | None, waiting: Waiting
 ) -> contextlib.AbstractContextManager[None]:
-    """The lock of a tracking export's delivery of these bytes (``fingerprint``) to ``target``,
-    on this machine: the run directory's lock does not hold a copy of the run elsewhere, and
-    the SDK's lookup of an earlier copy and its creation of the run are not one step."""
+    """The lock of a tracking export's delivery of these bytes (``fingerprint``) by this
+    exporter, on this machine, whatever the target: the run directory's lock does not hold a
+    copy of the run elsewhere, the SDK's lookup of an earlier copy and its creation of the run
+    are not one step, and one server is named many ways (``127.0.0.1`` and ``localhost``, a
+    port and none), so the lock is not keyed on the target's spelling."""
     if fingerprint is None:
         return contextlib.nullcontext()
     from evalexport.host.locks import named_lock
 
-    return named_lock(f"delivery:{exporter.name}:{guard.target_key(target.where)}:{fingerprint}")
+    return named_lock(f"delivery:{exporter.name}:{fingerprint}", waiting=waiting)
+
+
+def _waiting(exporter: AnyExporter, what: str, target: Target) -> Waiting:
+    """How the export waits for a lock another export holds: saying so on the stage log, at
+    most the worker's time limit (``$EVALEXPORT_WORKER_TIME_LIMIT``, else the exporter's)."""
+    from evalexport.host.locks import Waiting
+    from evalexport.isolation.delivery import DEFAULT_TIME_LIMIT
+    from evalexport.settings import worker_time_limit
+
+    limit = worker_time_limit()
+    if limit is None:
+        limit = target.worker.time_limit if target.worker is not None else DEFAULT_TIME_LIMIT
+    return Waiting(what, limit, lambda line: stage(exporter.name, line))
 
 
 def _export(
@@ -234,7 +257,10 @@ def _export(
     )
     if reason := prerequisite_failure(exporter, run, target, export_guard):
         return _failed(exporter, run, reason)
-    locked = export_guard.locked() if export_guard and not dry_run else contextlib.nullcontext()
+    waiting = _waiting(exporter, f"an export of {run.rollouts.name} to {exporter.name}", target)
+    locked = (
+        export_guard.locked(waiting) if export_guard and not dry_run else contextlib.nullcontext()
+    )
     # From the read to the marker: once the delivery has landed, a stop signal is recorded,
     # not raised, so the export it cannot undo keeps its marker (see evalexport.interrupts).
     # A dry run lands nothing: a stop signal stops it whenever it comes.
@@ -274,7 +300,8 @@ def _export(
                 stage(exporter.name, f"exporting to {_shown(target)}")
                 # Copies of one run (other directories, the same bytes) exported at once to one
                 # target: one delivery at a time, so each looks up what the other made.
-                with _copies_one_at_a_time(exporter, target, fingerprint):
+                copy = replace(waiting, what=f"an export of the same run to {exporter.name}")
+                with _copies_one_at_a_time(exporter, fingerprint, copy):
                     result = _with_notes(_delivered(exporter, handed, worker), notes)
                 if result.status is ExportStatus.SUCCEEDED:
                     delivery.landed()

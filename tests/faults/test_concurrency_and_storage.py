@@ -216,19 +216,24 @@ def test_a_marker_that_cannot_be_written_is_kept_and_the_rerun_finds_the_one_rem
 def test_two_copies_exported_at_once_with_skip_existing_leave_one_remote_run(
     lab: FaultLab, mlflow_server, mlflow_python, make_sample_run
 ) -> None:
+    """Two copies of one run, each aimed at the same server by another name (127.0.0.1 and
+    localhost): the delivery lock is the run's and the exporter's, not the target's spelling,
+    so the second looks up what the first made and skips (#56)."""
     copies = [make_sample_run(f"copy{i}", seed=7) for i in range(2)]
+    spellings = [mlflow_server.url, mlflow_server.url.replace("127.0.0.1", "localhost")]
+    assert spellings[0] != spellings[1]
     for trial in range(2):
         experiment = f"copies-{trial}"
         started = [
             lab.start(
                 "mlflow",
                 f"+rollouts_jsonl_fpath={copy.rollouts}",
-                f"+mlflow_tracking_uri={mlflow_server.url}",
+                f"+mlflow_tracking_uri={uri}",
                 f"+mlflow_experiment_name={experiment}",
                 "+skip_existing=true",
                 "--json",
             )
-            for copy in copies
+            for copy, uri in zip(copies, spellings, strict=True)
         ]
         ended = [lab.end(process) for process in started]
         statuses = sorted(e.result()["status"] for e in ended)

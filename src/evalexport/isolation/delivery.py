@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, final
 
 from typing_extensions import TypeVar
 
-from evalexport.host.locks import file_lock
+from evalexport.host.locks import Waiting, file_lock
 from evalexport.interrupts import signal_name
 from evalexport.masking import known_secrets
 from evalexport.results import ExitCode, ExportResult, ExportStatus
@@ -185,7 +185,12 @@ class OpenedWorker:
                     f"Cannot build the {self._exporter} environment: {error}",
                 )
         store = self._spec.local_store
-        with file_lock(store) if store else contextlib.nullcontext():
+        waiting = Waiting(
+            f"the store {store} (one export writes into it at a time)",
+            self.time_limit,
+            lambda line: logger.info("%s: %s", self._exporter, line),
+        )
+        with file_lock(store, waiting=waiting) if store else contextlib.nullcontext():
             worker = self._started or self._start(self.environment)
             self._started = None  # a started worker runs one payload
             outcome = worker.run(delivery.payload, self.time_limit, scratch)
