@@ -397,6 +397,7 @@ def _opened_worker(
         exporter.progress,
         start_now=not dry_run,
         timeout_option="timeout" in type(config).model_fields,
+        admitted=sdk.admitted(),
     ) as worker:
         yield worker
 

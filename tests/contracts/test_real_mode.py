@@ -33,11 +33,11 @@ def test_the_evalrdl_contract_tests_pass_against_a_faithful_sdk_without_a_call_l
     for fake_only in ('Recorder("evalrdl")', '"EVALRDL_FAKE_STORE"'):
         assert fake_only in text, f"{fake_only} is no longer in {machinery.name}"
     text = text.replace('Recorder("evalrdl")', 'Recorder("evalrdl", log_variable="NO_CALL_LOG")')
-    machinery.write_text(text.replace('"EVALRDL_FAKE_STORE"', '"STAND_IN_SERVICE_STORE"'))
+    machinery.write_text(text.replace('"EVALRDL_FAKE_STORE"', '"EVALRDL_SERVICE_STORE"'))
     wheelhouse = tmp_path / "index"
     wheel_from_tree(wheelhouse, source, "evalrdl")
     index_settings = {
-        "STAND_IN_SERVICE_STORE": str(tmp_path / "service"),
+        "EVALRDL_SERVICE_STORE": str(tmp_path / "service"),
         "UV_NO_INDEX": "1",
         "UV_FIND_LINKS": str(wheelhouse),
         "PIP_NO_INDEX": "1",

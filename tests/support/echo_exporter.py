@@ -23,7 +23,7 @@ class EchoConfig(SdkConfig):
 class EchoExporter(Exporter[EchoConfig]):
     name = "echo"
     summary = "Echo through a worker in its own environment (test exporter)."
-    sdk = Sdk(body=BODIES / "echo.py")
+    sdk = Sdk(body=BODIES / "echo.py", token_variables=("TINYSDK_TOKEN",))
 
     def resolve(self, config: EchoConfig) -> Target:
         token = config.echo_token

@@ -165,6 +165,17 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
             "MLFLOW_TRACKING_PASSWORD",
         ),
         contract=Surface.declared(mlflow_worker.SURFACE),
+        # The client uploads artifacts straight to the artifact store, with that store's own
+        # credentials: S3 (and S3-compatible stores: MLFLOW_S3_ENDPOINT_URL), Azure Blob,
+        # Google Cloud Storage, a Databricks workspace (docs/exporters/mlflow.md).
+        variables=(
+            "MLFLOW_",
+            "AWS_",
+            "AZURE_",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "GOOGLE_CLOUD_PROJECT",
+            "DATABRICKS_",
+        ),
     )
 
     def resolve(self, run: RunArtifacts, config: MLflowConfig) -> MLflowTarget:

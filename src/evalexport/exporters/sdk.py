@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, final
 
+from evalexport.isolation.variables import Admitted
+
 __all__ = ["Sdk", "Surface"]
 
 
@@ -112,3 +114,15 @@ class Sdk:
     """The SDK surface the body uses (what it calls and reads back), where its fake and its
     committed manifests are: ``evalexport contract ... SDK``, the recorded-call checks and the
     pytest plugin's ``--with_<sdk>_sdk`` switch serve it (docs/plugins.md, "SDK contracts")."""
+    variables: tuple[str, ...] = ()
+    """The environment variables the SDK reads besides its tokens, by name or by family (a
+    prefix ending in ``_`` or ``*``: ``MLFLOW_``, ``AWS_``): the worker is given these of the
+    caller's environment, with its token variables, the SDK's own family ``<SDK>_`` (of
+    ``contract``) and what a process needs to run (``PATH``, ``HOME``, the locale, proxies,
+    CA bundles), and nothing else (docs/plugins.md, "The worker's environment")."""
+
+    def admitted(self) -> Admitted:
+        """What its worker is given of the caller's environment (:mod:`evalexport.isolation.
+        variables`)."""
+        family = (f"{self.contract.sdk.upper()}_",) if self.contract is not None else ()
+        return Admitted.of((*self.token_variables, *self.variables, *family))

@@ -28,6 +28,7 @@ from typing_extensions import TypeVar
 
 from evalexport.host.locks import Waiting, file_lock
 from evalexport.interrupts import signal_name
+from evalexport.isolation.variables import BASE, Admitted
 from evalexport.masking import known_secrets
 from evalexport.results import ExitCode, ExportResult, ExportStatus
 from evalexport.settings import TIME_LIMIT_VARIABLE, installer_choice, worker_time_limit
@@ -72,8 +73,9 @@ class WorkerSpec:
     time_limit: float = DEFAULT_TIME_LIMIT
     """Seconds before the worker is stopped (``$EVALEXPORT_WORKER_TIME_LIMIT`` overrides)."""
     environment: Mapping[str, str] = field(default_factory=dict)
-    """Environment variables for the worker only (never secrets: see ``secrets``), such as
-    the SDK's timeouts and retries."""
+    """Environment variables set for the worker only (never secrets: see ``secrets``), such as
+    the SDK's timeouts and retries: added to what it is given of the caller's environment
+    (:mod:`evalexport.isolation.variables`), replacing a variable of the same name."""
     local_store: Path | None = None
     """A local store file the worker writes into, which other exports may share (an embedded
     MLflow database): workers writing into one store run one at a time."""
@@ -124,11 +126,13 @@ class OpenedWorker:
         *,
         start_now: bool,
         timeout_option: bool,
+        admitted: Admitted = BASE,
     ) -> None:
         from evalexport.isolation.environments import EnvironmentSpec, existing_environment
 
         self._exporter = exporter
         self._body = body
+        self._admitted = admitted
         self._spec = spec
         self._progress = progress
         self._stack = stack
@@ -151,7 +155,7 @@ class OpenedWorker:
 
         variables = {**self._spec.environment, **self._spec.secrets}
         return self._stack.enter_context(
-            started_worker(environment, self._body, variables, self._progress)
+            started_worker(environment, self._body, variables, self._progress, self._admitted)
         )
 
     def not_asked(self, run_dir: str) -> ExportResult | None:
@@ -210,11 +214,14 @@ def opened_worker(
     *,
     start_now: bool = True,
     timeout_option: bool = False,
+    admitted: Admitted = BASE,
 ) -> Iterator[OpenedWorker]:
     """The worker of one export of ``exporter`` through ``body``: started now when its
     environment is built and ``start_now`` (an export), else once a delivery is given.
     However the block ends, nothing it started outlives it. ``timeout_option``: the export
-    has a ``+timeout`` option, which a worker that ran out of time names.
+    has a ``+timeout`` option, which a worker that ran out of time names. ``admitted``: what
+    the worker is given of this process's environment (:mod:`.variables`), besides the spec's
+    ``environment`` and ``secrets``.
 
     Raises :class:`~evalexport.settings.SettingError` for an evalexport setting it cannot use
     (the time limit, the installer), before anything is started."""
@@ -227,6 +234,7 @@ def opened_worker(
             stack,
             start_now=start_now,
             timeout_option=timeout_option,
+            admitted=admitted,
         )
 
 

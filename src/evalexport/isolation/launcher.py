@@ -3,7 +3,9 @@
 The runner and the worker body are copied into a fresh temporary directory that holds nothing
 else, and ``-I`` keeps the script's directory, the working directory and user site-packages off
 ``sys.path``: no module of ours, and no stray ``evalrdl.py`` beside the exporter, can shadow
-the SDK. The worker inherits the environment variables (that is how tokens reach the SDK). The
+the SDK. The worker is given its environment, not the caller's whole one
+(:mod:`.variables`): what a process needs, and what its exporter declares (its tokens among
+them). The
 request goes to the worker's stdin, never to a file: a tracking URI with a password in it is
 never on disk. Its progress and result come back on a pipe, and its stdout and stderr on
 another, whose tail is kept in memory and reported when it fails: a full disk cannot lose the
@@ -38,6 +40,7 @@ from typing import IO, final
 from evalexport.interrupts import Interrupted, Landing, current_landing, exit_description
 from evalexport.isolation.descendants import owned_scratch, tracked_launch
 from evalexport.isolation.environments import Environment
+from evalexport.isolation.variables import BASE, Admitted
 from evalexport.workers.protocol import (
     WORKER_BODY_VARIABLE,
     RunnerRequest,
@@ -93,14 +96,16 @@ def run_worker(
     secrets: dict[str, str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     scratch: Sequence[Path] = (),
+    admitted: Admitted = BASE,
 ) -> WorkerOutcome:
     """Run ``body``'s ``run(payload)`` in ``environment``; stop it after ``time_limit`` s.
 
     ``secrets`` are added to the worker's environment variables only, never written to disk.
     ``progress(done, total)`` is called as the worker reports progress. ``scratch`` lists the
     caller's temporary directories, which the worker removes if we die before it ends.
+    ``admitted``: what the worker is given of this process's environment (:mod:`.variables`).
     """
-    with started_worker(environment, body, secrets, progress) as worker:
+    with started_worker(environment, body, secrets, progress, admitted) as worker:
         return worker.run(payload, time_limit, scratch)
 
 
@@ -166,12 +171,15 @@ def started_worker(
     body: Path,
     secrets: dict[str, str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    admitted: Admitted = BASE,
 ) -> Iterator[StartedWorker]:
     """A worker for ``body`` in ``environment``, started now, given its payload later with
     :meth:`StartedWorker.run`. However the block ends, nothing it started outlives it: a worker
     never given a payload is let go (its stdin closed) and killed with its process group.
 
-    ``secrets`` go to the worker's environment variables only, never to disk.
+    ``secrets`` (and the worker's own variables) go to the worker's environment only, never
+    to disk; of this process's environment the worker is given what ``admitted`` admits
+    (:mod:`.variables`), nothing else.
     """
     with owned_scratch("evalexport-worker-") as workdir:
         runner = workdir / "evalexport_worker_runner.py"
@@ -187,7 +195,7 @@ def started_worker(
         own_tmp = workdir / "tmp"  # what the SDK writes to TMPDIR is removed with the worker
         own_tmp.mkdir()
         environment_variables = {
-            **os.environ,
+            **admitted.given(os.environ),
             **(secrets or {}),
             "TMPDIR": str(own_tmp),
             # A fake's recorder names the body's own source as the call site, not this copy.

@@ -28,6 +28,8 @@ with a message that names it:
 * **no secret leaves**: canary secrets planted in the run's saved config and in the
   exporter's token variables are in no result, output, log record, written file or worker
   payload;
+* **the worker's environment is given**: a variable of the caller's shell the exporter does
+  not declare reaches no worker it starts;
 * **the run is untouched**: the run directory is unchanged but for the export marker;
 * **a dry run writes nothing**: no file the test can see is written by a dry run;
 * **a stop signal ends it cleanly**: SIGTERM during the export is a failed result with exit
@@ -326,6 +328,45 @@ class ExporterGuarantees:
                 leaks += [f"{path}" for c in canaries if c.encode() in data]
         assert not leaks, self._broken(f"no secret leaves, but a canary was found in {leaks}")
 
+    def test_guarantee_the_worker_is_given_no_unrelated_variable(
+        self, export: Export, guaranteed_run: SampleRun, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A variable of the caller's shell the exporter does not declare (an unrelated
+        token, a variable that would redirect another SDK) reaches no worker it starts: a
+        worker is given its environment, not the caller's (:mod:`evalexport.isolation.
+        variables`)."""
+        from evalexport.exporters.registry import load_exporter
+
+        sdk = load_exporter(self.exporter_name).sdk
+        admitted = sdk.admitted() if sdk is not None else None
+        planted = {
+            name: f"unrelated-{index}-{guaranteed_run.canaries.suffix}"
+            for index, name in enumerate(
+                ("HF_TOKEN", "TRACKIO_SERVER_URL", "EVALEXPORT_GUARANTEE_PROBE_X", "UNRELATED_KEY")
+            )
+            if admitted is None or not admitted.admits(name) or name.startswith("EVALEXPORT_")
+        }
+        for name, value in planted.items():
+            monkeypatch.setenv(name, value)
+        launched = _launched_environments(monkeypatch)
+        for dry_run, rerun in _DRY_RUN_EXPORT_RERUN:
+            export(guaranteed_run, dry_run=dry_run, rerun=rerun)
+        reached = sorted(
+            {
+                name
+                for environment in launched
+                for name, value in planted.items()
+                if environment.get(name) == value and not name.startswith("EVALEXPORT_")
+            }
+        )
+        assert not reached, self._broken(
+            f"the worker is given only what its exporter declares, but it saw {reached}"
+        )
+        if launched and "EVALEXPORT_GUARANTEE_PROBE_X" in planted:  # and is given its own
+            assert all("EVALEXPORT_GUARANTEE_PROBE_X" in env for env in launched), self._broken(
+                "a worker is given evalexport's own variables"
+            )
+
     def test_guarantee_the_run_directory_is_unchanged_but_for_the_marker(
         self, export: Export, guaranteed_run: SampleRun
     ) -> None:
@@ -469,6 +510,23 @@ def write_odd_rows(rollouts: Path) -> None:
     rows[0]["grader_note"] = "unpaired \ud800 surrogate"
     rows[1]["_ng_task_index"] = str(rows[1]["_ng_task_index"])
     rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+def _launched_environments(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, str]]:
+    """The environment of every worker an exporter launches, recorded as it is started."""
+    import subprocess
+
+    environments: list[dict[str, str]] = []
+    popen = subprocess.Popen
+
+    def recorded(*arguments: Any, **keywords: Any) -> Any:
+        command = arguments[0] if arguments else keywords.get("args", ())
+        if any(str(part).endswith("evalexport_worker_runner.py") for part in command):
+            environments.append(dict(keywords.get("env") or {}))
+        return popen(*arguments, **keywords)
+
+    monkeypatch.setattr(subprocess, "Popen", recorded)  # the launcher's, as every module's
+    return environments
 
 
 def _recorded_payloads(monkeypatch: pytest.MonkeyPatch) -> list[object]:
