@@ -382,3 +382,48 @@ def test_an_assignment_glued_to_a_sentences_end_is_masked(text: str) -> None:
 
 def test_a_dotted_name_that_is_no_secret_keeps_its_value() -> None:
     assert mask_text("version 1.2.token_count=5") == "version 1.2.token_count=5"
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        (
+            "Cannot reach 'https://host/v1?api_key=abc123def&x=1' (timed out)",
+            "Cannot reach 'https://host/v1?api_key=****&x=1' (timed out)",
+        ),
+        (
+            "Cannot reach 'https://host/v1?api_key=abc123def'",
+            "Cannot reach 'https://host/v1?api_key=****'",
+        ),
+        ('run with "--api-key abc123def"', 'run with "--api-key ****"'),
+        ("run with --api-key 'abc123def'", "run with --api-key '****'"),
+    ],
+)
+def test_a_masked_value_keeps_the_quote_that_closes_it(text: str, masked: str) -> None:
+    """A message quoting a URL or a command keeps its closing quote once the secret in it is
+    masked (#56: ``…?api_key=****`` lost its ``'``)."""
+    assert mask_text(text) == masked
+
+
+def test_code_and_prose_of_nemo_gyms_rows_are_left_as_they_are() -> None:
+    """Texts from the example rows of nemo-gym 0.7.0's wheel that name secrets without holding
+    one (code, prose, placeholders): a text's secret must look like one (#56)."""
+    kept = [
+        "        password: Optional[str] = None,",
+        "client_cert=None, client_key=None, cookies=None, use_gssapi=False",
+        "aws_secret_access_key=aws_secret_access_key,",
+        "WHERE seller_token=$1 AND status='available'",
+        "- name: Test Bearer authorization is failed",
+        '      Authorization: "Bearer {{ my_token }}"',
+        "https://dberenbaum:<token>@github.com/o/r",
+        "for an SSH URL like 'ssh://git@github.com/o/r.git'",
+        '"@context":"https://schema.org","@type":"WebPage"',
+        "?__sso_cookie_checker=failed",
+        '[{"key": "financial_report", "start": 1}]',
+        "    ✓ Basic (1 ms)",
+        "# Test 1: Basic floating-point array",
+        'MasterUserPassword="password",',
+        'credential="<access_key>")',
+    ]
+    for text in kept:
+        assert mask_text(text) == text, text

@@ -282,8 +282,7 @@ def _export(
                 # What the read changes on the way (secrets masked, metrics left out) ends
                 # the result, the dry run's and the export's alike.
                 notes = prepared.warnings() if isinstance(prepared, PreparedRun) else []
-                if (masked := gate.rows_masked().note()) is not None:
-                    notes.append(masked)
+                notes += gate.notes()
                 fingerprint = None
                 if export_guard is not None:
                     # The bytes read, under the lock: the marker and the remote run's tag

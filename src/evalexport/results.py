@@ -8,7 +8,7 @@ traceback. The result is scrubbed of secrets when it is built, so nothing that c
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -94,6 +94,18 @@ class DryRunPlan(BaseModel):
     def _scrub_target(cls, text: str) -> str:
         """A target is often a URL, and a URL may carry a password: shown, it never does."""
         return scrub_text(text)
+
+    @field_validator("sections", mode="before")
+    @classmethod
+    def _sections_as_text(cls, sections: object) -> object:
+        """A section names what it holds as texts: a key a YAML config wrote as a number
+        (``1: one``) is shown as the text it is sent as, never a refused plan."""
+        if not isinstance(sections, Mapping):
+            return sections
+        return {
+            str(label): [str(item) for item in items] if isinstance(items, list | tuple) else items
+            for label, items in sections.items()
+        }
 
     @field_validator("sections")
     @classmethod

@@ -386,11 +386,13 @@ class RunArtifacts:
         )
 
     def unreadable_file_reason(
-        self, readers: Mapping[Path, Callable[[BinaryIO], None]] | None = None
+        self,
+        readers: Mapping[Path, Callable[[BinaryIO], None]] | None = None,
+        others: Callable[[Path, BinaryIO], None] | None = None,
     ) -> str | None:
         """Why the run directory cannot be uploaded as it is, or ``None``
         (:func:`evalexport.reading.unreadable_file_reason`)."""
-        return reading.unreadable_file_reason(self, readers)
+        return reading.unreadable_file_reason(self, readers, others)
 
     # -- reading: the readers live in evalexport.reading; these are plugin API 1's ------------
 

@@ -74,6 +74,33 @@ def test_the_run_directory_is_uploaded_as_it_is(
     assert "aime24_rollouts/preprocessed_datasets/aime24.jsonl" in stored["files"]
 
 
+def test_the_dry_run_and_the_result_name_the_files_that_go_with_secret_shaped_text(
+    export_evalrdl, evalrdl_sdk, make_sample_run
+) -> None:
+    """The directory is uploaded as it is (EvalRDL's contract): what would leave with a
+    secret in it is named, file by file, by the dry run and the export alike (#56)."""
+    sample = make_sample_run()
+    (sample.run.run_dir / "notes.txt").write_text(
+        "launched with HF_TOKEN=hf_abcdefghijklmnop1234 by hand\nall went well\n"
+    )
+    rows = sample.rollouts.read_text().splitlines()
+    row = json.loads(rows[1])
+    row["responses_create_params"]["extra_headers"] = {"Authorization": "Bearer abc123def456"}
+    rows[1] = json.dumps(row)
+    sample.rollouts.write_text("\n".join(rows) + "\n")
+    said = (
+        "EvalRDL uploads the run directory as it is: these files hold secret-shaped text and "
+        f"are uploaded as they are (the directory is sent unmasked): {sample.rollouts.name} "
+        "(1 line), notes.txt (1 line)"
+    )
+    dry = export_evalrdl(sample, dry_run=True)
+    assert said in dry.message, dry.message
+    done = export_evalrdl(sample)
+    assert done.status is ExportStatus.SUCCEEDED, done.message
+    assert said in done.message
+    assert "abcdefghijklmnop1234" not in done.message + dry.message
+
+
 def test_uploading_the_same_content_again_is_skipped_as_deduped(
     export_evalrdl, evalrdl_sdk, sample_run
 ) -> None:

@@ -92,6 +92,45 @@ def test_an_installer_running_when_evalexport_is_killed_outright_ends(
     assert run_files(sample_run) == before
 
 
+def test_the_copy_of_a_local_requirement_is_removed_when_evalexport_is_killed_outright(
+    lab: FaultLab, sample_run, tmp_path, monkeypatch
+) -> None:
+    """A local project given as ``+requirement`` is copied before it is built (its tree is
+    never written into); SIGKILL while it is built leaves no copy behind (#56)."""
+    project = tmp_path / "sdk_project"
+    (project / "sdk_project").mkdir(parents=True)
+    (project / "sdk_project" / "__init__.py").write_text("VALUE = 1\n")
+    (project / "pyproject.toml").write_text('[project]\nname = "sdk-project"\nversion = "1"\n')
+    bin_dir = lab.root / "bin"
+    bin_dir.mkdir()
+    pids = lab.root / "installer.pids"
+    uv = bin_dir / "uv"  # a uv that hangs while it builds
+    uv.write_text(f"#!/bin/sh\necho $$ >> {pids}\nsleep 300\n")
+    uv.chmod(uv.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    process = lab.start(
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        f"+mlflow_tracking_uri=sqlite:///{lab.root / 'mlruns.db'}",
+        f"+requirement={project}",
+        "--json",
+    )
+    deadline = time.monotonic() + 120
+    while not pids.exists():
+        assert time.monotonic() < deadline, "the installer never started"
+        assert process.poll() is None, lab.end(process).output
+        time.sleep(0.05)
+    copies = list(lab.tmpdir.glob("evalexport-local-*"))
+    assert copies, "the project was not copied before it was built"
+    process.kill()
+    assert lab.end(process).exit_code == -9
+    deadline = time.monotonic() + 30  # the reaper's grace, then its removal
+    while any(copy.exists() for copy in copies) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [copy for copy in copies if copy.exists()], "a copy of the project was left"
+    assert _ended_within(int(pids.read_text().split()[0]), 30)
+
+
 @pytest.mark.downloads
 def test_wandb_core_ends_with_a_worker_stopped_at_its_time_limit(
     lab: FaultLab, sample_run, wandb_python, monkeypatch

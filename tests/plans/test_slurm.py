@@ -236,6 +236,27 @@ def test_the_array_script_is_previewed_without_sbatch_and_nothing_is_written(
     assert not work_dir.exists()
 
 
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--partition", "batch\ntouch PWNED #"), ("--account", "evals\r"), ("--time", "1\x00")],
+)
+def test_a_value_that_would_write_a_line_of_its_own_into_the_script_is_refused(
+    cli, write_plan, tmp_path, monkeypatch, flag: str, value: str
+) -> None:
+    """``--partition $'batch\ntouch X #'`` would put ``touch X`` on a line of its own, which
+    the shell runs: refused, naming the flag, before anything is written or submitted (#56)."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    work_dir = tmp_path / "array"
+    for dry_run in (["--dry-run"], []):
+        shown = cli(
+            "plan", "run", write_plan(), "--slurm", "--work-dir", work_dir, flag, value, *dry_run
+        )
+        assert shown.exit_code == 2, shown.output
+        assert f"{flag} {value!r} holds a line break or another control character" in shown.stderr
+        assert "PWNED" not in shown.stdout
+        assert not work_dir.exists()
+
+
 def test_a_plans_dry_run_gives_each_exports_verdict_and_exports_nothing(
     cli, write_plan, tmp_path
 ) -> None:

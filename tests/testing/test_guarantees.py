@@ -132,7 +132,7 @@ def _run_suite(pytester: pytest.Pytester, name: str) -> pytest.RunResult:
 @pytest.mark.usefixtures("plugin_path")
 def test_the_guides_plugin_keeps_every_guarantee(pytester: pytest.Pytester) -> None:
     result = _run_suite(pytester, "notebook")
-    result.assert_outcomes(passed=14)
+    result.assert_outcomes(passed=21)
 
 
 @pytest.mark.usefixtures("plugin_path")
@@ -222,4 +222,4 @@ def test_the_guides_reading_plugin_keeps_every_guarantee(
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
     pytester.makepyfile(test_rewards=REWARDS_SUITE)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "test_rewards.py")
-    result.assert_outcomes(passed=15)
+    result.assert_outcomes(passed=22)

@@ -164,6 +164,7 @@ def _run_slurm(plan: ExportPlan, arguments: Arguments, workers: int, timeout: fl
         array_script,
         default_work_dir,
         gather,
+        script_value_problem,
         submit,
         wait_for,
     )
@@ -178,6 +179,9 @@ def _run_slurm(plan: ExportPlan, arguments: Arguments, workers: int, timeout: fl
     }
     if not tasks:
         return usage_error("the plan has no export to submit")
+    flagged = {f"--{name}": value for name, value in sbatch_options.items()}
+    if problem := script_value_problem({**flagged, "--work-dir": str(work_dir)}):
+        return usage_error(problem)
     if arguments.dry_run:
         print(array_script(tasks, work_dir, workers, sbatch_options), end="")
         print(

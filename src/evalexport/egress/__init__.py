@@ -16,8 +16,9 @@ from __future__ import annotations
 from evalexport.egress.gate import (
     Egress,
     RowsMasked,
+    SecretScan,
     current,
     sending,
 )
 
-__all__ = ["Egress", "RowsMasked", "current", "sending"]
+__all__ = ["Egress", "RowsMasked", "SecretScan", "current", "sending"]

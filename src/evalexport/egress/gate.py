@@ -8,12 +8,13 @@ import json
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, final
+from pathlib import Path
+from typing import Any, BinaryIO, Final, final
 
 from evalexport.masking.scrubbing import secrets_known
 from evalexport.masking.values import ValueMasking, may_hold_secret, secret_forms
 
-__all__ = ["Egress", "RowsMasked", "current", "sending"]
+__all__ = ["Egress", "RowsMasked", "SecretScan", "current", "sending"]
 
 MASK_ROWS_OPTION: Final = "mask_rows"
 """The option that turns the rules off for rows (``+mask_rows=false``)."""
@@ -67,6 +68,7 @@ class Egress:
         self._lock = threading.Lock()
         self._rows: set[int] = set()
         """The line numbers of the rollouts in which anything was masked."""
+        self._notes: list[str] = []
 
     def value(self, value: Any) -> Any:
         """A value that leaves (a config, a payload's params, a health report): masked by the
@@ -173,6 +175,18 @@ class Egress:
         with self._lock:
             return RowsMasked(len(self._rows), self.mask_rows)
 
+    def note(self, text: str) -> None:
+        """Say ``text`` in the export's result (the dry run's and the export's): what leaves
+        as it is that a user should know of (:class:`SecretScan`'s findings)."""
+        with self._lock:
+            self._notes.append(self.text(text))
+
+    def notes(self) -> list[str]:
+        """What the gate says of the export: what it masked in the rows, then its notes."""
+        masked = self.rows_masked().note()
+        with self._lock:
+            return [*([masked] if masked else []), *self._notes]
+
 
 _current: contextvars.ContextVar[Egress | None] = contextvars.ContextVar(
     "evalexport_egress", default=None
@@ -195,3 +209,58 @@ def sending(gate: Egress) -> Iterator[Egress]:
         yield gate
     finally:
         _current.reset(token)
+
+
+@final
+class SecretScan:
+    """Which files of a directory that leaves as it is (an upload of the run directory) hold
+    text that masking would change, line by line, each file read once through the handle its
+    reader opened (:meth:`read`). Nothing is changed: the upload is the directory as it is;
+    the result says which files hold what (:meth:`note`)."""
+
+    def __init__(self) -> None:
+        self.found: dict[Path, int] = {}
+        """Each file holding secret-shaped text, and how many of its lines do."""
+
+    def read(self, path: Path, handle: BinaryIO) -> None:
+        """Read the rest of ``handle`` (the file ``path``), a megabyte at a time, and count
+        its lines that hold secret-shaped text."""
+        masking = ValueMasking(())
+        pending = b""
+        lines = 0
+        while chunk := handle.read(_SCAN_CHUNK):
+            *complete, pending = (pending + chunk).split(b"\n")
+            lines += _shaped_lines(complete, masking)
+        lines += _shaped_lines([pending], masking)
+        if lines:
+            self.found[path] = self.found.get(path, 0) + lines
+
+    def note(self, root: Path) -> str | None:
+        """What the result says of the files found, or ``None``."""
+        if not self.found:
+            return None
+        listed = ", ".join(
+            f"{path.relative_to(root) if path.is_relative_to(root) else path} "
+            f"({count} line{'s' if count != 1 else ''})"
+            for path, count in sorted(self.found.items())
+        )
+        return (
+            f"these files hold secret-shaped text and are uploaded as they are (the directory "
+            f"is sent unmasked): {listed}; mask or remove what they hold first"
+        )
+
+
+_SCAN_CHUNK: Final = 1 << 20
+
+
+def _shaped_lines(lines: list[bytes], masking: ValueMasking) -> int:
+    """How many of ``lines`` masking would change (each read as the JSON it holds, else as
+    text)."""
+    count = 0
+    for raw in lines:
+        if not raw.strip():
+            continue
+        text = raw.decode("utf-8", "replace")
+        if may_hold_secret(text) and masking.json_text(text) != text:
+            count += 1
+    return count

@@ -8,6 +8,7 @@ second upload of the same content a ``skipped`` result, so no local marker is ke
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -15,7 +16,8 @@ from typing import Annotated, Any, BinaryIO
 
 from pydantic import BeforeValidator, Field, field_validator
 
-from evalexport import reading
+from evalexport import egress, reading
+from evalexport.egress import SecretScan
 from evalexport.exporters.base import Exporter
 from evalexport.exporters.sdk import Sdk, Surface
 from evalexport.exporters.spec import SdkConfig, Target
@@ -125,9 +127,11 @@ class EvalRDLExporter(Exporter[EvalRDLConfig, None]):
     def read(self, run: RunArtifacts) -> None:
         """Every file of the run directory opens (it is uploaded as it is), each once: the
         rollouts file is read through that open for a record, the saved config for values
-        that look like live secrets."""
+        that look like live secrets, and every file for secret-shaped text, which the result
+        names (the directory leaves unmasked: :class:`~evalexport.egress.SecretScan`)."""
         live: list[str] = []
         records = False
+        scan = SecretScan()
 
         def read_config(handle: BinaryIO) -> None:
             data = handle.read(reading.MAX_FILE_BYTES + 1)
@@ -139,6 +143,7 @@ class EvalRDLExporter(Exporter[EvalRDLConfig, None]):
                 )
             config = reading.parse_saved_config(run, data)
             live.extend(reading.exportable_config(config).masked_paths)
+            scan.read(run.saved_config, io.BytesIO(data))
 
         def read_rollouts(handle: BinaryIO) -> None:
             nonlocal records
@@ -149,14 +154,18 @@ class EvalRDLExporter(Exporter[EvalRDLConfig, None]):
                     raise RunFileError(reading.too_long_message(run.rollouts, line_number))
                 if not raw.isspace():
                     records = True
+                    scan.read(run.rollouts, io.BytesIO(raw))
+                    scan.read(run.rollouts, handle)  # the rest, through the same open
                     return
 
         if reason := run.unreadable_file_reason(
-            {run.saved_config: read_config, run.rollouts: read_rollouts}
+            {run.saved_config: read_config, run.rollouts: read_rollouts}, scan.read
         ):
             raise RunFileError(reason)
         if not records:
             raise RunFileError(run.no_records_message)
+        if (found := scan.note(run.run_dir)) is not None:
+            egress.current().note(f"EvalRDL uploads the run directory as it is: {found}")
         if live:
             # The directory is uploaded as it is: masking a copy would not keep these out.
             raise RunFileError(
@@ -202,7 +211,8 @@ class EvalRDLExporter(Exporter[EvalRDLConfig, None]):
                 "wait": config.wait,
                 "timeout": config.timeout,
                 "url": config.url,
-            }
+            },
+            addresses=frozenset({"run_dir", "url"}),  # the directory uploaded, the service
         )
 
 

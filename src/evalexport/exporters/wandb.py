@@ -262,7 +262,7 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
                 }
             )
 
-        return WorkerDelivery(payload, read_back=with_sync_command)
+        return WorkerDelivery(payload, read_back=with_sync_command, addresses=ADDRESSES)
 
 
 def _sync_command(config: WandbConfig, environment: Path, offline_run: str) -> str:
@@ -326,3 +326,8 @@ def entity(config: WandbConfig) -> Chosen[str | None]:
     """The entity and where it came from: ``+wandb_entity``, else ``$WANDB_ENTITY``, else the
     key's own (W&B's default)."""
     return chosen("wandb_entity", config.wandb_entity, "WANDB_ENTITY", None)
+
+
+ADDRESSES: Final = frozenset({"dir", "rollouts_table", "samples_table"})
+"""The payload's keys the worker needs as they are (where W&B writes, the table files it logs,
+masked as they were written); every other value passes the egress gate."""

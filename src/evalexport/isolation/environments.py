@@ -394,10 +394,11 @@ def _copies_of_local_projects(requirements: Sequence[str]) -> Iterator[list[str]
     """``requirements`` with each local project directory replaced by a copy of what it holds
     (:data:`~evalexport.isolation.local_requirements.NOT_CONTENT` left out): an installer
     builds in the project's tree (``build/``, ``*.egg-info``), and the user's tree is never
-    written into. The copies are removed when the block ends."""
-    import tempfile
+    written into. The copies are removed when the block ends, and by the reaper if evalexport
+    is killed meanwhile (:func:`~evalexport.isolation.descendants.owned_scratch`)."""
+    from evalexport.isolation.descendants import owned_scratch
 
-    with tempfile.TemporaryDirectory(prefix="evalexport-local-") as scratch:
+    with owned_scratch("evalexport-local-") as scratch:
         given: list[str] = []
         for requirement in requirements:
             project = local_project(requirement)

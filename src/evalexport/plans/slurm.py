@@ -74,6 +74,20 @@ SBATCH_OPTIONS: Final = ("partition", "account", "time")
 ``--time``: written into the array script as ``#SBATCH`` lines."""
 
 
+def script_value_problem(values: Mapping[str, str]) -> str | None:
+    """Why a value (by the flag that gave it) cannot go into the array script, or ``None``:
+    the script is read a line at a time, by ``sbatch`` for its ``#SBATCH`` lines and by the
+    shell for the rest, so a line break (or any control character) in a value would start a
+    line of its own, a command the shell runs."""
+    for flag, value in values.items():
+        if any(ord(character) < 32 or ord(character) == 127 for character in value):
+            return (
+                f"{flag} {value!r} holds a line break or another control character, which "
+                "would write a line of its own into the job script; give it on one line"
+            )
+    return None
+
+
 def array_script(
     tasks: list[ExportTask],
     work_dir: Path,
@@ -83,6 +97,13 @@ def array_script(
     """The job array script ``submit`` writes to ``<work dir>/evalexport-array.sh``: one task per
     export, at most ``max_parallel`` at once, with ``sbatch_options`` (``SBATCH_OPTIONS``)."""
     work_dir = work_dir.absolute()
+    if problem := script_value_problem(
+        {
+            "--work-dir": str(work_dir),
+            **{f"--{name}": value for name, value in (sbatch_options or {}).items()},
+        }
+    ):
+        raise ValueError(problem)
     extra = "".join(
         f"#SBATCH --{name}={shlex.quote(value)}\n" for name, value in (sbatch_options or {}).items()
     )

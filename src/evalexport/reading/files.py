@@ -5,6 +5,7 @@ bounded, and the run directory walked as an upload takes it."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import stat
@@ -203,7 +204,9 @@ def exportable_config(config: dict[str, object]) -> ExportableConfig:
 
 
 def unreadable_file_reason(
-    run: RunPaths, readers: Mapping[Path, Callable[[BinaryIO], None]] | None = None
+    run: RunPaths,
+    readers: Mapping[Path, Callable[[BinaryIO], None]] | None = None,
+    others: Callable[[Path, BinaryIO], None] | None = None,
 ) -> str | None:
     """Why the run directory cannot be uploaded as it is, or ``None``: every file in it
     (through symlinks, as an upload walks it) must open for reading and be a regular file.
@@ -213,11 +216,15 @@ def unreadable_file_reason(
     ``readers`` maps a file of the run (its path as :class:`~evalexport.run.RunArtifacts` names
     it) to a function that reads it through the handle this check opened, so a file that is
     both checked and read is opened once; a reader may raise :class:`RunFileError`.
+    ``others(path, handle)``, if given, reads every other file the same way.
     """
     readers = {Path(path): read for path, read in (readers or {}).items()}
     problems: list[str] = []
     for path in run_directory_files(run.run_dir, problems):
-        if problem := _unreadable(path, readers.get(path)):
+        read = readers.get(path)
+        if read is None and others is not None:
+            read = functools.partial(others, path)
+        if problem := _unreadable(path, read):
             problems.append(problem)
     if not problems:
         return None

@@ -274,6 +274,29 @@ class ExporterGuarantees:
         real = export(sample)
         self._same_verdict("a link round the run directory", dry, real)
 
+    @pytest.mark.parametrize(
+        "hostile",
+        [
+            "a config key that is no text",
+            "a config that is a YAML alias bomb",
+            "a config that links out of the run",
+            "a health file nested 950 deep",
+            "a health file that is a FIFO",
+            "a row holding secrets",
+            "a row nested 300 deep",
+        ],
+    )
+    def test_guarantee_a_dry_run_tells_the_exports_verdict_on_hostile_files(
+        self, export: Export, make_sample_run: Callable[..., SampleRun], hostile: str
+    ) -> None:
+        """Dry run = export on files a careless or hostile hand wrote (#56): each is read by
+        the same gate in both (:mod:`evalexport.ingress`), refused or masked alike."""
+        sample = make_sample_run(f"hostile-{hostile[:12]}", agents=("aime24_math_tool_agent",))
+        write_hostile(sample, hostile)
+        dry = export(sample, dry_run=True)
+        real = export(sample)
+        self._same_verdict(hostile, dry, real)
+
     def _same_verdict(self, label: str, dry: ExportResult, real: ExportResult) -> None:
         from evalexport.results import ExportStatus, SkipReason
 
@@ -510,6 +533,45 @@ def write_odd_rows(rollouts: Path) -> None:
     rows[0]["grader_note"] = "unpaired \ud800 surrogate"
     rows[1]["_ng_task_index"] = str(rows[1]["_ng_task_index"])
     rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+_ALIAS_BOMB = "".join(
+    f"l{level}: &l{level} [{', '.join([f'*l{level - 1}'] * 9) if level else 'lol'}]\n"
+    for level in range(9)
+)
+
+
+def write_hostile(sample: SampleRun, hostile: str) -> None:
+    """Write one of the hostile files of :meth:`ExporterGuarantees.
+    test_guarantee_a_dry_run_tells_the_exports_verdict_on_hostile_files` into ``sample``."""
+    run = sample.run
+    if hostile == "a config key that is no text":
+        with run.saved_config.open("a", encoding="utf-8") as config:
+            config.write("1: one\n")
+    elif hostile == "a config that is a YAML alias bomb":
+        run.saved_config.write_text(_ALIAS_BOMB, encoding="utf-8")
+    elif hostile == "a config that links out of the run":
+        outside = run.run_dir.parent / f"{run.run_dir.name}-outside.yaml"
+        outside.write_bytes(run.saved_config.read_bytes())
+        run.saved_config.unlink()
+        run.saved_config.symlink_to(outside)
+    elif hostile == "a health file nested 950 deep":
+        deep = '{"nested": ' * 950 + "{}" + "}" * 950
+        run.quality_summary.write_text('{"run": ' + deep + "}", encoding="utf-8")
+    elif hostile == "a health file that is a FIFO":
+        os.mkfifo(run.rollout_verdicts)
+    else:
+        lines = run.rollouts.read_text(encoding="utf-8").splitlines()
+        row = json.loads(lines[0])
+        if hostile == "a row holding secrets":
+            row["responses_create_params"]["extra_headers"] = {
+                "Authorization": "Bearer abcdefgh12345678ijklmnop"
+            }
+            row["tool_args"] = json.dumps({"api_key": "a-tool-key-value"})
+        else:
+            row["nested"] = json.loads("[" * 300 + "]" * 300)
+        lines[0] = json.dumps(row, ensure_ascii=False)
+        run.rollouts.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def _launched_environments(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, str]]:
