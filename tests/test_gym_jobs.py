@@ -87,6 +87,28 @@ def test_the_dry_run_names_the_benchmark_and_tags_the_job(cli, job: SampleJob) -
     assert job.canaries.found_in(done.output + wandb.output) == []
 
 
+@pytest.mark.downloads
+def test_the_job_records_own_fields_pass_the_egress_gate(
+    cli, job: SampleJob, mlflow_python, tmp_path: Path
+) -> None:
+    """The job's identity goes to ``gym_job.*`` tags through the egress gate: a record field
+    holding a secret's shape (a host written with its credentials) is masked, the rest kept
+    (#56)."""
+    from evalexport.testing.mlflow_server import read_runs
+
+    record_path = job.directory / "gym-job.json"
+    record = json.loads(record_path.read_text())
+    record["hostname"] = "https://evaluator:pw-CANARYhost123@login.cluster.example"
+    record_path.write_text(json.dumps(record))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    rollouts = job.job.rollouts("aime24")
+    done = cli("mlflow", f"+rollouts_jsonl_fpath={rollouts}", f"+mlflow_tracking_uri={uri}")
+    assert done.exit_code == 0, done.output
+    (stored,) = read_runs(mlflow_python, uri, "aime24")
+    assert stored["tags"]["gym_job.hostname"] == "https://evaluator:****@login.cluster.example"
+    assert stored["tags"]["gym_job.submitted_by"] == "evaluator"
+
+
 def test_a_plan_of_the_job_exports_what_started_and_says_what_never_did(
     cli, job: SampleJob, tmp_path: Path
 ) -> None:

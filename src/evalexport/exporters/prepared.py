@@ -20,13 +20,13 @@ from pathlib import Path
 from evalexport import egress
 from evalexport.exporters.samples import SAMPLES_FILE, SamplesTable
 from evalexport.exporters.split_read import SecondPart, split_reading
-from evalexport.exporters.tables import write_rollouts_table, write_table_rows
+from evalexport.exporters.tables import RowTooDeep, write_rollouts_table, write_table_rows
 from evalexport.gym.health import read_health
 from evalexport.progress import human_size
 from evalexport.reading import PreparedRun, Rollout
 from evalexport.reading import prepare as read_run
 from evalexport.results import ExportFailure
-from evalexport.run import RunArtifacts
+from evalexport.run import RunArtifacts, RunFileError
 
 __all__ = ["PreparedRun", "for_payload", "prepare", "scratch_space_refusal"]
 
@@ -84,6 +84,8 @@ def prepare(
                 second.absorb_samples(samples, gate)
                 second.discard()
             samples.write(scratch / SAMPLES_FILE)
+        except RowTooDeep as error:
+            raise RunFileError(f"Malformed rollouts file {run.rollouts}: {error}") from None
         except OSError as error:
             if error.errno != errno.ENOSPC:
                 raise

@@ -21,11 +21,12 @@ from typing import Final, TextIO
 
 from evalexport import egress
 from evalexport.egress import Egress
-from evalexport.run import Rollout, RunArtifacts
+from evalexport.run import Rollout, RunArtifacts, RunFileError
 
 __all__ = [
     "ROLLOUTS_TABLE_KEY",
     "ROLLOUT_COLUMN",
+    "RowTooDeep",
     "rollout_for_export",
     "write_rollouts_table",
     "write_rows",
@@ -103,18 +104,37 @@ def write_rows(handle: TextIO, rollouts: Iterable[Rollout], gate: Egress) -> int
     position = 0
     for position, rollout in enumerate(rollouts, 1):
         handle.write(",\n" if position > 1 else "\n")
-        row = rollout_for_export(rollout.record)
-        if rollout.size_bytes > STREAMED_ABOVE:
-            # Masked as a value, never held as one text; its pieces are written as they are.
-            handle.write('["')
-            masked = gate.row_value(row, rollout.line_number)
-            for piece in _escaped_pieces(masked, rollout.strict_json):
-                handle.write(piece)
-            handle.write('"]')
-        else:
-            text = gate.row(_compact(row, rollout.strict_json), rollout.line_number)
-            handle.write("[" + _as_string(text) + "]")
+        try:
+            _write_row(handle, rollout, gate)
+        except RecursionError:  # the same in a dry run, which writes the tables too
+            raise RowTooDeep(rollout.line_number) from None
     return position
+
+
+class RowTooDeep(RunFileError):
+    """A rollout nested too deeply to write as a row (its reader names the file)."""
+
+    def __init__(self, line_number: int) -> None:
+        super().__init__(
+            f"line {line_number} is nested too deeply to export (a rollout nests 18 levels at "
+            "most in NeMo Gym's own runs)"
+        )
+        self.line_number = line_number
+
+
+def _write_row(handle: TextIO, rollout: Rollout, gate: Egress) -> None:
+    """One row of a rollouts table, its cell through ``gate``."""
+    row = rollout_for_export(rollout.record)
+    if rollout.size_bytes > STREAMED_ABOVE:
+        # Masked as a value, never held as one text; its pieces are written as they are.
+        handle.write('["')
+        masked = gate.row_value(row, rollout.line_number)
+        for piece in _escaped_pieces(masked, rollout.strict_json):
+            handle.write(piece)
+        handle.write('"]')
+    else:
+        text = gate.row(_compact(row, rollout.strict_json), rollout.line_number)
+        handle.write("[" + _as_string(text) + "]")
 
 
 _COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
