@@ -369,3 +369,46 @@ def test_paths_with_a_hash_a_colon_or_a_leading_hash_are_taken_as_written(
     )
     assert run.exit_code == 0, run.output
     assert (output / "manifest.jsonl").is_file()
+
+
+def _exit_code_into_a_closed_pipe(*args: object) -> int:
+    """``evalexport ARGS | true``: the command's exit code when whoever reads its stdout has
+    gone before it prints (its pipe's reading end closed)."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        completed = subprocess.run(
+            [sys.executable, "-m", "evalexport", *map(str, args)],
+            stdout=write,
+            stderr=subprocess.DEVNULL,
+            check=False,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    return completed.returncode
+
+
+def test_a_result_decided_before_the_pipe_closed_keeps_its_exit_code(sample_run, tmp_path) -> None:
+    """``evalexport ... | true`` and ``| head -1`` keep a failure a failure for ``set -o
+    pipefail`` (#59: both gave 0); a closed pipe alone fails nothing."""
+    assert (
+        _exit_code_into_a_closed_pipe(
+            "mlflow", f"+rollouts_jsonl_fpath={tmp_path / 'nope.jsonl'}", "--dry-run"
+        )
+        == 1
+    )
+    assert _exit_code_into_a_closed_pipe("inspect", sample_run.run.aggregate_metrics) == 1
+    assert _exit_code_into_a_closed_pipe("inspect", sample_run.rollouts) == 0
+    assert _exit_code_into_a_closed_pipe("--help") == 0
+
+
+def test_an_unknown_flag_names_the_flags_every_command_takes(cli) -> None:
+    said = cli("-V")
+    assert said.exit_code == 2
+    assert "unknown flag -V" in said.stderr
+    assert "--all" not in said.stderr.splitlines()[0]  # envs' own, not every command's

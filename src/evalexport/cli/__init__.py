@@ -33,6 +33,7 @@ from evalexport.cli._args import (
     USAGE,
     Arguments,
     UsageError,
+    decided_exit_code,
     parse,
     set_help_topic,
     usage_error,
@@ -59,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (SPEC §3.1)."""
     from evalexport.interrupts import Interrupted, signals_raise
 
+    decided_exit_code(reset=True)
     try:
         with signals_raise():
             return _main(list(sys.argv[1:] if argv is None else argv))
@@ -69,11 +71,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return interruption.exit_code
     except BrokenPipeError:
         # The reader went away (``evalexport inspect R | head``) having read what it wanted:
-        # stop quietly, and do not fail a pipeline for it.
+        # stop quietly. The outcome the command decided before printing stands (a failure
+        # stays one for ``set -o pipefail``); a closed pipe alone fails nothing.
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return OK
+        code = decided_exit_code()
+        return OK if code is None else code
 
 
 def _main(args: list[str]) -> int:

@@ -20,6 +20,8 @@ __all__ = [
     "USAGE",
     "Arguments",
     "UsageError",
+    "decided",
+    "decided_exit_code",
     "parse",
     "set_help_topic",
     "usage_error",
@@ -91,12 +93,35 @@ def parse(argv: Sequence[str], value_flags: Iterable[str], switches: Iterable[st
             arguments.format = token.partition("=")[2]
         elif token.startswith("-") and not token.startswith("+"):
             raise UsageError(
-                f"unknown flag {token}; flags are --json, --dry-run, --help, --version, --all "
+                f"unknown flag {token}; every command takes --help, and --version, --json and "
+                "--dry-run where they apply; a command's own flags are in its help "
                 "(exporter options are written +key=value)"
             )
         else:
             arguments.positionals.append(token)
     return arguments
+
+
+_decided: int | None = None
+"""The exit code the command at hand decided on before it printed its outcome."""
+
+
+def decided(code: int) -> int:
+    """Record ``code`` as the command's outcome, before it is printed, and return it: a
+    reader that goes away mid-print (``| head -1``) leaves it as it was (a closed pipe alone
+    is no failure, and no success either)."""
+    global _decided
+    _decided = int(code)
+    return _decided
+
+
+def decided_exit_code(reset: bool = False) -> int | None:
+    """The code :func:`decided` recorded, or ``None``; ``reset`` forgets it (a new command)."""
+    global _decided
+    code = _decided
+    if reset:
+        _decided = None
+    return code
 
 
 _help_topic: str | None = None

@@ -7,7 +7,7 @@ import contextlib
 import json
 from pathlib import Path
 
-from evalexport.cli._args import OK, Arguments, usage_error
+from evalexport.cli._args import OK, Arguments, decided, usage_error
 
 SUMMARY = (
     "SDK contracts: 'contract manifest|check|verify|matrix|scaffold SDK' (see contract --help)"
@@ -87,6 +87,7 @@ def run(arguments: Arguments, rest: list[str]) -> int:
             report = check_matrix(contracts, rest[1:])
         except ContractError as error:
             return usage_error(str(error))
+        decided(report.exit_code)
         print("\n".join(report.lines))
         return report.exit_code
     action, sdk = rest
@@ -120,6 +121,7 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         )
     except ContractError as error:
         return usage_error(str(error))
+    decided(report.exit_code)
     print("\n".join(report.lines))
     return report.exit_code
 

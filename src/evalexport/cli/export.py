@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from evalexport.cli._args import OK, Arguments, usage_error
+from evalexport.cli._args import OK, Arguments, decided, usage_error
 from evalexport.host.stdout import others_write_to_stderr
 from evalexport.progress import human_size
 
@@ -132,6 +132,7 @@ class _ProgressLine(logging.Filter):
 
 def report(arguments: Arguments, result: ExportResult) -> int:
     """Print ``result`` (one JSON line with ``--json``, else its summary and plan); its exit code."""
+    decided(int(result.exit_code))  # before printing: a closed pipe cannot turn it into 0
     if arguments.json:
         # One line, and only it: results append to JSON-lines logs as they are; stderr keeps
         # progress, never a second copy of the result in other words.

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalexport.cli._args import FAILED, OK, Arguments, usage_error
+from evalexport.cli._args import FAILED, OK, Arguments, decided, usage_error
 from evalexport.progress import human_size
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         print(f"evalexport: {error}", file=sys.stderr)
         return FAILED
     report = inspect_run(run)
+    decided(OK if report.readable else FAILED)  # before printing: it stands in a pipe
     if arguments.json:
         print(json.dumps(report.as_json_data()))  # --json: one line
     else:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalexport.cli._args import FAILED, OK, USAGE, Arguments, usage_error
+from evalexport.cli._args import FAILED, OK, USAGE, Arguments, decided, usage_error
 
 if TYPE_CHECKING:
     from evalexport.plans.batch import TaskOutcome
@@ -152,8 +152,9 @@ def _finish(outcomes: list[TaskOutcome], arguments: Arguments) -> int:
         write_text_atomically(
             Path(arguments.values["--report"]), json.dumps(report, indent=2) + "\n"
         )
+    code = decided(exit_code_of(outcomes))  # before printing: it stands in a pipe
     print(json.dumps(report, indent=2) if arguments.json else summary_table(outcomes))
-    return exit_code_of(outcomes)
+    return code
 
 
 def _run_slurm(plan: ExportPlan, arguments: Arguments, workers: int, timeout: float) -> int:
