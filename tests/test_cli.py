@@ -412,3 +412,48 @@ def test_an_unknown_flag_names_the_flags_every_command_takes(cli) -> None:
     assert said.exit_code == 2
     assert "unknown flag -V" in said.stderr
     assert "--all" not in said.stderr.splitlines()[0]  # envs' own, not every command's
+
+
+def test_help_is_asked_as_users_ask_it(cli) -> None:
+    """``evalexport help``, ``evalexport help COMMAND`` and ``list --help`` print help (#59:
+    'unknown exporter help', and the list itself)."""
+    overview = cli("help")
+    assert overview.exit_code == 0
+    assert overview.stdout == cli("--help").stdout
+    assert cli("help", "mlflow").stdout == cli("mlflow", "--help").stdout
+    assert cli("help", "plan").stdout == cli("plan", "--help").stdout
+    listed = cli("list", "--help")
+    assert listed.exit_code == 0
+    assert listed.stdout.startswith("usage: evalexport list [--json]")
+
+
+def test_the_help_of_a_default_named_by_the_benchmark_says_the_rule_the_dry_run_applies(
+    cli,
+) -> None:
+    """The naming rule is said from the same facts :attr:`RunArtifacts.benchmark` applies:
+    ``example_rollouts.jsonl`` and a job's ``rollouts.jsonl`` are named by their directory."""
+    from evalexport.run import GENERIC_STEMS
+
+    for exporter in ("mlflow", "wandb"):
+        shown = " ".join(cli(exporter, "--help").stdout.split())
+        assert "example_rollouts.jsonl, rollouts.jsonl" in shown
+        assert "the directory holding it" in shown
+        assert all(
+            f"{stem}_rollouts.jsonl" in shown or stem == "rollouts" for stem in GENERIC_STEMS
+        )
+
+
+def test_list_says_what_atif_reads(cli) -> None:
+    listed = cli("list").stdout
+    atif = next(line for line in listed.splitlines() if line.startswith("atif"))
+    assert "ng_trajectory" in atif
+    assert "recorded_conversations" in atif
+
+
+def test_inspect_of_a_gym_jobs_benchmark_directory_inspects_its_run(cli, tmp_path) -> None:
+    from evalexport.testing.jobs import make_gym_job
+
+    job = make_gym_job(tmp_path / "evals", tasks=1, repeats=1)
+    shown = cli("inspect", job.directory / "aime24")
+    assert shown.exit_code == 0, shown.output
+    assert str(job.job.rollouts("aime24")) in shown.stdout

@@ -15,13 +15,19 @@ from typing import BinaryIO, Final, final
 
 from evalexport import reading
 from evalexport.gym.health import QUALITY_SUMMARY_NAME, ROLLOUT_VERDICTS_NAME
-from evalexport.gym.jobs import GymJob, job_of_rollouts, unreadable_job_record
+from evalexport.gym.jobs import (
+    BENCHMARK_ROLLOUTS,
+    GymJob,
+    job_of_rollouts,
+    unreadable_job_record,
+)
 from evalexport.masking import saved_config_path
 from evalexport.reading import ExportableConfig, Rollout, RunFileError
 
 __all__ = [
     "GENERIC_DIRECTORIES",
     "GENERIC_STEMS",
+    "NAMING_RULE",
     "ExportableConfig",
     "Rollout",
     "RunArtifacts",
@@ -34,6 +40,16 @@ GENERIC_STEMS: Final = frozenset({"example", "rollouts"})
 server's example run is ``data/example_rollouts.jsonl``, and a ``gym eval submit`` job writes
 each benchmark's run to ``<job>/<benchmark>/artifacts/rollouts.jsonl``."""
 GENERIC_DIRECTORIES: Final = frozenset({"data", "artifacts"})
+NAMING_RULE: Final = (
+    "the benchmark: the rollouts file's stem without _rollouts (aime24 for "
+    "aime24_rollouts.jsonl), or, for a name NeMo Gym gives every run of a layout ("
+    + ", ".join(f"{stem}_rollouts.jsonl" if stem != "rollouts" else "rollouts.jsonl" for stem in sorted(GENERIC_STEMS))
+    + "), the directory holding it, past "
+    + " and ".join(f"{name}/" for name in sorted(GENERIC_DIRECTORIES))
+    + "; for a run of a NeMo Gym job, the job's benchmark"
+)
+"""How a run's benchmark is named, in words: what ``--help`` says of the defaults the
+benchmark gives (:attr:`RunArtifacts.benchmark` applies it; the dry run says what it gave)."""
 _MAX_LIVE_RUN_RECORD: Final = 1024 * 1024
 """The directories of those layouts that hold a run but do not name it."""
 
@@ -64,12 +80,16 @@ class RunArtifacts:
 
     @classmethod
     def of_path(cls, path: str | os.PathLike[str]) -> RunArtifacts:
-        """The run a user names by ``path``: its rollouts file, or the run directory when it
-        holds exactly one rollouts file (``rollouts.jsonl`` or ``*_rollouts.jsonl``).
+        """The run a user names by ``path``: its rollouts file, the run directory when it
+        holds exactly one rollouts file (``rollouts.jsonl`` or ``*_rollouts.jsonl``), or a
+        NeMo Gym job's benchmark directory (its ``artifacts/rollouts.jsonl``).
         Raises :class:`RunFileError` naming the files a directory holds otherwise."""
         given = Path(path)
         if not given.is_dir():
             return cls.from_rollouts_path(given)
+        gym_run = given / BENCHMARK_ROLLOUTS  # a NeMo Gym job's benchmark directory
+        if gym_run.is_file():
+            return cls.from_rollouts_path(gym_run)
         found = sorted(
             entry.name
             for entry in os.scandir(given)
@@ -80,7 +100,8 @@ class RunArtifacts:
         if not found:
             raise RunFileError(
                 f"{given.absolute()} is a directory with no rollouts file in it (a run's is "
-                "<benchmark>_rollouts.jsonl); give the path of the run's rollouts file"
+                f"<benchmark>_rollouts.jsonl, or {BENCHMARK_ROLLOUTS} in a benchmark's "
+                "directory of a NeMo Gym job); give the path of the run's rollouts file"
             )
         raise RunFileError(
             f"{given.absolute()} holds {len(found)} runs' rollouts files "

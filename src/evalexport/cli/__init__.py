@@ -2,7 +2,7 @@
 prints. The layers below return data and raise typed errors.
 
     evalexport EXPORTER +rollouts_jsonl_fpath=PATH [+key=value ...] [--json] [--dry-run]
-    evalexport EXPORTER --help
+    evalexport EXPORTER --help | evalexport help [COMMAND]
     evalexport list | inspect PATH | save-config | envs | contract | plan
 
 Each command module declares ``SUMMARY``, the ``FLAGS`` it takes (among them its
@@ -103,6 +103,11 @@ def _main(args: list[str]) -> int:
         _print_overview(sys.stdout if arguments.help else sys.stderr)
         return OK if arguments.help else USAGE
     name, *rest = arguments.positionals
+    if name == "help":  # ``evalexport help [COMMAND]``: the same as ``COMMAND --help``
+        if not rest:
+            _print_overview(sys.stdout)
+            return OK
+        return _main([rest[0], "--help"])
     command = COMMANDS.get(name)
     if command is None:
         from evalexport.exporters.registry import exporter_entries
@@ -130,7 +135,7 @@ def _print_overview(stream: TextIO) -> None:
     lines = [
         "usage: evalexport EXPORTER +rollouts_jsonl_fpath=PATH [+key=value ...] "
         "[--json] [--dry-run]",
-        "       evalexport EXPORTER --help",
+        "       evalexport EXPORTER --help | evalexport help [COMMAND]",
         "       evalexport list | inspect PATH | save-config R CONFIG.yaml ... | envs ...",
         "       evalexport plan check|render|run PLAN.yaml | plan gather WORK_DIR",
         "       evalexport contract manifest|check|verify|matrix|scaffold SDK ...",

@@ -9,12 +9,22 @@ from evalexport.cli._args import OK, Arguments, usage_error
 SUMMARY = "list the installed exporters"
 FLAGS = ("--json",)
 VALUE_FLAGS: tuple[str, ...] = ()
+HELP = f"""usage: evalexport list [--json]
+
+{SUMMARY[0].upper()}{SUMMARY[1:]}: each exporter's name, summary and where it comes from
+(built-in, or the distribution of a plugin), and each plugin that cannot be loaded, with why.
+
+flags:
+  --json  one JSON line: a list of {{"name", "source", "summary"}}"""
 
 
 def run(arguments: Arguments, rest: list[str]) -> int:
     """``evalexport list``: the installed exporters, where each comes from, and its summary."""
     from evalexport.exporters.registry import ExporterLoadError, exporter_entries
 
+    if arguments.help:
+        print(HELP)
+        return OK
     if rest:
         return usage_error(f"'list' takes no arguments, got {' '.join(rest)}")
     rows: list[dict[str, str]] = []

@@ -139,7 +139,10 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
     strict exporter does, atomically, with ``manifest.jsonl``."""
 
     name = "atif"
-    summary = f"Write each rollout's ng_trajectory as an {ATIF_SCHEMA_VERSION} trajectory file."
+    summary = (
+        f"Write each rollout as an {ATIF_SCHEMA_VERSION} trajectory file: from its "
+        "ng_trajectory, or (+relax=[recorded_conversations]) the conversation it records."
+    )
 
     def resolve(self, config: AtifConfig) -> AtifTarget:
         """The output directory, which must not exist yet. One holding a ``manifest.jsonl`` is

@@ -49,7 +49,7 @@ from evalexport.gym.health import with_health
 from evalexport.isolation.delivery import WorkerDelivery, WorkerSpec
 from evalexport.reading.evaluation_times import exported_at
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
-from evalexport.run import RunArtifacts
+from evalexport.run import NAMING_RULE, RunArtifacts
 from evalexport.settings import Chosen, chosen
 from evalexport.workers import WORKER_BODIES, mlflow_worker
 from evalexport.workers.mlflow_worker import MlflowBatch, MlflowPayload
@@ -84,8 +84,7 @@ class MLflowConfig(RowsConfig):
     )
     mlflow_experiment_name: str | None = Field(
         default=None,
-        description="Experiment; default: $MLFLOW_EXPERIMENT_NAME, else the benchmark (the "
-        "stem without _rollouts).",
+        description=f"Experiment; default: $MLFLOW_EXPERIMENT_NAME, else {NAMING_RULE}.",
     )
     mlflow_run_name: str | None = Field(
         default=None, description="Run name; default: <benchmark>-<run directory name>."

@@ -35,7 +35,7 @@ from evalexport.gym.health import VERDICT_KEY
 from evalexport.isolation.delivery import WorkerDelivery, WorkerSpec
 from evalexport.reading.evaluation_times import exported_at
 from evalexport.results import DryRunPlan, ExportResult, ExportStatus, PlannedFile
-from evalexport.run import RunArtifacts
+from evalexport.run import NAMING_RULE, RunArtifacts
 from evalexport.settings import Chosen, chosen
 from evalexport.workers import WORKER_BODIES, wandb_worker
 from evalexport.workers.protocol import WorkerResult
@@ -60,8 +60,7 @@ class WandbConfig(RowsConfig):
 
     wandb_project: str | None = Field(
         default=None,
-        description="Project; default: $WANDB_PROJECT, else the benchmark (the stem without "
-        "_rollouts).",
+        description=f"Project; default: $WANDB_PROJECT, else {NAMING_RULE}.",
     )
     wandb_name: str | None = Field(
         default=None, description="Run name; default: <benchmark>-<run directory name>."

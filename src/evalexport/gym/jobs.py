@@ -28,6 +28,7 @@ from evalexport.host.files import RunFileError, open_regular
 from evalexport.ingress import child, load_json
 
 __all__ = [
+    "BENCHMARK_ROLLOUTS",
     "JOB_CONFIG_NAME",
     "JOB_RECORD_NAME",
     "SCHEMA_VERSION",

@@ -17,7 +17,7 @@ import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import final
+from typing import Final, final
 
 from evalexport.masking import save_run_config
 from evalexport.run import RunArtifacts
@@ -29,6 +29,27 @@ from evalexport.testing.sample_rows import (
 )
 
 __all__ = ["CanarySecrets", "SampleRun", "make_rollout", "make_run", "make_two_turn_rollout"]
+
+_MOVED: Final = {"make_trajectory": "evalexport.testing.sample_rows"}
+"""Helpers this module exposed and that live elsewhere now: still importable from here, with a
+``DeprecationWarning`` naming their home, until evalexport 0.6.0 (CHANGELOG, "Deprecated")."""
+
+
+def __getattr__(name: str) -> object:
+    """A moved helper (:data:`_MOVED`), imported from its home with a warning naming it."""
+    home = _MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    import warnings
+
+    warnings.warn(
+        f"evalexport.testing.factory.{name} moved to {home}.{name}; import it from there "
+        "(this alias goes in evalexport 0.6.0)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(home), name)
 
 DEFAULT_AGENTS = ("aime24_math_simple_agent", "aime24_math_tool_agent")
 
