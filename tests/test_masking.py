@@ -190,9 +190,20 @@ def test_mask_config_does_not_mutate_its_input() -> None:
 
 
 def test_find_unmasked_secrets_names_each_live_secret_by_path() -> None:
-    config = {"hf_token": "abc", "judge": {"urls": ["https://u:p@h/"]}, "max_tokens": 5}
+    config = {"hf_token": "abc123", "judge": {"urls": ["https://u:p@h/"]}, "max_tokens": 5}
     assert find_unmasked_secrets(config) == ["hf_token", "judge.urls[0]"]
     assert find_unmasked_secrets(mask_config(config)) == []
+
+
+@pytest.mark.parametrize("placeholder", ["dummy", "EMPTY", "none", "None", "", "changeme"])
+def test_a_placeholder_under_a_secret_key_is_masked_but_no_live_secret_to_warn_of(
+    placeholder: str,
+) -> None:
+    """NeMo Gym's ``gym eval submit`` writes ``policy_api_key: dummy``: it is masked as every
+    value under a secret key is, and no note calls it a live secret (#59)."""
+    config = {"policy_api_key": placeholder, "judge": {"api_key": "sk-live0123456789abcd"}}
+    assert mask_config(config)["policy_api_key"] == MASK
+    assert find_unmasked_secrets(config) == ["judge.api_key"]
 
 
 def test_save_run_config_writes_masked_unresolved_yaml_beside_the_rollouts(tmp_path) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import Any
 
+from evalexport.masking.rules import MASK, looks_like_credential
 from evalexport.masking.values import mask_value
 
 __all__ = [
@@ -42,8 +43,10 @@ def find_unmasked_secrets(config: object, _path: str = "") -> list[str]:
 
 
 def mask_config_reporting(config: object, _path: str = "") -> tuple[Any, list[str]]:
-    """:func:`mask_config`, and the dotted paths of the values it changed, from one pass of
-    masking: what an export sends and what it warns of."""
+    """:func:`mask_config`, and the dotted paths of the values it changed that looked like
+    live credentials, from one pass of masking: what an export sends and what it warns of.
+    A placeholder under a secret key (NeMo Gym's ``policy_api_key: dummy``, ``EMPTY``,
+    ``none``) is masked as every value there is, but is no live secret to warn of."""
     masked = mask_config(config)
     return masked, list(_differences(config, masked, _path))
 
@@ -65,7 +68,9 @@ def _differences(original: Any, masked: Any, path: str) -> Iterator[str]:
     elif _is_sequence(original):
         for index, (value, masked_value) in enumerate(zip(original, masked, strict=True)):
             yield from _differences(value, masked_value, f"{path}[{index}]")
-    elif original != masked:
+    elif original != masked and not (
+        isinstance(original, str) and masked == MASK and not looks_like_credential(original)
+    ):
         yield path
 
 

@@ -86,8 +86,17 @@ def summary_table(outcomes: list[TaskOutcome], width: int | None = None) -> str:
     import textwrap
 
     rows = [("benchmark", "exporter", "status", "exit", "seconds", "message")]
+    notes: dict[str, list[str]] = {}
+    """Each note the results end with, and the exports that said it: said once, below."""
     for outcome in outcomes:
         result = outcome.result
+        message = result.message.splitlines()[0] if result.message else ""
+        notices = result.details.get("notices")
+        for note in notices if isinstance(notices, list) else []:
+            said = f" Note: {str(note).rstrip('.')}."
+            if said in message:
+                message = message.replace(said, "")
+                notes.setdefault(str(note), []).append(f"{outcome.benchmark}/{outcome.exporter}")
         rows.append(
             (
                 outcome.benchmark,
@@ -95,7 +104,7 @@ def summary_table(outcomes: list[TaskOutcome], width: int | None = None) -> str:
                 result.status.value,
                 str(int(result.exit_code)),
                 f"{outcome.seconds:.1f}",
-                result.message.splitlines()[0] if result.message else "",
+                message,
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
@@ -109,6 +118,16 @@ def summary_table(outcomes: list[TaskOutcome], width: int | None = None) -> str:
         cells = "  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths, strict=True))
         lines.append(f"{cells}  {first}".rstrip())
         lines.extend(" " * indent + line for line in more)
+    for note, where in notes.items():
+        exports = ", ".join(where) if len(where) <= 3 else f"{len(where)} exports"
+        for line in textwrap.wrap(
+            f"Note ({exports}): {note.rstrip('.')}.",
+            max(40, total),
+            break_long_words=False,
+            break_on_hyphens=False,
+            subsequent_indent="  ",
+        ):
+            lines.append(line)
     counts: dict[str, int] = {}
     for outcome in outcomes:
         result = outcome.result
