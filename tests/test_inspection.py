@@ -125,3 +125,21 @@ def test_inspect_of_a_directory_without_a_run_says_so(cli, tmp_path) -> None:
     run = cli("inspect", str(tmp_path))
     assert run.exit_code == 1
     assert "is a directory with no rollouts file in it" in run.stderr
+
+
+def test_the_sample_runs_metrics_agree_with_its_rollouts() -> None:
+    """The README's sample run says one mean reward wherever it is read (#59)."""
+    import json
+    from pathlib import Path
+
+    import pytest
+
+    from evalexport.inspection import inspect_run
+    from evalexport.run import RunArtifacts
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "aime24"
+    run = RunArtifacts.from_rollouts_path(example / "aime24_rollouts.jsonl")
+    rewards = [json.loads(line)["reward"] for line in run.rollouts.read_text().splitlines()]
+    (entry,) = json.loads(run.aggregate_metrics.read_text())
+    assert entry["agent_metrics"]["mean/reward"] == pytest.approx(sum(rewards) / len(rewards))
+    assert inspect_run(run).readable

@@ -242,3 +242,17 @@ def test_a_gym_job_goes_to_mlflow_and_wandb_in_one_plan_each_benchmark_once(
     assert canaries.found_in(seen) == []
     assert canaries.found_in_tree(mlflow_server.root) == []
     assert canaries.found_in_tree(Path(os.environ["WANDB_DIR"])) == []
+
+
+def test_the_examples_aggregate_metrics_are_what_gyms_aggregation_gives(
+    gym_oracle: GymOracle,
+) -> None:
+    """``examples/aime24``'s metrics are Gym's own aggregation of its rows (#59: its
+    ``mean/reward`` was 0.5366 where the rollouts' is 0.34375): the math server's
+    ``/aggregate_metrics`` over them, as rollout collection writes it."""
+    written = json.loads((EXAMPLE / "aime24_rollouts_aggregate_metrics.json").read_text())
+    (entry,) = written
+    gyms = gym_oracle.aggregate_math(
+        EXAMPLE / "aime24_rollouts.jsonl", entry["agent_ref"]["name"], "aime24_math_with_judge"
+    )
+    assert written == [gyms]

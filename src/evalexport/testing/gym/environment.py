@@ -39,10 +39,13 @@ GYM_IMPORT_REQUIREMENTS: Final = (
     "anthropic",
     "mlflow>=2.10,<4",
     "wandb>=0.16,<1",
+    "math-verify",
 )
 """What ``import nemo_gym.atif_export`` and ``nemo_gym.rollout_collection`` need (found by
-importing them in an empty 3.13 env), and the SDKs Gym's live exporters
-(``nemo_gym.exporters.mlflow``, ``.wandb``) import."""
+importing them in an empty 3.13 env), the SDKs Gym's live exporters
+(``nemo_gym.exporters.mlflow``, ``.wandb``) import, and what Gym's math resources server
+(``resources_servers.math_with_judge``, whose aggregation makes the sample run's metrics)
+imports."""
 GYM_MODULES: Final = (
     "nemo_gym.atif_export",
     "nemo_gym.atif_reverification",
@@ -51,6 +54,7 @@ GYM_MODULES: Final = (
     "nemo_gym.rollout_collection",
     "nemo_gym.exporters.mlflow",
     "nemo_gym.exporters.wandb",
+    "resources_servers.math_with_judge.app",
 )
 """The modules the oracle uses; the build imports each before it counts as complete."""
 _RECORD: Final = "evalexport-gym-env.json"

@@ -107,6 +107,16 @@ class GymOracle:
         )
         return Path(answer["job_dir"])
 
+    def aggregate_math(self, rollouts: Path, agent: str, server: str) -> dict[str, Any]:
+        """The aggregate-metrics entry NeMo Gym's rollout collection writes for the math run
+        ``rollouts`` of ``agent``, scored by its ``math_with_judge`` server named ``server``:
+        Gym's own aggregation of those rows."""
+        answer = self._ask(
+            {"action": "aggregate_math", "rollouts": str(rollouts), "agent": agent, "server": server}
+        )
+        entry: dict[str, Any] = answer["entry"]
+        return entry
+
     def load_job_record(self, path: Path) -> dict[str, Any]:
         """What Gym's ``SubmissionRecord.load`` makes of a ``gym-job.json``: ``record`` (as
         Gym dumps it) or ``error``."""

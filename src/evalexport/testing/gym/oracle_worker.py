@@ -106,6 +106,60 @@ def _reverify(request: dict[str, Any]) -> dict[str, object]:
     }
 
 
+def _aggregate_math(request: dict[str, Any]) -> dict[str, object]:
+    """The aggregate-metrics entry NeMo Gym's rollout collection writes for a math run scored by
+    its ``math_with_judge`` resources server (the environment behind its aime24 config): each
+    row stripped as ``_call_aggregate_metrics`` strips it before posting, then the server's own
+    ``/aggregate_metrics`` (``compute_aggregate_metrics`` with the server's ``compute_metrics``,
+    ``get_key_metrics`` and ``compute_repeat_metrics``), the entry labelled as collection labels
+    it."""
+    import types
+
+    from nemo_gym.reward_profile import compute_aggregate_metrics
+    from resources_servers.math_with_judge.app import LibraryJudgeMathResourcesServer as Server
+
+    heavy = (
+        "response",
+        "responses_create_params",
+        "ng_agent_observations",
+        "ng_model_call_capture",
+        "ng_trajectory",
+    )
+    stripped = []
+    for line in Path(request["rollouts"]).read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        entry = {key: value for key, value in row.items() if key not in heavy}
+        response = row.get("response") or {}
+        metadata = {
+            key: response[key]
+            for key in ("usage", "incomplete_details")
+            if response.get(key) is not None
+        }
+        if metadata:
+            entry["response"] = metadata
+        stripped.append(entry)
+    # The server's hooks use nothing of a server but its class (a static score function).
+    metrics = compute_aggregate_metrics(
+        stripped,
+        compute_metrics_fn=types.MethodType(Server.compute_metrics, Server),
+        get_key_metrics_fn=types.MethodType(Server.get_key_metrics, Server),
+        compute_repeat_metrics_fn=types.MethodType(Server.compute_repeat_metrics, Server),
+    )
+    entry = {
+        "agent_ref": {"name": request["agent"]},
+        "_ng_environment_server": request["server"],
+        "agent_metrics": metrics.agent_metrics,
+        "key_metrics": metrics.key_metrics,
+        "group_level_metrics": metrics.group_level_metrics,
+        "repeat_level_metrics": metrics.repeat_level_metrics,
+    }
+    if metrics.perf_summary is not None:
+        entry["perf_summary"] = metrics.perf_summary
+    return {"entry": json.loads(json.dumps(entry, default=str))}
+
+
 def _make_job(request: dict[str, Any]) -> dict[str, object]:
     """A ``gym eval submit`` job directory, written by Gym's own Slurm executor from a submit
     config and the ``sbatch`` answers of its benchmarks (``{name: [exit code, output]}``):
@@ -172,6 +226,8 @@ def main() -> None:
             answer = _reverify(request)
         elif action == "make_job":
             answer = _make_job(request)
+        elif action == "aggregate_math":
+            answer = _aggregate_math(request)
         elif action == "load_job_record":
             from nemo_gym.orchestration.jobs import SubmissionRecord
 
