@@ -43,7 +43,10 @@ GENERIC_DIRECTORIES: Final = frozenset({"data", "artifacts"})
 NAMING_RULE: Final = (
     "the benchmark: the rollouts file's stem without _rollouts (aime24 for "
     "aime24_rollouts.jsonl), or, for a name NeMo Gym gives every run of a layout ("
-    + ", ".join(f"{stem}_rollouts.jsonl" if stem != "rollouts" else "rollouts.jsonl" for stem in sorted(GENERIC_STEMS))
+    + ", ".join(
+        f"{stem}_rollouts.jsonl" if stem != "rollouts" else "rollouts.jsonl"
+        for stem in sorted(GENERIC_STEMS)
+    )
     + "), the directory holding it, past "
     + " and ".join(f"{name}/" for name in sorted(GENERIC_DIRECTORIES))
     + "; for a run of a NeMo Gym job, the job's benchmark"

@@ -140,3 +140,22 @@ def test_a_log_directory_inside_a_run_directory_is_refused(cli, tmp_path, job_ru
     assert run.exit_code == 2
     assert "job.export_log_dir:" in run.stderr
     assert "is inside the run directory of aime24" in run.stderr
+
+
+def test_plan_check_says_which_runs_are_not_there_yet(cli, tmp_path, job_runs) -> None:
+    """A plan checked before its job has run is valid, and says which runs it does not find
+    yet (#59: it said "valid", and plan run then failed those rows)."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        yaml.safe_dump(
+            {
+                "job": {"benchmarks": ["aime24", "later"], "runs_root": str(job_runs)},
+                "exports": {"recording": {"store_dir": str(tmp_path / "store")}},
+            }
+        )
+    )
+    checked = cli("plan", "check", plan)
+    assert checked.exit_code == 0, checked.output
+    later = job_runs / "later" / "later_rollouts.jsonl"
+    assert f"note: later: no run yet at {later}" in checked.stdout
+    assert "note: aime24" not in checked.stdout

@@ -103,6 +103,15 @@ def run(arguments: Arguments, rest: list[str]) -> int:
             f"{paths[0]}: valid; {len(tasks)} exports over {len(plan.job.benchmarks)} "
             f"benchmarks{never}"
         )
+        # A plan is often checked before its job has run: the runs not there yet are said (a
+        # note, not an error), so that 'plan run' failing them is no surprise.
+        missing = sorted(
+            {(task.benchmark, task.rollouts) for task in tasks if not task.rollouts.exists()}
+        )
+        for benchmark, rollouts in missing:
+            print(
+                f"note: {benchmark}: no run yet at {rollouts}; plan run exports it once it is there"
+            )
         return OK
     if action == "render":
         return _render(plan, values.get("--command", "evalexport"))

@@ -51,6 +51,7 @@ def __getattr__(name: str) -> object:
     )
     return getattr(importlib.import_module(home), name)
 
+
 DEFAULT_AGENTS = ("aime24_math_simple_agent", "aime24_math_tool_agent")
 
 

@@ -112,7 +112,12 @@ class GymOracle:
         ``rollouts`` of ``agent``, scored by its ``math_with_judge`` server named ``server``:
         Gym's own aggregation of those rows."""
         answer = self._ask(
-            {"action": "aggregate_math", "rollouts": str(rollouts), "agent": agent, "server": server}
+            {
+                "action": "aggregate_math",
+                "rollouts": str(rollouts),
+                "agent": agent,
+                "server": server,
+            }
         )
         entry: dict[str, Any] = answer["entry"]
         return entry
