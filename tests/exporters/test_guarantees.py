@@ -32,10 +32,16 @@ def _tests_of(name: str) -> ModuleType:
 @pytest.fixture
 def exporter_options(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
     tests = _tests_of(request.cls.exporter_name)
-    for fixture in getattr(tests, "GUARANTEE_FIXTURES", ()):
+    fixtures = getattr(tests, "GUARANTEE_FIXTURES", ())
+    for fixture in fixtures:
         request.getfixturevalue(fixture)
     options = getattr(tests, "guarantee_options", lambda tmp_path: {})
     chosen: dict[str, Any] = options(tmp_path)
+    if fixtures and "requirement" not in chosen:
+        # Its fixtures serve its SDK (the fake through the installer's settings, as a user's
+        # index would): the default requirement says so to the suite, which serves none.
+        config = load_exporter(request.cls.exporter_name).Config
+        chosen["requirement"] = config.model_fields["requirement"].default
     return chosen
 
 

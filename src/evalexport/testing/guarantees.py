@@ -16,8 +16,11 @@ inherit ``pandas.tests.extension.base``::
 
 Each test runs the exporter through evalexport's one pipeline, in this process, on a sample
 run of the factory (:func:`evalexport.testing.factory.make_run`), isolated from the
-developer's own HOME, caches and tokens (``evalexport_isolation``). A broken guarantee fails
-with a message that names it:
+developer's own HOME, caches and tokens (``evalexport_isolation``). An exporter that declares a
+fake of its SDK (``sdk.contract.fake``) exports through that fake, every call and read its
+worker makes recorded and held to the committed manifests (the real SDK only under its
+``--with_<sdk>_sdk`` switch, or when ``exporter_options`` names a ``requirement``). A broken
+guarantee fails with a message that names it:
 
 * **one pass**: each file of the run is opened at most once by an export, its dry run and a
   rerun;
@@ -147,10 +150,37 @@ class ExporterGuarantees:
         return make_sample_run("guaranteed", agents=("aime24_math_tool_agent",))
 
     @pytest.fixture
-    def export(self, exporter_options: dict[str, object]) -> Callable[..., Any]:
+    def served(
+        self, request: pytest.FixtureRequest, exporter_options: dict[str, object]
+    ) -> Iterator[Any]:
+        """The SDK every guarantee exports through, for an exporter that declares a fake
+        (``sdk.contract.fake``): a wheel of the fake, its calls and reads recorded and held to
+        the committed manifests when the test ends (``served_sdk``); the real SDK, from the
+        exporter's own requirement, under ``--with_<sdk>_sdk``. ``None`` for an exporter
+        with no fake, or none of its own to serve."""
+        from evalexport.exporters.registry import load_exporter
+
+        sdk = load_exporter(self.exporter_name).sdk
+        contract = sdk.contract if sdk is not None else None
+        if contract is None or contract.fake is None or "requirement" in exporter_options:
+            yield None  # no fake, or the test serves an SDK of its own
+            return
+        served = request.getfixturevalue("served_sdk")(contract.sdk)
+        yield served
+        problems = served.problems()
+        assert not problems, self._broken(
+            "every call and read its worker makes fits the SDK's committed manifests, but: "
+            + "; ".join(problems)
+        )
+
+    @pytest.fixture
+    def export(self, exporter_options: dict[str, object], served: Any) -> Callable[..., Any]:
         """``export(sample, dry_run=False, rerun=False, progress=None)``: the exporter, run
-        through the pipeline as a batch's rerun would when ``rerun``."""
+        through the pipeline as a batch's rerun would when ``rerun``; through the served SDK
+        (:meth:`served`) unless ``exporter_options`` names a ``requirement`` of its own."""
         from evalexport.pipeline import ExportRequest, run_export
+
+        sdk_options = dict(served.options) if served is not None else {}
 
         def run(
             sample: SampleRun,
@@ -159,7 +189,11 @@ class ExporterGuarantees:
             rerun: bool = False,
             progress: Callable[[int, int], None] | None = None,
         ) -> ExportResult:
-            options = {"rollouts_jsonl_fpath": str(sample.rollouts), **exporter_options}
+            options = {
+                "rollouts_jsonl_fpath": str(sample.rollouts),
+                **sdk_options,
+                **exporter_options,
+            }
             request = ExportRequest(
                 self.exporter_name,
                 options,
