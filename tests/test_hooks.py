@@ -82,3 +82,34 @@ def test_the_target_form_is_told_by_the_arguments_it_requires(sample_run) -> Non
     assert New().target_of(sample_run.run, config) == "new aime24"
     assert Old.kind == "tracking"
     assert Old.guards_exports  # the flag of plugin API 2 still reads as it was set
+
+
+def test_a_plugins_plan_extends_the_default_with_super(sample_run) -> None:
+    """docs/plugins.md: ``super().plan(run, config, target, prepared)`` is the default plan,
+    which a plugin adds its own sections to."""
+    from evalexport.exporters import Exporter, ExporterConfig
+    from evalexport.pipeline import ExportRequest, run_export
+
+    class Config(ExporterConfig):
+        project: str = "evals"
+
+    class Planned(Exporter[Config]):
+        name = "planned"
+        summary = "A plan of its own words."
+        kind = "output"
+
+        def plan(self, run, config, target, prepared):  # type: ignore[no-untyped-def]
+            plan = super().plan(run, config, target, prepared)
+            return plan.model_copy(
+                update={"sections": {**plan.sections, "project": [config.project]}}
+            )
+
+        def deliver(self, run):  # type: ignore[no-untyped-def]
+            raise AssertionError("a dry run delivers nothing")
+
+    result = run_export(
+        ExportRequest(Planned, {"rollouts_jsonl_fpath": str(sample_run.rollouts)}, dry_run=True)
+    )
+    assert result.plan is not None, result.message
+    assert result.plan.sections["project"] == ["evals"]
+    assert result.plan.files  # the default's part: the run's files

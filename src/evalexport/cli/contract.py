@@ -17,44 +17,63 @@ SWITCHES = ("--write",)
 _WITH_SDK = ("manifest", "check", "verify", "scaffold")
 FLAGS = (*VALUE_FLAGS, *SWITCHES)
 
-HELP = """usage: evalexport contract manifest SDK [--fake PATH | --requirement REQ | --python PY]
-                                        [--write]
-       evalexport contract check SDK [--fake PATH] [--contracts DIR]
-       evalexport contract verify SDK [--requirement REQ | --python PY] [--contracts DIR]
-       evalexport contract matrix [SDK ...] [--contracts DIR]
-       evalexport contract scaffold SDK (--requirement REQ | --fake PATH | --python PY |
-                                         --manifest FILE) --out DIR
+USAGES = {
+    "manifest": "evalexport contract manifest SDK [--fake PATH | --requirement REQ | --python PY]"
+    "\n                                        [--write [--contracts DIR]]",
+    "check": "evalexport contract check SDK [--fake PATH] [--contracts DIR]",
+    "verify": "evalexport contract verify SDK [--requirement REQ | --python PY] [--contracts DIR]",
+    "matrix": "evalexport contract matrix [SDK ...] [--contracts DIR]",
+    "scaffold": "evalexport contract scaffold SDK (--requirement REQ | --fake PATH | --python PY |"
+    "\n                                         --manifest FILE) --out DIR",
+}
+"""Each subcommand's usage: ``contract SUB --help`` prints its own."""
+DESCRIPTIONS = {
+    "manifest": """print the surface manifest (parameters, defaults, annotations, what the worker reads
+back, exception bases, version) of SDK as it is installed here, in a fake's source tree
+(--fake fakes/evalrdl/src), in a new environment built from a requirement (--requirement
+mlflow==2.22.1), or as another interpreter imports it (--python /tmp/sdk-copy/bin/python: a
+copy installed by hand, for a release whose own pins do not resolve); --write commits it as
+DIR/SDK/VERSION.json instead, DIR being --contracts (default: where the exporter keeps its
+manifests, in its source tree: never into an installed copy in site-packages). The version
+names the file only when it is a version (such as 2.22.1).""",
+    "check": """compare the fake's manifest (default: the fake the exporter declares) with every
+committed manifest in DIR/SDK/ (default: where the exporter keeps them, else
+./contracts/SDK); one finding per line; exit 1 on any finding.""",
+    "verify": """check a real release of SDK (installed here, built from --requirement REQ in a new
+environment, or the copy --python PY imports) against the committed manifest of its version
+or, for a version with none, the newest one; exit 1 on any change that can break the worker.
+It takes no --fake: a fake is 'contract check'.""",
+    "matrix": """every installed exporter's SDK (or those named): an SDK with a fake has its fake
+checked against its manifests (its real releases are 'contract verify SDK --requirement
+SDK==VERSION' each, from the index); one without has each release it has a committed
+manifest of verified, each in a new environment, from the index.""",
+    "scaffold": """write an installable fake of SDK into the new directory DIR, from the surface the
+exporter declares as a real release has it (--requirement tinytrack==1.0, or --python PY),
+as a fake's source tree has it (--fake), or as a committed manifest records it (--manifest
+contracts/SDK/VERSION.json): every name with the real signatures, exception bases and the
+attributes the worker reads, every call and read recorded (each call a {"kind": "call"}
+line of the call log, each attribute read back a {"kind": "read"} line), the behaviour left
+as stubs marked SCAFFOLD:. 'contract check SDK --fake DIR/src' finds no drift in it as
+written.""",
+}
+_SURFACE_NOTE = """SDK is one an installed exporter declares (its sdk.contract: built-in or plugin). Only
+what the surface uses counts, in every command: its paths (what the worker calls, builds and
+catches) and, of each class its reads name, those attributes (docs/plugins.md, "What the
+worker reads"); a release that drops what the worker never touches passes."""
 
-SDK is one an installed exporter declares (its sdk.contract: built-in or plugin).
 
-manifest  print the surface manifest (parameters, defaults, annotations, what the worker reads
-          back, exception bases, version) of SDK as it is installed here, in a fake's source
-          tree (--fake fakes/evalrdl/src), in a new environment built from a requirement
-          (--requirement mlflow==2.22.1), or as another interpreter imports it (--python
-          /tmp/sdk-copy/bin/python: a copy installed by hand, for a release whose own pins
-          do not resolve); --write commits it as DIR/SDK/VERSION.json instead (default:
-          where the exporter keeps its manifests, in its source tree: never into an
-          installed copy in site-packages)
-check     compare the fake's manifest (default: the fake the exporter declares) with every
-          committed manifest in DIR/SDK/ (default: where the exporter keeps them, else
-          ./contracts/SDK); one finding per line; exit 1 on any finding
-verify    check a real release of SDK (installed here, built from --requirement REQ in a new
-          environment, or the copy --python PY imports) against the committed manifest of
-          its version or, for a version with none, the newest one; exit 1 on any change
-          that can break the worker
-matrix    every installed exporter's SDK (or those named): check its fake, or verify each
-          release it has a committed manifest of (each in a new environment, from the index)
-scaffold  write an installable fake of SDK into the new directory DIR, from the surface the
-          exporter declares as a real release has it (--requirement tinytrack==1.0, or
-          --python PY), as a fake's source tree has it (--fake), or as a committed manifest
-          records it (--manifest contracts/SDK/VERSION.json): every name with the real
-          signatures, exception bases and the attributes the worker reads, every call and
-          read recorded, the behaviour left as stubs marked SCAFFOLD:. 'contract check SDK
-          --fake DIR/src' finds no drift in it as written
+def _help(subcommand: str | None) -> str:
+    """``contract --help`` (every subcommand), or one subcommand's own."""
+    if subcommand in USAGES:
+        return f"usage: {USAGES[subcommand]}\n\n{DESCRIPTIONS[subcommand]}\n\n{_SURFACE_NOTE}"
+    usage = "usage: " + "\n       ".join(USAGES.values())
+    described = "\n".join(
+        f"{name:<9} " + " ".join(text.split()) for name, text in DESCRIPTIONS.items()
+    )
+    return f"{usage}\n\n{_SURFACE_NOTE}\n\n{described}"
 
-Only what the surface uses counts, in every command: its paths (what the worker calls,
-builds and catches) and, of each class its reads name, those attributes (docs/plugins.md,
-"What the worker reads"); a release that drops what the worker never touches passes."""
+
+HELP = _help(None)
 
 
 def run(arguments: Arguments, rest: list[str]) -> int:
@@ -75,7 +94,7 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     matrix = rest[:1] == ["matrix"]
     if help_asked or not (matrix or (len(rest) == 2 and rest[0] in _WITH_SDK)):
         if help_asked:
-            print(HELP)
+            print(_help(rest[0] if rest else None))
             return OK
         return usage_error(
             "usage: evalexport contract manifest|check|verify SDK, or contract matrix "
@@ -97,7 +116,11 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     try:
         if action == "manifest":
             manifest = extract_manifest(
-                sdk, fake=fake, requirement=values.get("--requirement"), python=_python(values)
+                sdk,
+                fake=fake,
+                requirement=values.get("--requirement"),
+                python=_python(values),
+                alternatives="--fake PATH, --requirement REQ or --python PY",
             )
             text = json.dumps(manifest, indent=2, sort_keys=True)
             if "--write" not in arguments.switches:

@@ -84,10 +84,12 @@ def extract_manifest(
     fake: Path | None = None,
     requirement: str | tuple[str, ...] | None = None,
     python: Path | None = None,
+    alternatives: str = "--requirement REQ or --python PY",
 ) -> dict[str, object]:
     """The manifest of ``sdk`` from a source tree, a new environment, an installed copy (the
     interpreter ``python`` imports it: any environment it is installed in, however it got
-    there), or this interpreter."""
+    there), or this interpreter. ``alternatives``: the flags the asking command takes to name
+    another, said when ``sdk`` is not installed here."""
     surface = surface_of(sdk)
     if python is not None:
         return _extract_with(surface, _installed(python))
@@ -128,7 +130,7 @@ def extract_manifest(
     except ImportError as error:
         raise ContractError(
             f"{sdk} is not installed here ({error}); run this inside an environment that has it, "
-            "or pass --fake PATH or --requirement REQ"
+            f"or pass {alternatives}"
         ) from None
     return extracted
 
