@@ -116,11 +116,11 @@ PWNED = "open('PWNED','w')"
             "code in a class constant",
             _with(
                 **{
-                    "evalrdl.Client": {
-                        **EVALRDL["entries"]["evalrdl.Client"],
+                    "evalrdl.Upload": {  # a read the worker declares: scaffolded
+                        **EVALRDL["entries"]["evalrdl.Upload"],
                         "attributes": {
-                            **EVALRDL["entries"]["evalrdl.Client"]["attributes"],
-                            "LIMIT": {"kind": "constant", "value": f"({PWNED},)"},
+                            **EVALRDL["entries"]["evalrdl.Upload"]["attributes"],
+                            "state": {"kind": "constant", "value": f"({PWNED},)"},
                         },
                     }
                 }
@@ -153,7 +153,7 @@ def test_a_hostile_or_malformed_manifest_scaffolds_nothing_and_runs_nothing(
         written = "".join(sources)
         assert "def upload_plan" in written  # the hostile entries were written, and ran nothing
         if case == "code in a class constant":
-            assert "LIMIT = None" in written
+            assert "    state = None\n" in written
         # What the scaffold says to run next runs nothing of the manifest.
         checked = subprocess.run(
             [

@@ -18,12 +18,18 @@ import os
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from evalexport.contracts.check import ContractError, Sides, compare_manifests, load_manifests
-from evalexport.contracts.narrowing import narrowed, unread_findings, whole_class_note
+from evalexport.contracts.narrowing import (
+    narrowed,
+    unread_findings,
+    where_found,
+    whole_class_note,
+)
 from evalexport.contracts.recorded import check_recorded_calls
 from evalexport.contracts.scaffold import write_scaffold
 from evalexport.contracts.surface_extractor import default_text
@@ -103,6 +109,36 @@ def test_the_committed_wandb_manifests_differ_only_in_what_the_worker_calls() ->
     assert findings  # wandb.init's parameters really moved between 0.17 and 0.31
     assert {f.path for f in findings} <= set(surface.paths)
     assert not [f for f in findings if f.code.startswith("attribute")]
+    # ... but the worker passes them by keyword (positional["wandb.init"] == 0): no finding.
+    assert not [f for f in findings if f.code == "moved"]
+    placed_anyhow = replace(surface, positional={})
+    moved = [
+        f
+        for f in compare_manifests(
+            narrowed(old, placed_anyhow), narrowed(new, placed_anyhow), Sides.release(old, new)
+        )
+        if f.code == "moved"
+    ]
+    assert len(moved) == 23
+    assert {f.path for f in moved} == {"wandb.init"}
+
+
+def test_a_call_passing_more_by_position_than_declared_is_a_recorded_problem() -> None:
+    from evalexport.contracts.drift import surface_of
+
+    surface = surface_of("wandb")
+    old, new = load_manifests(ROOT / "contracts" / "wandb")
+    records = [
+        {"name": "wandb.init", "args": [], "kwargs": {"project": "p"}, "site": "worker.py:1"},
+        {"name": "wandb.init", "args": ["job"], "kwargs": {}, "site": "worker.py:2"},
+        # a method by its class path is recorded with its instance first: not the worker's place
+        {"name": "wandb.sdk.wandb_run.Run.log", "args": ["<Run>", {"a": 1}], "site": "w.py:3"},
+    ]
+    assert check_recorded_calls(records, [old, new], surface=surface) == [
+        "worker.py:2: wandb.init(...) is passed 1 argument by position, but the surface's "
+        "positional['wandb.init'] says 0, so a parameter that moves there goes unseen: pass them "
+        "by keyword, or declare positional['wandb.init'] = 1"
+    ]
 
 
 def test_what_the_worker_uses_from_a_release_on_does_not_count_before_it() -> None:
@@ -156,6 +192,11 @@ def test_a_class_counted_whole_says_how_to_narrow_it(tasklog) -> None:
     (note,) = whole_class_note(findings, whole)
     assert "reads={'tasklog.Task': (...)}" in note
     assert whole_class_note(findings, TASKLOG) == []
+    # verify's headline says why: not "in what the worker uses" for methods it never calls
+    assert where_found(findings, whole) == (
+        "in the classes the surface names whole (every public attribute counts)"
+    )
+    assert where_found(findings, TASKLOG) == "in what the worker uses"
 
 
 def test_a_read_outside_the_declared_reads_is_a_recorded_problem(tasklog) -> None:
@@ -206,9 +247,79 @@ def test_the_scaffold_of_a_classmethod_sdk_has_its_surface_as_written(tasklog, t
         "default_member('tasklog.backend_interface.task.BackendTask.TaskTypes', 'training')"
         in source
     )
-    assert source.count("SCAFFOLD: tasklog.") == 6  # 5 calls and 1 read, not Task's 22 attributes
+    assert source.count("SCAFFOLD: tasklog.") == 6  # 5 calls and 1 read, not Task's 23 attributes
     fake = _extract(scaffold.source_root, "tasklog", TASKLOG.extracted)
     assert compare_manifests(manifest, narrowed(fake, TASKLOG)) == []
+
+
+def test_a_bases_property_set_in_a_subclass_init_stays_a_property(tasklog) -> None:
+    # clearml's Task.id: IdObjectBase's property, assigned through its setter in a subclass's
+    # __init__ (``self.id = id``); the subclass's assignment must not make it an instance
+    # attribute, or the scaffold writes ``self.id = None`` and no property.
+    attributes = tasklog["2.1"]["entries"]["tasklog.Task"]["attributes"]
+    assert attributes["id"] == {"kind": "property", "annotation": "Any"}
+    assert attributes["log"]["kind"] == "instance"  # a plain ``self.log = log`` still is one
+
+
+def test_nested_classes_are_recorded_as_classes_with_their_bases_and_members(tasklog) -> None:
+    attributes = tasklog["2.1"]["entries"]["tasklog.Task"]["attributes"]
+    assert attributes["TaskTypes"] == {
+        "kind": "class",
+        "bases": ["enum.Enum"],
+        "members": {
+            "training": "training",
+            "testing": "testing",
+            "inference": "inference",
+            "data_processing": "data_processing",
+        },
+    }
+    assert attributes["DeleteError"] == {"kind": "class", "bases": ["builtins.Exception"]}
+
+
+CLEARML_READS = Surface(
+    "tasklog",
+    TASKLOG.paths,
+    reads={"tasklog.Task": ("DeleteError", "TaskTypes", "id", "log"), "tasklog.Logger": ()},
+)
+
+
+def test_the_scaffold_of_clearmls_shape_holds_an_id_property_and_classes_as_classes(
+    tasklog, tmp_path
+) -> None:
+    manifest = narrowed(tasklog["2.1"], CLEARML_READS)
+    scaffold = write_scaffold(manifest, tmp_path / "fake")
+    assert scaffold.notes == []
+    source = (scaffold.source_root / "tasklog" / "__init__.py").read_text()
+    assert "self.id = " not in source
+    assert "    @property\n    def id(self) -> 'Any':" in source
+    assert "    class TaskTypes(enum.Enum):\n" in source
+    assert "        training = 'training'\n" in source
+    assert "    class DeleteError(Exception):\n" in source
+    assert "def TaskTypes" not in source
+    fake = _extract(scaffold.source_root, "tasklog", CLEARML_READS.extracted)
+    assert compare_manifests(manifest, narrowed(fake, CLEARML_READS)) == []
+
+
+def test_a_nested_class_drifting_is_said_in_plain_words(tasklog) -> None:
+    real = narrowed(tasklog["2.1"], CLEARML_READS)
+    fake = json.loads(json.dumps(real))
+    attributes = fake["entries"]["tasklog.Task"]["attributes"]
+    attributes["TaskTypes"] = {"kind": "method"}
+    attributes["DeleteError"]["bases"] = ["builtins.ValueError"]
+    attributes["id"] = {"kind": "instance"}  # read alike: a value either way, no finding
+    assert [f.message for f in compare_manifests(real, fake)] == [
+        "class \"DeleteError\" is built on ['builtins.Exception'] in real 2.1 but on "
+        "['builtins.ValueError'] in the fake",
+        'attribute "TaskTypes" is a class in real 2.1 but a method in the fake',
+    ]
+    attributes["id"] = {"kind": "method"}
+    attributes["log"] = {"kind": "method"}
+    said = [f.message for f in compare_manifests(real, fake)]
+    assert 'attribute "id" is a property in real 2.1 but a method in the fake' in said
+    assert 'attribute "log" is an instance in real 2.1 but a method in the fake' in said
+    attributes["TaskTypes"] = {"kind": "class", "bases": ["enum.Enum"], "members": {"training": 1}}
+    (members,) = [f for f in compare_manifests(real, fake) if "members" in f.message]
+    assert "{'training': 1}" in members.message
 
 
 _RECORDED = """

@@ -2,7 +2,8 @@
 install): a ``Task`` whose entry point is a classmethod (``Task.init(project_name=...,
 task_name=..., task_type=TaskTypes.training)``, the default a member of an Enum nested in a
 backend base class, with clearml's own ``__repr__``), an ``id`` property inherited from an
-id-object base, a staticmethod, a ``Logger`` reached through ``get_logger()``, and dozens of
+id-object base and assigned through its setter in the subclass's ``__init__`` (``self.id =
+id``), an exception class nested in the task (``Task.DeleteError``), a staticmethod, a ``Logger`` reached through ``get_logger()``, and dozens of
 public methods an exporter never touches.
 
 Releases: 2.0 lacks two of those unused methods; 2.1 is the one the guide commits; 2.2 pins
@@ -24,15 +25,21 @@ from typing import Any
 
 
 class IdObject:
-    def __init__(self, id: str | None = None) -> None:
-        self._id = id
+    _id: str | None = None
 
     @property
     def id(self) -> Any:
         return self._id
 
+    @id.setter
+    def id(self, value: str | None) -> None:
+        self._id = value
+
 
 class BackendTask(IdObject):
+    class DeleteError(Exception):
+        pass
+
     class TaskTypes(Enum):
         def __str__(self) -> str:
             return str(self.value)
@@ -46,7 +53,8 @@ class BackendTask(IdObject):
         data_processing = "data_processing"
 
     def __init__(self, id: str | None = None, log: object = None) -> None:
-        super().__init__(id)
+        super().__init__()
+        self.id = id  # through IdObject's setter: ``id`` stays a property
         self.log = log
 
     def mark_completed(self, ignore_errors: bool = True, status_message: str | None = None) -> None:

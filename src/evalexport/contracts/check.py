@@ -176,7 +176,8 @@ def _compare_parameters(
                 f'parameter "{name}" of {sides.reference} is missing in {sides.candidate}',
                 name,
             )
-    yield from _moved(path, ref, cand, sides)
+    placed = reference.get("passed_by_position")
+    yield from _moved(path, ref, cand, sides, placed if isinstance(placed, int) else None)
     for name, ours in ref.items():
         theirs = cand.get(name)
         if theirs is None:
@@ -185,10 +186,15 @@ def _compare_parameters(
 
 
 def _moved(
-    path: str, ref: Mapping[str, object], cand: Mapping[str, object], sides: Sides
+    path: str,
+    ref: Mapping[str, object],
+    cand: Mapping[str, object],
+    sides: Sides,
+    passed_by_position: int | None,
 ) -> Iterator[Finding]:
     """Positional parameters both sides have, in another order: a positional call would pass
-    each value as another parameter."""
+    each value as another parameter. Only the first ``passed_by_position`` places count, where
+    the surface says how many the worker passes by position (``None``: every place)."""
 
     def positional(params: Mapping[str, Any], other: Mapping[str, object]) -> list[str]:
         return [
@@ -200,7 +206,7 @@ def _moved(
     ours, theirs = positional(ref, cand), positional(cand, ref)
     if sorted(ours) != sorted(theirs):
         return  # a parameter positional on one side only is reported as re-kinded
-    for position, name in enumerate(ours):
+    for position, name in enumerate(ours[:passed_by_position]):
         if theirs[position] != name:
             yield Finding(
                 path,
@@ -270,7 +276,9 @@ def _compare_attributes(
     ref: Mapping[str, Any] = reference["attributes"]
     cand: Mapping[str, Any] = candidate["attributes"]
     gone, new = sorted(set(ref) - set(cand)), sorted(set(cand) - set(ref))
-    hint = f' (renamed "{new[0]}"?)' if len(gone) == 1 and len(new) == 1 else ""
+    unread = set(reference.get("unread_attributes") or ()) | set(ref)
+    arrived = sorted((set(cand) | set(candidate.get("unread_attributes") or ())) - unread)
+    hint = f' (renamed "{arrived[0]}"?)' if len(gone) == 1 and len(arrived) == 1 else ""
     for name in gone:
         yield Finding(
             path,
@@ -288,15 +296,32 @@ def _compare_attributes(
             )
     for name in sorted(set(ref) & set(cand)):
         ours, theirs = ref[name], cand[name]
-        if (ours["kind"] == "method") != (theirs["kind"] == "method"):
+        if _attribute_group(ours["kind"]) != _attribute_group(theirs["kind"]):
             yield Finding(
                 path,
                 "attribute-kind",
-                f'attribute "{name}" is a {ours["kind"]} in {sides.reference} but a {theirs["kind"]} in {sides.candidate}',
+                f'attribute "{name}" is {_a(ours["kind"])} in {sides.reference} but '
+                f"{_a(theirs['kind'])} in {sides.candidate}",
                 name,
             )
             continue
-        if ours.get("values") != theirs.get("values"):
+        if ours.get("bases") != theirs.get("bases"):
+            yield Finding(
+                path,
+                "bases",
+                f'class "{name}" is built on {ours.get("bases")} in {sides.reference} but on '
+                f"{theirs.get('bases')} in {sides.candidate}",
+                name,
+            )
+        if ours.get("members") != theirs.get("members"):
+            yield Finding(
+                path,
+                "values",
+                f'attribute "{name}" has the members {ours.get("members")} in {sides.reference} '
+                f"but {theirs.get('members')} in {sides.candidate}",
+                name,
+            )
+        elif ours.get("values") != theirs.get("values"):
             yield Finding(
                 path,
                 "values",
@@ -314,6 +339,17 @@ def _compare_attributes(
                 f"but {theirs['annotation']} in {sides.candidate}",
                 name,
             )
+
+
+def _attribute_group(kind: str) -> str:
+    """What reading an attribute gives, as drift counts it: a method to call, a class, or a
+    value (a field, a property, an instance attribute, a constant: each read alike)."""
+    return kind if kind in ("method", "class") else "value"
+
+
+def _a(kind: str) -> str:
+    """A kind with its article: ``an instance``, ``a method``."""
+    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
 
 
 def values_text(values: list[object] | None) -> str:

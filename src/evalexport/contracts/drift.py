@@ -21,7 +21,12 @@ from evalexport.contracts.check import (
     load_manifests,
 )
 from evalexport.contracts.installed import installed_surfaces
-from evalexport.contracts.narrowing import narrowed, unread_findings, whole_class_note
+from evalexport.contracts.narrowing import (
+    narrowed,
+    unread_findings,
+    where_found,
+    whole_class_note,
+)
 from evalexport.contracts.surface_extractor import ManifestPayload
 from evalexport.contracts.surfaces import Surface
 from evalexport.isolation.environments import Environment
@@ -342,7 +347,7 @@ def verify_release(
     report.lines += whole_class_note(findings, surface)
     if findings:
         report.lines.append(
-            f"{_found(findings)}: in what the worker uses, {sdk} {version} differs from "
+            f"{_found(findings)}: {where_found(findings, surface)}, {sdk} {version} differs from "
             f"{against}. Follow it in the worker and the fake before committing its manifest."
         )
     else:

@@ -99,6 +99,31 @@ def _undeclared_read(surface: Surface, read: Mapping[str, object]) -> str | None
     )
 
 
+def _positional_problem(
+    surface: Surface, call: Mapping[str, object], manifests: list[Mapping[str, Any]]
+) -> str | None:
+    """Why a recorded call passes more by position than the surface's ``positional`` says,
+    which would let a parameter move unseen. A method named by its class path
+    (``wandb.sdk.wandb_run.Run.log``) is recorded with its instance first, as its manifest
+    names ``self``: that place is not the worker's to count."""
+    name = str(call["name"])
+    declared = surface.positional.get(name)
+    if declared is None:
+        return None
+    passed = len(call.get("args") or ())  # type: ignore[arg-type]
+    entries = [m["entries"].get(name) or {} for m in manifests]
+    first = [(entry.get("parameters") or [{}])[0].get("name") for entry in entries]
+    if "self" in first:
+        passed -= 1
+    if passed <= declared:
+        return None
+    return (
+        f"{name}(...) is passed {passed} argument{'' if passed == 1 else 's'} by position, but "
+        f"the surface's positional[{name!r}] says {declared}, so a parameter that moves there "
+        f"goes unseen: pass them by keyword, or declare positional[{name!r}] = {passed}"
+    )
+
+
 def check_recorded_calls(
     calls: Iterable[Mapping[str, object]],
     manifests: Iterable[Mapping[str, object]],
@@ -106,8 +131,9 @@ def check_recorded_calls(
     surface: Surface | None = None,
 ) -> list[str]:
     """``site: reason`` for every recorded call or read that would fail against a committed
-    manifest, each once (a reason every manifest gives alike names all their versions), and
-    every read ``surface``'s ``reads`` leave out.
+    manifest, each once (a reason every manifest gives alike names all their versions),
+    every read ``surface``'s ``reads`` leave out and every call passing more by position than
+    its ``positional`` says.
 
     ``site_names`` maps file names as the fake saw them (the worker's copy, in a scratch
     directory) to the source file a reader should open.
@@ -120,6 +146,12 @@ def check_recorded_calls(
             site = re.sub(r"[^\s:]*" + re.escape(copied), source, site)
         if "read" in record and surface and (undeclared := _undeclared_read(surface, record)):
             versions.setdefault(f"{site}: {undeclared}", [])
+        if (
+            "read" not in record
+            and surface
+            and (placed := _positional_problem(surface, record, manifests))
+        ):
+            versions.setdefault(f"{site}: {placed}", [])
         for manifest in manifests:
             anonymous = {**manifest, "version": _REAL}
             if "read" in record:

@@ -16,7 +16,9 @@ Where each name lives is decided by :mod:`.scaffold_model`; this module writes t
 
 from __future__ import annotations
 
+import builtins
 import contextlib
+import enum
 import keyword
 import re
 import shutil
@@ -220,7 +222,9 @@ class _Writer:
         parameters = {p["name"]: p for p in entry.get("parameters") or []}
         for name, attribute in attributes.items():
             kind = attribute["kind"]
-            if kind == "field":
+            if kind == "class":
+                text += self.nested_class(f"{cls.path or cls.name}.{name}", name, attribute)
+            elif kind == "field":
                 text += f"    {name}: {self.field_annotation(cls, name, attribute, enums)}\n"
             elif kind == "constant":
                 value = str(attribute.get("value", "None"))
@@ -275,6 +279,34 @@ class _Writer:
         if text.rstrip().endswith('(scaffolded from the real SDK\'s surface)."""'):
             text += "\n"
         return text
+
+    def nested_class(self, path: str, name: str, attribute: Mapping[str, Any]) -> str:
+        """A class defined in a class (``Task.TaskTypes``, an Enum with its members;
+        ``Task.DeleteError``, an exception), with the bases a fake can name."""
+        bases = [self.nested_base(path, base) for base in attribute.get("bases") or []]
+        written = [base for base in bases if base]
+        listed = f"({', '.join(written)})" if written else ""
+        text = f"\n    class {name}{listed}:\n"
+        text += f'        """{path} (scaffolded from the real SDK\'s surface)."""\n'
+        for member, value in (attribute.get("members") or {}).items():
+            text += f"        {member} = {value!r}\n"
+        return text + "\n"
+
+    def nested_base(self, path: str, base: str) -> str | None:
+        """A nested class's base as the fake names it: a builtin or an ``enum`` class by its
+        own name; another package's (or the SDK's own) with a note, and left out."""
+        home, _, name = base.rpartition(".")
+        if base == "builtins.object":
+            return None
+        if home == "builtins" and isinstance(getattr(builtins, name, None), type):
+            return name
+        if home == "enum" and isinstance(getattr(enum, name, None), type):
+            return f"enum.{name}"
+        self.notes.append(
+            f"{path}: its base {base} is not one a fake can name; the scaffold leaves it out, "
+            "so the bases differ from the real SDK's until the fake follows it"
+        )
+        return None
 
     def assignments(
         self,
@@ -339,8 +371,6 @@ class _Writer:
     def base_name(self, cls: SurfaceClass) -> str:
         base = cls.base or "builtins.Exception"
         if base.startswith(_BUILTIN):
-            import builtins
-
             name = base[len(_BUILTIN) :]
             found = getattr(builtins, name, None)
             if isinstance(found, type) and issubclass(found, BaseException):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import math
 import re
 from collections.abc import Mapping
 from typing import Final
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 ENTRY_KINDS: Final = frozenset({"callable", "class", "exception", "missing"})
-ATTRIBUTE_KINDS: Final = frozenset({"constant", "field", "instance", "method", "property"})
+ATTRIBUTE_KINDS: Final = frozenset({"class", "constant", "field", "instance", "method", "property"})
 PARAMETER_KINDS: Final = frozenset(
     {"POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD", "VAR_POSITIONAL", "KEYWORD_ONLY", "VAR_KEYWORD"}
 )
@@ -48,6 +49,13 @@ _LISTED: Final = 20
 def identifier(name: object) -> bool:
     """Whether ``name`` may be written into Python source as a name: an identifier, no keyword."""
     return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+
+
+def _plain_scalar(value: object) -> bool:
+    """A string, a whole or finite number, a boolean or ``None``: what ``repr`` writes back."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, str | int | bool)
 
 
 def literal_text(text: str) -> bool:
@@ -276,6 +284,21 @@ def _attribute_problems(path: str, attributes: object) -> list[str]:
         values = attribute.get("values")
         if values is not None and not isinstance(values, list):
             problems.append(f"entry {path!r}: attribute {name!r}'s values must be a list")
+        members = attribute.get("members")
+        if members is not None and (
+            not isinstance(members, Mapping)
+            or not all(identifier(key) for key in members)
+            or not all(_plain_scalar(value) for value in members.values())
+        ):
+            problems.append(
+                f"entry {path!r}: attribute {name!r}'s members must map Python names to plain "
+                "values (strings, numbers, booleans, null)"
+            )
+        bases = attribute.get("bases")
+        if bases is not None and (
+            not isinstance(bases, list) or not all(_dotted_name(base) for base in bases)
+        ):
+            problems.append(f"entry {path!r}: attribute {name!r}'s bases must be class paths")
     return problems
 
 

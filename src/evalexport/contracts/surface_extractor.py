@@ -17,9 +17,12 @@ For each path the manifest records its kind and:
 - for a property named by its path (``clearml.Task.id``), kind ``property`` and the getter's
   return annotation;
 - for a class or an exception, its public attributes (``attributes``), what the worker reads
-  back: annotated fields, properties, methods, class constants and the instance attributes its
-  ``__init__`` methods assign (``self.stage = stage``, which no class-level tool sees). A field
-  annotated with a ``Literal`` or an ``Enum`` also records its allowed ``values``;
+  back: annotated fields, properties, methods, class constants, classes defined in it (kind
+  ``class``: their bases, an Enum's members) and the instance attributes its methods assign
+  (``self.stage = stage``, which no class-level tool sees), but for one a class of its MRO
+  holds as a property (``self.id = …`` in a subclass goes through a base's setter: a
+  property it stays). A field annotated with a ``Literal`` or an ``Enum`` also records its
+  allowed ``values``;
 - for an exception, its base classes.
 """
 
@@ -224,11 +227,15 @@ def _attributes(cls: type) -> dict[str, dict[str, object]]:
     attributes: dict[str, dict[str, object]] = {}
     for klass in reversed(_own_classes(cls)):
         for name in sorted(_self_assignments(klass)):
+            if isinstance(_found_on(cls, name), property):
+                continue  # ``self.id = …`` through a base's property: its setter takes it
             attributes[name] = _field(hints.get(name, inspect.Signature.empty), "instance")
         for name, value in vars(klass).items():
             if name.startswith("_"):
                 continue
-            if isinstance(value, property):
+            if inspect.isclass(value):
+                attributes[name] = _nested_class(value)
+            elif isinstance(value, property):
                 returns = (
                     inspect.signature(value.fget).return_annotation
                     if value.fget is not None
@@ -245,6 +252,27 @@ def _attributes(cls: type) -> dict[str, dict[str, object]]:
             if attributes[name]["kind"] == "instance":
                 attributes[name] = _field(annotation, "field")
     return {name: attributes[name] for name in sorted(attributes) if not name.startswith("_")}
+
+
+def _found_on(cls: type, name: str) -> object:
+    """What ``cls.name`` is as its class holds it (the first class of its MRO that defines
+    it), without running a descriptor; ``None`` when none does."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return vars(klass)[name]
+    return None
+
+
+def _nested_class(value: type) -> dict[str, object]:
+    """A class defined in a class (clearml's ``Task.TaskTypes``, an Enum, ``Task.DeleteError``,
+    an exception): kind ``class``, its bases and, for an Enum, its members."""
+    entry: dict[str, object] = {
+        "kind": "class",
+        "bases": [_qualified(base) for base in value.__bases__],
+    }
+    if issubclass(value, enum.Enum):
+        entry["members"] = {member.name: _plain(member.value) for member in value}
+    return entry
 
 
 def describe(obj: object, binding: str | None = None) -> dict[str, object]:

@@ -56,6 +56,11 @@ class Surface:
     when ``paths`` names the class too (the worker builds it); a class ``paths`` names and this
     does not counts its whole public API, as the 0.4.0 guide had it. The methods the worker
     calls are ``paths`` of their own (``mlflow.tracking.MlflowClient.log_batch``)."""
+    positional: Mapping[str, int] = field(default_factory=dict)
+    """How many arguments the worker passes by position to a path it calls (``{"wandb.init":
+    0}``: all by keyword). Only those places are contract: a parameter that moves beyond them
+    is no finding, and a recorded call passing more by position is a problem. A path not
+    named here counts every place."""
     since: Mapping[str, str] = field(default_factory=dict)
     """Paths (and classes of ``reads``) the worker uses only from a release on
     (``{"mlflow.tracking.MlflowClient.start_trace": "3"}``): it checks the release before it
@@ -70,6 +75,7 @@ class Surface:
         fields["companions"] = tuple(fields.get("companions", ()))
         fields["reads"] = {path: tuple(names) for path, names in fields.get("reads", {}).items()}
         fields["since"] = dict(fields.get("since", {}))
+        fields["positional"] = dict(fields.get("positional", {}))
         return cls(**fields)
 
     @property

@@ -39,20 +39,27 @@ SURFACE: Final = {
     "paths": (
         "evalrdl.Client",
         "evalrdl.Client().uploads.upload",
-        "evalrdl.Upload",
         "evalrdl.sdk.api.upload_plan",
         "evalrdl.EvalRDLError",
         "evalrdl.IntakeRefused",
         "evalrdl.ClientTooOld",
         "evalrdl.TokenNotFound",
     ),
+    "reads": {
+        "evalrdl.Client": (),  # its uploads are reached by the path Client().uploads.upload
+        "evalrdl.Upload": ("needs_binding", "run_id", "state", "upload_token"),  # never built
+        "evalrdl.IntakeRefused": ("reason", "stage"),
+        "evalrdl.ClientTooOld": (),
+        "evalrdl.EvalRDLError": (),
+        "evalrdl.TokenNotFound": (),
+    },
     "environment": {"EVALRDL_TOKEN": "manifest-extraction-not-a-token"},
     "fake": "fakes/evalrdl/src",
     "switch": "runs against the real evalrdl SDK",
 }
-"""What this body calls and reads back of its SDK (``Surface.declared``: its exporter's
-``sdk.contract``): plain data, so the pytest plugin knows the SDK without importing the
-exporter. Keep it in step with the code below; the contract checks hold the fakes and the
+"""What this body calls, builds and catches (``paths``) and reads back (``reads``) of its SDK
+(``Surface.declared``: its exporter's ``sdk.contract``): plain data, so the pytest plugin
+knows the SDK without importing the exporter. Keep it in step with the code below; the contract checks hold the fakes and the
 real releases to it."""
 
 WARM_UP = ("evalrdl", "evalrdl.sdk.api")
