@@ -127,6 +127,47 @@ PWNED = "open('PWNED','w')"
             ),
             None,
         ),
+        (
+            "code as an Enum's member name",
+            _with(
+                **{
+                    "evalrdl.Kind": {
+                        "kind": "class",
+                        "bases": ["enum.Enum"],
+                        "members": {f"A = 1; {PWNED}; B": "a"},
+                    }
+                }
+            ),
+            "entry 'evalrdl.Kind': members must map Python names to plain values",
+        ),
+        (
+            "an object as a nested Enum's member value",
+            _with(
+                **{
+                    "evalrdl.Upload": {
+                        **EVALRDL["entries"]["evalrdl.Upload"],
+                        "attributes": {
+                            "state": {"kind": "class", "members": {"A": {"x": PWNED}}},
+                        },
+                    }
+                }
+            ),
+            "attribute 'state''s members must map Python names to plain values",
+        ),
+        (
+            "code in a nested class's base",
+            _with(
+                **{
+                    "evalrdl.Upload": {
+                        **EVALRDL["entries"]["evalrdl.Upload"],
+                        "attributes": {
+                            "state": {"kind": "class", "bases": [f"enum.Enum); {PWNED}; ("]}
+                        },
+                    }
+                }
+            ),
+            "attribute 'state''s bases must be a list of class paths",
+        ),
         ("entries a list", {**EVALRDL, "entries": []}, "entries must be a mapping of paths"),
         ("entries null", {**EVALRDL, "entries": None}, "entries must be a mapping of paths"),
         ("an entry with no kind", _with(**{"evalrdl.run": {}}), "kind None is not one of"),

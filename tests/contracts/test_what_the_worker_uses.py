@@ -322,6 +322,52 @@ def test_a_nested_class_drifting_is_said_in_plain_words(tasklog) -> None:
     assert "{'training': 1}" in members.message
 
 
+def test_classes_named_by_their_path_in_a_class_are_scaffolded_in_it(tasklog, tmp_path) -> None:
+    # The worker passes task_type=Task.TaskTypes.testing and catches Task.DeleteError.
+    surface = replace(
+        TASKLOG, paths=(*TASKLOG.paths, "tasklog.Task.TaskTypes", "tasklog.Task.DeleteError")
+    )
+    real = _extract(_tree(tmp_path / "real", tasklog_modules("2.1")), "tasklog", surface.extracted)
+    kinds = real["entries"]["tasklog.Task.TaskTypes"]
+    assert kinds["kind"] == "class"
+    assert kinds["bases"] == ["enum.Enum"]
+    assert list(kinds["members"]) == ["training", "testing", "inference", "data_processing"]
+    manifest = narrowed(real, surface)
+    scaffold = write_scaffold(manifest, tmp_path / "fake")
+    assert scaffold.notes == []
+    source = (scaffold.source_root / "tasklog" / "__init__.py").read_text()
+    assert "\n    class TaskTypes(enum.Enum):\n" in source
+    assert "\n    class DeleteError(Exception):\n" in source
+    fake = _extract(scaffold.source_root, "tasklog", surface.extracted)
+    assert compare_manifests(manifest, narrowed(fake, surface)) == []
+    fake["entries"]["tasklog.Task.TaskTypes"]["members"].pop("testing")
+    (finding,) = compare_manifests(manifest, narrowed(fake, surface))
+    assert finding.path == "tasklog.Task.TaskTypes"
+    assert "'testing': 'testing'" in finding.message
+
+
+def test_an_enum_named_by_its_path_is_its_members(tmp_path) -> None:
+    modules = {
+        "kinds/__init__.py": (
+            "import enum\n\n\nclass Color(str, enum.Enum):\n    RED = 'red'\n    BLUE = 'blue'\n"
+        )
+    }
+    surface = Surface("kinds", ("kinds.Color",))
+    real = _extract(_tree(tmp_path / "real", modules), "kinds", surface.extracted)
+    assert real["entries"]["kinds.Color"] == {
+        "kind": "class",
+        "bases": ["builtins.str", "enum.Enum"],
+        "members": {"RED": "red", "BLUE": "blue"},
+        "parameters": None,
+        "attributes": {},
+    }
+    scaffold = write_scaffold(real, tmp_path / "fake")
+    source = (scaffold.source_root / "kinds" / "__init__.py").read_text()
+    assert "\nclass Color(str, enum.Enum):\n" in source
+    fake = _extract(scaffold.source_root, "kinds", surface.extracted)
+    assert compare_manifests(real, fake) == []
+
+
 _RECORDED = """
 import enum
 from tasklog._recording import Recorder

@@ -389,6 +389,20 @@ def _compare_entry(
             f"exception bases differ: {sides.reference} has {', '.join(reference.get('bases') or [])}; "
             f"{sides.candidate} has {', '.join(candidate.get('bases') or [])}",
         )
+    if reference["kind"] == "class" and reference.get("bases") != candidate.get("bases"):
+        yield Finding(
+            path,
+            "bases",
+            f"is built on {reference.get('bases')} in {sides.reference} but on "
+            f"{candidate.get('bases')} in {sides.candidate}",
+        )
+    if reference.get("members") != candidate.get("members"):
+        yield Finding(
+            path,
+            "values",
+            f"has the members {reference.get('members')} in {sides.reference} but "
+            f"{candidate.get('members')} in {sides.candidate}",
+        )
     if reference["kind"] == "callable" and reference.get("binding") != candidate.get("binding"):
         yield Finding(
             path,

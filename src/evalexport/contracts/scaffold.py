@@ -217,8 +217,12 @@ class _Writer:
         text += "\n\n"
         if cls.path is not None and (attributes or cls.exception):
             text += f'@record.reads("{cls.path}")\n'
+        if entry.get("members") is not None:  # an Enum named by its path: its members
+            return text + self.nested_class(cls.path or cls.name, cls.name, entry, indent="")[1:]
         text += f"class {cls.name}{f'({base})' if base else ''}:\n"
         text += f'    """{cls.path or cls.name} (scaffolded from the real SDK\'s surface)."""\n'
+        for name, (path, nested) in cls.nested.items():
+            text += self.nested_by_path(path, name, nested)
         parameters = {p["name"]: p for p in entry.get("parameters") or []}
         for name, attribute in attributes.items():
             kind = attribute["kind"]
@@ -280,17 +284,34 @@ class _Writer:
             text += "\n"
         return text
 
-    def nested_class(self, path: str, name: str, attribute: Mapping[str, Any]) -> str:
-        """A class defined in a class (``Task.TaskTypes``, an Enum with its members;
-        ``Task.DeleteError``, an exception), with the bases a fake can name."""
+    def nested_class(
+        self, path: str, name: str, attribute: Mapping[str, Any], indent: str = "    "
+    ) -> str:
+        """A class with its bases and an Enum's members, as a manifest records a class
+        defined in a class (``Task.TaskTypes``, an Enum; ``Task.DeleteError``, an exception)
+        or an Enum named by its path; each base one a fake can name."""
         bases = [self.nested_base(path, base) for base in attribute.get("bases") or []]
         written = [base for base in bases if base]
         listed = f"({', '.join(written)})" if written else ""
-        text = f"\n    class {name}{listed}:\n"
-        text += f'        """{path} (scaffolded from the real SDK\'s surface)."""\n'
+        text = f"\n{indent}class {name}{listed}:\n"
+        text += f'{indent}    """{path} (scaffolded from the real SDK\'s surface)."""\n'
         for member, value in (attribute.get("members") or {}).items():
-            text += f"        {member} = {value!r}\n"
-        return text + "\n"
+            text += f"{indent}    {member} = {value!r}\n"
+        return text
+
+    def nested_by_path(self, path: str, name: str, entry: Mapping[str, Any]) -> str:
+        """A class defined in a class that the surface names by its path: an Enum with its
+        members, an exception on its first base, a plain class (its constructor and
+        attributes are the author's to write, and a note says so)."""
+        if entry["kind"] == "exception":
+            bases = list(entry.get("bases") or ["builtins.Exception"])[:1]
+            return self.nested_class(path, name, {"bases": bases})
+        if entry.get("members") is None and (entry.get("parameters") or entry.get("attributes")):
+            self.notes.append(
+                f"{path}: a class defined in a class is scaffolded empty; write its "
+                "constructor and attributes as the real SDK has them"
+            )
+        return self.nested_class(path, name, entry)
 
     def nested_base(self, path: str, base: str) -> str | None:
         """A nested class's base as the fake names it: a builtin or an ``enum`` class by its

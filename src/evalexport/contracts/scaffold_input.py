@@ -18,7 +18,7 @@ import keyword
 import math
 import re
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "MAX_DEPTH",
@@ -284,21 +284,30 @@ def _attribute_problems(path: str, attributes: object) -> list[str]:
         values = attribute.get("values")
         if values is not None and not isinstance(values, list):
             problems.append(f"entry {path!r}: attribute {name!r}'s values must be a list")
-        members = attribute.get("members")
-        if members is not None and (
-            not isinstance(members, Mapping)
-            or not all(identifier(key) for key in members)
-            or not all(_plain_scalar(value) for value in members.values())
-        ):
-            problems.append(
-                f"entry {path!r}: attribute {name!r}'s members must map Python names to plain "
-                "values (strings, numbers, booleans, null)"
-            )
-        bases = attribute.get("bases")
-        if bases is not None and (
-            not isinstance(bases, list) or not all(_dotted_name(base) for base in bases)
-        ):
-            problems.append(f"entry {path!r}: attribute {name!r}'s bases must be class paths")
+        problems += _class_problems(f"entry {path!r}: attribute {name!r}'s", attribute)
+    return problems
+
+
+def _class_problems(whose: str, shape: Mapping[str, Any]) -> list[str]:
+    """What is wrong with the ``bases`` and ``members`` of a class (an entry, or a class
+    defined in one), each written into the fake's source: class paths, and Python names
+    mapped to plain values."""
+    problems = []
+    members = shape.get("members")
+    if members is not None and (
+        not isinstance(members, Mapping)
+        or not all(identifier(key) for key in members)
+        or not all(_plain_scalar(value) for value in members.values())
+    ):
+        problems.append(
+            f"{whose} members must map Python names to plain values (strings, numbers, "
+            "booleans, null)"
+        )
+    bases = shape.get("bases")
+    if bases is not None and (
+        not isinstance(bases, list) or not all(_dotted_name(base) for base in bases)
+    ):
+        problems.append(f"{whose} bases must be a list of class paths (builtins.Exception)")
     return problems
 
 
@@ -331,13 +340,7 @@ def manifest_problems(manifest: object, sdk: str) -> list[str]:
         else:
             found += _parameter_problems(str(path), entry.get("parameters"))
             found += _attribute_problems(str(path), entry.get("attributes"))
-            bases = entry.get("bases")
-            if bases is not None and (
-                not isinstance(bases, list) or not all(_dotted_name(base) for base in bases)
-            ):
-                found.append(
-                    f"entry {path!r}: bases must be a list of class paths (builtins.Exception)"
-                )
+            found += _class_problems(f"entry {path!r}:", entry)
             for key in ("returns",):
                 if entry.get(key) is not None and not isinstance(entry.get(key), str):
                     found.append(f"entry {path!r}: {key} must be text")

@@ -47,6 +47,9 @@ class SurfaceClass:
     staticmethods among them, by their ``binding``) and properties the surface names."""
     instance: SurfaceObject | None = None
     """What the surface reaches through an instance (``Class().x``)."""
+    nested: dict[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
+    """name -> (its surface path, its manifest entry): classes defined in this one that the
+    surface names by path (``clearml.Task.TaskTypes``)."""
     base: str | None = None
     """The direct base, qualified (``evalrdl.exceptions.EvalRDLError``) or a builtin's name."""
     exception: bool = False
@@ -141,9 +144,11 @@ class SurfaceModel:
             if tail[0] != "()":
                 if len(tail) == 1 and kind in ("callable", "property"):
                     cls.methods[tail[0]] = (path, entry)
+                elif len(tail) == 1 and kind in ("class", "exception"):
+                    cls.nested[tail[0]] = (path, entry)
                 else:
                     self.notes.append(
-                        f"{path}: nested classes are not scaffolded; write it by hand"
+                        f"{path}: a class nested two deep is not scaffolded; write it by hand"
                     )
                 return
             cls.instance = cls.instance or SurfaceObject(f"_{head}Instance")

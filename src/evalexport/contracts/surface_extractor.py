@@ -23,7 +23,8 @@ For each path the manifest records its kind and:
   holds as a property (``self.id = …`` in a subclass goes through a base's setter: a
   property it stays). A field annotated with a ``Literal`` or an ``Enum`` also records its
   allowed ``values``;
-- for an exception, its base classes.
+- for an exception, its base classes; for an Enum, its direct bases and its ``members``
+  (name to value), in place of a constructor and attributes.
 """
 
 from __future__ import annotations
@@ -293,6 +294,9 @@ def describe(obj: object, binding: str | None = None) -> dict[str, object]:
             "parameters": _parameters(obj),
             "attributes": _attributes(obj),
         }
+    if inspect.isclass(obj) and issubclass(obj, enum.Enum):
+        # An Enum is its members: calling one looks a member up, and its attributes are them.
+        return {**_nested_class(obj), "parameters": None, "attributes": {}}
     if inspect.isclass(obj):
         return {"kind": "class", "parameters": _parameters(obj), "attributes": _attributes(obj)}
     if callable(obj):
