@@ -112,8 +112,8 @@ def run(rollouts, output):
 )
 EVALEXPORT = (
     """
-from evalexport.exporters.atif import AtifExporter
-from evalexport.exporters.options import parse_options
+from evalexport.backends.atif.exporter import AtifExporter
+from evalexport.spec.options import parse_options
 from evalexport.run import RunArtifacts
 from evalexport.pipeline import export_run
 def run(rollouts, output):

@@ -32,7 +32,7 @@ MEASURE = """
 import json, sys
 from pathlib import Path
 from evalexport.cli import main
-import evalexport.run, evalexport.exporters.registry, pydantic, yaml  # the baseline's imports
+import evalexport.run, evalexport.spec.registry, pydantic, yaml  # the baseline's imports
 
 def high_water_kib():
     status = Path("/proc/self/status").read_text()

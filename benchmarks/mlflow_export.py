@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evalexport.exporters.options import parse_options
+from evalexport.spec.options import parse_options
 
 FLOOR_BODY = """
 def run(payload):
@@ -136,8 +136,8 @@ def run(payload):
 
 EXPORT_IN_A_PROCESS = """
 import json, os, resource, sys, threading, time
-from evalexport.exporters.options import parse_options
-from evalexport.exporters.registry import load_exporter
+from evalexport.spec.options import parse_options
+from evalexport.spec.registry import load_exporter
 from evalexport.run import RunArtifacts
 from evalexport.pipeline import export_run
 
@@ -220,7 +220,7 @@ def make_rollouts(directory: Path, megabytes: int) -> Path:
 
 def _plan(exporter: Any, run: Any, config: Any) -> Any:
     """The dry run's plan for ``run``: the exporter's hooks, as the pipeline calls them."""
-    from evalexport.exporters.hooks import call_hook
+    from evalexport.spec.hooks import call_hook
 
     handed: dict[str, Any] = {"run": run, "config": config}
     handed["target"] = call_hook(exporter.resolve, **handed)
@@ -234,7 +234,7 @@ def _plan(exporter: Any, run: Any, config: Any) -> Any:
 def _payload(exporter: Any, run: Any, config: Any, scratch: Path) -> dict[str, Any]:
     """The payload the exporter's worker gets for ``run``: its hooks, as the pipeline calls
     them (resolve, read, deliver), outside an export."""
-    from evalexport.exporters.hooks import call_hook
+    from evalexport.spec.hooks import call_hook
 
     handed: dict[str, Any] = {"run": run, "config": config}
     handed["target"] = call_hook(exporter.resolve, **handed)
@@ -252,7 +252,7 @@ def big_run(sizes: list[int], repeat: int = 3) -> None:
     import subprocess
     import sys
 
-    from evalexport.exporters.mlflow import MLflowExporter
+    from evalexport.backends.mlflow.exporter import MLflowExporter
     from evalexport.isolation import EnvironmentSpec, ensure_environment, run_worker
     from evalexport.run import RunArtifacts
     from evalexport.testing.mlflow_server import MLflowServer
@@ -448,7 +448,7 @@ def main() -> None:
     if args.big_run:
         big_run([int(size) for size in args.big_run.split(",")], args.repeat)
         return
-    from evalexport.exporters.mlflow import MLflowExporter
+    from evalexport.backends.mlflow.exporter import MLflowExporter
     from evalexport.isolation import EnvironmentSpec, ensure_environment, run_worker
     from evalexport.pipeline import export_run
     from evalexport.run import RunArtifacts

@@ -86,10 +86,10 @@ def big_run(
     sizes: list[int], repeat: int = 3, scratch_root: Path | None = None
 ) -> list[dict[str, Any]]:
     """Export each size ``repeat`` times both ways; print the table and return its rows."""
-    from evalexport.exporters.prepared import prepare
-    from evalexport.exporters.wandb import WandbExporter
+    from evalexport.backends.wandb.exporter import WandbExporter
     from evalexport.isolation import EnvironmentSpec, ensure_environment, run_worker
     from evalexport.run import RunArtifacts
+    from evalexport.tables.prepare import prepare
 
     exporter = WandbExporter()
     shared = _mlflow_benchmark()

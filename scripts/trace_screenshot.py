@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evalexport.exporters.mlflow import MLflowConfig
+from evalexport.backends.mlflow.exporter import MLflowConfig
 from evalexport.isolation import EnvironmentSpec, ensure_environment
 from evalexport.testing.browser import rendered_showing, screenshot, trace_view_url
 from evalexport.testing.factory import make_run

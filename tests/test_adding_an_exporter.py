@@ -18,7 +18,7 @@ import pytest
 import evalexport
 from evalexport.contracts.check import load_manifests
 from evalexport.contracts.installed import installed_surfaces
-from evalexport.exporters.registry import BUILTIN_EXPORTERS, exporter_entries
+from evalexport.spec.registry import BUILTIN_EXPORTERS, exporter_entries
 from evalexport.testing.plugin import switches, token_variables
 from tests.test_startup import SDKS
 
@@ -39,11 +39,15 @@ def test_the_built_in_isolated_exporters_are_all_checked() -> None:
 
 @pytest.mark.parametrize("name", sorted(BUILTIN_EXPORTERS))
 def test_a_built_in_is_its_module_its_registration_and_its_tests(name: str) -> None:
-    from evalexport.exporters.registry import load_exporter
+    from evalexport.spec.registry import load_exporter
 
     module, _, class_name = BUILTIN_EXPORTERS[name].partition(":")
-    assert module == f"evalexport.exporters.{name}", "a built-in lives in exporters/<name>.py"
-    assert (PACKAGE / "exporters" / f"{name}.py").is_file(), f"add exporters/{name}.py"
+    assert module == f"evalexport.backends.{name}.exporter", (
+        "a built-in lives in backends/<name>/exporter.py"
+    )
+    assert (PACKAGE / "backends" / name / "exporter.py").is_file(), (
+        f"add backends/{name}/exporter.py"
+    )
     assert load_exporter(name).__name__ == class_name
     assert load_exporter(name).name == name, f"{class_name}.name must be {name!r}"
     assert (ROOT / "tests" / "exporters" / f"test_{name}.py").is_file(), (
@@ -58,7 +62,9 @@ def exporter(request):
 
 def test_its_worker_body_reads_a_typed_payload(exporter) -> None:
     body = exporter.sdk.body
-    assert body.parent == PACKAGE / "workers", f"{body}: a built-in's body is in workers/"
+    assert body == PACKAGE / "backends" / body.parent.name / "worker.py", (
+        f"{body}: a built-in's body is its backend's worker.py"
+    )
     run = runpy.run_path(str(body))["run"]
     assert typing.is_typeddict(typing.get_type_hints(run)["payload"]), (
         f"{body.name}: type run(payload) with a TypedDict defined beside it"
@@ -92,7 +98,7 @@ def test_tox_and_mypy_need_no_entry_for_a_new_sdk() -> None:
     assert contract_environments == ["testenv:contracts"]
     assert "evalexport contract matrix" in tox["testenv:contracts"]["commands"]
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert 'module = ["evalexport.workers.*"]' in pyproject
+    assert 'module = ["evalexport.backends.*.worker"]' in pyproject
 
 
 @pytest.mark.parametrize("given", [None, "/shared/evalexport-cache"])

@@ -26,7 +26,7 @@ def break_line(rollouts: Path, kind: str) -> None:
 
 def _parsing_rollouts() -> list[str]:
     """The built-ins that parse every rollouts line (the tracking ones), from the registry."""
-    from evalexport.exporters.registry import BUILTIN_EXPORTERS, load_exporter
+    from evalexport.spec.registry import BUILTIN_EXPORTERS, load_exporter
 
     return [name for name in sorted(BUILTIN_EXPORTERS) if load_exporter(name).kind == "tracking"]
 

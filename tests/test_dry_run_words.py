@@ -11,9 +11,9 @@ import pytest
 from evalexport.api import dry_run
 from evalexport.cli._args import Arguments
 from evalexport.cli.export import report
-from evalexport.exporters.base import Exporter, ExporterConfig
 from evalexport.results import DryRunPlan, ExportStatus, PlannedFile
 from evalexport.run import RunArtifacts
+from evalexport.spec.base import Exporter, ExporterConfig
 
 
 def _headings(stdout: str) -> list[str]:

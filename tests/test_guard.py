@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from evalexport import guard
-from evalexport.exporters import load_exporter
-from evalexport.exporters.options import parse_options
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
+from evalexport.spec import load_exporter
+from evalexport.spec.options import parse_options
 
 pytestmark = pytest.mark.usefixtures("plugin_site")
 

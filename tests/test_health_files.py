@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from evalexport.exporters.prepared import prepare
 from evalexport.gym.health import read_health
 from evalexport.masking import scrub_json_bytes
 from evalexport.reading import RunFileError
 from evalexport.run import RunArtifacts
+from evalexport.tables.prepare import prepare
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "aime24"
 

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from evalexport.exporters.base import Exporter, ExporterConfig
-from evalexport.exporters.hooks import call_hook
-from evalexport.exporters.options import parse_options
 from evalexport.pipeline import export_run
 from evalexport.results import ExportResult, ExportStatus
 from evalexport.run import RunArtifacts
+from evalexport.spec.base import Exporter, ExporterConfig
+from evalexport.spec.hooks import call_hook
+from evalexport.spec.options import parse_options
 
 
 def test_an_argument_the_hook_does_not_declare_is_left_out_and_order_is_its_own() -> None:
@@ -87,8 +87,8 @@ def test_the_target_form_is_told_by_the_arguments_it_requires(sample_run) -> Non
 def test_a_plugins_plan_extends_the_default_with_super(sample_run) -> None:
     """docs/plugins.md: ``super().plan(run, config, target, prepared)`` is the default plan,
     which a plugin adds its own sections to."""
-    from evalexport.exporters import Exporter, ExporterConfig
     from evalexport.pipeline import ExportRequest, run_export
+    from evalexport.spec import Exporter, ExporterConfig
 
     class Config(ExporterConfig):
         project: str = "evals"

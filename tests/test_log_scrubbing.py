@@ -13,8 +13,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 
 import evalexport
-from evalexport.exporters import Exporter, ExporterConfig
 from evalexport.results import ExportResult
+from evalexport.spec import Exporter, ExporterConfig
 
 
 class _ChattyConfig(ExporterConfig):
@@ -52,7 +52,7 @@ def test_a_plugins_records_are_scrubbed_of_its_token_option(sample_run, caplog) 
 PLUGIN = """
 import logging, os
 from evalexport import ExportResult
-from evalexport.exporters import Exporter, ExporterConfig
+from evalexport.spec import Exporter, ExporterConfig
 
 
 class Chatty(Exporter[ExporterConfig]):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evalexport.exporters.options import parse_options, path_options, text_options
-from evalexport.exporters.overrides import OverrideError, parse_overrides
+from evalexport.spec.options import parse_options, path_options, text_options
+from evalexport.spec.overrides import OverrideError, parse_overrides
 
 
 def test_values_parse_as_yaml_scalars_and_flow_lists() -> None:
@@ -76,7 +76,7 @@ def test_a_text_option_takes_any_value_as_written(value: str) -> None:
     ["/x/traj #2", "/x/run: one/out", "#first/out", "out\nlines", "'quoted'", "1.0", "null"],
 )
 def test_a_path_option_takes_its_text_as_given(written: str, tmp_path) -> None:
-    from evalexport.exporters.atif import AtifExporter
+    from evalexport.backends.atif.exporter import AtifExporter
 
     options = parse_overrides(
         [f"+output_dirpath={written}", "+agent_version=1"],

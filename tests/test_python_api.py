@@ -183,7 +183,7 @@ def test_advice_to_a_python_caller_names_the_apis_calls_and_they_work(cli, tmp_p
 
 
 def test_only_the_exporters_own_options_lose_their_plus() -> None:
-    from evalexport.exporters.options import in_keyword_terms
+    from evalexport.spec.options import in_keyword_terms
 
     message = "use +agent=NAME with +agent_version, not +agents; +key=value as ever; '+relax=[x]'"
     assert in_keyword_terms(message, ["agent", "agent_version", "relax"]) == (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalexport.exporters import (
+from evalexport.spec import (
     ExporterLoadError,
     UnknownExporterError,
     exporter_entries,

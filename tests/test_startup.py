@@ -73,7 +73,7 @@ def test_pytest_loading_the_plugin_imports_no_exporter_and_no_run_factory() -> N
     loaded = set(completed.stdout.split())
     assert "evalexport.testing.plugin" in loaded
     heavy = {
-        "evalexport.exporters.base",
+        "evalexport.spec.base",
         "evalexport.pipeline",
         "evalexport.reading",
         "evalexport.run",

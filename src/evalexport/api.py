@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from evalexport.progress import Progress
 
 if TYPE_CHECKING:
-    from evalexport.exporters.base import Exporter
     from evalexport.inspection import RunInspection
     from evalexport.results import ExportResult
+    from evalexport.spec.base import Exporter
 
 __all__ = ["Progress", "dry_run", "export", "inspect"]
 

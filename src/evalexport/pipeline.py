@@ -8,19 +8,19 @@ export goes through these stages, in this order, and every outcome is an
 1. **load** the exporter (a name, through the registry, or a class) and its options (typed
    values, or ``+key=value`` tokens as typed on a command line); a mistake is a usage error;
 2. **build the run** (:class:`~evalexport.run.RunArtifacts`) from its rollouts file;
-3. **resolve** the target, once (:meth:`~evalexport.exporters.base.Exporter.resolve`): where the
+3. **resolve** the target, once (:meth:`~evalexport.spec.base.Exporter.resolve`): where the
    run goes and every setting the export needs, handed to every stage after it; a batch's
    rerun skips an export whose output is there already;
 4. **prerequisites**: the files the exporter's kind needs, the directory rule, the marker, then
    the target's own refusal; nothing has been read, built or written yet;
 5. **guard** a tracking export: its lock, and what an earlier export to this target says
    (skip it, or refuse a run that changed since);
-6. **read once** (:meth:`~evalexport.exporters.base.Exporter.read`), its warnings logged once;
+6. **read once** (:meth:`~evalexport.spec.base.Exporter.read`), its warnings logged once;
    an exporter with an SDK has its worker opened first, so that the worker imports its SDK
    while the run is read (:func:`~evalexport.isolation.delivery.opened_worker`);
-7. **describe** it, for a dry run (:meth:`~evalexport.exporters.base.Exporter.plan`, and the
+7. **describe** it, for a dry run (:meth:`~evalexport.spec.base.Exporter.plan`, and the
    worker's answer when it can ask the target), and stop; else **deliver** it
-   (:meth:`~evalexport.exporters.base.Exporter.deliver`: a result, or a worker delivery the
+   (:meth:`~evalexport.spec.base.Exporter.deliver`: a result, or a worker delivery the
    opened worker runs);
 8. **mark** a tracking export that succeeded. From the moment the delivery has landed (the
    worker reported its remote run finished, or the delivery returned a success), a stop signal
@@ -43,8 +43,6 @@ from typing import TYPE_CHECKING, Any, final
 
 from evalexport import egress, guard
 from evalexport.egress import Egress, sending
-from evalexport.exporters.base import OptionError, Target
-from evalexport.exporters.hooks import call_hook, declares
 from evalexport.host.locks import LockWaitTimeout, Waiting
 from evalexport.interrupts import Interrupted, Landing, deferred, landing, signal_name
 from evalexport.isolation.delivery import OpenedWorker, WorkerDelivery
@@ -54,9 +52,11 @@ from evalexport.reading import PreparedRun, RunFileError, run_fingerprint
 from evalexport.results import ExitCode, ExportFailure, ExportResult, ExportStatus, SkipReason
 from evalexport.run import RunArtifacts
 from evalexport.settings import TIME_LIMIT_VARIABLE, SettingError
+from evalexport.spec.base import OptionError, Target
+from evalexport.spec.hooks import call_hook, declares
 
 if TYPE_CHECKING:
-    from evalexport.exporters.base import AnyExporter, ExporterConfig
+    from evalexport.spec.base import AnyExporter, ExporterConfig
 
 __all__ = [
     "ExportRequest",
@@ -85,7 +85,7 @@ class ExportRequest:
     progress: Progress | None = None
     skip_finished: bool = False
     """A batch's rerun: skip an export whose output already proves it done
-    (:attr:`~evalexport.exporters.base.Target.already_exported`)."""
+    (:attr:`~evalexport.spec.base.Target.already_exported`)."""
     python: bool = False
     """Asked through the Python API: advice names its calls (``evalexport.inspect(...)``),
     not commands."""
@@ -100,9 +100,9 @@ class ExportRequest:
 
 def run_export(request: ExportRequest) -> ExportResult:
     """Run ``request`` through every stage; its result, whatever happens."""
-    from evalexport.exporters.options import in_keyword_terms, in_python_terms, options_of
-    from evalexport.exporters.overrides import OverrideError
-    from evalexport.exporters.registry import (
+    from evalexport.spec.options import in_keyword_terms, in_python_terms, options_of
+    from evalexport.spec.overrides import OverrideError
+    from evalexport.spec.registry import (
         ExporterLoadError,
         UnknownExporterError,
         exporter_class,
@@ -144,7 +144,7 @@ def export_run(
 ) -> ExportResult:
     """Stages 3 to 8 for an exporter, a run and its parsed options: the export, or its dry run
     when ``config.dry_run``; every outcome, unexpected errors included, is a result."""
-    from evalexport.exporters.options import secret_values
+    from evalexport.spec.options import secret_values
 
     scrub_logs()
     try:
@@ -326,7 +326,7 @@ def _gate(config: ExporterConfig) -> contextlib.AbstractContextManager[Egress]:
     """The export's egress gate (:mod:`evalexport.egress`), made once the secrets it knows are
     all known (its token options, its worker's secrets, the environment's): what the read
     writes for the service passes it, and so does the delivery's payload."""
-    from evalexport.exporters.spec import RowsConfig
+    from evalexport.spec.declarations import RowsConfig
 
     mask_rows = config.mask_rows if isinstance(config, RowsConfig) else True
     return sending(Egress(mask_rows=mask_rows))

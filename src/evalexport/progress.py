@@ -32,7 +32,7 @@ __all__ = [
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(done, total)`` during long work: ``bytes`` of input read, or ``steps``
-of a worker (``evalexport.exporters.base.progress_unit`` says which an exporter counts)."""
+of a worker (``evalexport.spec.base.progress_unit`` says which an exporter counts)."""
 
 INTERVAL_VARIABLE: Final = "EVALEXPORT_PROGRESS_INTERVAL"
 

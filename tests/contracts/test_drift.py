@@ -244,7 +244,7 @@ def test_an_allowlisted_finding_passes_and_an_unused_entry_is_an_error(
 
 # Recorded calls and reads, as the fake logs them --------------------------------------------
 
-SITES = {"evalexport_worker_body.py": "src/evalexport/workers/evalrdl_worker.py"}
+SITES = {"evalexport_worker_body.py": "src/evalexport/backends/evalrdl/worker.py"}
 
 
 def _problems(*records: dict[str, object]) -> list[str]:
@@ -271,7 +271,7 @@ def test_a_recorded_call_with_a_keyword_the_real_signature_lacks_names_its_call_
         },
     )
     assert problems == [
-        f"src/evalexport/workers/evalrdl_worker.py:57: {UPLOAD}(...) would fail against real {REAL}: "
+        f"src/evalexport/backends/evalrdl/worker.py:57: {UPLOAD}(...) would fail against real {REAL}: "
         "got an unexpected keyword argument 'colour'"
     ]
 
@@ -279,7 +279,7 @@ def test_a_recorded_call_with_a_keyword_the_real_signature_lacks_names_its_call_
 def test_a_recorded_read_of_an_attribute_the_real_sdk_lacks_is_a_problem() -> None:
     site = "/tmp/w/evalexport_worker_body.py:90"
     assert _problems({"name": "evalrdl.Upload", "read": "status", "site": site}) == [
-        "src/evalexport/workers/evalrdl_worker.py:90: evalrdl.Upload.status is read but does "
+        "src/evalexport/backends/evalrdl/worker.py:90: evalrdl.Upload.status is read but does "
         f"not exist in real {REAL}"
     ]
     assert _problems({"name": "evalrdl.IntakeRefused", "read": "stage", "site": site}) == []
@@ -290,7 +290,7 @@ def test_a_state_value_the_real_sdk_never_gives_is_a_problem() -> None:
     assert _problems(
         {"name": "evalrdl.Upload", "read": "state", "compared_with": "completed", "site": site}
     ) == [
-        "src/evalexport/workers/evalrdl_worker.py:112: evalrdl.Upload.state is compared with "
+        "src/evalexport/backends/evalrdl/worker.py:112: evalrdl.Upload.state is compared with "
         f"'completed', a value real {REAL} never gives ('committed', 'deduped', 'accepted')"
     ]
     assert (
@@ -310,7 +310,7 @@ def test_a_default_the_worker_relies_on_must_be_the_real_default() -> None:
     }
     assert _problems({**call, "defaulted": {"token": "None"}}) == []
     assert _problems({**call, "defaulted": {"token": "''"}}) == [
-        'src/evalexport/workers/evalrdl_worker.py:47: evalrdl.Client(...) leaves "token" to '
+        'src/evalexport/backends/evalrdl/worker.py:47: evalrdl.Client(...) leaves "token" to '
         f"its default, '' on the fake but None in real {REAL}"
     ]
 

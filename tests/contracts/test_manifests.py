@@ -13,7 +13,7 @@ from evalexport.contracts.installed import installed_surfaces
 SURFACES = installed_surfaces()
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKERS = ROOT / "src" / "evalexport" / "workers"
+BACKENDS = ROOT / "src" / "evalexport" / "backends"
 
 
 @pytest.mark.parametrize("sdk", sorted(SURFACES))
@@ -39,14 +39,14 @@ def test_the_matrix_holds_an_old_and_a_new_version_of_each_real_sdk() -> None:
 @pytest.mark.parametrize(
     ("worker", "receiver", "prefix"),
     [
-        ("mlflow_worker.py", "client", "mlflow.tracking.MlflowClient."),
-        ("evalrdl_worker.py", "client.uploads", "evalrdl.Client().uploads."),
+        ("mlflow", "client", "mlflow.tracking.MlflowClient."),
+        ("evalrdl", "client.uploads", "evalrdl.Client().uploads."),
     ],
 )
 def test_every_sdk_method_a_worker_calls_is_in_its_declared_surface(
     worker: str, receiver: str, prefix: str
 ) -> None:
-    source = (WORKERS / worker).read_text()
+    source = (BACKENDS / worker / "worker.py").read_text()
     called = set(re.findall(rf"\b{re.escape(receiver)}\.(\w+)\(", source))
     sdk = prefix.split(".")[0]
     declared = {
@@ -93,10 +93,10 @@ def test_what_the_workers_read_back_is_in_every_committed_manifest(
     # What the surface declares the worker reads covers what it reads (the contract counts
     # only the declared reads of a class ``reads`` names).
     assert surface.whole(path) or attributes <= set(surface.reads[path]), path
-    source = (WORKERS / f"{sdk}_worker.py").read_text()
+    source = (BACKENDS / sdk / "worker.py").read_text()
     for attribute in attributes:
         assert re.search(rf"\.{attribute}\b|, \"{attribute}\"", source), (
-            f"{sdk}_worker.py no longer reads .{attribute}"
+            f"backends/{sdk}/worker.py no longer reads .{attribute}"
         )
     for manifest in load_manifests(ROOT / "contracts" / sdk):
         recorded = set(manifest["entries"][path]["attributes"])

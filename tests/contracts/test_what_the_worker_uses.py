@@ -33,7 +33,7 @@ from evalexport.contracts.narrowing import (
 from evalexport.contracts.recorded import check_recorded_calls
 from evalexport.contracts.scaffold import write_scaffold
 from evalexport.contracts.surface_extractor import default_text
-from evalexport.exporters.sdk import Surface
+from evalexport.spec.sdk import Surface
 from evalexport.testing import recording
 from tests.contracts.test_scaffold import _extract_from
 from tests.support.tasklog_sdk import tasklog_modules

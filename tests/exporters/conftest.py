@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from evalexport.exporters.options import parse_options
 from evalexport.pipeline import export_run
+from evalexport.spec.options import parse_options
 from evalexport.testing.gym import find_python_313
 from evalexport.testing.wheels import wheel_from_tree
 from tests.conftest import session_environment
@@ -123,9 +123,9 @@ class EvalRDLSdk:
 
 
 def _assert_calls_bind_to_the_real_sdk(sdk: EvalRDLSdk) -> None:
+    from evalexport.backends.evalrdl.exporter import EvalRDLExporter
     from evalexport.contracts.check import load_manifests
     from evalexport.contracts.recorded import check_recorded_calls
-    from evalexport.exporters.evalrdl import EvalRDLExporter
 
     problems = check_recorded_calls(
         sdk.records(),
@@ -176,7 +176,7 @@ def evalrdl_sdk(
 @pytest.fixture
 def export_evalrdl(evalrdl_sdk: EvalRDLSdk) -> Callable[..., Any]:
     """``export_evalrdl(sample, **options)``: the evalrdl exporter, in process."""
-    from evalexport.exporters.evalrdl import EvalRDLExporter
+    from evalexport.backends.evalrdl.exporter import EvalRDLExporter
 
     def export(sample: Any, **options: Any) -> Any:
         evalrdl_sdk.distinct(sample)

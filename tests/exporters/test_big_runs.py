@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 import evalexport
-from evalexport.exporters import split_read
-from evalexport.exporters.wandb import ARTIFACT_TABLE_ROWS, HISTORY_TABLE_ROWS
+from evalexport.backends.wandb.exporter import ARTIFACT_TABLE_ROWS, HISTORY_TABLE_ROWS
 from evalexport.results import ExportStatus
+from evalexport.tables import split_read
 from tests.exporters.wandb_support import read_offline_run
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "aime24"

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalexport.exporters.options import parse_options
-from evalexport.exporters.registry import load_exporter
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
+from evalexport.spec.options import parse_options
+from evalexport.spec.registry import load_exporter
 from tests.test_dry_run_agreement import BROKEN_LINES, break_line
 
 FAULTS = ["none", "none", *BROKEN_LINES, "no_metrics", "no_config", "empty", "unmasked", "gaps"]

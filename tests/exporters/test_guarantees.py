@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from evalexport.exporters.registry import BUILTIN_EXPORTERS, load_exporter
+from evalexport.spec.registry import BUILTIN_EXPORTERS, load_exporter
 from evalexport.testing.guarantees import ExporterGuarantees
 
 

@@ -29,12 +29,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalexport.exporters.mlflow import MLflowExporter
-from evalexport.exporters.mlflow_names import flatten_params, sanitize_name
-from evalexport.exporters.options import parse_options
-from evalexport.exporters.wandb import FINGERPRINT_KEY, WandbExporter
+from evalexport.backends.mlflow.exporter import MLflowExporter
+from evalexport.backends.mlflow.names import flatten_params, sanitize_name
+from evalexport.backends.wandb.exporter import FINGERPRINT_KEY, WandbExporter
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
+from evalexport.spec.options import parse_options
 from evalexport.testing.gym import GymOracle
 from evalexport.testing.mlflow_server import read_runs
 from tests.exporters.wandb_support import read_offline_run

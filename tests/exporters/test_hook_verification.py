@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from evalexport.exporters import (
+from evalexport.results import DryRunPlan, ExportResult
+from evalexport.run import RunArtifacts
+from evalexport.spec import (
     Exporter,
     ExporterConfig,
     ExporterDefinitionError,
@@ -20,9 +22,7 @@ from evalexport.exporters import (
     IsolatedExporter,
     helper,
 )
-from evalexport.exporters.base import Target
-from evalexport.results import DryRunPlan, ExportResult
-from evalexport.run import RunArtifacts
+from evalexport.spec.base import Target
 
 
 class _Config(ExporterConfig):
@@ -311,7 +311,7 @@ def test_an_isolated_hook_with_a_misspelled_argument_is_refused() -> None:
 
 
 _MISSPELLED_PLUGIN = """
-from evalexport.exporters import Exporter, ExporterConfig
+from evalexport.spec import Exporter, ExporterConfig
 
 
 class Misspelled(Exporter[ExporterConfig]):

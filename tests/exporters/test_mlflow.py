@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from evalexport.exporters.mlflow import FINGERPRINT_TAG, MLflowConfig, MLflowExporter
-from evalexport.exporters.mlflow_names import flatten_params, sanitize_name, sanitize_names
-from evalexport.exporters.options import parse_options
+from evalexport.backends.mlflow.exporter import FINGERPRINT_TAG, MLflowConfig, MLflowExporter
+from evalexport.backends.mlflow.names import flatten_params, sanitize_name, sanitize_names
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
 from evalexport.pipeline import export_run
 from evalexport.reading import prepare
 from evalexport.results import ExportStatus
+from evalexport.spec.options import parse_options
 from evalexport.testing.mlflow_server import read_runs
 from evalexport.testing.proxy import FailingProxy
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evalexport.exporters.mlflow import resolve_tracking_uri
-from evalexport.exporters.mlflow_names import (
+from evalexport.backends.mlflow.exporter import resolve_tracking_uri
+from evalexport.backends.mlflow.names import (
     MAX_ENTITIES_PER_BATCH,
     MAX_KEY_LENGTH,
     MAX_METRICS_PER_BATCH,

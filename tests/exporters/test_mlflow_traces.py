@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from evalexport.exporters.traces import trace_of
+from evalexport.backends.mlflow.traces import trace_of
+from evalexport.backends.mlflow.worker import traces_refusal
 from evalexport.reading.rollouts import Rollout
 from evalexport.testing.gym_shapes import AgentRun, ToolUse, input_message
-from evalexport.workers.mlflow_worker import traces_refusal
 
 READ_TRACES = r"""
 import json, sys

@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
-from evalexport.exporters.atif import AtifExporter
-from evalexport.exporters.base import Exporter
-from evalexport.exporters.mlflow import MLflowExporter
-from evalexport.exporters.options import parse_options
-from evalexport.exporters.registry import BUILTIN_EXPORTERS, load_exporter
-from evalexport.exporters.wandb import WandbExporter
+from evalexport.backends.atif.exporter import AtifExporter
+from evalexport.backends.mlflow.exporter import MLflowExporter
+from evalexport.backends.wandb.exporter import WandbExporter
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
+from evalexport.spec.base import Exporter
+from evalexport.spec.options import parse_options
+from evalexport.spec.registry import BUILTIN_EXPORTERS, load_exporter
 from tests.exporters.test_guarantees import _tests_of
 
 _counting: collections.Counter[str] | None = None
@@ -119,7 +119,7 @@ def test_a_plugin_exporter_that_prepares_nothing_still_reads_for_its_fingerprint
 ) -> None:
     """The guard reads a run for its fingerprint once, under the lock, whatever the exporter
     reads itself (the recording plugin reads the metrics and the config again)."""
-    from evalexport.exporters import load_exporter
+    from evalexport.spec import load_exporter
 
     exporter = load_exporter("recording")()
     result, opens = _export(exporter, sample_run, store_dir=tmp_path / "store")

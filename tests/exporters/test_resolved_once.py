@@ -10,7 +10,7 @@ import pytest
 
 import evalexport
 from evalexport import guard
-from evalexport.exporters import mlflow
+from evalexport.backends.mlflow import exporter as mlflow
 from evalexport.isolation.delivery import OpenedWorker
 from evalexport.results import ExportResult, ExportStatus
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from evalexport.egress import Egress
-from evalexport.exporters.tables import rollout_for_export
+from evalexport.tables.rollouts import rollout_for_export
 
 pytestmark = pytest.mark.downloads
 

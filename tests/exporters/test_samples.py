@@ -1,4 +1,4 @@
-"""The typed samples table (``exporters/samples.py``) written beside Gym's rollouts table:
+"""The typed samples table (``tables/samples.py``) written beside Gym's rollouts table:
 a column per scalar the rollouts share, so MLflow and W&B can sort and filter by them."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evalexport.exporters.prepared import prepare
-from evalexport.exporters.samples import SAMPLES_FILE, TEXT_LIMIT, SamplesTable
 from evalexport.reading import Rollout
+from evalexport.tables.prepare import prepare
+from evalexport.tables.samples import SAMPLES_FILE, TEXT_LIMIT, SamplesTable
 
 
 def _table(records: list[dict], tmp_path: Path) -> dict:

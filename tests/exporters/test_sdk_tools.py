@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from evalexport.exporters.options import parse_options
-from evalexport.exporters.wandb import WandbExporter
+from evalexport.backends.wandb.exporter import WandbExporter
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
+from evalexport.spec.options import parse_options
 
 pytestmark = pytest.mark.downloads
 

@@ -1,4 +1,4 @@
-"""A big rollouts file read on two cores (``evalexport.exporters.split_read``): the helper
+"""A big rollouts file read on two cores (``evalexport.tables.split_read``): the helper
 reads the end while the export reads the start, and the export is the sequential reader's,
 byte for byte, whatever the rows hold and however the helper fares."""
 
@@ -18,16 +18,16 @@ from typing import Any
 import msgspec
 import pytest
 
-from evalexport.exporters import prepared as prepared_module
-from evalexport.exporters import split_read
-from evalexport.exporters.prepared import prepare
-from evalexport.exporters.samples import samples_beside
 from evalexport.interrupts import Interrupted
 from evalexport.isolation.reaper import is_running
 from evalexport.masking.scrubbing import known_secrets
 from evalexport.progress import reading
 from evalexport.reading import Cursor, PreparedRun, RunFileError, read_rollouts
 from evalexport.run import RunArtifacts
+from evalexport.tables import prepare as prepared_module
+from evalexport.tables import split_read
+from evalexport.tables.prepare import prepare
+from evalexport.tables.samples import samples_beside
 from evalexport.testing.factory import SampleRun
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "aime24"
@@ -422,7 +422,8 @@ def test_not_split_where_no_helper_can_run_or_help(
 _KILLED_DURING_THE_READ = """
 import sys
 from pathlib import Path
-from evalexport.exporters import prepared, split_read
+from evalexport.tables import prepare as prepared
+from evalexport.tables import split_read
 from evalexport.run import RunArtifacts
 split_read.SPLIT_ABOVE = 0
 split_read._cores = lambda: 2

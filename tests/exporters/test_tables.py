@@ -1,4 +1,4 @@
-"""The rollouts table (``exporters/tables.py``): a long rollout is written piece by piece, into
+"""The rollouts table (``tables/rollouts.py``): a long rollout is written piece by piece, into
 the same text, and no export holds more copies of a long line than reading it takes."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalexport.exporters import tables
+from evalexport.tables import rollouts as tables
 
 
 def _json_values(scalars: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
@@ -127,7 +127,7 @@ PEAK_OF = """
 import json, sys
 from pathlib import Path
 from evalexport.run import RunArtifacts
-from evalexport.exporters.tables import write_rollouts_table
+from evalexport.tables.rollouts import write_rollouts_table
 run = RunArtifacts.from_rollouts_path(sys.argv[1])
 
 def high_water():
@@ -182,8 +182,8 @@ def test_every_secret_the_export_knows_is_masked_in_both_tables(
     """A token the export was given, or a secret-named variable holds, pasted into a prompt
     and a final answer, reaches neither Gym's table nor the samples table; a secret whose JSON
     form differs (a quote in it) neither; every other cell is as the rollout holds it."""
-    from evalexport.exporters.samples import SamplesTable
     from evalexport.masking.scrubbing import known_secrets
+    from evalexport.tables.samples import SamplesTable
 
     given = 'tok-given-7c1e9a"quoted'
     monkeypatch.setenv("EVAL_SERVICE_TOKEN", "envsecret-5d2b8f0a")
@@ -222,8 +222,8 @@ def test_the_read_masks_both_tables_through_the_gate_the_export_made_once(
     gate the export made (the secrets it knows asked for once, before the read), and both
     mask."""
     from evalexport.egress import Egress, gate, sending
-    from evalexport.exporters.prepared import prepare
     from evalexport.masking.scrubbing import known_secrets
+    from evalexport.tables.prepare import prepare
 
     sample = make_sample_run()
     lines = sample.rollouts.read_text(encoding="utf-8").splitlines()

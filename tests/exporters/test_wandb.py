@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from evalexport.exporters.options import parse_options
-from evalexport.exporters.wandb import FINGERPRINT_KEY, WandbConfig, WandbExporter
+from evalexport.backends.wandb.exporter import FINGERPRINT_KEY, WandbConfig, WandbExporter
 from evalexport.guard import run_fingerprint
 from evalexport.metrics import flatten_metrics
 from evalexport.pipeline import export_run
 from evalexport.reading import prepare
 from evalexport.results import ExportStatus
+from evalexport.spec.options import parse_options
 from tests.exporters.wandb_support import read_offline_run
 
 pytestmark = pytest.mark.downloads

@@ -1,5 +1,5 @@
 """An online W&B export asks the project for runs of this run's data before it makes one
-(``workers/wandb_worker.py``). No W&B server runs here, so the body's lookup is driven with a
+(``backends/wandb/worker.py``). No W&B server runs here, so the body's lookup is driven with a
 stand-in of ``wandb.Api`` that answers as the public API does (runs with ``id`` and
 ``state``, filtered by tag); the call's names are held to the real SDK's by the wandb
 manifests (``contracts/wandb``)."""
@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from evalexport.workers import wandb_worker
+from evalexport.backends.wandb import worker as wandb_worker
 
 TAG = "evalexport-0123456789abcdef"
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalexport.exporters.options import parse_options
-from evalexport.exporters.wandb import WandbExporter
+from evalexport.backends.wandb.exporter import WandbExporter
 from evalexport.isolation import list_environments
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
+from evalexport.spec.options import parse_options
 
 
 def _dry_run(sample, **options):

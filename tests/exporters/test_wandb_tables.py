@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import evalexport.workers
+from evalexport.backends.wandb import worker as wandb_worker
 from tests.conftest import session_environment
 
 pytestmark = pytest.mark.downloads
@@ -33,7 +34,7 @@ for package in ("evalexport", "evalexport.workers"):  # as the runner loads a bo
     sys.modules[package] = stand_in
 for name, file in (("evalexport.workers.exit_codes", "exit_codes.py"),
                    ("evalexport.workers.protocol", "protocol.py"),
-                   ("wandb_worker", "wandb_worker.py")):
+                   ("wandb_worker", sys.argv[3])):
     spec = importlib.util.spec_from_file_location(name, workers / file)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -87,7 +88,7 @@ def entry_bytes(artifact, entry):
 
 
 def table_file(columns, rows, name):
-    # Laid out as exporters/tables.py and samples.py write it.
+    # Laid out as tables/rollouts.py and samples.py write it.
     path = scratch / name
     text = json.dumps({"columns": columns})[:-1] + ', "data": ['
     text += ",".join("\n" + json.dumps(row, ensure_ascii=False) for row in rows) + "\n]}\n"
@@ -174,7 +175,7 @@ print(json.dumps({
 
 def _compare(python: Path, scratch: Path) -> None:
     completed = subprocess.run(
-        [str(python), "-c", COMPARE, str(WORKERS), str(scratch)],
+        [str(python), "-c", COMPARE, str(WORKERS), str(scratch), wandb_worker.__file__],
         capture_output=True,
         text=True,
         check=False,

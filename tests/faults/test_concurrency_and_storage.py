@@ -9,11 +9,11 @@ import time
 import pytest
 import yaml
 
-from evalexport.exporters.mlflow import FINGERPRINT_TAG, MLflowExporter
-from evalexport.exporters.options import parse_options
+from evalexport.backends.mlflow.exporter import FINGERPRINT_TAG, MLflowExporter
 from evalexport.guard import run_fingerprint
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
+from evalexport.spec.options import parse_options
 from evalexport.testing.mlflow_server import read_runs
 from evalexport.testing.proxy import FailingProxy
 from tests.faults.conftest import FaultLab, read_only, run_files

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalexport.exporters.mlflow import FINGERPRINT_TAG
+from evalexport.backends.mlflow.exporter import FINGERPRINT_TAG
 from evalexport.guard import run_fingerprint
 from evalexport.testing.mlflow_server import read_runs
 from evalexport.testing.proxy import FailingProxy

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalexport.exporters.options import parse_options
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
+from evalexport.spec.options import parse_options
 from tests.faults.conftest import Ended, FaultLab, run_files
 from tests.support.echo_exporter import EchoExporter
 

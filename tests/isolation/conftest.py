@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from evalexport.exporters.options import parse_options
 from evalexport.pipeline import export_run
+from evalexport.spec.options import parse_options
 from evalexport.testing.wheels import tinysdk_wheel
 from tests.support.echo_exporter import EchoExporter
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from evalexport.exporters import Sdk
-from evalexport.exporters.options import parse_options
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus, SkipReason
+from evalexport.spec import Sdk
+from evalexport.spec.options import parse_options
 from tests.support.echo_exporter import EchoExporter
 
 
@@ -169,7 +169,7 @@ def test_the_deprecated_hooks_warn_naming_the_new_form_and_still_work(
 ) -> None:
     """An exporter of the 0.2.0 and 0.3.0 guides' isolated template, ``receipt_keys`` and
     ``secrets_the_sdk_may_find`` among its forms, still exports."""
-    from evalexport.exporters.isolated import IsolatedExporter
+    from evalexport.spec.isolated import IsolatedExporter
     from tests.support.echo_exporter import BODIES, EchoConfig
 
     with pytest.warns(DeprecationWarning, match="is deprecated and still honoured") as warned:

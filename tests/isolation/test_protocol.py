@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from evalexport.exporters.hooks import call_hook
-from evalexport.exporters.options import parse_options
-from evalexport.exporters.registry import exporter_entries, load_exporter
+from evalexport.backends.evalrdl.worker import EvalRDLPayload
+from evalexport.spec.hooks import call_hook
+from evalexport.spec.options import parse_options
+from evalexport.spec.registry import exporter_entries, load_exporter
 from evalexport.workers import protocol
-from evalexport.workers.evalrdl_worker import EvalRDLPayload
 
 ISOLATED = sorted(
     entry.name
@@ -81,7 +81,7 @@ def _mismatches(value: Any, expected: Any, where: str = "payload") -> list[str]:
 def _payload_type_of_body(body: Path) -> Any:
     """The payload type ``run`` of a built-in body reads, from the body's module (its types'
     forward references resolve there)."""
-    run = importlib.import_module(f"evalexport.workers.{body.stem}").run
+    run = importlib.import_module(f"evalexport.backends.{body.parent.name}.worker").run
     return typing.get_type_hints(run)["payload"]
 
 
@@ -92,7 +92,7 @@ def test_the_exporter_builds_the_payload_type_its_worker_reads(name: str) -> Non
     delivered = typing.get_type_hints(exporter.deliver)["return"]
     assert typing.get_origin(delivered).__name__ == "WorkerDelivery"
     (built,) = typing.get_args(delivered)
-    body = importlib.import_module(f"evalexport.workers.{exporter.sdk.body.stem}")
+    body = importlib.import_module(f"evalexport.backends.{exporter.sdk.body.parent.name}.worker")
     read = typing.get_type_hints(body.run)["payload"]
     assert built is read  # the payload type lives beside the body that reads it
     assert read.__module__ == body.__name__
@@ -202,8 +202,9 @@ def test_a_worker_result_with_a_misspelled_key_or_a_wrong_type_is_refused(
 
 def test_exit_codes_and_the_fingerprint_tag_are_defined_once() -> None:
     from evalexport import guard, results
+    from evalexport.backends.mlflow import exporter as mlflow
+    from evalexport.backends.wandb import exporter as wandb
     from evalexport.cli import _args
-    from evalexport.exporters import mlflow, wandb
 
     assert results.ExitCode is protocol.ExitCode
     assert (_args.OK, _args.FAILED, _args.USAGE) == (0, 1, 2)

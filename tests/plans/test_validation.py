@@ -164,7 +164,7 @@ def test_a_plan_shaped_wrong_is_told_in_the_plans_terms_not_pydantics() -> None:
 
 
 def test_options_survive_the_trip_through_the_command_line_exactly() -> None:
-    from evalexport.exporters.overrides import parse_overrides
+    from evalexport.spec.overrides import parse_overrides
 
     options = {
         "tags": ["a", "b c"],

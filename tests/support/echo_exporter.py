@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import Field, SecretStr
 
-from evalexport.exporters import Exporter, Sdk, SdkConfig, Target, WorkerDelivery, WorkerSpec
 from evalexport.run import RunArtifacts
+from evalexport.spec import Exporter, Sdk, SdkConfig, Target, WorkerDelivery, WorkerSpec
 
 BODIES = Path(__file__).resolve().parent / "worker_bodies"
 

@@ -36,7 +36,7 @@ from pydantic import Field
 from pathlib import Path
 
 from evalexport import ExportResult
-from evalexport.exporters import Exporter, ExporterConfig, Target, prepare
+from evalexport.spec import Exporter, ExporterConfig, Target, prepare
 
 
 class StoreConfig(ExporterConfig):

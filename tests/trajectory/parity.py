@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalexport.exporters.atif import AtifConfig, AtifExporter
+from evalexport.backends.atif.exporter import AtifConfig, AtifExporter
 from evalexport.pipeline import export_run
 from evalexport.results import ExportResult, ExportStatus
 from evalexport.run import RunArtifacts

@@ -110,7 +110,7 @@ def _main(args: list[str]) -> int:
         return _main([rest[0], "--help"])
     command = COMMANDS.get(name)
     if command is None:
-        from evalexport.exporters.registry import exporter_entries
+        from evalexport.spec.registry import exporter_entries
 
         set_help_topic(name if name in exporter_entries() else None)
         return export.run(name, arguments, rest)
@@ -130,7 +130,7 @@ def _flags_not_taken(command: ModuleType, arguments: Arguments) -> list[str]:
 
 
 def _print_overview(stream: TextIO) -> None:
-    from evalexport.exporters.registry import exporter_entries
+    from evalexport.spec.registry import exporter_entries
 
     lines = [
         "usage: evalexport EXPORTER +rollouts_jsonl_fpath=PATH [+key=value ...] "

@@ -170,16 +170,16 @@ def run_tool(tokens: list[str]) -> int:
 def _environment(name: str, requirements: tuple[str, ...]) -> Environment:
     """The environment NAME means: an environment's directory name, else an exporter's
     environment for ``requirements`` (its default requirement when none), built if missing."""
-    from evalexport.exporters.registry import (
-        ExporterLoadError,
-        UnknownExporterError,
-        exporter_class,
-    )
     from evalexport.isolation.environments import (
         EnvironmentBuildError,
         EnvironmentSpec,
         ensure_environment,
         list_environments,
+    )
+    from evalexport.spec.registry import (
+        ExporterLoadError,
+        UnknownExporterError,
+        exporter_class,
     )
 
     if not requirements:

@@ -12,8 +12,8 @@ from evalexport.host.stdout import others_write_to_stderr
 from evalexport.progress import human_size
 
 if TYPE_CHECKING:
-    from evalexport.exporters.base import Exporter
     from evalexport.results import DryRunPlan, ExportResult
+    from evalexport.spec.base import Exporter
 
 FLAGS = ("--json", "--dry-run", "--format")
 """An export's flags (``--format`` is the deprecated way to name the exporter); everything else
@@ -23,13 +23,13 @@ it takes is a +key=value option."""
 def run(name: str, arguments: Arguments, rest: list[str]) -> int:
     """``evalexport NAME ...``: the export through the pipeline, its result printed; the exit
     code."""
-    from evalexport.exporters.registry import (
+    from evalexport.pipeline import ExportRequest, run_export
+    from evalexport.results import ExitCode, ExportResult
+    from evalexport.spec.registry import (
         ExporterLoadError,
         UnknownExporterError,
         load_exporter,
     )
-    from evalexport.pipeline import ExportRequest, run_export
-    from evalexport.results import ExitCode, ExportResult
 
     if arguments.help:
         try:
@@ -73,8 +73,8 @@ def run(name: str, arguments: Arguments, rest: list[str]) -> int:
 def _progress_unit(name: str) -> str:
     """What the exporter's progress counts, for the progress line; the export itself says
     why an exporter cannot be loaded."""
-    from evalexport.exporters.base import progress_unit
-    from evalexport.exporters.registry import ExporterLoadError, UnknownExporterError, load_exporter
+    from evalexport.spec.base import progress_unit
+    from evalexport.spec.registry import ExporterLoadError, UnknownExporterError, load_exporter
 
     try:
         return progress_unit(load_exporter(name))

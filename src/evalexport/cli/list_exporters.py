@@ -20,7 +20,7 @@ flags:
 
 def run(arguments: Arguments, rest: list[str]) -> int:
     """``evalexport list``: the installed exporters, where each comes from, and its summary."""
-    from evalexport.exporters.registry import ExporterLoadError, exporter_entries
+    from evalexport.spec.registry import ExporterLoadError, exporter_entries
 
     if arguments.help:
         print(HELP)

@@ -21,7 +21,7 @@ __all__ = [
 
 
 def _exporters() -> list[type[Any]]:
-    from evalexport.exporters.registry import ExporterLoadError, exporter_entries
+    from evalexport.spec.registry import ExporterLoadError, exporter_entries
 
     loaded = []
     for entry in exporter_entries().values():
@@ -51,10 +51,10 @@ def installed_surfaces() -> dict[str, Surface]:
 
 def builtin_body(name: str) -> str | None:
     """The module of built-in exporter ``name``'s worker body, if it is isolated (by the rule
-    ``tests/test_adding_an_exporter.py`` holds: ``evalexport.workers.<name>_worker``)."""
+    ``tests/test_adding_an_exporter.py`` holds: ``evalexport.backends.<name>.worker``)."""
     import importlib.util
 
-    module = f"evalexport.workers.{name}_worker"
+    module = f"evalexport.backends.{name}.worker"
     return module if importlib.util.find_spec(module) is not None else None
 
 
@@ -63,7 +63,7 @@ def declared_surfaces() -> dict[str, Surface]:
     exporter imported) and plugins loaded: what the pytest plugin declares switches for."""
     import importlib
 
-    from evalexport.exporters.registry import ExporterLoadError, exporter_entries
+    from evalexport.spec.registry import ExporterLoadError, exporter_entries
 
     surfaces: dict[str, Surface] = {}
     for entry in exporter_entries().values():

@@ -3,7 +3,7 @@
 A manifest describes each class it names whole: its constructor and every public attribute,
 so a surface can change what it reads without extracting again. The checks count only what
 the worker uses: the paths it calls, builds or catches, and of each class the attributes its
-surface ``reads`` (:attr:`~evalexport.exporters.sdk.Surface.reads`). A release that drops a
+surface ``reads`` (:attr:`~evalexport.spec.sdk.Surface.reads`). A release that drops a
 method the worker never calls, or reorders the constructor of a class the worker only reads
 back, then passes ``verify``, ``check`` and ``matrix``.
 """
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalexport.contracts.manifests import Finding
-from evalexport.exporters.sdk import Surface
+from evalexport.spec.sdk import Surface
 
 __all__ = ["narrowed", "unread_findings", "where_found", "whole_class_note"]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evalexport.contracts.check import named_parameters, values_text
-from evalexport.exporters.sdk import Surface
+from evalexport.spec.sdk import Surface
 
 __all__ = ["bind_call", "check_call_log", "check_recorded_calls", "signature_of"]
 

@@ -44,7 +44,7 @@ from evalexport.contracts.scaffold_model import (
     SurfaceModule,
     SurfaceObject,
 )
-from evalexport.exporters.sdk import Surface
+from evalexport.spec.sdk import Surface
 
 __all__ = ["RECORDER_SOURCE", "Scaffold", "ScaffoldError", "write_scaffold"]
 

@@ -57,7 +57,7 @@ def others_write_to_stderr() -> Iterator[None]:
     A plugin's import or hooks, or an SDK, may print; stdout carries only the command's
     result (one line of JSON with ``--json``), so a script reading it never meets theirs.
     Used where others' code runs in this process: a plugin's import
-    (:mod:`evalexport.exporters.registry`) and an export on the command line; ``plan run``'s
+    (:mod:`evalexport.spec.registry`) and an export on the command line; ``plan run``'s
     export processes keep their stdout for results the same way
     (:mod:`evalexport.plans.pool_worker`).
 

@@ -2,7 +2,7 @@
 
 A worker (and the SDK inside it) sees what a process needs to run (``PATH``, ``HOME``, the
 locale, proxies, CA bundles), evalexport's own variables, and what its exporter declares
-(:attr:`~evalexport.exporters.sdk.Sdk.token_variables`, :attr:`~evalexport.exporters.sdk.Sdk.
+(:attr:`~evalexport.spec.sdk.Sdk.token_variables`, :attr:`~evalexport.spec.sdk.Sdk.
 variables`, the SDK's own family ``<SDK>_``, ``WorkerSpec.environment`` and ``secrets``):
 nothing else of the caller's shell. An unrelated token (``HF_TOKEN``, a cloud key) never reaches
 an SDK that has no use for it, and a variable that redirects some other SDK (a tracker that

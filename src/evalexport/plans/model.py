@@ -116,7 +116,7 @@ def _wire_problems(value: object, path: str) -> list[str]:
 
 
 def _option_problems(exporter: str, options: object, path: str) -> list[str]:
-    from evalexport.exporters.registry import ExporterLoadError, UnknownExporterError, load_exporter
+    from evalexport.spec.registry import ExporterLoadError, UnknownExporterError, load_exporter
 
     try:
         exporter_class = load_exporter(exporter)
@@ -248,8 +248,8 @@ def _benchmark_name_problems(runs_root: Path, benchmark: str) -> list[str]:
 def _uploaded_output_problems(tasks: list[ExportTask]) -> list[str]:
     """An export that writes into a run directory another export of the plan uploads as it is
     (EvalRDL): the upload would carry that output, and change with it."""
-    from evalexport.exporters.options import path_options
-    from evalexport.exporters.registry import ExporterLoadError, load_exporter
+    from evalexport.spec.options import path_options
+    from evalexport.spec.registry import ExporterLoadError, load_exporter
 
     def kind(exporter: str) -> str | None:
         try:
@@ -297,9 +297,9 @@ def _log_problems(task: ExportTask, log_dir: Path | None) -> list[str]:
 
 
 def _value_problems(task: ExportTask) -> list[str]:
-    from evalexport.exporters.base import OptionError
-    from evalexport.exporters.options import parse_options
-    from evalexport.exporters.registry import load_exporter
+    from evalexport.spec.base import OptionError
+    from evalexport.spec.options import parse_options
+    from evalexport.spec.registry import load_exporter
 
     try:
         parse_options(

@@ -73,10 +73,10 @@ def render_tails(plan: ExportPlan, command: str = "evalexport") -> dict[str, str
 
 def environments_needed(plan: ExportPlan) -> dict[str, str]:
     """What each exporter needs installed: its SDK environment, or nothing beyond evalexport."""
-    from evalexport.exporters.hooks import call_hook
-    from evalexport.exporters.options import parse_options
-    from evalexport.exporters.registry import load_exporter
     from evalexport.run import RunArtifacts
+    from evalexport.spec.hooks import call_hook
+    from evalexport.spec.options import parse_options
+    from evalexport.spec.registry import load_exporter
 
     needs: dict[str, str] = {}
     for task in resolve_tasks(plan):

@@ -126,7 +126,7 @@ class TaskOutcome:
 
 def _plain(text: str) -> bool:
     """A string the CLI's YAML parsing reads back unchanged."""
-    from evalexport.exporters.overrides import parse_value
+    from evalexport.spec.overrides import parse_value
 
     try:
         return bool(parse_value(text) == text)

@@ -191,7 +191,7 @@ class PartRead:
 
 class PartReadElsewhere(Protocol):
     """The end of the rollouts file, read by another process while this one reads the start
-    (:mod:`evalexport.exporters.split_read`)."""
+    (:mod:`evalexport.tables.split_read`)."""
 
     @property
     def middle(self) -> int:

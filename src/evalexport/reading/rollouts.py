@@ -38,7 +38,7 @@ class Rollout:
     strict_json: bool = False
     """Its line is JSON as RFC 8259 has it (no ``NaN``, infinity or lone surrogate), read by
     msgspec: any strict JSON encoder writes its values back as they are (the tables' cells
-    are written by msgspec then, :mod:`evalexport.exporters.tables`)."""
+    are written by msgspec then, :mod:`evalexport.tables.rollouts`)."""
 
     @property
     def task_index(self) -> Any:
@@ -149,7 +149,7 @@ def read_rollouts(
 
     ``cursor``: where the handle stands (line numbers go on from its ``lines``), moved on as
     lines are read. ``end``: stop before a line that starts at this byte offset or after it
-    (a line boundary, :mod:`evalexport.exporters.split_read`), the rest left unread.
+    (a line boundary, :mod:`evalexport.tables.split_read`), the rest left unread.
     """
     if cursor is None:
         cursor = Cursor()

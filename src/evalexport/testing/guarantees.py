@@ -158,7 +158,7 @@ class ExporterGuarantees:
         the committed manifests when the test ends (``served_sdk``); the real SDK, from the
         exporter's own requirement, under ``--with_<sdk>_sdk``. ``None`` for an exporter
         with no fake, or none of its own to serve."""
-        from evalexport.exporters.registry import load_exporter
+        from evalexport.spec.registry import load_exporter
 
         sdk = load_exporter(self.exporter_name).sdk
         contract = sdk.contract if sdk is not None else None
@@ -251,7 +251,7 @@ class ExporterGuarantees:
         """Dry run = export without credentials too: with none of the variables the SDK reads
         credentials from set (and no credential helper on PATH), the dry run's verdict is the
         export's; an export that needs a token refuses before anything is built."""
-        from evalexport.exporters.registry import load_exporter
+        from evalexport.spec.registry import load_exporter
 
         for variable in getattr(load_exporter(self.exporter_name).sdk, "token_variables", ()):
             monkeypatch.delenv(variable, raising=False)
@@ -354,7 +354,7 @@ class ExporterGuarantees:
     ) -> None:
         """No canary planted in the saved config or the token variables is in a result, an
         output, a log record, a file written outside the run or a worker payload."""
-        from evalexport.exporters.registry import load_exporter
+        from evalexport.spec.registry import load_exporter
 
         # A hand-written saved config that was never masked: every export masks it again.
         sample = make_sample_run(
@@ -392,7 +392,7 @@ class ExporterGuarantees:
         token, a variable that would redirect another SDK) reaches no worker it starts: a
         worker is given its environment, not the caller's (:mod:`evalexport.isolation.
         variables`)."""
-        from evalexport.exporters.registry import load_exporter
+        from evalexport.spec.registry import load_exporter
 
         sdk = load_exporter(self.exporter_name).sdk
         admitted = sdk.admitted() if sdk is not None else None
@@ -478,9 +478,9 @@ class ExporterGuarantees:
     ) -> None:
         """SIGTERM once the run is read (or at the first progress report) fails the export with
         exit code 143, leaving the run as it was, no staging and no process; a rerun exports."""
-        from evalexport.exporters.hooks import call_hook
-        from evalexport.exporters.registry import load_exporter
         from evalexport.results import ExitCode, ExportStatus
+        from evalexport.spec.hooks import call_hook
+        from evalexport.spec.registry import load_exporter
 
         exporter_class = load_exporter(self.exporter_name)
         run_before = _tree(guaranteed_run.run.run_dir)
@@ -534,8 +534,8 @@ class ExporterGuarantees:
     ) -> None:
         """A batch's rerun of a finished export skips it or fails, never succeeds a second time;
         a tracking or directory exporter skips it."""
-        from evalexport.exporters.registry import load_exporter
         from evalexport.results import ExportStatus
+        from evalexport.spec.registry import load_exporter
 
         first = export(guaranteed_run)
         assert first.status is ExportStatus.SUCCEEDED, self._broken(

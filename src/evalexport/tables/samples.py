@@ -60,7 +60,7 @@ _NOT_COLUMNS: Final = frozenset({"_ng_task_index", "_ng_rollout_index", "reward"
 
 def samples_beside(rollouts_table: Path | None) -> Path | None:
     """The samples table written beside Gym's rollouts table in the same pass, if there is
-    one (:func:`evalexport.exporters.prepared.prepare`)."""
+    one (:func:`evalexport.tables.prepare.prepare`)."""
     if rollouts_table is None or not (samples := rollouts_table.parent / SAMPLES_FILE).is_file():
         return None
     return samples

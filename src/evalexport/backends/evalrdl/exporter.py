@@ -2,7 +2,7 @@
 
 A directory exporter: everything in the run directory is part of the run, nothing is copied or
 picked out, so a directory holding another run's rollouts is refused. The SDK runs in its own
-environment through ``workers/evalrdl_worker.py``; the service's own deduplication makes a
+environment through ``backends/evalrdl/worker.py``; the service's own deduplication makes a
 second upload of the same content a ``skipped`` result, so no local marker is kept.
 """
 
@@ -12,15 +12,15 @@ import io
 import os
 import shutil
 import subprocess
+from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
 from pydantic import BeforeValidator, Field, field_validator
 
 from evalexport import egress, reading
+from evalexport.backends.evalrdl import worker as evalrdl_worker
+from evalexport.backends.evalrdl.worker import EvalRDLPayload
 from evalexport.egress import SecretScan
-from evalexport.exporters.base import Exporter
-from evalexport.exporters.sdk import Sdk, Surface
-from evalexport.exporters.spec import SdkConfig, Target
 from evalexport.isolation.delivery import (
     DEFAULT_TIME_LIMIT,
     WorkerDelivery,
@@ -31,8 +31,9 @@ from evalexport.progress import human_size
 from evalexport.results import DryRunPlan, PlannedFile
 from evalexport.run import RunArtifacts, RunFileError
 from evalexport.settings import worker_time_limit
-from evalexport.workers import WORKER_BODIES, evalrdl_worker
-from evalexport.workers.evalrdl_worker import EvalRDLPayload
+from evalexport.spec.base import Exporter
+from evalexport.spec.declarations import SdkConfig, Target
+from evalexport.spec.sdk import Sdk, Surface
 
 __all__ = ["EvalRDLConfig", "EvalRDLExporter"]
 
@@ -99,7 +100,7 @@ class EvalRDLExporter(Exporter[EvalRDLConfig, None]):
     summary = "Upload the run directory as it is to the EvalRDL service."
     kind = "directory"
     sdk = Sdk(
-        body=WORKER_BODIES / "evalrdl_worker.py",
+        body=Path(evalrdl_worker.__file__),
         token_variables=TOKEN_VARIABLES,
         contract=Surface.declared(evalrdl_worker.SURFACE),
     )

@@ -19,8 +19,8 @@ from typing import Final
 from pydantic import Field, SecretStr, field_validator
 
 from evalexport._version import __version__
-from evalexport.exporters.base import Exporter
-from evalexport.exporters.mlflow_names import (
+from evalexport.backends.mlflow import worker as mlflow_worker
+from evalexport.backends.mlflow.names import (
     MAX_TAG_VALUE_LENGTH,
     Batch,
     cut_value,
@@ -28,7 +28,7 @@ from evalexport.exporters.mlflow_names import (
     plan_batches,
     sanitize_names,
 )
-from evalexport.exporters.mlflow_target import (
+from evalexport.backends.mlflow.target import (
     DEFAULT_REQUEST_RETRIES,
     DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_TRACKING_URI,
@@ -39,11 +39,8 @@ from evalexport.exporters.mlflow_target import (
     unwritable_store_reason,
     uri_from_environment,
 )
-from evalexport.exporters.prepared import PreparedRun, prepare, scratch_space_refusal
-from evalexport.exporters.samples import SAMPLES_FILE, samples_beside
-from evalexport.exporters.sdk import Sdk, Surface
-from evalexport.exporters.spec import RowsConfig, Target
-from evalexport.exporters.traces import traces_in
+from evalexport.backends.mlflow.traces import traces_in
+from evalexport.backends.mlflow.worker import MlflowBatch, MlflowPayload
 from evalexport.guard import FINGERPRINT_TAG
 from evalexport.gym.health import with_health
 from evalexport.isolation.delivery import WorkerDelivery, WorkerSpec
@@ -51,8 +48,11 @@ from evalexport.reading.evaluation_times import exported_at
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import NAMING_RULE, RunArtifacts
 from evalexport.settings import Chosen, chosen
-from evalexport.workers import WORKER_BODIES, mlflow_worker
-from evalexport.workers.mlflow_worker import MlflowBatch, MlflowPayload
+from evalexport.spec.base import Exporter
+from evalexport.spec.declarations import RowsConfig, Target
+from evalexport.spec.sdk import Sdk, Surface
+from evalexport.tables.prepare import PreparedRun, prepare, scratch_space_refusal
+from evalexport.tables.samples import SAMPLES_FILE, samples_beside
 from evalexport.workers.protocol import WorkerResult
 
 __all__ = [
@@ -157,7 +157,7 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
     summary = "Log the run to MLflow: metrics, the saved config as params, artifacts."
     kind = "tracking"
     sdk = Sdk(
-        body=WORKER_BODIES / "mlflow_worker.py",
+        body=Path(mlflow_worker.__file__),
         token_variables=(
             "MLFLOW_TRACKING_TOKEN",
             "MLFLOW_TRACKING_USERNAME",

@@ -36,10 +36,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeAlias
 
 from typing_extensions import TypeVar
 
-from evalexport.exporters import compat
-from evalexport.exporters.hooks import ExporterDefinitionError, verify
-from evalexport.exporters.sdk import Sdk
-from evalexport.exporters.spec import (
+from evalexport.isolation.delivery import WorkerDelivery
+from evalexport.reading import PreparedRun
+from evalexport.results import DryRunPlan, ExportResult
+from evalexport.run import RunArtifacts
+from evalexport.spec import compat
+from evalexport.spec.declarations import (
     KINDS,
     ExporterConfig,
     ExporterKind,
@@ -50,10 +52,8 @@ from evalexport.exporters.spec import (
     default_plan,
     default_read,
 )
-from evalexport.isolation.delivery import WorkerDelivery
-from evalexport.reading import PreparedRun
-from evalexport.results import DryRunPlan, ExportResult
-from evalexport.run import RunArtifacts
+from evalexport.spec.hooks import ExporterDefinitionError, verify
+from evalexport.spec.sdk import Sdk
 
 if TYPE_CHECKING:
     from evalexport.progress import Progress
@@ -197,7 +197,7 @@ class Exporter(abc.ABC, Generic[ConfigT, PreparedT, TargetT]):
         return ExportResult.failed(self.name, str(run.run_dir), message, **details)
 
 
-_ISOLATED_TEMPLATE: Final = "evalexport.exporters.isolated"
+_ISOLATED_TEMPLATE: Final = "evalexport.spec.isolated"
 
 AnyExporter: TypeAlias = "Exporter[Any, Any, Any]"
 """An exporter of any options, read and target, as the pipeline and the registry hold one."""

@@ -18,15 +18,15 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from evalexport import egress
-from evalexport.exporters.samples import SAMPLES_FILE, SamplesTable
-from evalexport.exporters.split_read import SecondPart, split_reading
-from evalexport.exporters.tables import RowTooDeep, write_rollouts_table, write_table_rows
 from evalexport.gym.health import read_health
 from evalexport.progress import human_size
 from evalexport.reading import PreparedRun, Rollout
 from evalexport.reading import prepare as read_run
 from evalexport.results import ExportFailure
 from evalexport.run import RunArtifacts, RunFileError
+from evalexport.tables.rollouts import RowTooDeep, write_rollouts_table, write_table_rows
+from evalexport.tables.samples import SAMPLES_FILE, SamplesTable
+from evalexport.tables.split_read import SecondPart, split_reading
 
 __all__ = ["PreparedRun", "for_payload", "prepare", "scratch_space_refusal"]
 
@@ -50,7 +50,7 @@ def prepare(
     files too (:mod:`evalexport.gym.health`); the samples table then has a
     ``health_verdict`` column when the verdicts describe the run. ``traces``: write each
     rollout's trace in the same pass (:mod:`.traces`, ``traces.jsonl`` in the same scratch
-    directory, found with :func:`~evalexport.exporters.traces.traces_in`).
+    directory, found with :func:`~evalexport.backends.mlflow.traces.traces_in`).
     """
     run_health = read_health(run) if health else None
     if not rollouts_table and not traces:
@@ -64,7 +64,7 @@ def prepare(
     samples = SamplesTable(scratch, run_health, gate)
     traces_file = None
     if traces:
-        from evalexport.exporters.traces import TracesFile
+        from evalexport.backends.mlflow.traces import TracesFile
 
         traces_file = TracesFile(scratch, gate)
     # Read on two cores when only the tables are written (split_read says when it pays).

@@ -1,5 +1,5 @@
 """Plugin API 2 and 3's template of an exporter whose SDK runs in a worker, kept so that their
-plugins import and export (deprecated: :mod:`evalexport.exporters.compat` adapts its
+plugins import and export (deprecated: :mod:`evalexport.spec.compat` adapts its
 subclasses when they are made, with a warning naming today's form).
 
 Today an exporter whose SDK runs in a worker is an :class:`~evalexport.exporters.Exporter`
@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 
 from typing_extensions import TypeVar as DefaultTypeVar
 
-from evalexport.exporters.base import Exporter
-from evalexport.exporters.spec import SdkConfig, Target
 from evalexport.isolation.delivery import (
     DEFAULT_TIME_LIMIT,
     WorkerSecretsError,
@@ -28,11 +26,13 @@ from evalexport.isolation.delivery import (
 from evalexport.reading import PreparedRun
 from evalexport.results import ExportResult
 from evalexport.settings import TIME_LIMIT_VARIABLE, worker_time_limit
+from evalexport.spec.base import Exporter
+from evalexport.spec.declarations import SdkConfig, Target
 from evalexport.workers import WORKER_BODIES
 
 if TYPE_CHECKING:
-    from evalexport.exporters.sdk import Surface
     from evalexport.run import RunArtifacts
+    from evalexport.spec.sdk import Surface
     from evalexport.workers.protocol import WorkerResult
 
 __all__ = [

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import SecretStr, ValidationError
 
-from evalexport.exporters.base import ExporterConfig, OptionError
+from evalexport.spec.base import ExporterConfig, OptionError
 
 if TYPE_CHECKING:
-    from evalexport.exporters.base import AnyExporter
+    from evalexport.spec.base import AnyExporter
 
 __all__ = [
     "in_keyword_terms",
@@ -40,7 +40,7 @@ def options_of(
     arguments, a plan's keys), then ``+key=value`` tokens as typed on a command line; a number
     given for a text option is its text, as the command line takes ``+mlflow_run_name=2024``.
     Raises :class:`OptionError` (or an ``OverrideError``) in the caller's terms."""
-    from evalexport.exporters.overrides import parse_overrides
+    from evalexport.spec.overrides import parse_overrides
 
     texts = text_options(exporter)
     given = {

@@ -243,7 +243,7 @@ def _row(line: bytes) -> Any:
 
 @dataclass(frozen=True)
 class _TableFile:
-    """A table file as the exporter writes it (``exporters/tables.py``, ``samples.py``): the
+    """A table file as the exporter writes it (``tables/rollouts.py``, ``samples.py``): the
     line ``{"columns": [...], "data": [``, a row a line (a comma after each but the last),
     then ``]}``. Read a row at a time, twice (:func:`_scanned`, then :meth:`rows`), so that
     the worker never holds a big table whole."""
@@ -438,6 +438,8 @@ def _log_tables(wandb: Any, run: Any, payload: WandbPayload) -> dict[str, dict[s
 
 
 def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
+    """Log the run the payload describes to W&B (online or offline): its config, summary and
+    tables, or only look for an earlier copy (a dry run); the result names the run."""
     import wandb
 
     mode = payload["mode"]

@@ -307,6 +307,8 @@ def _no_progress(done: int, total: int) -> None:
 
 
 def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
+    """Log the run the payload describes to MLflow: its experiment and run (or the one an
+    earlier export left), params, metrics, tags, artifacts and traces; the result names it."""
     from mlflow.entities import Metric, Param, RunTag
     from mlflow.tracking import MlflowClient
 

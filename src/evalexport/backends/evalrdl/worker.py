@@ -83,6 +83,7 @@ def _plan_problem(plans: list[dict[str, Any]], run_dir: str) -> str | None:
 
 
 def run(payload: EvalRDLPayload) -> WorkerResult:
+    """Upload the run directory to EvalRDL as one upload; the result says its verdict."""
     import evalrdl
     from evalrdl.sdk.api import upload_plan
 

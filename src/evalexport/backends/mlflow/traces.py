@@ -25,9 +25,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from evalexport.backends.mlflow.worker import MlflowSpan, MlflowTrace
 from evalexport.egress import Egress
 from evalexport.reading import PreparedRun, Rollout
-from evalexport.workers.mlflow_worker import MlflowSpan, MlflowTrace
 
 __all__ = ["TRACES_FILE", "TracesFile", "trace_of", "traces_in"]
 
@@ -264,7 +264,7 @@ class TracesFile:
 
 
 def traces_in(prepared: PreparedRun) -> Path | None:
-    """The traces :func:`~evalexport.exporters.prepared.prepare` wrote while it read the run,
+    """The traces :func:`~evalexport.tables.prepare.prepare` wrote while it read the run,
     if it was asked to."""
     return next(
         (found for directory in prepared.scratch if (found := directory / TRACES_FILE).is_file()),

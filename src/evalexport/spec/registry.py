@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, final
 
 if TYPE_CHECKING:
-    from evalexport.exporters.base import AnyExporter
+    from evalexport.spec.base import AnyExporter
 
 __all__ = [
     "BUILTIN_EXPORTERS",
@@ -31,10 +31,10 @@ __all__ = [
 ENTRY_POINT_GROUP = "evalexport.exporters"
 
 BUILTIN_EXPORTERS: Final = {
-    "atif": "evalexport.exporters.atif:AtifExporter",
-    "evalrdl": "evalexport.exporters.evalrdl:EvalRDLExporter",
-    "mlflow": "evalexport.exporters.mlflow:MLflowExporter",
-    "wandb": "evalexport.exporters.wandb:WandbExporter",
+    "atif": "evalexport.backends.atif.exporter:AtifExporter",
+    "evalrdl": "evalexport.backends.evalrdl.exporter:EvalRDLExporter",
+    "mlflow": "evalexport.backends.mlflow.exporter:MLflowExporter",
+    "wandb": "evalexport.backends.wandb.exporter:WandbExporter",
 }
 """The built-in exporters, name -> ``module:Class``: the one list. Every list a test or a
 tool needs (the guarantee suite, the SDK switches, the contract matrix) is derived from it."""
@@ -71,8 +71,8 @@ class ExporterEntry:
         ``SystemExit``, a mistake in a hook refused when its class is made), it is this
         entry's error, scrubbed of secrets, and never the caller's.
         """
-        from evalexport.exporters.base import Exporter
         from evalexport.masking import scrub_text
+        from evalexport.spec.base import Exporter
 
         module_name, _, attribute = self.target.partition(":")
         try:
@@ -177,7 +177,7 @@ def load_exporter(name: str) -> type[AnyExporter]:
 def exporter_class(exporter: str | type) -> type[AnyExporter]:
     """The exporter class a caller names: by its name (:func:`load_exporter`), or a class
     given directly, checked to be one."""
-    from evalexport.exporters.base import Exporter
+    from evalexport.spec.base import Exporter
 
     if isinstance(exporter, str):
         return load_exporter(exporter)

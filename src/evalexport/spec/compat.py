@@ -2,7 +2,7 @@
 made.
 
 Everything that keeps an earlier guide's plugin working is here, and nowhere else: the spec
-(:class:`~evalexport.exporters.base.Exporter`) and the pipeline know only today's hooks, and
+(:class:`~evalexport.spec.base.Exporter`) and the pipeline know only today's hooks, and
 nothing of this module is in the hierarchy of an exporter written from today's guide. Each
 earlier form is data (:data:`EARLIER_FORMS`: what replaces it, and how its hook was called), as
 pluggy's ``warn_on_impl`` is data on a hook's spec. When a class that uses one is made,
@@ -42,9 +42,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
-from evalexport.exporters.hooks import ExporterDefinitionError
-from evalexport.exporters.sdk import Sdk
-from evalexport.exporters.spec import (
+from evalexport.isolation.delivery import WorkerDelivery, WorkerSecretsError
+from evalexport.results import DryRunPlan, ExportResult
+from evalexport.spec.declarations import (
     EARLIER_FORMS,
     REPLACED_BY,
     SDK_FORM,
@@ -52,12 +52,12 @@ from evalexport.exporters.spec import (
     default_plan,
     default_read,
 )
-from evalexport.isolation.delivery import WorkerDelivery, WorkerSecretsError
-from evalexport.results import DryRunPlan, ExportResult
+from evalexport.spec.hooks import ExporterDefinitionError
+from evalexport.spec.sdk import Sdk
 
 if TYPE_CHECKING:
-    from evalexport.exporters.sdk import Surface
     from evalexport.run import RunArtifacts
+    from evalexport.spec.sdk import Surface
     from evalexport.workers.protocol import WorkerResult
 
 __all__ = [
@@ -91,14 +91,14 @@ earlier name still finds it."""
 
 def is_isolated_template(cls: type[Any]) -> bool:
     """Whether ``cls`` is a subclass of plugin API 2 and 3's isolated template
-    (:class:`evalexport.exporters.isolated.IsolatedExporter`), whose worker is described by
+    (:class:`evalexport.spec.isolated.IsolatedExporter`), whose worker is described by
     its hooks."""
     return hasattr(cls, "worker_payload")
 
 
 def adapt(cls: type[Any], spec: type[Any]) -> tuple[str, ...]:
     """Give ``cls`` today's hooks in place of the earlier forms it uses, warning of each; the
-    names it may define because of them (which :func:`~evalexport.exporters.hooks.verify`
+    names it may define because of them (which :func:`~evalexport.spec.hooks.verify`
     leaves alone). A class that uses none is left as it is. ``spec`` is today's exporter
     class, whose default hooks an adapted class's replace."""
     own = cls.__dict__
@@ -245,7 +245,7 @@ class _KindFlag:
 
 def _sdk_of(cls: type[Any]) -> Sdk | None:
     """An isolated exporter's ``worker_body``, ``token_variables`` and ``sdk_contract`` as
-    today's :class:`~evalexport.exporters.base.Sdk`."""
+    today's :class:`~evalexport.spec.base.Sdk`."""
     body = getattr(cls, "worker_body", None)
     if body is None:
         return None

@@ -29,11 +29,11 @@ from typing import Any, Final, Self, final
 
 from pydantic import Field, field_validator, model_validator
 
-from evalexport.exporters.base import Exporter, ExporterConfig, OptionError, Target
 from evalexport.interrupts import deferred, landed
 from evalexport.reading import RunFileError
 from evalexport.results import DryRunPlan, ExportFailure, ExportResult, PlannedFile
 from evalexport.run import RunArtifacts
+from evalexport.spec.base import Exporter, ExporterConfig, OptionError, Target
 from evalexport.trajectory.convert import ATIF_SCHEMA_VERSION, GYM_GAP_CODES, TrajectoryIdentity
 from evalexport.trajectory.files import ConvertedRow, FileConversion, convert_file
 from evalexport.trajectory.manifest import MANIFEST_NAME, ManifestWriter, staged_output_problem

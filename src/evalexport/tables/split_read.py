@@ -41,11 +41,11 @@ from typing import BinaryIO, Final, final
 import msgspec
 
 from evalexport.egress import Egress
-from evalexport.exporters.samples import SamplesSeen, SamplesTable
-from evalexport.exporters.tables import write_rows
 from evalexport.host.files import CHUNK, MAX_LINE_BYTES, open_regular
 from evalexport.reading import Cursor, PartRead, Rollout, RunFileError, read_rollouts
 from evalexport.reading.evaluation_times import TimesSeen
+from evalexport.tables.rollouts import write_rows
+from evalexport.tables.samples import SamplesSeen, SamplesTable
 
 __all__ = [
     "SPLIT_ABOVE",
@@ -203,7 +203,7 @@ def _helper_command() -> list[str]:
         "-P",
         "-c",
         "import sys; sys.path.insert(0, sys.argv[1]); "
-        "from evalexport.exporters.split_read import main; main()",
+        "from evalexport.tables.split_read import main; main()",
         package_root,
     ]
 

@@ -16,13 +16,8 @@ from typing import Final, Literal
 
 from pydantic import Field, SecretStr
 
-from evalexport.exporters.base import Exporter
-from evalexport.exporters.prepared import PreparedRun, prepare, scratch_space_refusal
-from evalexport.exporters.samples import SAMPLES_TABLE_KEY, VERDICT_COLUMN, samples_beside
-from evalexport.exporters.sdk import Sdk, Surface
-from evalexport.exporters.spec import RowsConfig, Target
-from evalexport.exporters.tables import ROLLOUTS_TABLE_KEY
-from evalexport.exporters.wandb_target import (
+from evalexport.backends.wandb import worker as wandb_worker
+from evalexport.backends.wandb.target import (
     describing_the_evaluation,
     missing_credentials,
     mode_from_environment,
@@ -30,6 +25,7 @@ from evalexport.exporters.wandb_target import (
     staging_beside_the_run,
     unwritable_reason,
 )
+from evalexport.backends.wandb.worker import WandbPayload
 from evalexport.guard import FINGERPRINT_SUMMARY_KEY
 from evalexport.gym.health import VERDICT_KEY
 from evalexport.isolation.delivery import WorkerDelivery, WorkerSpec
@@ -37,9 +33,13 @@ from evalexport.reading.evaluation_times import exported_at
 from evalexport.results import DryRunPlan, ExportResult, ExportStatus, PlannedFile
 from evalexport.run import NAMING_RULE, RunArtifacts
 from evalexport.settings import Chosen, chosen
-from evalexport.workers import WORKER_BODIES, wandb_worker
+from evalexport.spec.base import Exporter
+from evalexport.spec.declarations import RowsConfig, Target
+from evalexport.spec.sdk import Sdk, Surface
+from evalexport.tables.prepare import PreparedRun, prepare, scratch_space_refusal
+from evalexport.tables.rollouts import ROLLOUTS_TABLE_KEY
+from evalexport.tables.samples import SAMPLES_TABLE_KEY, VERDICT_COLUMN, samples_beside
 from evalexport.workers.protocol import WorkerResult
-from evalexport.workers.wandb_worker import WandbPayload
 
 __all__ = ["FINGERPRINT_KEY", "WandbConfig", "WandbExporter", "WandbTarget"]
 
@@ -108,7 +108,7 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
     summary = "Log the run to Weights & Biases: config, summary metrics, a rollouts table."
     kind = "tracking"
     sdk = Sdk(
-        body=WORKER_BODIES / "wandb_worker.py",
+        body=Path(wandb_worker.__file__),
         token_variables=("WANDB_API_KEY",),
         contract=Surface.declared(wandb_worker.SURFACE),
     )

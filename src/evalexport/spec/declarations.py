@@ -292,4 +292,4 @@ REPLACED_BY: Final[Mapping[str, str]] = {
     name: form.replaced_by for name, form in EARLIER_FORMS.items()
 }
 """Each earlier name and today's hook or value that replaced it: a misspelling of an earlier
-name is told today's (:func:`~evalexport.exporters.hooks.verify`)."""
+name is told today's (:func:`~evalexport.spec.hooks.verify`)."""

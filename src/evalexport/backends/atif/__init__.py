@@ -1,0 +1,1 @@
+"""ATIF trajectory files: the exporter (no SDK; the conversion is :mod:`evalexport.trajectory`)."""

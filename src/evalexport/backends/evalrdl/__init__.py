@@ -1,0 +1,1 @@
+"""EvalRDL: the exporter and the worker body (:mod:`.worker`)."""
