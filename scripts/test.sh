@@ -9,5 +9,6 @@ EVALEXPORT_EXTRAS=dev source "$(dirname "$0")/_venv.sh"
 ruff check src tests benchmarks examples fakes conftest.py
 ruff format --check src tests benchmarks examples fakes conftest.py
 mypy
+lint-imports --no-cache  # the layering of docs/architecture.md ([tool.importlinter])
 export EVALEXPORT_TEST_CACHE_DIR="${EVALEXPORT_TEST_CACHE_DIR:-$repo/.venv/test-cache}"
 python -m pytest --with_downloads --numprocesses auto --dist loadgroup "$@"

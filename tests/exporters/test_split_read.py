@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from evalexport.backends.mlflow.traces import TracesFile
 from evalexport.interrupts import Interrupted
 from evalexport.isolation.reaper import is_running
 from evalexport.masking.scrubbing import known_secrets
@@ -312,7 +313,7 @@ def test_not_split_where_each_rollout_is_told_against_the_verdicts_or_traced_in_
     shutil.copytree(EXAMPLE, tmp_path / "run")
     example = RunArtifacts.from_rollouts_path(tmp_path / "run" / "aime24_rollouts.jsonl")
     assert example.rollout_verdicts.is_file()
-    for options in ({"health": True}, {"traces": True}):
+    for options in ({"health": True}, {"row_files": [TracesFile]}):
         prepare(example, rollouts_table=True, **options).discard()
     assert split_everything == []
     prepare(example, rollouts_table=True).discard()  # without them: split

@@ -200,8 +200,10 @@ def _mask_url_passwords(text: str) -> str:
         password = text[start:at]
         if password.endswith("/") and password.rstrip("/").isdigit():
             continue  # host:port/@scope/pkg: a port, then a path
-        if _TEMPLATE.search(password):
-            continue  # "https://user:<token>@host", "https://u:${TOKEN}@host": a placeholder
+        if _URL_TEMPLATE.search(password):
+            # "https://user:<token>@host", "https://u:${TOKEN}@host": a placeholder. Not a
+            # bare "$0" or "$ecret": as a password they are as likely real, and are masked.
+            continue
         user = match["user"]
         head = match["head"]
         if len(user) >= _RANDOM_RUN and looks_random(user):
@@ -284,6 +286,7 @@ _NOT_A_VALUE: Final = frozenset(
 # A template, a shell or format variable, a placeholder in angle brackets: where a value
 # comes from, never the value ("{{ my_token }}", "$HF_TOKEN", "%(token)s", "<access_key>").
 _TEMPLATE = re.compile(r"\{\{|\{%|\$\{|\$\(|%\(|^\$(?:[A-Za-z_]\w*|\d+)$|^<[^<>]*>$")
+_URL_TEMPLATE = re.compile(r"\{\{|\{%|\$\{|\$\(|%\(|^<[^<>]*>$")
 _WORDS_ONLY = re.compile(r"[A-Z]?[a-z]+(?:[A-Z][a-z]+)*|[A-Z]+")
 """An identifier made of words (``getPasswordFromVault``, ``MAXLEN``): code, not a key."""
 _CODE_ENDS = "([{,;)"

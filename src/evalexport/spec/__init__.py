@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 from evalexport._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from evalexport.guard import FINGERPRINT_SUMMARY_KEY, FINGERPRINT_TAG
     from evalexport.isolation.delivery import WorkerDelivery, WorkerSecretsError, WorkerSpec
+    from evalexport.isolation.descendants import run_tracked
     from evalexport.reading import PreparedRun, prepare
     from evalexport.results import DryRunPlan, ExportFailure
     from evalexport.spec.base import Exporter
@@ -45,6 +47,9 @@ _REGISTRY = "evalexport.spec.registry"
 _DELIVERY = "evalexport.isolation.delivery"
 _COMPAT = "evalexport.spec.isolated"
 _PUBLIC = {
+    "FINGERPRINT_TAG": "evalexport.guard",
+    "FINGERPRINT_SUMMARY_KEY": "evalexport.guard",
+    "run_tracked": "evalexport.isolation.descendants",
     "DryRunPlan": "evalexport.results",
     "ExportFailure": "evalexport.results",
     "Exporter": "evalexport.spec.base",
@@ -75,6 +80,8 @@ _PUBLIC = {
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "FINGERPRINT_SUMMARY_KEY",
+    "FINGERPRINT_TAG",
     "DryRunPlan",
     "ExportFailure",
     "Exporter",
@@ -100,6 +107,7 @@ __all__ = [
     "helper",
     "load_exporter",
     "prepare",
+    "run_tracked",
 ]
 
 __getattr__ = lazy_attributes(__name__, _PUBLIC)

@@ -32,7 +32,8 @@ from __future__ import annotations
 import abc
 import typing
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeAlias
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Concatenate, Final, Generic, ParamSpec, TypeAlias
 
 from typing_extensions import TypeVar
 
@@ -43,6 +44,7 @@ from evalexport.run import RunArtifacts
 from evalexport.spec import compat
 from evalexport.spec.declarations import (
     KINDS,
+    SPEC_HOOKS,
     ExporterConfig,
     ExporterKind,
     OptionError,
@@ -77,7 +79,15 @@ PreparedT = TypeVar("PreparedT", default=PreparedRun | None)
 """What :meth:`Exporter.read` returns: a :class:`~evalexport.reading.PreparedRun` (or ``None``)
 by default; an exporter whose read is its own (ATIF's conversion) names its type."""
 TargetT = TypeVar("TargetT", bound=Target, default=Target)
+P = ParamSpec("P")
+R = TypeVar("R")
 """What :meth:`Exporter.resolve` returns: :class:`Target`, or the exporter's own subclass."""
+
+
+def hook(specification: Callable[Concatenate[Any, P], R]) -> Callable[..., R]:
+    """A hook of the spec, written once: as itself at runtime (its signature is the hook's
+    specification), and to a type checker a callable of any arguments returning ``R``."""
+    return specification
 
 
 class Exporter(abc.ABC, Generic[ConfigT, PreparedT, TargetT]):
@@ -124,70 +134,77 @@ class Exporter(abc.ABC, Generic[ConfigT, PreparedT, TargetT]):
     # -- the hooks, in the order the pipeline meets them ----------------------------------------
     #
     # A hook declares the arguments it uses, by name: an exporter's ``read(self, run)`` is as
-    # right as ``read(self, run, config, target)``. So that a type checker holds each hook to
-    # its return type without refusing such a subset as an incompatible override, the hooks are
-    # typed as callables of any arguments; the methods below are the specifications the class
-    # check reads the arguments from, and the defaults.
+    # right as ``read(self, run, config, target)``. Each hook is written once, annotated;
+    # ``@hook`` types it as a callable of any arguments, so that a type checker holds a
+    # subclass's hook to its return type without refusing a subset of the arguments, and the
+    # class check (:func:`.hooks.verify`) reads the arguments off it at runtime.
 
-    if TYPE_CHECKING:
-        resolve: Callable[..., TargetT]
-        read: Callable[..., PreparedT]
-        plan: Callable[..., DryRunPlan]
-        deliver: Callable[..., ExportResult | WorkerDelivery[Any]]
-    else:
+    @hook
+    def resolve(self, run: RunArtifacts, config: ConfigT) -> TargetT:
+        """Where the run goes, and every setting the export needs (from the options, then
+        the SDKs' own environment variables, then defaults), worked out once: the pipeline
+        hands the target to every hook after it. Open no file of the run here (:meth:`read`
+        does); say why the run cannot go there in :attr:`Target.refusal`; raise
+        :class:`~evalexport.settings.SettingError` for a setting that cannot be used.
 
-        def resolve(self, run, config):
-            """Where the run goes, and every setting the export needs (from the options, then
-            the SDKs' own environment variables, then defaults), worked out once: the pipeline
-            hands the target to every hook after it. Open no file of the run here (:meth:`read`
-            does); say why the run cannot go there in :attr:`Target.refusal`; raise
-            :class:`~evalexport.settings.SettingError` for a setting that cannot be used.
+        By default: :class:`Target` named by the exporter's name."""
+        return Target(where=self.name)  # type: ignore[return-value]
 
-            By default: :class:`Target` named by the exporter's name."""
-            return Target(where=self.name)
+    @hook
+    def read(self, run: RunArtifacts, config: ConfigT, target: TargetT) -> PreparedT:
+        """Read every input the export will send, before anything is built, sent or
+        written; the dry run and the export both call it, so they fail on the same runs
+        (SPEC §3.3a).
 
-        def read(self, run, config, target):
-            """Read every input the export will send, before anything is built, sent or
-            written; the dry run and the export both call it, so they fail on the same runs
-            (SPEC §3.3a).
+        Raise :class:`~evalexport.reading.RunFileError` naming the file and what is wrong.
+        What it returns is the export's one read of the run: the pipeline hands it to
+        :meth:`plan` and :meth:`deliver` as ``prepared`` and calls its ``discard()``, if it
+        has one, when the export is done.
 
-            Raise :class:`~evalexport.reading.RunFileError` naming the file and what is wrong.
-            What it returns is the export's one read of the run: the pipeline hands it to
-            :meth:`plan` and :meth:`deliver` as ``prepared`` and calls its ``discard()``, if it
-            has one, when the export is done.
+        By default: a tracking exporter prepares the run without parsing its rollouts (the
+        metrics and the config are checked, the fingerprint had from the same pass); a
+        directory exporter checks that every file of the run directory opens; an output
+        exporter that the rollouts file holds a record. Return
+        :func:`evalexport.reading.prepare` ``(run)`` to read the rollouts too.
+        """
+        return default_read(self.kind, run)  # type: ignore[return-value]
 
-            By default: a tracking exporter prepares the run without parsing its rollouts (the
-            metrics and the config are checked, the fingerprint had from the same pass); a
-            directory exporter checks that every file of the run directory opens; an output
-            exporter that the rollouts file holds a record. Return
-            :func:`evalexport.reading.prepare` ``(run)`` to read the rollouts too.
-            """
-            return default_read(self.kind, run)
+    @hook
+    def plan(
+        self, run: RunArtifacts, config: ConfigT, target: TargetT, prepared: PreparedT
+    ) -> DryRunPlan:
+        """What the export would do, in the backend's words, for a dry run. By default: the
+        run's files it reads and, for a tracking or directory exporter, the run's aggregate
+        metrics as flattened (what the run holds, not a claim of what the backend is sent).
+        Say your own: sections in the backend's words (``metrics``/``params``/``tags``,
+        ``config keys``/``summary``), a count of ``batches``, or a one-line ``summary``."""
+        return default_plan(self.name, run, target, prepared, metrics=self.kind != "output")
 
-        def plan(self, run, config, target, prepared):
-            """What the export would do, in the backend's words, for a dry run. By default: the
-            run's files it reads and, for a tracking or directory exporter, the run's aggregate
-            metrics as flattened (what the run holds, not a claim of what the backend is sent).
-            Say your own: sections in the backend's words (``metrics``/``params``/``tags``,
-            ``config keys``/``summary``), a count of ``batches``, or a one-line ``summary``."""
-            return default_plan(self.name, run, target, prepared, metrics=self.kind != "output")
+    @hook
+    @abc.abstractmethod
+    def deliver(
+        self,
+        run: RunArtifacts,
+        config: ConfigT,
+        target: TargetT,
+        prepared: PreparedT,
+        fingerprint: str | None,
+        scratch: Path | None,
+    ) -> ExportResult | WorkerDelivery[Any]:
+        """Export what :meth:`read` prepared, once every check has passed.
 
-        @abc.abstractmethod
-        def deliver(self, run, config, target, prepared, fingerprint, scratch):
-            """Export what :meth:`read` prepared, once every check has passed.
+        A tracking exporter gets the run's ``fingerprint`` (always a ``str`` for it),
+        computed once under the export lock from the bytes :meth:`read` read: it tags the
+        remote run with it and puts the remote run's id in ``ExportResult.run_id``; the
+        marker is written for it on success. Others get ``None``. ``scratch`` is a
+        temporary directory, removed when the export is done (never the run directory,
+        which an export does not change).
 
-            A tracking exporter gets the run's ``fingerprint`` (always a ``str`` for it),
-            computed once under the export lock from the bytes :meth:`read` read: it tags the
-            remote run with it and puts the remote run's id in ``ExportResult.run_id``; the
-            marker is written for it on success. Others get ``None``. ``scratch`` is a
-            temporary directory, removed when the export is done (never the run directory,
-            which an export does not change).
-
-            Return the result (:meth:`failed` for a failure, or raise
-            :class:`~evalexport.results.ExportFailure`); an exporter with an :attr:`sdk`
-            returns a :class:`~evalexport.isolation.delivery.WorkerDelivery` instead: its
-            worker body's payload, run in the SDK's environment by the one worker lifecycle.
-            """
+        Return the result (:meth:`failed` for a failure, or raise
+        :class:`~evalexport.results.ExportFailure`); an exporter with an :attr:`sdk`
+        returns a :class:`~evalexport.isolation.delivery.WorkerDelivery` instead: its
+        worker body's payload, run in the SDK's environment by the one worker lifecycle.
+        """
 
     # -- a helper of the spec's own, not a hook ---------------------------------------------------
 
@@ -202,8 +219,6 @@ _ISOLATED_TEMPLATE: Final = "evalexport.spec.isolated"
 AnyExporter: TypeAlias = "Exporter[Any, Any, Any]"
 """An exporter of any options, read and target, as the pipeline and the registry hold one."""
 
-SPEC_HOOKS: Final = ("resolve", "read", "plan", "deliver")
-"""The hooks of the spec, in the order the pipeline meets them."""
 DECLARED: Final = ("name", "summary", "kind", "sdk", "Config")
 """What an exporter declares besides its hooks (its options are the first type parameter, or
 ``Config``)."""

@@ -48,6 +48,7 @@ from evalexport.spec.declarations import (
     EARLIER_FORMS,
     REPLACED_BY,
     SDK_FORM,
+    SPEC_HOOKS,
     Target,
     default_plan,
     default_read,
@@ -83,7 +84,6 @@ DEPRECATED_HOOKS: Final[Mapping[str, str]] = {
 }
 """Each earlier form still honoured and the form that replaces it (docs/plugins.md)."""
 
-_SPEC_HOOKS: Final = ("resolve", "read", "plan", "deliver")
 _KEPT_READABLE: Final = ("target_of", "guards_exports", "uploads_directory", "sdk")
 """What an adapted class is given besides today's hooks, so that code of its own that reads an
 earlier name still finds it."""
@@ -116,7 +116,7 @@ def adapt(cls: type[Any], spec: type[Any]) -> tuple[str, ...]:
             "hooks instead, or today's: an Exporter with sdk = Sdk(...) whose deliver returns a "
             "WorkerDelivery"
         )
-    for hook in _SPEC_HOOKS:
+    for hook in SPEC_HOOKS:
         replaced = [name for name in earlier if EARLIER_FORMS[name].replaced_by == hook]
         if hook in own and replaced:
             raise ExporterDefinitionError(

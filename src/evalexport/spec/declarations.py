@@ -25,6 +25,7 @@ __all__ = [
     "KINDS",
     "REPLACED_BY",
     "SDK_FORM",
+    "SPEC_HOOKS",
     "EarlierForm",
     "ExporterConfig",
     "ExporterKind",
@@ -36,6 +37,9 @@ __all__ = [
     "default_plan",
     "default_read",
 ]
+
+SPEC_HOOKS: Final = ("resolve", "read", "plan", "deliver")
+"""The hooks of the spec, in the order the pipeline meets them."""
 
 ExporterKind = Literal["tracking", "directory", "output"]
 """What an exporter does with a run, which decides what the pipeline does around it:

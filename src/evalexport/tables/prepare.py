@@ -13,9 +13,10 @@ import errno
 import functools
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Protocol
 
 from evalexport import egress
 from evalexport.gym.health import read_health
@@ -28,7 +29,14 @@ from evalexport.tables.rollouts import RowTooDeep, write_rollouts_table, write_t
 from evalexport.tables.samples import SAMPLES_FILE, SamplesTable
 from evalexport.tables.split_read import SecondPart, split_reading
 
-__all__ = ["PreparedRun", "for_payload", "prepare", "scratch_space_refusal"]
+__all__ = [
+    "PreparedRun",
+    "RowFile",
+    "RowFileMaker",
+    "for_payload",
+    "prepare",
+    "scratch_space_refusal",
+]
 
 
 def prepare(
@@ -37,7 +45,7 @@ def prepare(
     rollouts_table: bool = False,
     parse_rollouts: bool = True,
     health: bool = False,
-    traces: bool = False,
+    row_files: Sequence[RowFileMaker] = (),
 ) -> PreparedRun:
     """Read the aggregate metrics, the saved config and the rollouts, each opened once
     (:func:`evalexport.reading.prepare`); raise :class:`~evalexport.reading.RunFileError`
@@ -48,12 +56,12 @@ def prepare(
     are removed with :meth:`~PreparedRun.discard`. ``parse_rollouts=False``: only hash the rollouts and count
     their lines, for an exporter that sends none of them. ``health``: read NeMo Gym's health
     files too (:mod:`evalexport.gym.health`); the samples table then has a
-    ``health_verdict`` column when the verdicts describe the run. ``traces``: write each
-    rollout's trace in the same pass (:mod:`.traces`, ``traces.jsonl`` in the same scratch
-    directory, found with :func:`~evalexport.backends.mlflow.traces.traces_in`).
+    ``health_verdict`` column when the verdicts describe the run. ``row_files``: files of
+    the exporter's own written from each rollout in the same pass (MLflow's traces), each
+    made with the scratch directory and the export's gate (:class:`RowFile`).
     """
     run_health = read_health(run) if health else None
-    if not rollouts_table and not traces:
+    if not rollouts_table and not row_files:
         return read_run(run, parse_rollouts=parse_rollouts, health=run_health)
     from evalexport.isolation.descendants import claim_scratch, release_scratch
 
@@ -62,18 +70,14 @@ def prepare(
     table = scratch / "rollouts.json"
     gate = egress.current()  # every row, of every table and trace, passes the export's gate
     samples = SamplesTable(scratch, run_health, gate)
-    traces_file = None
-    if traces:
-        from evalexport.backends.mlflow.traces import TracesFile
-
-        traces_file = TracesFile(scratch, gate)
+    written = [make(scratch, gate) for make in row_files]
     # Read on two cores when only the tables are written (split_read says when it pays).
-    split = rollouts_table and not traces and (run_health is None or run_health.verdicts is None)
+    split = rollouts_table and not written and (run_health is None or run_health.verdicts is None)
 
     def write_table(rollouts: Iterator[Rollout], second: SecondPart | None) -> None:
         try:
-            if traces_file is not None:
-                rollouts = traces_file.rows(rollouts)
+            for row_file in written:
+                rollouts = row_file.rows(rollouts)
             if not rollouts_table:
                 for _ in rollouts:
                     pass
@@ -110,6 +114,20 @@ def prepare(
         # Removed again once the second reader has ended: it may have written since.
         shutil.rmtree(scratch, ignore_errors=True)
         raise
+
+
+class RowFile(Protocol):
+    """A file an exporter writes from the rollouts in the export's one read (MLflow's traces):
+    :meth:`rows` passes each rollout on, writing its line on the way, through the gate."""
+
+    def rows(self, rollouts: Iterator[Rollout]) -> Iterator[Rollout]:
+        """The rollouts, passed on as they are."""
+        ...
+
+
+RowFileMaker = Callable[[Path, egress.Egress], RowFile]
+"""How :func:`prepare` makes a :class:`RowFile`: with the scratch directory it writes in
+(removed with the run's tables) and the export's gate."""
 
 
 def scratch_space_refusal(rollouts: Path) -> str | None:

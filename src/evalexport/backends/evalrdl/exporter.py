@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO
+from typing import Annotated, Any, BinaryIO, Final
 
 from pydantic import BeforeValidator, Field, field_validator
 
@@ -21,16 +21,11 @@ from evalexport import egress, reading
 from evalexport.backends.evalrdl import worker as evalrdl_worker
 from evalexport.backends.evalrdl.worker import EvalRDLPayload
 from evalexport.egress import SecretScan
-from evalexport.isolation.delivery import (
-    DEFAULT_TIME_LIMIT,
-    WorkerDelivery,
-    WorkerSecretsError,
-    WorkerSpec,
-)
 from evalexport.progress import human_size
 from evalexport.results import DryRunPlan, PlannedFile
 from evalexport.run import RunArtifacts, RunFileError
 from evalexport.settings import worker_time_limit
+from evalexport.spec import WorkerDelivery, WorkerSecretsError, WorkerSpec, run_tracked
 from evalexport.spec.base import Exporter
 from evalexport.spec.declarations import SdkConfig, Target
 from evalexport.spec.sdk import Sdk, Surface
@@ -51,6 +46,8 @@ Text = Annotated[str, BeforeValidator(_scalar_to_text)]
 
 
 TOKEN_VARIABLES = ("EVALRDL_TOKEN", "GITLAB_TOKEN", "GITLAB_PRIVATE_TOKEN")
+UPLOAD_TIME: Final = 3600.0
+"""How long an upload may take (the worker's time limit), before the verdict's own timeout."""
 """Where the SDK looks for its token, in order, before asking ``glab``."""
 
 
@@ -110,7 +107,7 @@ class EvalRDLExporter(Exporter[EvalRDLConfig, None]):
         the verdict's timeout when waiting for it; the token, from a token variable or, when
         none is set, from ``glab`` (:func:`_token`). Without one, the dry run and the export
         alike refuse here, before anything is read or built."""
-        limit = config.timeout + DEFAULT_TIME_LIMIT if config.wait else DEFAULT_TIME_LIMIT
+        limit = config.timeout + UPLOAD_TIME if config.wait else UPLOAD_TIME
         refusal = None
         secrets: dict[str, str] = {}
         try:
@@ -232,8 +229,6 @@ def _token(limit: float) -> dict[str, str]:
             "and glab is not on PATH to ask. Set EVALRDL_TOKEN, or install glab and log in "
             "with glab auth login."
         )
-    from evalexport.isolation.descendants import run_tracked
-
     try:
         completed = run_tracked([glab, "auth", "token"], timeout=limit)
     except subprocess.TimeoutExpired:

@@ -39,15 +39,14 @@ from evalexport.backends.mlflow.target import (
     unwritable_store_reason,
     uri_from_environment,
 )
-from evalexport.backends.mlflow.traces import traces_in
+from evalexport.backends.mlflow.traces import TracesFile, traces_in
 from evalexport.backends.mlflow.worker import MlflowBatch, MlflowPayload
-from evalexport.guard import FINGERPRINT_TAG
 from evalexport.gym.health import with_health
-from evalexport.isolation.delivery import WorkerDelivery, WorkerSpec
 from evalexport.reading.evaluation_times import exported_at
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import NAMING_RULE, RunArtifacts
 from evalexport.settings import Chosen, chosen
+from evalexport.spec import FINGERPRINT_TAG, WorkerDelivery, WorkerSpec
 from evalexport.spec.base import Exporter
 from evalexport.spec.declarations import RowsConfig, Target
 from evalexport.spec.sdk import Sdk, Surface
@@ -229,7 +228,7 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
             run,
             rollouts_table=config.upload_rollouts,
             health=True,
-            traces=config.traces,
+            row_files=[TracesFile] if config.traces else [],
         )
 
     def plan(

@@ -26,13 +26,12 @@ from evalexport.backends.wandb.target import (
     unwritable_reason,
 )
 from evalexport.backends.wandb.worker import WandbPayload
-from evalexport.guard import FINGERPRINT_SUMMARY_KEY
 from evalexport.gym.health import VERDICT_KEY
-from evalexport.isolation.delivery import WorkerDelivery, WorkerSpec
 from evalexport.reading.evaluation_times import exported_at
 from evalexport.results import DryRunPlan, ExportResult, ExportStatus, PlannedFile
 from evalexport.run import NAMING_RULE, RunArtifacts
 from evalexport.settings import Chosen, chosen
+from evalexport.spec import FINGERPRINT_SUMMARY_KEY, WorkerDelivery, WorkerSpec
 from evalexport.spec.base import Exporter
 from evalexport.spec.declarations import RowsConfig, Target
 from evalexport.spec.sdk import Sdk, Surface
