@@ -93,7 +93,7 @@ def test_metrics_that_flatten_to_nothing_are_said_by_the_dry_run(
         "number or text under agent_metrics or key_metrics), so the run has no metrics"
     )
     assert note in result["message"]
-    assert any(notice.startswith(note) for notice in result["details"]["notices"])
+    assert any(notice.startswith(note) for notice in result["notices"])
     assert note[0].upper() + note[1:] in cli("inspect", sample.rollouts).stdout
 
 

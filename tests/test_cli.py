@@ -353,7 +353,7 @@ def test_non_finite_metrics_are_named_by_the_result_and_not_planned(cli, sample_
     assert not any(name.endswith("/broken") for name in result["plan"]["metric_names"])
     said = "1 metrics are NaN or infinite and are not logged: aime24_math_simple_agent/broken"
     assert f"Note: {said}." in result["message"]
-    assert result["details"]["notices"] == [said]
+    assert result["notices"] == [said]
 
 
 def test_paths_with_a_hash_a_colon_or_a_leading_hash_are_taken_as_written(

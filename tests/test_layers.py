@@ -122,3 +122,25 @@ def test_a_forbidden_import_breaks_its_contract(
     verdict = re.search(re.escape(broken) + r".*? (KEPT|BROKEN)\b", said)
     assert verdict is not None, said
     assert verdict.group(1) == "BROKEN", said
+
+
+def _details_reads(path: Path) -> list[str]:
+    """Where ``path`` reads a key of some object's ``details`` (``result.details["x"]``,
+    ``result.details.get("x")``): control data read back by a string."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        read = None
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            read = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            read = node.func.value if node.func.attr == "get" else None
+        if isinstance(read, ast.Attribute) and read.attr == "details":
+            found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_control_data_is_read_back_out_of_details() -> None:
+    """What a caller acts on has a typed field of ``ExportResult`` (``interrupted_by``,
+    ``existing_run_ids``, ``target_not_asked``, ``notices``, ``environment``) or of the
+    worker's result (``output``); ``details`` are for people (docs/architecture.md)."""
+    assert [read for path in sorted(PACKAGE.rglob("*.py")) for read in _details_reads(path)] == []

@@ -139,7 +139,7 @@ def test_ctrl_c_during_an_export_is_a_result_with_exit_130_that_wrote_nothing(tm
         "atif", rollouts, output_dirpath=tmp_path / "out", agent_version="1", progress=ctrl_c
     )
     assert (result.status, result.exit_code) == (ExportStatus.FAILED, 130)
-    assert result.details["interrupted_by"] == "SIGINT"
+    assert result.interrupted_by == "SIGINT"
     assert not result
     assert sorted(path.name for path in tmp_path.iterdir()) == ["run"]  # no output, no staging
     assert sorted(path.name for path in rollouts.parent.iterdir()) == before

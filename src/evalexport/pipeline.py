@@ -39,7 +39,7 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, final
 
 from evalexport import egress, guard
 from evalexport.egress import Egress, sending
@@ -316,9 +316,7 @@ def _export(
             exporter.name,
         )
         # Whoever runs the next export (a plan's worker) stops now.
-        result = result.model_copy(
-            update={"details": {**result.details, "interrupted_by": signal_name(delivery.signum)}}
-        )
+        result = result.model_copy(update={"interrupted_by": signal_name(delivery.signum)})
     return result
 
 
@@ -516,28 +514,23 @@ def _described(exporter: AnyExporter, handed: _Handed, answer: ExportResult | No
     if handed.target.settings and not plan.settings:
         plan = plan.model_copy(update={"settings": dict(handed.target.settings)})
     said = plan.summary or f"{run.rollouts.name} would be exported to {plan.target}"
-    found: dict[str, Any] = {}
-    if answer is not None:
-        kept = ("existing_run_ids", "target_not_asked")
-        found = {key: answer.details[key] for key in kept if key in answer.details}
-        if found.get("existing_run_ids"):
-            runs = ", ".join(found["existing_run_ids"])
-            said += (
-                f"; the target already holds run {runs} of this run's data, so the export "
-                "would add a second copy (+skip_existing=true skips instead)"
-            )
-        if "target_not_asked" in found:
-            said += (
-                "; the target was not asked whether it holds this run's data already "
-                f"({found['target_not_asked']})"
-            )
+    existing = answer.existing_run_ids if answer is not None else []
+    not_asked = answer.target_not_asked if answer is not None else None
+    if existing:
+        said += (
+            f"; the target already holds run {', '.join(existing)} of this run's data, so the "
+            "export would add a second copy (+skip_existing=true skips instead)"
+        )
+    if not_asked is not None:
+        said += f"; the target was not asked whether it holds this run's data already ({not_asked})"
     return ExportResult.succeeded(
         exporter.name,
         str(run.run_dir),
         f"dry run: {said}",
         plan=plan,
+        existing_run_ids=existing,
+        target_not_asked=not_asked,
         dry_run=True,
-        **found,
         **plan.counts,
     )
 
@@ -549,6 +542,11 @@ def _failed(
     exit_code: ExitCode = ExitCode.FAILED,
     **details: object,
 ) -> ExportResult:
-    return ExportResult.failed(
-        exporter.name, str(run.run_dir), message, exit_code=exit_code, **details
+    return ExportResult(
+        exporter=exporter.name,
+        status=ExportStatus.FAILED,
+        exit_code=exit_code,
+        message=message,
+        run_dir=str(run.run_dir),
+        details=details,
     )

@@ -150,6 +150,19 @@ class ExportResult(BaseModel):
     """Identifiers a service handed back that grant nothing, shown as they are although named
     like secrets (EvalRDL's ``upload_token`` looks one upload up). A worker body returns its own
     (``protocol.result(..., receipts={...})``); everything else named like a secret is masked."""
+    notices: list[str] = []
+    """What the export did that a user should know (a table too big for a run's history, a
+    second copy at the target, metrics left out); each also ends the message (``Note: …``)."""
+    interrupted_by: str | None = None
+    """The stop signal (``SIGTERM``) that ended the export, or that arrived once it had landed
+    (it stands, succeeded): whoever runs the next export (a plan's worker) stops."""
+    existing_run_ids: list[str] = []
+    """The target's runs of this run's data found before this export (by a dry run, or by the
+    export's own lookup): more than none means a second copy, or a skip asked for."""
+    target_not_asked: str | None = None
+    """Why a dry run could not ask the target whether it holds this run already."""
+    environment: str | None = None
+    """The SDK environment the worker ran in (``evalexport envs list`` names it)."""
     details: dict[str, object] = {}
 
     def __bool__(self) -> bool:
@@ -174,6 +187,11 @@ class ExportResult(BaseModel):
     def _scrub_receipts(cls, receipts: dict[str, str]) -> dict[str, str]:
         return {key: scrub_text(value) for key, value in receipts.items()}
 
+    @field_validator("notices")
+    @classmethod
+    def _scrub_notices(cls, notices: list[str]) -> list[str]:
+        return [scrub_text(notice) for notice in notices]
+
     @model_validator(mode="after")
     def _exit_code_matches_status(self) -> ExportResult:
         pending = self.status is ExportStatus.PENDING
@@ -197,6 +215,9 @@ class ExportResult(BaseModel):
         message: str,
         run_id: str | None = None,
         plan: DryRunPlan | None = None,
+        *,
+        existing_run_ids: Sequence[str] = (),
+        target_not_asked: str | None = None,
         **details: object,
     ) -> ExportResult:
         """A succeeded result; ``run_id`` names the remote run; ``details`` are for people."""
@@ -208,6 +229,8 @@ class ExportResult(BaseModel):
             run_dir=run_dir,
             run_id=run_id,
             plan=plan,
+            existing_run_ids=list(existing_run_ids),
+            target_not_asked=target_not_asked,
             details=details,
         )
 
@@ -240,15 +263,19 @@ class ExportResult(BaseModel):
         run_dir: str,
         message: str,
         exit_code: ExitCode = ExitCode.FAILED,
+        *,
+        interrupted_by: str | None = None,
         **details: object,
     ) -> ExportResult:
-        """A failed result with exit code 1 (or the one given) and a message a user can act on."""
+        """A failed result with exit code 1 (or the one given) and a message a user can act on;
+        ``interrupted_by``: the stop signal that ended it."""
         return cls(
             exporter=exporter,
             status=ExportStatus.FAILED,
             exit_code=exit_code,
             message=message,
             run_dir=run_dir,
+            interrupted_by=interrupted_by,
             details=details,
         )
 
@@ -266,17 +293,14 @@ class ExportResult(BaseModel):
 
     def noted(self, notes: Sequence[str]) -> ExportResult:
         """This result, saying ``notes`` too: each ends its message (``Note: …``) and is
-        listed in ``details["notices"]``, so no caller needs a log to learn it. What the export
-        did that a user should know (a table too big for a run's history, metrics left out)."""
+        listed in :attr:`notices`, so no caller needs a log to learn it."""
         if not notes:
             return self
         said = " ".join(f"Note: {note.rstrip('.')}." for note in notes)
-        earlier = self.details.get("notices")
-        listed = [*earlier, *notes] if isinstance(earlier, list) else list(notes)
         return self.model_copy(
             update={
                 "message": f"{self.message.rstrip('.')}. {said}",
-                "details": {**self.details, "notices": listed},
+                "notices": [*self.notices, *(scrub_text(note) for note in notes)],
             }
         )
 

@@ -256,7 +256,7 @@ def test_a_stored_run_that_needs_binding_is_said_by_the_result(
     evalrdl_sdk.behave("needs_binding")
     result = export_evalrdl(sample_run)
     assert result.status is ExportStatus.SUCCEEDED
-    (notice,) = result.details["notices"]
+    (notice,) = result.notices
     assert notice.startswith(f"EvalRDL stored run {result.run_id} but it needs binding")
     assert f"Note: {notice.rstrip('.')}." in result.message
 

@@ -274,8 +274,8 @@ def test_an_mlflow_2_pin_exports_the_same_run(sample_run, cli, tmp_path, use_sdk
     )
     assert run.exit_code == 0, run.output
     result = json.loads(run.stdout)
-    assert "mlflow-py" in result["details"]["environment"]
-    python = Path(result["details"]["environment"]) / "bin" / "python"
+    assert "mlflow-py" in result["environment"]
+    python = Path(result["environment"]) / "bin" / "python"
     version = subprocess.run(
         [python, "-c", "import mlflow; print(mlflow.__version__)"],
         capture_output=True,
@@ -356,7 +356,7 @@ def test_a_copy_exported_to_the_same_server_is_said_to_be_a_second_copy_or_skipp
     assert f"already holds run {first.run_id}" in dry.message
     second = export_copy()
     assert second.status is ExportStatus.SUCCEEDED
-    assert second.details["existing_run_ids"] == [first.run_id]
+    assert second.existing_run_ids == [first.run_id]
     # The result says it, as the dry run did: the line a user reads and --json alike.
     assert f"already holds run {first.run_id}" in second.message
     assert "+skip_existing=true" in second.message

@@ -125,7 +125,7 @@ def test_an_old_wandb_pin_writes_the_same_offline_run(sample_run, cli) -> None:
     )
     assert run.exit_code == 0, run.output
     result = json.loads(run.stdout)
-    python = Path(result["details"]["environment"]) / "bin" / "python"
+    python = Path(result["environment"]) / "bin" / "python"
     stored = read_offline_run(python, Path(result["details"]["run_dir"]))
     assert stored["summary"][FINGERPRINT_KEY] == run_fingerprint(sample_run.run)
     (rollouts,) = (t for name, t in stored["tables"].items() if name.startswith("Rollouts_"))
@@ -227,7 +227,7 @@ def test_an_answer_wandb_would_read_as_an_artifact_is_logged_as_text(
     sample.rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows))
     result = _export(sample)
     assert result.status is ExportStatus.SUCCEEDED, result.message
-    (notice,) = [n for n in result.details["notices"] if "cannot type" in n]
+    (notice,) = [n for n in result.notices if "cannot type" in n]
     expected = "table Samples (a value of another type than the rest in column expected_answer)"
     assert expected in notice
     assert "allow_mixed_types" in notice

@@ -72,7 +72,7 @@ def test_a_dry_run_answers_with_the_copies_and_exports_nothing(wandb_api) -> Non
     _, ended = wandb_worker._looked_up(_payload(dry_run=True))
     assert ended is not None
     assert ended["status"] == "succeeded"
-    assert ended["details"]["existing_run_ids"] == ["r-finished"]
+    assert ended["existing_run_ids"] == ["r-finished"]
     assert "exporting a second copy" in ended["notices"][0]
 
 

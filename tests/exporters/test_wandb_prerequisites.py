@@ -60,7 +60,7 @@ def test_the_dry_run_says_a_hand_written_config_holds_live_secrets(make_sample_r
         f"Note: the saved config {sample.run.saved_config} holds values that look like live secrets"
     )
     assert said in result.message
-    assert any("look like live secrets" in notice for notice in result.details["notices"])
+    assert any("look like live secrets" in notice for notice in result.notices)
     assert sample.canaries.found_in(result.model_dump_json() + caplog.text) == []
 
 

@@ -133,7 +133,7 @@ def test_a_stop_as_the_output_is_renamed_into_place_lets_the_export_stand(
     assert ended.exit_code == 0, ended.output
     result = json.loads(ended.stdout.splitlines()[-1])
     assert result["status"] == "succeeded"
-    assert result["details"]["interrupted_by"] == "SIGTERM"
+    assert result["interrupted_by"] == "SIGTERM"
     assert "SIGTERM arrived after the atif export had landed; the export stands" in caplog.text
     assert len(list(output.glob("*.json"))) == 6
     assert _left_beside(output) == ["out"]

@@ -25,7 +25,8 @@ def test_the_worker_runs_in_its_environment_and_reports_a_result(
     assert details["sdk_origin"] == "installed tinysdk"
     assert details["payload"]["rollouts"] == str(sample_run.rollouts)
     assert details["token_seen"] is True  # tokens reach the worker through its environment
-    assert Path(details["environment"]).is_dir()
+    assert result.environment is not None
+    assert Path(result.environment).is_dir()
     assert "canary-tinysdk-token" not in result.model_dump_json()
 
 
@@ -153,7 +154,7 @@ def test_typed_keys_become_the_results_fields_and_its_notices_its_words(echo_exp
     assert result.details["state"] == "deduped"
     assert "run_id" not in result.details
     assert result.message.endswith("Note: a notice for the user.")  # the result says it
-    assert result.details["notices"] == ["a notice for the user"]
+    assert result.notices == ["a notice for the user"]
 
 
 def test_a_body_written_before_the_typed_keys_still_reports_its_run_id(echo_export) -> None:

@@ -5,6 +5,7 @@ the rendered tail says how nodes install the evalexport this machine has."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -127,3 +128,27 @@ def test_runs_where_they_lie_are_named_one_by_one_and_keep_their_benchmark(
         run = RunArtifacts.from_rollouts_path(task.rollouts)
         assert run.benchmark == task.benchmark
         assert run.missing_file_reason(needs_metrics_and_config=True) is None
+
+
+def test_render_names_an_sdks_requirements_without_resolving_a_target(
+    tmp_path, monkeypatch
+) -> None:
+    """Rendering a plan asks the options alone: EvalRDL's resolve would run ``glab auth
+    token`` (a credential helper), which rendering a job script must not."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    asked = tmp_path / "glab-was-asked"
+    glab = bin_dir / "glab"
+    glab.write_text(f"#!/bin/sh\ntouch {asked}\necho token-from-glab\n")
+    glab.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    for name in ("EVALRDL_TOKEN", "GITLAB_TOKEN", "GITLAB_PRIVATE_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    plan = {
+        "job": {"benchmarks": ["aime24"], "runs_root": str(tmp_path)},
+        "exports": {"evalrdl": {"requirement": "evalrdl==0.0.241"}},
+    }
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(plan))
+    needs = environments_needed(load_plan(tmp_path / "plan.yaml"))
+    assert "evalrdl==0.0.241" in needs["evalrdl"]
+    assert not asked.exists()

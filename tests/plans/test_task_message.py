@@ -36,8 +36,11 @@ def test_a_message_that_is_not_a_task_is_refused_naming_why(data, message: str) 
 
 
 def test_a_task_that_ended_without_a_result_fails_with_its_own_names() -> None:
-    result = TASK.failed("not started: the plan was interrupted by SIGTERM", 143, signal="SIGTERM")
+    result = TASK.failed(
+        "not started: the plan was interrupted by SIGTERM", 143, interrupted_by="SIGTERM"
+    )
     assert result.status is ExportStatus.FAILED
     assert (result.exporter, result.run_dir, int(result.exit_code)) == ("mlflow", "/r/aime24", 143)
+    assert result.interrupted_by == "SIGTERM"
     outcome = TaskOutcome.of(TASK, 0.5, result)
     assert TaskOutcome.from_json_data(outcome.as_json_data()) == outcome

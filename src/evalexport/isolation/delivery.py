@@ -322,8 +322,8 @@ def read_worker_result(
     exporter: str, run_dir: str, environment: Path, reported: WorkerResult
 ) -> ExportResult:
     """The export's result from its worker's: the typed keys become the result's fields (its
-    notices, the message's end and ``details["notices"]``); ``details`` stay for people, with
-    the environment that ran."""
+    notices, the message's end and :attr:`~evalexport.results.ExportResult.notices`; the
+    environment that ran); ``details`` stay for people."""
     try:
         return _result_from(exporter, run_dir, environment, reported)
     except (KeyError, TypeError, ValueError) as error:  # pydantic's ValidationError too
@@ -348,13 +348,15 @@ def _result_from(
         run_id=None if run_id is None else str(run_id),
         skip_reason=typed.get("skip_reason"),
         receipts=typed["receipts"],
-        details={**details, "environment": str(environment)},
+        existing_run_ids=typed.get("existing_run_ids") or [],
+        environment=str(environment),
+        details=details,
     )
     # The result says them, not a log line beside it (a second copy, a big table).
     return result.noted([str(notice) for notice in typed.get("notices") or []])
 
 
-_TYPED_KEYS: Final = ("run_id", "skip_reason", "notices", "receipts")
+_TYPED_KEYS: Final = ("run_id", "skip_reason", "notices", "receipts", "existing_run_ids")
 """The keys of a worker's result that become fields of the ``ExportResult`` (notices: its
 message's end)."""
 
@@ -365,7 +367,7 @@ def _typed_keys(reported: WorkerResult) -> tuple[dict[str, Any], dict[str, objec
     ``details``: they are read from there, with a notice in the log."""
     details = dict(reported["details"])
     typed: dict[str, Any] = {key: reported.get(key) for key in _TYPED_KEYS if key in reported}
-    smuggled = sorted(key for key in _TYPED_KEYS if key in details and key != "receipts")
+    smuggled = sorted(key for key in ("run_id", "skip_reason", "notices") if key in details)
     if smuggled:
         logger.info(
             "the worker returns %s in details, which is deprecated: return them with "

@@ -91,12 +91,11 @@ def summary_table(outcomes: list[TaskOutcome], width: int | None = None) -> str:
     for outcome in outcomes:
         result = outcome.result
         message = result.message.splitlines()[0] if result.message else ""
-        notices = result.details.get("notices")
-        for note in notices if isinstance(notices, list) else []:
-            said = f" Note: {str(note).rstrip('.')}."
+        for note in result.notices:
+            said = f" Note: {note.rstrip('.')}."
             if said in message:
                 message = message.replace(said, "")
-                notes.setdefault(str(note), []).append(f"{outcome.benchmark}/{outcome.exporter}")
+                notes.setdefault(note, []).append(f"{outcome.benchmark}/{outcome.exporter}")
         rows.append(
             (
                 outcome.benchmark,

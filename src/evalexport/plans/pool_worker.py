@@ -56,7 +56,7 @@ def main() -> int:
                 held.raise_held()  # written whole; the stop it held comes now
                 if result.exit_code.stopped_by_signal:  # the export was stopped: so are we
                     return int(result.exit_code)
-                late = stop_signals.get(str(result.details.get("interrupted_by")))
+                late = stop_signals.get(str(result.interrupted_by))
                 if late is not None:  # it came after the export landed, which stands
                     return int(ExitCode.for_signal(late))
     except Interrupted as interruption:

@@ -72,29 +72,28 @@ def render_tails(plan: ExportPlan, command: str = "evalexport") -> dict[str, str
 
 
 def environments_needed(plan: ExportPlan) -> dict[str, str]:
-    """What each exporter needs installed: its SDK environment, or nothing beyond evalexport."""
-    from evalexport.run import RunArtifacts
-    from evalexport.spec.hooks import call_hook
+    """What each exporter needs installed: its SDK environment (the requirements its options
+    name, asked of the options alone: no target is resolved, no credential helper asked), or
+    nothing beyond evalexport."""
+    from evalexport.spec.declarations import SdkConfig
     from evalexport.spec.options import parse_options
     from evalexport.spec.registry import load_exporter
 
     needs: dict[str, str] = {}
     for task in resolve_tasks(plan):
         exporter_class = load_exporter(task.exporter)
-        if exporter_class.sdk is not None:
-            config = parse_options(
-                exporter_class,
-                {"rollouts_jsonl_fpath": str(task.rollouts), **task.options, "dry_run": True},
-            )
-            run = RunArtifacts.from_rollouts_path(task.rollouts)
-            target = call_hook(exporter_class().resolve, run=run, config=config)
-            requirements = target.worker.requirements if target.worker else ("its SDK",)
-            needs[task.exporter] = (
-                f"its own environment with {' '.join(requirements)}, built on first use in "
-                "$EVALEXPORT_CACHE_DIR (build it ahead of the job where nodes lack the index)"
-            )
-        else:
+        if exporter_class.sdk is None:
             needs[task.exporter] = f"nothing beyond evalexport itself ({install_hint()})"
+            continue
+        config = parse_options(
+            exporter_class,
+            {"rollouts_jsonl_fpath": str(task.rollouts), **task.options, "dry_run": True},
+        )
+        requirements = config.requirements() if isinstance(config, SdkConfig) else ("its SDK",)
+        needs[task.exporter] = (
+            f"its own environment with {' '.join(requirements)}, built on first use in "
+            "$EVALEXPORT_CACHE_DIR (build it ahead of the job where nodes lack the index)"
+        )
     return needs
 
 

@@ -71,7 +71,9 @@ class ExportTask:
 
         return cls.from_json_data(json.loads(line))
 
-    def failed(self, message: str, exit_code: int = 1, **details: object) -> ExportResult:
+    def failed(
+        self, message: str, exit_code: int = 1, interrupted_by: str | None = None
+    ) -> ExportResult:
         """This task's failed result, for an export that ended without one of its own (a crashed
         export process, an array task that left no result, a plan stopped before it)."""
         return ExportResult.failed(
@@ -79,7 +81,7 @@ class ExportTask:
             str(self.rollouts.parent),
             message,
             exit_code=ExitCode(exit_code),
-            **details,
+            interrupted_by=interrupted_by,
         )
 
 

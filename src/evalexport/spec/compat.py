@@ -330,7 +330,7 @@ def _deliver(
         )
 
         def read_back(result: ExportResult, reported: WorkerResult) -> ExportResult:
-            environment = Path(str(result.details.get("environment", "")))
+            environment = Path(result.environment or "")
             interpreted: ExportResult = self.interpret(run, config, reported, environment)
             return interpreted
 

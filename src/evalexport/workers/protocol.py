@@ -65,6 +65,8 @@ class WorkerResult(TypedDict):
     """Warnings for the user, logged by the parent."""
     receipts: NotRequired[dict[str, str]]
     """Identifiers the service handed back that grant nothing (EvalRDL's ``upload_token``)."""
+    existing_run_ids: NotRequired[list[str]]
+    """The target's runs of this run's data found before the export (by their tag)."""
     stopped_by: NotRequired[str]
     """The stop signal's name, or ``parent died``, when the worker was stopped."""
     output: NotRequired[dict[str, Any]]
@@ -84,6 +86,7 @@ def result(
     skip_reason: str | None = None,
     notices: list[str] | None = None,
     receipts: dict[str, str] | None = None,
+    existing_run_ids: list[str] | None = None,
     output: dict[str, Any] | None = None,
     **details: Any,
 ) -> WorkerResult:
@@ -102,6 +105,8 @@ def result(
         built["notices"] = list(notices)
     if receipts:
         built["receipts"] = dict(receipts)
+    if existing_run_ids:
+        built["existing_run_ids"] = [str(run) for run in existing_run_ids]
     if output is not None:
         built["output"] = output
     return built
@@ -132,6 +137,7 @@ def worker_result_from(data: object) -> WorkerResult:
         "skip_reason": (str, type(None)),
         "notices": (list,),
         "receipts": (dict,),
+        "existing_run_ids": (list,),
         "stopped_by": (str,),
         "output": (dict,),
     }
@@ -140,6 +146,8 @@ def worker_result_from(data: object) -> WorkerResult:
             problems.append(f"{key} {data[key]!r} is a {type(data[key]).__name__}")
     if not all(isinstance(notice, str) for notice in data.get("notices", [])):
         problems.append("notices are not all text")
+    if not all(isinstance(run, str) for run in data.get("existing_run_ids", [])):
+        problems.append("existing_run_ids are not all text")
     if not all(isinstance(v, str) for v in data.get("receipts", {}).values()):
         problems.append("receipts are not all text")
     if problems:

@@ -25,7 +25,7 @@ from evalexport.backends.wandb.target import (
     staging_beside_the_run,
     unwritable_reason,
 )
-from evalexport.backends.wandb.worker import WandbPayload
+from evalexport.backends.wandb.worker import WandbOutput, WandbPayload
 from evalexport.gym.health import VERDICT_KEY
 from evalexport.reading.evaluation_times import exported_at
 from evalexport.results import DryRunPlan, ExportResult, ExportStatus, PlannedFile
@@ -244,15 +244,11 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
         }
 
         def with_sync_command(result: ExportResult, reported: WorkerResult) -> ExportResult:
-            offline_run = result.details.get("run_dir")
-            if (
-                result.status is not ExportStatus.SUCCEEDED
-                or result.details.get("mode") != ("offline")
-                or not isinstance(offline_run, str)
-            ):
+            output: WandbOutput = reported.get("output") or {}  # type: ignore[assignment]
+            offline_run = output.get("offline_run")
+            if result.status is not ExportStatus.SUCCEEDED or offline_run is None:
                 return result
-            environment = Path(str(result.details["environment"]))
-            sync = _sync_command(config, environment, offline_run)
+            sync = _sync_command(config, Path(result.environment or ""), offline_run)
             return result.model_copy(
                 update={
                     "message": f"{result.message}; upload it with: {sync}",

@@ -51,6 +51,13 @@ class WandbPayload(TypedDict):
     logging a second copy (online only: an offline run has no server to ask)."""
 
 
+class WandbOutput(TypedDict):
+    """What the W&B worker tells its exporter (the result's typed ``output``)."""
+
+    offline_run: str | None
+    """The run's directory, for an offline export (``wandb sync`` uploads it), else ``None``."""
+
+
 SURFACE: Final = {
     "sdk": "wandb",
     "paths": (
@@ -505,10 +512,11 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
         SUCCEEDED,
         f"exported to W&B run {run_id} ({mode}): {where}",
         run_id=run_id,
+        notices=notices,
+        existing_run_ids=existing,
+        output=dict(WandbOutput(offline_run=local if mode == "offline" else None)),
         mode=mode,
         url=url,
         run_dir=local,
-        notices=notices,
-        existing_run_ids=existing,
         tables=tables,
     )
