@@ -387,6 +387,8 @@ def _exit_code_into_a_closed_pipe(*args: object) -> int:
             stderr=subprocess.DEVNULL,
             check=False,
             timeout=120,
+            # stdout block-buffered as in a shell pipe (CI's environment may set it unbuffered)
+            env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
         )
     finally:
         os.close(write)

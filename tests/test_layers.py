@@ -144,3 +144,79 @@ def test_no_control_data_is_read_back_out_of_details() -> None:
     ``existing_run_ids``, ``target_not_asked``, ``notices``, ``environment``) or of the
     worker's result (``output``); ``details`` are for people (docs/architecture.md)."""
     assert [read for path in sorted(PACKAGE.rglob("*.py")) for read in _details_reads(path)] == []
+
+
+def drawn_from_the_contracts() -> str:
+    """docs/architecture.md's picture of the house, drawn from ``[tool.importlinter]``: the
+    floors top to bottom, then each other contract in one line (names without ``evalexport.``)."""
+    import textwrap
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
+        "contracts"
+    ]
+
+    def short(names: list[str]) -> str:
+        return ", ".join(name.removeprefix("evalexport.") for name in names)
+
+    lines: list[str] = []
+    for contract in contracts:
+        if contract["type"] == "layers":
+            layers = contract["layers"]
+            lines.append(f"{contract['id']}: each floor imports only the floors below it")
+            for number, layer in zip(range(len(layers), 0, -1), layers, strict=True):
+                lines.append(f"  {number:>2}  {layer.replace('evalexport.', '')}")
+    for contract in contracts:
+        if contract["type"] == "independence":
+            rule = f"{short(contract['modules'])} import none of each other"
+        elif contract["type"] == "forbidden":
+            sources, forbidden = (
+                short(contract["source_modules"]),
+                short(contract["forbidden_modules"]),
+            )
+            rule = f"{sources} never import {forbidden}"
+        else:
+            continue
+        lines.append("")
+        lines += textwrap.wrap(
+            f"{contract['id']}: {rule}", width=94, subsequent_indent="    ", break_on_hyphens=False
+        )
+    return "\n".join(lines) + "\n"
+
+
+def test_the_picture_in_the_architecture_is_drawn_from_the_contracts() -> None:
+    """The picture cannot drift from the code: the contracts lint-imports keeps draw it."""
+    document = (ROOT / "docs" / "architecture.md").read_text()
+    picture = re.search(
+        r"<!-- tested: tests/test_layers.py -->\n```\n(.*?)```", document, flags=re.DOTALL
+    )
+    assert picture is not None, "docs/architecture.md: the picture's block is gone"
+    assert picture.group(1) == drawn_from_the_contracts(), (
+        "the contracts changed: paste tests.test_layers.drawn_from_the_contracts() into "
+        "docs/architecture.md's picture\n" + drawn_from_the_contracts()
+    )
+
+
+def test_what_a_plugin_may_import_is_what_the_built_ins_are_held_to() -> None:
+    """docs/plugins.md's list of public modules and the ``backends-as-plugins`` contract name
+    every room of evalexport between them, and none twice."""
+    import tomllib
+
+    guide = (ROOT / "docs" / "plugins.md").read_text()
+    section = guide.split("## What a plugin may import", 1)[1].split("\n## ", 1)[0]
+    public = set(re.findall(r"^- `evalexport(?:\.(\w+))?`", section, flags=re.MULTILINE))
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (as_plugins,) = [c for c in contracts["contracts"] if c["id"] == "backends-as-plugins"]
+    forbidden = {name.removeprefix("evalexport.") for name in as_plugins["forbidden_modules"]}
+    rooms = {
+        path.stem if path.suffix == ".py" else path.name
+        for path in PACKAGE.iterdir()
+        if (path.suffix == ".py" or (path / "__init__.py").is_file())
+        and path.name not in ("__init__.py", "__main__.py", "_version.py")
+    }
+    public.discard("")  # `evalexport` itself
+    assert public & forbidden == set(), "the guide offers what the built-ins may not use"
+    assert rooms - {"backends"} == public | forbidden, (
+        "a room is neither offered to plugins (docs/plugins.md) nor forbidden to the built-ins "
+        "(pyproject.toml, backends-as-plugins), or one listed is gone"
+    )

@@ -229,53 +229,118 @@ def _copies_one_at_a_time(
     return named_lock(f"delivery:{exporter.name}:{fingerprint}", waiting=waiting)
 
 
-def _waiting(exporter: AnyExporter, what: str, target: Target) -> Waiting:
-    """How the export waits for a lock another export holds: saying so on the stage log, at
-    most the worker's time limit (``$EVALEXPORT_WORKER_TIME_LIMIT``, else the exporter's)."""
-    from evalexport.host.locks import Waiting
-    from evalexport.isolation.delivery import DEFAULT_TIME_LIMIT
-    from evalexport.settings import worker_time_limit
-
-    limit = worker_time_limit()
-    if limit is None:
-        limit = target.worker.time_limit if target.worker is not None else DEFAULT_TIME_LIMIT
-    return Waiting(what, limit, lambda line: stage(exporter.name, line))
-
-
 def _export(
     exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig, skip_finished: bool
 ) -> ExportResult:
-    dry_run = bool(config.dry_run)
-    target = _resolved(exporter, run, config)
-    if skip_finished and target.already_exported is not None:
-        finished = ExportResult.skipped(
-            exporter.name, str(run.run_dir), target.already_exported, SkipReason.ALREADY_EXPORTED
+    """Stages 3 to 8: resolve, then the export's steps (:class:`_Export`) in order."""
+    target, limit = _resolved(exporter, run, config)
+    guarded = exporter.kind == "tracking"
+    export = _Export(
+        exporter,
+        run,
+        config,
+        target,
+        limit,
+        guard.ExportGuard(run, exporter.name, target.where) if guarded else None,
+    )
+    refused = export.refused(skip_finished)
+    return refused if refused is not None else export.guarded()
+
+
+@final
+@dataclass(frozen=True)
+class _Export:
+    """One export from its resolved target to its result, a step a method, in the order they
+    run: :meth:`refused` (stage 4), :meth:`guarded` (5 and 8) around :meth:`earlier` and
+    :meth:`read_and_send` (6 and 7)."""
+
+    exporter: AnyExporter
+    run: RunArtifacts
+    config: ExporterConfig
+    target: Target
+    limit: float
+    """The worker's time limit: every wait of the export keeps to it."""
+    guard: guard.ExportGuard | None
+    """A tracking export's guard (its lock, the earlier exports, the marker)."""
+
+    @property
+    def dry_run(self) -> bool:
+        return bool(self.config.dry_run)
+
+    def waiting(self, what: str) -> Waiting:
+        """How a lock another export holds is waited for: said on the stage log, at most the
+        time limit."""
+        return Waiting(what, self.limit, lambda line: stage(self.exporter.name, line))
+
+    def refused(self, skip_finished: bool) -> ExportResult | None:
+        """Stage 4 (and a batch's rerun): why nothing is to be done, read off the file system
+        alone; ``None`` to go on."""
+        exporter, run, target = self.exporter, self.run, self.target
+        if skip_finished and target.already_exported is not None:
+            finished = ExportResult.skipped(
+                exporter.name,
+                str(run.run_dir),
+                target.already_exported,
+                SkipReason.ALREADY_EXPORTED,
+            )
+            return finished.said_as_dry_run() if self.dry_run else finished
+        if reason := prerequisite_failure(exporter, run, target, self.guard):
+            return _failed(exporter, run, reason)
+        return None
+
+    def guarded(self) -> ExportResult:
+        """Stages 5 to 8 under the run's lock, the landing window and the export's gate. Once
+        the delivery has landed, a stop signal is recorded, not raised, so the export it cannot
+        undo keeps its marker (:mod:`evalexport.interrupts`); a dry run lands nothing."""
+        what = f"an export of {self.run.rollouts.name} to {self.exporter.name}"
+        locked = (
+            self.guard.locked(self.waiting(what))
+            if self.guard is not None and not self.dry_run
+            else contextlib.nullcontext()
         )
-        return finished.said_as_dry_run() if dry_run else finished
-    export_guard = (
-        guard.ExportGuard(run, exporter.name, target.where) if exporter.kind == "tracking" else None
-    )
-    if reason := prerequisite_failure(exporter, run, target, export_guard):
-        return _failed(exporter, run, reason)
-    waiting = _waiting(exporter, f"an export of {run.rollouts.name} to {exporter.name}", target)
-    locked = (
-        export_guard.locked(waiting) if export_guard and not dry_run else contextlib.nullcontext()
-    )
-    # From the read to the marker: once the delivery has landed, a stop signal is recorded,
-    # not raised, so the export it cannot undo keeps its marker (see evalexport.interrupts).
-    # A dry run lands nothing: a stop signal stops it whenever it comes.
-    window = landing() if not dry_run else contextlib.nullcontext(Landing())
-    secrets = target.worker.secrets.values() if target.worker is not None else ()
-    with known_secrets(secrets), locked, window as delivery, _gate(config) as gate:
-        if export_guard is not None:
-            # Under the lock: a concurrent export may have finished meanwhile.
-            earlier = export_guard.earlier_export(dry_run=dry_run)
-            if isinstance(earlier, guard.AlreadyExported):
-                skipped = earlier.skipped(exporter.name, run)
-                return skipped.said_as_dry_run() if dry_run else skipped
-            if earlier is not None:
-                return _failed(exporter, run, earlier.message())
-        with _opened_worker(exporter, config, target, dry_run) as worker:
+        window = landing() if not self.dry_run else contextlib.nullcontext(Landing())
+        worker = self.target.worker
+        with (
+            known_secrets(worker.secrets.values() if worker is not None else ()),
+            locked,
+            window as delivery,
+            _gate(self.config) as gate,
+        ):
+            if (earlier := self.earlier()) is not None:
+                return earlier
+            result, fingerprint = self.read_and_send(gate, delivery)
+            if self.dry_run:
+                return result  # described, never marked
+            if self.guard is not None and result.status is ExportStatus.SUCCEEDED:
+                assert fingerprint is not None
+                result = self.guard.marked(result, self.target.where, fingerprint)
+        if delivery.signum is None:
+            return result
+        logger.warning(
+            "%s arrived after the %s export had landed; the export stands",
+            signal_name(delivery.signum),
+            self.exporter.name,
+        )
+        # Whoever runs the next export (a plan's worker) stops now.
+        return result.model_copy(update={"interrupted_by": signal_name(delivery.signum)})
+
+    def earlier(self) -> ExportResult | None:
+        """Stage 5, under the lock (a concurrent export may have finished meanwhile): what an
+        earlier export to this target says, a skip or a refusal; ``None`` to go on."""
+        if self.guard is None:
+            return None
+        earlier = self.guard.earlier_export(dry_run=self.dry_run)
+        if isinstance(earlier, guard.AlreadyExported):
+            skipped = earlier.skipped(self.exporter.name, self.run)
+            return skipped.said_as_dry_run() if self.dry_run else skipped
+        return _failed(self.exporter, self.run, earlier.message()) if earlier else None
+
+    def read_and_send(self, gate: Egress, delivery: Landing) -> tuple[ExportResult, str | None]:
+        """Stages 6 and 7: the worker opened, the run read once, then described (a dry run)
+        or delivered; the result, and the fingerprint of the bytes read (a tracking export's,
+        under the lock: the marker and the remote run's tag name them)."""
+        exporter, run, config, target = self.exporter, self.run, self.config, self.target
+        with _opened_worker(exporter, config, target, self.dry_run) as worker:
             prepared: object = None
             try:
                 prepared = _read_once(exporter, run, config, target)
@@ -284,40 +349,27 @@ def _export(
                 notes = prepared.warnings() if isinstance(prepared, PreparedRun) else []
                 notes += gate.notes()
                 fingerprint = None
-                if export_guard is not None:
-                    # The bytes read, under the lock: the marker and the remote run's tag
-                    # name them.
+                if self.guard is not None:
                     fingerprint = (
                         prepared.fingerprint
                         if isinstance(prepared, PreparedRun)
                         else run_fingerprint(run)
                     )
                 handed = _Handed(run, config, target, prepared, fingerprint)
-                if dry_run:
+                if self.dry_run:
                     described = _described(exporter, handed, _asked(exporter, handed, worker))
-                    return _with_notes(described, notes)
+                    return _with_notes(described, notes), fingerprint
                 stage(exporter.name, f"exporting to {_shown(target)}")
                 # Copies of one run (other directories, the same bytes) exported at once to one
                 # target: one delivery at a time, so each looks up what the other made.
-                copy = replace(waiting, what=f"an export of the same run to {exporter.name}")
+                copy = self.waiting(f"an export of the same run to {exporter.name}")
                 with _copies_one_at_a_time(exporter, fingerprint, copy):
                     result = _with_notes(_delivered(exporter, handed, worker), notes)
                 if result.status is ExportStatus.SUCCEEDED:
                     delivery.landed()
+                return result, fingerprint
             finally:
                 _discard(prepared)
-        if export_guard is not None and result.status is ExportStatus.SUCCEEDED:
-            assert fingerprint is not None
-            result = export_guard.marked(result, target.where, fingerprint)
-    if delivery.signum is not None:
-        logger.warning(
-            "%s arrived after the %s export had landed; the export stands",
-            signal_name(delivery.signum),
-            exporter.name,
-        )
-        # Whoever runs the next export (a plan's worker) stops now.
-        result = result.model_copy(update={"interrupted_by": signal_name(delivery.signum)})
-    return result
 
 
 def _gate(config: ExporterConfig) -> contextlib.AbstractContextManager[Egress]:
@@ -357,16 +409,29 @@ class _Handed:
         }
 
 
-def _resolved(exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig) -> Target:
-    """Stage 3: the exporter's target, resolved once."""
-    target = call_hook(exporter.resolve, run=run, config=config)
+def _resolved(
+    exporter: AnyExporter, run: RunArtifacts, config: ExporterConfig
+) -> tuple[Target, float]:
+    """Stage 3: the exporter's target, resolved once, with the worker's time limit the user
+    set (``$EVALEXPORT_WORKER_TIME_LIMIT``, read here and only here) in place of the
+    exporter's; and the time limit every wait of the export keeps to."""
+    from evalexport.isolation.delivery import DEFAULT_TIME_LIMIT
+    from evalexport.settings import worker_time_limit
+
+    limit = worker_time_limit()
+    target = call_hook(exporter.resolve, run=run, config=config, time_limit=limit)
     if not isinstance(target, Target):
         raise ExportFailure(
             f"the {exporter.name} exporter's resolve returned {type(target).__name__}; it "
             "returns a Target (evalexport.exporters.Target(where=...)). This is a bug in "
             "the exporter."
         )
-    return target
+    worker = target.worker
+    if worker is None:
+        return target, DEFAULT_TIME_LIMIT if limit is None else limit
+    if limit is not None:
+        worker = replace(worker, time_limit=limit)
+    return replace(target, worker=worker), worker.time_limit
 
 
 @contextlib.contextmanager

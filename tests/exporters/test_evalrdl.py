@@ -513,7 +513,7 @@ def test_glab_that_does_not_answer_fails_within_the_time_limit_and_leaves_nothin
     result = export_evalrdl(sample_run)
     assert result.exit_code == 1
     assert result.message.startswith(
-        "No EvalRDL token: `glab auth token` did not answer within the worker's time limit of 2 s"
+        "No EvalRDL token: `glab auth token` did not answer within 2 s"
     )
     glab_pid = int(calls.read_text().split()[0])
     assert not is_running(glab_pid)
@@ -568,3 +568,38 @@ def test_the_quick_start_with_the_fake_runs_as_written(evalexport_isolation, tmp
     assert second.startswith("skipped (deduped): "), second
     assert (checkout / "evalrdl-store").is_dir()
     assert sorted(p.relative_to(checkout) for p in (checkout / "fakes").rglob("*")) == before
+
+
+def test_the_worker_time_limit_is_read_once_and_handed_down(
+    export_evalrdl, sample_run, monkeypatch
+) -> None:
+    """``$EVALEXPORT_WORKER_TIME_LIMIT`` is read once per export, as the target is resolved:
+    resolve gets it (glab's wait), the worker and every lock wait keep to the target's."""
+    import sys
+
+    import evalexport.settings
+    from evalexport.isolation import delivery
+
+    monkeypatch.setenv("EVALEXPORT_WORKER_TIME_LIMIT", "321")
+    reads: list[float | None] = []
+    read = evalexport.settings.worker_time_limit
+
+    def counted() -> float | None:
+        reads.append(read())
+        return reads[-1]
+
+    for module in list(sys.modules.values()):  # wherever it was imported by name
+        if getattr(module, "worker_time_limit", None) is read:
+            monkeypatch.setattr(module, "worker_time_limit", counted)
+    limits: list[float] = []
+    opened = delivery.OpenedWorker.__init__
+
+    def recorded(self, *arguments, **keywords) -> None:  # type: ignore[no-untyped-def]
+        opened(self, *arguments, **keywords)
+        limits.append(self.time_limit)
+
+    monkeypatch.setattr(delivery.OpenedWorker, "__init__", recorded)
+    result = export_evalrdl(sample_run)
+    assert result.exit_code == 0, result.message
+    assert reads == [321.0]
+    assert limits == [321.0]

@@ -118,7 +118,7 @@ def test_the_payload_built_for_a_run_matches_its_type(
     exporter = load_exporter(name)()
     config = parse_options(exporter, {"rollouts_jsonl_fpath": str(sample_run.rollouts), **options})
     handed: dict[str, Any] = {"run": sample_run.run, "config": config}
-    handed["target"] = call_hook(exporter.resolve, **handed)
+    handed["target"] = call_hook(exporter.resolve, **handed, time_limit=None)  # as the pipeline
     handed["prepared"] = call_hook(exporter.read, **handed)
     try:
         delivery = call_hook(exporter.deliver, **handed, fingerprint="sha256:0", scratch=tmp_path)

@@ -61,9 +61,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from evalexport.interrupts import Interrupted, signals_raise
 
     decided_exit_code(reset=True)
+    returned: int | None = None
     try:
         with signals_raise():
-            return _main(list(sys.argv[1:] if argv is None else argv))
+            returned = _main(list(sys.argv[1:] if argv is None else argv))
+            # A pipe's stdout is block-buffered: write it out here, where a reader that went
+            # away is caught, not at the interpreter's exit (which would make the code 120).
+            sys.stdout.flush()
+            return returned
     except Interrupted as interruption:
         # Whatever was under way unwound on the way here (workers stopped, scratch removed);
         # an export interrupted mid-way returned its own result instead (SPEC §3.4).
@@ -77,7 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = decided_exit_code()
-        return OK if code is None else code
+        if code is None:
+            code = OK if returned is None else returned
+        return code
 
 
 def _main(args: list[str]) -> int:

@@ -31,7 +31,7 @@ from evalexport.interrupts import signal_name
 from evalexport.isolation.variables import BASE, Admitted
 from evalexport.masking import known_secrets
 from evalexport.results import ExitCode, ExportResult, ExportStatus
-from evalexport.settings import TIME_LIMIT_VARIABLE, installer_choice, worker_time_limit
+from evalexport.settings import TIME_LIMIT_VARIABLE, installer_choice
 from evalexport.workers.protocol import WorkerResult
 
 if TYPE_CHECKING:
@@ -141,9 +141,8 @@ class OpenedWorker:
             if timeout_option
             else f"Set {TIME_LIMIT_VARIABLE} (seconds) to allow it longer."
         )
-        override = worker_time_limit()  # each of evalexport's own settings is checked once,
-        installer_choice()  # before anything is read, built or started
-        self.time_limit = spec.time_limit if override is None else override
+        installer_choice()  # checked before anything is read, built or started
+        self.time_limit = spec.time_limit  # the user's, if set: the pipeline resolved it
         self._environment_spec = EnvironmentSpec(exporter, spec.requirements)
         self.environment: Environment | None = existing_environment(self._environment_spec)
         self._started: StartedWorker | None = None

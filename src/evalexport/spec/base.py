@@ -9,7 +9,7 @@ API, plans and Slurm alike); its options are the first type parameter, ``Exporte
 ``summary``      one line for ``evalexport list``
 ``kind``         what the pipeline does around it (:data:`ExporterKind`)
 ``sdk``          for an exporter whose SDK runs in a worker: its :class:`Sdk`
-``resolve``      ``(run, config) -> Target``: where the run goes and every setting it needs,
+``resolve``      ``(run, config, time_limit) -> Target``: where the run goes and every setting,
                  worked out once per export and handed to the hooks after it
 ``read``         ``(run, config, target) -> Prepared``: the export's one read of the run
 ``plan``         ``(run, config, target, prepared) -> DryRunPlan``: what a dry run says
@@ -140,10 +140,12 @@ class Exporter(abc.ABC, Generic[ConfigT, PreparedT, TargetT]):
     # class check (:func:`.hooks.verify`) reads the arguments off it at runtime.
 
     @hook
-    def resolve(self, run: RunArtifacts, config: ConfigT) -> TargetT:
+    def resolve(self, run: RunArtifacts, config: ConfigT, time_limit: float | None) -> TargetT:
         """Where the run goes, and every setting the export needs (from the options, then
         the SDKs' own environment variables, then defaults), worked out once: the pipeline
-        hands the target to every hook after it. Open no file of the run here (:meth:`read`
+        hands the target to every hook after it. ``time_limit``: the worker's time limit the
+        user set (``$EVALEXPORT_WORKER_TIME_LIMIT``), or ``None``; it replaces the target's
+        worker's own, and bounds whatever ``resolve`` waits for itself (a credential helper). Open no file of the run here (:meth:`read`
         does); say why the run cannot go there in :attr:`Target.refusal`; raise
         :class:`~evalexport.settings.SettingError` for a setting that cannot be used.
 

@@ -24,7 +24,6 @@ from evalexport.egress import SecretScan
 from evalexport.progress import human_size
 from evalexport.results import DryRunPlan, PlannedFile
 from evalexport.run import RunArtifacts, RunFileError
-from evalexport.settings import worker_time_limit
 from evalexport.spec import WorkerDelivery, WorkerSecretsError, WorkerSpec, run_tracked
 from evalexport.spec.base import Exporter
 from evalexport.spec.declarations import SdkConfig, Target
@@ -48,6 +47,9 @@ Text = Annotated[str, BeforeValidator(_scalar_to_text)]
 TOKEN_VARIABLES = ("EVALRDL_TOKEN", "GITLAB_TOKEN", "GITLAB_PRIVATE_TOKEN")
 UPLOAD_TIME: Final = 3600.0
 """How long an upload may take (the worker's time limit), before the verdict's own timeout."""
+GLAB_TIME: Final = 60.0
+"""How long ``glab auth token`` (a local read of glab's login) may take to answer, at most
+(less when the user's worker time limit is less)."""
 """Where the SDK looks for its token, in order, before asking ``glab``."""
 
 
@@ -102,7 +104,7 @@ class EvalRDLExporter(Exporter[EvalRDLConfig, None]):
         contract=Surface.declared(evalrdl_worker.SURFACE),
     )
 
-    def resolve(self, run: RunArtifacts, config: EvalRDLConfig) -> Target:
+    def resolve(self, config: EvalRDLConfig, time_limit: float | None) -> Target:
         """The service, and the worker: the SDK's requirement; the upload gets an hour, plus
         the verdict's timeout when waiting for it; the token, from a token variable or, when
         none is set, from ``glab`` (:func:`_token`). Without one, the dry run and the export
@@ -111,7 +113,7 @@ class EvalRDLExporter(Exporter[EvalRDLConfig, None]):
         refusal = None
         secrets: dict[str, str] = {}
         try:
-            secrets = _token(worker_time_limit() or limit)
+            secrets = _token(min(time_limit, GLAB_TIME) if time_limit else GLAB_TIME)
         except WorkerSecretsError as error:
             refusal = str(error)
         return Target(
@@ -233,8 +235,8 @@ def _token(limit: float) -> dict[str, str]:
         completed = run_tracked([glab, "auth", "token"], timeout=limit)
     except subprocess.TimeoutExpired:
         raise WorkerSecretsError(
-            f"No EvalRDL token: `glab auth token` did not answer within the worker's time "
-            f"limit of {limit:g} s. Set EVALRDL_TOKEN, or check glab (glab auth status)."
+            f"No EvalRDL token: `glab auth token` did not answer within {limit:g} s. "
+            "Set EVALRDL_TOKEN, or check glab (glab auth status)."
         ) from None
     except OSError as error:
         raise WorkerSecretsError(
