@@ -49,22 +49,13 @@ def _load(path: Path) -> Any:
     from omegaconf.errors import OmegaConfBaseException
     from yaml import YAMLError
 
-    from evalexport.host.files import RunFileError, open_regular
+    from evalexport.host.files import RunFileError, read_bounded
     from evalexport.ingress import DocumentRefused, load_yaml
 
     try:
-        with open_regular(path) as handle:
-            data = handle.read(_MAX_CONFIG_BYTES + 1)
-    except FileNotFoundError:
-        raise LaunchConfigError(f"Config file not found: {path}") from None
-    except OSError as error:
-        raise LaunchConfigError(f"Cannot read config file {path}: {error.strerror}") from None
-    except RunFileError as error:  # a FIFO, a directory
-        raise LaunchConfigError(f"Cannot read config file {path}: {error}") from None
-    if len(data) > _MAX_CONFIG_BYTES:
-        raise LaunchConfigError(
-            f"Config file {path} is larger than {_MAX_CONFIG_BYTES // 2**20} MiB: is it a config?"
-        )
+        data = read_bounded(path, _MAX_CONFIG_BYTES, "Config file", "is it a config?")
+    except RunFileError as error:  # missing, unreadable, a FIFO, a directory, too large
+        raise LaunchConfigError(str(error)) from None
     try:  # the ingress gate measures it before OmegaConf builds it (an alias bomb, say)
         load_yaml(data, path, what="config file")
     except DocumentRefused as refused:

@@ -54,63 +54,61 @@ class SettingError(ValueError):
     """An environment variable of evalexport's holds a value it cannot use (exit code 2)."""
 
 
-def worker_time_limit() -> float | None:
-    """``$EVALEXPORT_WORKER_TIME_LIMIT`` in seconds, or ``None`` when it is unset or empty.
-
-    Raises :class:`SettingError` for anything but a finite number of seconds above 0.
-    """
-    text = os.environ.get(TIME_LIMIT_VARIABLE, "").strip()
+def _seconds(variable: str, *, zero: bool, what: str, advice: str) -> float | None:
+    """``$variable`` in seconds, ``None`` when it is unset or empty; a :class:`SettingError`
+    (``{variable}={text!r} is not {what}: {advice}``) for anything but a finite number above 0
+    (or 0 too, when ``zero``)."""
+    text = os.environ.get(variable, "").strip()
     if not text:
         return None
     try:
         seconds = float(text)
     except ValueError:
         seconds = math.nan
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise SettingError(
-            f"{TIME_LIMIT_VARIABLE}={text!r} is not a time limit: give a number of seconds "
-            f"greater than 0 (e.g. {TIME_LIMIT_VARIABLE}=600), or unset it for each "
-            "exporter's own limit"
-        )
+    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not zero):
+        raise SettingError(f"{variable}={text!r} is not {what}: {advice}")
     return seconds
+
+
+def worker_time_limit() -> float | None:
+    """``$EVALEXPORT_WORKER_TIME_LIMIT`` in seconds, or ``None`` when it is unset or empty.
+
+    Raises :class:`SettingError` for anything but a finite number of seconds above 0.
+    """
+    return _seconds(
+        TIME_LIMIT_VARIABLE,
+        zero=False,
+        what="a time limit",
+        advice=f"give a number of seconds greater than 0 (e.g. {TIME_LIMIT_VARIABLE}=600), or "
+        "unset it for each exporter's own limit",
+    )
 
 
 def plugin_import_timeout() -> float:
     """``$EVALEXPORT_PLUGIN_IMPORT_TIMEOUT`` in seconds, else 20; raises :class:`SettingError`
     for anything but a finite number above 0."""
-    text = os.environ.get(PLUGIN_IMPORT_VARIABLE, "").strip()
-    if not text:
-        return DEFAULT_PLUGIN_IMPORT_TIMEOUT
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise SettingError(
-            f"{PLUGIN_IMPORT_VARIABLE}={text!r} is not a time limit: give a number of seconds "
-            "greater than 0, or unset it for 20"
-        )
-    return seconds
+    seconds = _seconds(
+        PLUGIN_IMPORT_VARIABLE,
+        zero=False,
+        what="a time limit",
+        advice="give a number of seconds greater than 0, or unset it for 20",
+    )
+    return DEFAULT_PLUGIN_IMPORT_TIMEOUT if seconds is None else seconds
 
 
 def progress_interval() -> float:
     """``$EVALEXPORT_PROGRESS_INTERVAL`` in seconds, at least :data:`MIN_PROGRESS_INTERVAL`;
     5 when it is unset or empty. Raises :class:`SettingError` for anything but a finite
     number of seconds, 0 or more."""
-    text = os.environ.get(PROGRESS_INTERVAL_VARIABLE, "").strip()
-    if not text:
-        return DEFAULT_PROGRESS_INTERVAL
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not math.isfinite(seconds) or seconds < 0:
-        raise SettingError(
-            f"{PROGRESS_INTERVAL_VARIABLE}={text!r} is not an interval: give the seconds between "
-            f"two progress lines (e.g. {PROGRESS_INTERVAL_VARIABLE}=30; at least "
-            f"{MIN_PROGRESS_INTERVAL:g} is used), or unset it for 5"
-        )
-    return max(seconds, MIN_PROGRESS_INTERVAL)
+    seconds = _seconds(
+        PROGRESS_INTERVAL_VARIABLE,
+        zero=True,
+        what="an interval",
+        advice=f"give the seconds between two progress lines (e.g. "
+        f"{PROGRESS_INTERVAL_VARIABLE}=30; at least {MIN_PROGRESS_INTERVAL:g} is used), or "
+        "unset it for 5",
+    )
+    return DEFAULT_PROGRESS_INTERVAL if seconds is None else max(seconds, MIN_PROGRESS_INTERVAL)
 
 
 def installer_choice() -> Literal["uv", "pip"] | None:

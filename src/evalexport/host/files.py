@@ -20,6 +20,7 @@ __all__ = [
     "RunFileError",
     "not_a_file_reason",
     "open_regular",
+    "read_bounded",
     "write_text_atomically",
 ]
 
@@ -75,6 +76,24 @@ def open_regular(path: Path) -> BinaryIO:
     except BaseException:
         os.close(descriptor)
         raise
+
+
+def read_bounded(path: Path, limit: int, what: str, hint: str) -> bytes:
+    """The bytes of the small file ``path`` (``what``: "Saved run config"), read once and at most
+    ``limit`` of them; a :class:`RunFileError` naming it when it is missing, unreadable, not a
+    regular file, or larger (``hint`` says what to check then)."""
+    try:
+        with open_regular(path) as handle:
+            data = handle.read(limit + 1)
+    except FileNotFoundError:
+        raise RunFileError(f"{what} not found: {path}") from None
+    except OSError as error:
+        raise RunFileError(
+            f"Cannot read {what[0].lower()}{what[1:]} {path}: {error.strerror or error}"
+        ) from None
+    if len(data) > limit:
+        raise RunFileError(f"{what} {path} is larger than {limit // 2**20} MiB: {hint}")
+    return data
 
 
 def write_text_atomically(target: Path, text: str) -> None:

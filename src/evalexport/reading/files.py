@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import BinaryIO, Final, Protocol, final
 
 from evalexport.gym.jobs import JOB_CONFIG_NAME
-from evalexport.host.files import CHUNK, RunFileError, not_a_file_reason, open_regular
+from evalexport.host.files import (
+    CHUNK,
+    RunFileError,
+    not_a_file_reason,
+    open_regular,
+    read_bounded,
+)
 from evalexport.ingress import depth_problem, load_json, load_yaml
 
 __all__ = [
@@ -104,19 +110,8 @@ def read_file(run: RunPaths, path: Path) -> bytes:
     """The bytes of the aggregate metrics or the saved config, read once; a file that is
     missing or cannot be read is a :class:`RunFileError` naming it."""
     what = "Aggregate metrics" if path == run.aggregate_metrics else "Saved run config"
-    try:
-        with open_regular(path) as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise RunFileError(f"{what} not found: {path}") from None
-    except OSError as error:
-        raise RunFileError(f"Cannot read {what[0].lower()}{what[1:]} {path}: {error}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise RunFileError(
-            f"{what} {path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, the most "
-            "evalexport reads of it (a real one is a few kilobytes): is it the right file?"
-        )
-    return data
+    hint = "the most evalexport reads of it (a real one is a few kilobytes): is it the right file?"
+    return read_bounded(path, MAX_FILE_BYTES, what, hint)
 
 
 def parse_aggregate_metrics(run: RunPaths, data: bytes) -> list[dict[str, object]]:
