@@ -186,3 +186,67 @@ def test_a_malformed_health_file_is_named(cli, example, name: str, text: str, sa
     assert said in done.stdout
     assert name in done.stdout
     assert "Traceback" not in done.output
+
+
+def _second_run_beside(run: RunArtifacts) -> Path:
+    """Another run of the benchmark in the same directory, with as many rollouts: what Gym's
+    structeval directory holds (its reports are the last run's, named alike)."""
+    other = run.run_dir / "aime24_repeat_rollouts.jsonl"
+    shutil.copyfile(run.rollouts, other)
+    shutil.copyfile(
+        run.aggregate_metrics, run.run_dir / "aime24_repeat_rollouts_aggregate_metrics.json"
+    )
+    return other
+
+
+def test_reports_in_a_directory_of_several_runs_are_left_out_unless_they_name_the_run(
+    cli, example
+) -> None:
+    """#58: with two runs of equal record counts in one directory the other run's reports
+    travelled silently; nothing in them names a run (Gym's rollout ids are <task>-<rollout>)."""
+    _second_run_beside(example)
+    result = _plan(cli, example, "mlflow")
+    assert "the directory also holds aime24_repeat_rollouts.jsonl" in result["message"]
+    assert "nothing in them names this run, so they are left out" in result["message"]
+    assert [m for m in result["plan"]["metric_names"] if m.startswith("health/")] == [
+        "health/failures/attempts",  # the failures file is named after the run: it stays
+        "health/failures/terminal",
+    ]
+    assert "health/verdict" not in result["plan"]["sections"]["tags"]
+    assert not {"quality_summary.json", "rollout_verdicts.jsonl"} & set(
+        result["plan"]["sections"]["artifacts"]
+    )
+    assert "nothing in them names this run" in cli("inspect", example.rollouts).stdout
+
+
+def _ids_of_the_run_itself(run: RunArtifacts, verdict_id: str = "run-a") -> None:
+    """Each rollout given an id of its run body's own (``_ng_rollout_id``), and the verdicts
+    naming the ids ``verdict_id`` makes."""
+    rows = [json.loads(line) for line in run.rollouts.read_text().splitlines()]
+    for row in rows:
+        row["_ng_rollout_id"] = f"run-a/{row['_ng_task_index']}/{row['_ng_rollout_index']}"
+    run.rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    verdicts = [json.loads(line) for line in run.rollout_verdicts.read_text().splitlines()]
+    for line in verdicts:
+        line["rollout_id"] = f"{verdict_id}/{line['_ng_task_index']}/{line['_ng_rollout_index']}"
+    run.rollout_verdicts.write_text("".join(json.dumps(line) + "\n" for line in verdicts))
+
+
+def test_reports_that_name_the_run_by_its_rollout_ids_travel_beside_another_run(
+    cli, example
+) -> None:
+    _ids_of_the_run_itself(example)
+    _second_run_beside(example)
+    result = _plan(cli, example, "mlflow")
+    assert "left out" not in result["message"]
+    assert "health/verdict" in result["plan"]["sections"]["tags"]
+    assert "rollout_verdicts.jsonl" in result["plan"]["sections"]["artifacts"]
+
+
+def test_verdicts_under_other_rollout_ids_are_not_this_runs(cli, example) -> None:
+    _ids_of_the_run_itself(example, verdict_id="run-b")
+    result = _plan(cli, example, "mlflow")
+    assert (
+        f"{example.rollout_verdicts} holds 32 verdicts for the run's 32 rollouts (0 without "
+        "one, 32 under another id)"
+    ) in result["message"]

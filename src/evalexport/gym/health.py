@@ -14,9 +14,13 @@ What travels (SPEC §1): the summary's ``run`` numbers as metrics under ``health
 paths joined by ``/``; each check's coverage stays in the file), the worst verdict of the run as the tag or summary value
 ``health/verdict``, the failed attempts counted (``health/failures/attempts``,
 ``health/failures/terminal``), each rollout's verdict as a column of the samples table, and the
-three files themselves, secrets masked where they leave. The reports are named alike for every run of a
-directory, so a report that does not describe this run (its record count or its rollouts
-differ) is left out, and the result says so. A run without them exports as before.
+three files themselves, secrets masked where they leave. The reports are named alike for every
+run of a directory (Gym writes them into the rollouts file's directory, the last run's over the
+one before), so a report that does not describe this run (its record count, its rollouts or
+their ids differ) is left out, and so are both reports when the directory holds other runs and
+nothing in them names this one (Gym's rollout ids are ``<task>-<rollout>`` unless the run
+body gave its own: alike for every run); the result says why. A run without them exports as
+before.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ __all__ = [
     "HealthPaths",
     "RolloutKey",
     "RunHealth",
+    "gym_rollout_id",
     "read_health",
     "rollout_key",
     "with_health",
@@ -73,6 +78,20 @@ def rollout_key(record: Mapping[str, object]) -> RolloutKey:
     )
 
 
+def gym_rollout_id(record: Mapping[str, object]) -> str | None:
+    """The rollout id Gym's health checks give a rollout (``rollout_health._worker``): the
+    record's ``_ng_rollout_id``, else its trajectory's ``rollout_id``, else
+    ``<task>-<rollout>``; ``None`` for a record without a task index (Gym then counts lines)."""
+    trajectory = record.get("ng_trajectory")
+    own = record.get("_ng_rollout_id") or (
+        trajectory.get("rollout_id") if isinstance(trajectory, dict) else None
+    )
+    if own:
+        return str(own)
+    task = record.get("_ng_task_index")
+    return None if task is None else f"{task}-{record.get('_ng_rollout_index', 0)}"
+
+
 class HealthPaths(Protocol):
     """Where a run's health files are (:class:`evalexport.run.RunArtifacts` has them)."""
 
@@ -87,6 +106,9 @@ class HealthPaths(Protocol):
     @property
     def failures(self) -> Path:
         """Gym's failed attempts."""
+
+    def other_runs_in_directory(self) -> list[Path]:
+        """Rollouts files of other runs that share this run's directory."""
 
 
 @final
@@ -112,20 +134,48 @@ class RunHealth:
     """How many records the summary says it checked."""
     summary_path: Path | None = None
     verdicts_path: Path | None = None
+    verdict_ids: dict[RolloutKey, str] = field(default_factory=dict)
+    """The ``rollout_id`` each verdict line names, by its key."""
+    other_runs: list[Path] = field(default_factory=list)
+    """Rollouts files of other runs in the directory, whose reports would bear the same names."""
 
     _seen: int = field(default=0, init=False, repr=False)
     _unmatched: int = field(default=0, init=False, repr=False)
+    _misnamed: int = field(default=0, init=False, repr=False)
+    _named: int = field(default=0, init=False, repr=False)
 
     def see(self, record: Mapping[str, object]) -> None:
-        """Note a rollout as the run is read: whether the verdicts file has its verdict."""
-        if self.verdicts is not None:
-            self._seen += 1
-            self._unmatched += rollout_key(record) not in self.verdicts
+        """Note a rollout as the run is read: whether the verdicts file has its verdict, under
+        the rollout id Gym gives it."""
+        if self.verdicts is None:
+            return
+        self._seen += 1
+        key = rollout_key(record)
+        if key not in self.verdicts:
+            self._unmatched += 1
+            return
+        said = self.verdict_ids.get(key)
+        own = gym_rollout_id(record)
+        if said is None or own is None:
+            return
+        if said != own:
+            self._misnamed += 1
+        elif said != f"{key[0]}-{0 if key[1] is None else key[1]}":  # not Gym's <task>-<rollout>
+            self._named += 1
+
+    def names_this_run(self) -> bool:
+        """Whether the verdicts tie the reports to this run: each rollout's own id (one the
+        run body gave, not ``<task>-<rollout>``) is the one its verdict names."""
+        return self._seen > 0 and self._named == self._seen and self.verdicts_fit()
 
     def verdicts_fit(self) -> bool:
-        """Whether the verdicts file gives a verdict to each rollout seen, and to no other."""
+        """Whether the verdicts file gives a verdict to each rollout seen, and to no other,
+        under its id."""
         return (
-            self.verdicts is not None and self._unmatched == 0 and self._seen == len(self.verdicts)
+            self.verdicts is not None
+            and self._unmatched == 0
+            and self._misnamed == 0
+            and self._seen == len(self.verdicts)
         )
 
     def verdict_of(self, record: Mapping[str, object]) -> str | None:
@@ -135,25 +185,45 @@ class RunHealth:
     def finish(self, rollout_count: int) -> None:
         """Once every rollout is seen: leave out what does not describe this run. The reports
         are named alike for every run of a directory, so they may be another's."""
+        reports = [p for p in (self.summary_path, self.verdicts_path) if p is not None]
+        if reports and self.other_runs and not self.names_this_run():
+            others = ", ".join(path.name for path in self.other_runs)
+            self.notes.append(
+                f"{' and '.join(map(str, reports))} may be another run's: the directory also "
+                f"holds {others}, NeMo Gym names the health reports alike for every run of a "
+                "directory, and nothing in them names this run, so they are left out (keep "
+                "each run in a directory of its own, where `gym eval health` writes its own)"
+            )
+            self._leave_out_summary()
+            self.verdicts = None
+            self.files.pop(ROLLOUT_VERDICTS_NAME, None)
+            return
         if self.summary_records is not None and self.summary_records != rollout_count:
             self.notes.append(
                 f"{self.summary_path} describes {self.summary_records} records and the run "
                 f"holds {rollout_count}: it is not this run's, so its metrics and verdict are "
                 "left out (`gym eval health` on this run writes its own)"
             )
-            self.metrics = {
-                k: v for k, v in self.metrics.items() if k.startswith(f"{HEALTH_PREFIX}failures/")
-            }
-            self.verdict = None
-            self.files.pop(QUALITY_SUMMARY_NAME, None)
+            self._leave_out_summary()
         if self.verdicts is not None and not self.verdicts_fit():
+            misnamed = f", {self._misnamed} under another id" if self._misnamed else ""
             self.notes.append(
                 f"{self.verdicts_path} holds {len(self.verdicts)} verdicts for the run's "
-                f"{self._seen} rollouts ({self._unmatched} without one): it is not this run's, "
-                "so it is left out and the samples table has no health_verdict column"
+                f"{self._seen} rollouts ({self._unmatched} without one{misnamed}): it is not "
+                "this run's, so it is left out and the samples table has no health_verdict "
+                "column"
             )
             self.verdicts = None
             self.files.pop(ROLLOUT_VERDICTS_NAME, None)
+
+    def _leave_out_summary(self) -> None:
+        """The summary's metrics and verdict and the file itself (the failures file is named
+        after the run: its counts stay)."""
+        self.metrics = {
+            k: v for k, v in self.metrics.items() if k.startswith(f"{HEALTH_PREFIX}failures/")
+        }
+        self.verdict = None
+        self.files.pop(QUALITY_SUMMARY_NAME, None)
 
     def warnings(self) -> list[str]:
         """What the result says of the health files: what was left out."""
@@ -163,7 +233,7 @@ class RunHealth:
 def read_health(run: HealthPaths) -> RunHealth:
     """Read the run's health files, each once; a file that is missing is no problem (a run
     made without health checks), one that cannot be read is a :class:`RunFileError` naming it."""
-    health = RunHealth()
+    health = RunHealth(other_runs=run.other_runs_in_directory())
     if _readable(run.quality_summary, health):
         _read_summary(run.quality_summary, health)
     if _readable(run.rollout_verdicts, health):
@@ -227,6 +297,8 @@ def _read_verdicts(path: Path, health: RunHealth) -> dict[RolloutKey, str]:
         if not isinstance(row, dict) or not isinstance(verdict, str):
             raise RunFileError(f"Malformed rollout verdicts {path}: line {number} has no verdict")
         verdicts[rollout_key(row)] = verdict
+        if isinstance(said := row.get("rollout_id"), str):
+            health.verdict_ids[rollout_key(row)] = said
     report.keep(health, ROLLOUT_VERDICTS_NAME, "its verdicts are in the samples table")
     return verdicts
 
