@@ -195,3 +195,38 @@ def test_the_cli_names_the_option_and_writes_the_metrics(cli, tmp_path: Path) ->
         _agent_metrics(written)[1]["logprobs"]
         == generation_tokens(2, 20, 3)["generation_log_probs"]
     )
+
+
+def test_an_empty_bundle_writes_nothing() -> None:
+    """#58: real rows carry ``[]`` bundles where nothing was recorded; the relaxation wrote
+    empty arrays, which alone made a file non-reverifiable."""
+    row = _row()
+    for item in row["ng_trajectory"]["invocations"][0]["conversation"]:
+        for field in ("prompt_token_ids", "generation_token_ids", "generation_log_probs"):
+            if field in item:
+                item[field] = []
+    converted = convert_rollout(row, IDENTITY, relaxations=RELAX)
+    assert converted.relaxations == ("token_ids",)  # the strict refusal was relaxed: recorded
+    for metrics in _agent_metrics(converted.document):
+        assert not {"prompt_token_ids", "completion_token_ids", "logprobs"} & set(metrics)
+    atif.Trajectory.model_validate(converted.document)
+
+
+@pytest.mark.gym
+def test_gyms_reverify_ingress_refuses_token_metadata_as_the_docs_say(
+    cli, gym_oracle: GymOracle, tmp_path: Path
+) -> None:
+    """docs/exporters/atif.md: Gym 0.7.0's reverify reads no token metadata (a step holding
+    any is refused), so files for reverify leave ``+relax=[token_ids]`` out."""
+    rollouts = tmp_path / "run" / "math_rollouts.jsonl"
+    rollouts.parent.mkdir()
+    rollouts.write_text(json.dumps(_row()) + "\n")
+    output = tmp_path / "atif"
+    arguments = ["atif", f"+rollouts_jsonl_fpath={rollouts}", "+agent_version=1.0", "--json"]
+    done = json.loads(cli(*arguments, f"+output_dirpath={output}", "+relax=[token_ids]").stdout)
+    assert done["status"] == "succeeded", done["message"]
+    read = gym_oracle.reverify(output / "manifest.jsonl", rollouts)
+    assert read["projected"] == []
+    assert "contains training token metadata that the initial reverify adapter does not " in (
+        read["refused"]["0-0.json"]
+    )

@@ -352,10 +352,12 @@ def read_item(item: object, path: str, relax: Relaxations | None = None) -> Item
 
 def _token_bundle(
     item: dict[str, object], path: str, relax: Relaxations | None
-) -> dict[str, list[Any]]:
+) -> dict[str, list[Any]] | None:
     """The generation's token IDs and log probabilities an item carries, checked as Gym's
     ``TokenIDLogProbMixin`` checks them, in ATIF's step-metric names; refused unless
-    ``token_ids`` is relaxed, and ``routed_experts`` (no ATIF field) always."""
+    ``token_ids`` is relaxed, and ``routed_experts`` (no ATIF field) always. ``None`` for a
+    bundle of three empty lists: nothing was recorded, so nothing is written (empty arrays
+    would say a generation of no tokens)."""
     present = sorted(_TRAINING_FIELDS.intersection(item))
     if relax is None or not relax.permits("token_ids"):
         raise ItemError(
@@ -389,7 +391,7 @@ def _token_bundle(
             f"{len(bundle['completion_token_ids'])} generation token IDs but "
             f"{len(bundle['logprobs'])} log probabilities: they must align",
         )
-    return bundle
+    return bundle if any(bundle.values()) else None
 
 
 def read_items(value: object, path: str, relax: Relaxations | None = None) -> list[Item]:

@@ -85,8 +85,10 @@ RELAXATIONS: Final[dict[Relaxation, str]] = {
         "the token IDs and log probabilities Gym's model servers attach to a generation's "
         "last output item (prompt_token_ids, generation_token_ids, generation_log_probs) go to "
         "the metrics of the agent step holding that item, as ATIF v1.7's prompt_token_ids, "
-        "completion_token_ids and logprobs; routed_experts, which ATIF has no field for, is "
-        "still refused, and so is a partial bundle or one on an item no agent step holds"
+        "completion_token_ids and logprobs; a bundle of three empty lists (nothing recorded) "
+        "writes nothing; routed_experts, which ATIF has no field for, is still refused, and so "
+        "is a partial bundle or one on an item no agent step holds. Gym 0.7.0's reverify "
+        "ingress refuses trajectories with token metadata: leave this out of files for reverify"
     ),
     "turn_copies": (
         "a turn whose question, answer or reasoning copy, or whose step_count, disagrees with "
