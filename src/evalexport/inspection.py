@@ -55,6 +55,9 @@ class AtifVerdict:
     """When strict export refuses but allowing the recorded gaps and relaxing the strict
     profile (``+relax``) would accept every rollout: each relaxation some rollout needs, and how
     many rollouts need it (empty when the gaps alone suffice). ``None`` otherwise."""
+    blockers: list[str] = field(default_factory=list)
+    """When no option accepts every rollout: why the first rows are still refused with every
+    gap allowed and every relaxation given (what no option gets past)."""
 
 
 @final
@@ -214,6 +217,7 @@ def atif_verdict(run: RunArtifacts, gap_codes: list[str]) -> AtifVerdict:
     reasons = strict.rejected[:_LISTED_REASONS] if strict.rejected else [problem] if problem else []
     gaps_allowed: bool | None = None
     needed: dict[str, int] | None = None
+    blockers: list[str] = []
     if strict.rejected:
         # A relaxation counts only where a row needed it, so one pass says which are needed.
         # A name for the rows that name no agent, as +agent_name gives one (unnamed_agents).
@@ -221,11 +225,14 @@ def atif_verdict(run: RunArtifacts, gap_codes: list[str]) -> AtifVerdict:
         relaxed = convert_file(
             run.rollouts, named, output=None, allowed_gaps=gap_codes, relaxations=RELAXATIONS
         )
-        if not relaxed.rejected and relaxed.problem(run.rollouts) is None:
+        blockers = relaxed.rejected[:_LISTED_REASONS]
+        if not blockers and (still := relaxed.problem(run.rollouts)) is not None:
+            blockers = [still]
+        if not blockers:
             needed = dict(sorted(relaxed.relaxation_counts.items()))
         if gap_codes:
             gaps_allowed = needed == {}
-    return AtifVerdict(not reasons, len(strict.rejected), reasons, gaps_allowed, needed)
+    return AtifVerdict(not reasons, len(strict.rejected), reasons, gaps_allowed, needed, blockers)
 
 
 def _read_metrics(run: RunArtifacts, report: RunInspection) -> None:

@@ -198,3 +198,32 @@ def test_gyms_own_example_runs_convert_or_are_refused_naming_the_line_and_the_it
         line, _, reason = rejected.partition(": ")
         assert line.startswith("line ")
         assert reason.startswith(("response.output[", "responses_create_params.input[")), reason
+
+
+def test_a_row_is_told_every_reason_and_inspect_names_what_no_option_gets_past(
+    cli, conversation_run, tmp_path
+) -> None:
+    """#58: a row that names no agent and whose prompt holds an image was refused for its
+    agent alone; the image's reason came only after +relax=[unnamed_agents], and inspect said
+    no relaxation was enough without saying why."""
+    rows = [json.loads(line) for line in conversation_run.rollouts.read_text().splitlines()]
+    del rows[0]["agent_ref"]
+    prompt = rows[0]["responses_create_params"]["input"]
+    prompt[-1]["content"] = [
+        {"type": "input_text", "text": "What is in the picture?"},
+        {
+            "type": "input_image",
+            "image_url": "data:image/png;base64,iVBORw0KGgo=",
+            "detail": "auto",
+        },
+    ]
+    conversation_run.rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    refused = json.loads(
+        _atif(cli, conversation_run.rollouts, tmp_path / "a", RELAX, "--json").stdout
+    )
+    (rejected,) = refused["details"]["rejected_rows"]
+    assert "content[1]: only text content parts are supported, got 'input_image'" in rejected
+    assert "agent_ref: expected a non-empty agent_ref.name" in rejected
+    inspected = cli("inspect", conversation_run.rollouts).stdout
+    assert "with every gap allowed and every relaxation given, these remain:" in inspected
+    assert "got 'input_image'" in inspected.split("these remain:")[1]

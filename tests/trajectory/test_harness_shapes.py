@@ -49,9 +49,21 @@ def _row(shape: str, task: int = 0) -> dict[str, Any]:
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_strict_export_refuses_the_shape_as_gym_does(shape: str) -> None:
+    """The reason Gym gives comes first; every other reason follows (#58)."""
     with pytest.raises(TrajectoryError) as refused:
         convert_rollout(_row(shape), IDENTITY)
-    assert str(refused.value) == SHAPES[shape][2]
+    path, detail = refused.value.reasons[0]
+    assert f"{path}: {detail}" == SHAPES[shape][2]
+    assert str(refused.value).startswith(SHAPES[shape][2])
+
+
+def test_every_item_a_conversation_cannot_hold_is_named() -> None:
+    with pytest.raises(TrajectoryError) as refused:
+        convert_rollout(_row("interleaved"), IDENTITY)
+    assert [path for path, _ in refused.value.reasons] == [
+        "ng_trajectory.invocations[0].conversation[0].type",
+        "ng_trajectory.invocations[0].conversation[5].type",
+    ]
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
@@ -123,3 +135,15 @@ def test_gyms_model_accepts_the_shape_and_its_exporter_refuses_it_as_evalexport_
     comparison = compare(gym_oracle, rollouts, tmp_path / "work")
     assert not comparison.gym.succeeded
     assert comparison.disagreement() is None
+
+
+def test_every_field_the_record_schema_refuses_is_named() -> None:
+    row = _row("failed")
+    row["ng_trajectory"]["task_id"] = 5
+    row["ng_trajectory"]["invocations"][0]["status"] = 7
+    with pytest.raises(TrajectoryError) as refused:
+        convert_rollout(row, IDENTITY)
+    assert [path for path, _ in refused.value.reasons] == [
+        "ng_trajectory.task_id",
+        "ng_trajectory.invocations[0].status",
+    ]

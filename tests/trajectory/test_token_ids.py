@@ -227,6 +227,7 @@ def test_gyms_reverify_ingress_refuses_token_metadata_as_the_docs_say(
     assert done["status"] == "succeeded", done["message"]
     read = gym_oracle.reverify(output / "manifest.jsonl", rollouts)
     assert read["projected"] == []
-    assert "contains training token metadata that the initial reverify adapter does not " in (
-        read["refused"]["0-0.json"]
+    assert (
+        "contains training token metadata that the initial reverify adapter does not "
+        in (read["refused"]["0-0.json"])
     )

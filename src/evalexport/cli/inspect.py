@@ -135,9 +135,12 @@ def _print_atif_verdict(report: RunInspection) -> None:
     needed = verdict.relaxations_needed
     if needed is None:
         if gaps:
-            print("  allowing the recorded gaps would not be enough, nor would any relaxation")
+            print("  allowing the recorded gaps would not be enough, nor would any relaxation;")
         else:
-            print("  no relaxation of the strict profile (+relax) would be enough")
+            print("  no relaxation of the strict profile (+relax) would be enough;")
+        print("  with every gap allowed and every relaxation given, these remain:")
+        for blocker in verdict.blockers:
+            print(f"    - {blocker.splitlines()[0]}")
         return
     options = [gaps] if gaps else []
     if needed:

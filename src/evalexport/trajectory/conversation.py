@@ -17,7 +17,7 @@ instead of refusing them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, NamedTuple
 
 from evalexport.trajectory.relaxations import Relaxations
@@ -49,10 +49,12 @@ _OUTPUT_FIELDS = frozenset({"call_id", "output", "type", "id", "status"})
 
 
 class ItemError(ValueError):
-    """A conversation item cannot be converted; the message starts with its path."""
+    """Conversation items cannot be converted; ``reasons`` holds each one's path and why (the
+    message: ``path: detail``, then the others')."""
 
-    def __init__(self, path: str, detail: str) -> None:
-        super().__init__(f"{path}: {detail}")
+    def __init__(self, path: str, detail: str, *, more: Sequence[tuple[str, str]] = ()) -> None:
+        self.reasons: tuple[tuple[str, str], ...] = ((path, detail), *more)
+        super().__init__("; ".join(f"{p}: {d}" for p, d in self.reasons))
 
 
 class Item(NamedTuple):
@@ -404,4 +406,14 @@ def read_items(value: object, path: str, relax: Relaxations | None = None) -> li
         return [_message({"role": "user", "content": value}, path, relax)]
     if not isinstance(value, list):
         raise ItemError(path, "expected a list of Responses conversation items")
-    return [read_item(item, f"{path}[{index}]", relax) for index, item in enumerate(value)]
+    items: list[Item] = []
+    reasons: list[tuple[str, str]] = []
+    for index, item in enumerate(value):  # every item's reasons, not the first item's alone
+        try:
+            items.append(read_item(item, f"{path}[{index}]", relax))
+        except ItemError as error:
+            reasons += error.reasons
+    if reasons:
+        (first, detail), *more = reasons
+        raise ItemError(first, detail, more=more)
+    return items

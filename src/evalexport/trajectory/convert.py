@@ -20,7 +20,7 @@ import functools
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any, Final, final
+from typing import Any, Final, TypeVar, final
 
 from evalexport.trajectory.conversation import ItemError
 from evalexport.trajectory.from_record import RecordConversion
@@ -37,7 +37,7 @@ from evalexport.trajectory.profile import (
 )
 from evalexport.trajectory.record import RecordError, validate_record
 from evalexport.trajectory.relaxations import RELAXATIONS, Relaxation, Relaxations
-from evalexport.trajectory.steps import TrajectoryError
+from evalexport.trajectory.steps import Reason, TrajectoryError
 from evalexport.trajectory.strict_json import unencodable_path
 
 __all__ = [
@@ -173,23 +173,32 @@ def convert_rollout(
     if recorded is None and relax.permits("recorded_conversations"):
         # No recorded trajectory: built from the row's own conversation, as asked.
         return _from_conversation(row, identity, relax)
-    try:
-        trajectory = validate_record(recorded)
-    except RecordError as error:
-        raise TrajectoryError(error.path, error.detail) from None
-    gap_codes = tuple(gap.code for gap in trajectory.gaps)
+    # Every reason the row is refused for, in the order Gym's exporter meets them (the record,
+    # its gaps, its conversation, then the agent and the indices), not the first alone.
+    found = _Reasons()
+    trajectory = found.of(validate_record, recorded)
+    gap_codes = tuple(gap.code for gap in trajectory.gaps) if trajectory is not None else ()
     refused = sorted({code for code in gap_codes if code not in allowed_gaps})
-    if refused:
-        _refuse_gaps(row, identity, refused, allowed_gaps, relaxations)
-    agent_name = _agent_name(row, identity, relax)
-    task = rollout_index(row, TASK_INDEX, "")
-    rollout = rollout_index(row, ROLLOUT_INDEX, "")
-    try:
-        conversion = RecordConversion(trajectory, gap_codes, relax)
-        document = conversion.document(identity, agent_name, task, rollout)
-    except ItemError as error:
-        path, _, detail = str(error).partition(": ")
-        raise TrajectoryError(path, detail) from None
+    found.gaps = refused
+    named = _Reasons()  # Gym names the agent after the conversation: its reasons come last
+    agent_name = named.of(_agent_name, row, identity, relax)
+    task = named.of(rollout_index, row, TASK_INDEX, "")
+    rollout = named.of(rollout_index, row, ROLLOUT_INDEX, "")
+    document: dict[str, Any] | None = None
+    if trajectory is not None and (
+        conversion := found.of(RecordConversion, trajectory, gap_codes, relax)
+    ):
+        document = found.of(
+            conversion.document, identity, agent_name or "", task or 0, rollout or 0
+        )
+    found.reasons += named.reasons
+    found.raise_any()
+    # Past raise_any every check passed, so each value is there.
+    assert trajectory is not None
+    assert document is not None
+    assert agent_name is not None
+    assert task is not None
+    assert rollout is not None
     nemo_gym = document["extra"]["nemo_gym"]
     if trajectory.gaps:
         nemo_gym["conversion"]["status"] = "partial"
@@ -201,28 +210,70 @@ def convert_rollout(
     return ConvertedTrajectory(task, rollout, document, gap_codes, applied)
 
 
+T = TypeVar("T")
+
+
+@final
+class _Reasons:
+    """The reasons a row is refused for, gathered from each check in turn."""
+
+    def __init__(self) -> None:
+        self.reasons: list[Reason] = []
+        self.gaps: list[str] = []
+        """The coverage gap codes the record holds and the caller did not allow."""
+
+    def of(self, check: Callable[..., T], *arguments: Any) -> T | None:
+        """``check(*arguments)``, or ``None`` with its reasons kept."""
+        try:
+            return check(*arguments)
+        except (TrajectoryError, RecordError, ItemError) as error:
+            self.reasons += error.reasons
+            return None
+
+    def raise_any(self) -> None:
+        """Raise every reason found as one :class:`TrajectoryError`, refused gaps first (as
+        Gym meets them), offered as the way out (``+allow_gaps``) only where they are the
+        row's one reason."""
+        reasons = list(self.reasons)
+        if self.gaps:
+            detail = (
+                f"source coverage gaps are not supported by strict export ({', '.join(self.gaps)})"
+            )
+            if not reasons:
+                detail += f"; +allow_gaps=[{','.join(self.gaps)}] accepts them"
+            reasons.insert(0, ("ng_trajectory.gaps", detail))
+        if reasons:
+            raise TrajectoryError.of(reasons)
+
+
 def _from_conversation(
     row: dict[str, object], identity: TrajectoryIdentity, relax: Relaxations
 ) -> ConvertedTrajectory:
     """The trajectory of a row without ``ng_trajectory``, from the conversation it records
-    (:mod:`.from_conversation`); a refusal names the row's own field."""
+    (:mod:`.from_conversation`); each refusal names the row's own field."""
     from evalexport.trajectory import from_conversation
 
-    agent_name = _agent_name(row, identity, relax)
-    task = rollout_index(row, TASK_INDEX, "")
-    rollout = rollout_index(row, ROLLOUT_INDEX, "")
-    try:
-        record = validate_record(from_conversation.conversation_record(row, task, rollout))
-        conversion = RecordConversion(record, (TURNS_UNAVAILABLE,), relax)
-        document = conversion.document(identity, agent_name, task, rollout)
-    except RecordError as error:
-        raise TrajectoryError(from_conversation.row_path(error.path, row), error.detail) from None
-    except ItemError as error:
-        path, _, detail = str(error).partition(": ")
-        raise TrajectoryError(from_conversation.row_path(path, row), detail) from None
-    except TrajectoryError as error:
-        detail = str(error).removeprefix(f"{error.path}: ")
-        raise TrajectoryError(from_conversation.row_path(error.path, row), detail) from None
+    found, named = _Reasons(), _Reasons()
+    agent_name = named.of(_agent_name, row, identity, relax)
+    task = named.of(rollout_index, row, TASK_INDEX, "")
+    rollout = named.of(rollout_index, row, ROLLOUT_INDEX, "")
+    record = found.of(
+        lambda: validate_record(from_conversation.conversation_record(row, task or 0, rollout or 0))
+    )
+    document: dict[str, Any] | None = None
+    if record is not None and (
+        conversion := found.of(RecordConversion, record, (TURNS_UNAVAILABLE,), relax)
+    ):
+        document = found.of(
+            conversion.document, identity, agent_name or "", task or 0, rollout or 0
+        )
+    found.reasons = [(from_conversation.row_path(path, row), d) for path, d in found.reasons]
+    found.reasons += named.reasons
+    found.raise_any()
+    assert document is not None  # past raise_any every check passed
+    assert agent_name is not None
+    assert task is not None
+    assert rollout is not None
     source = from_conversation.conversation_source(row, task, rollout)
     if isinstance(model := source.get("response_model"), str):
         document["agent"]["model_name"] = model
@@ -236,37 +287,6 @@ def _from_conversation(
     applied = relax.applied()
     nemo_gym["relaxations"] = list(applied)
     return ConvertedTrajectory(task, rollout, document, (), applied)
-
-
-def _refuse_gaps(
-    row: dict[str, object],
-    identity: TrajectoryIdentity,
-    refused: list[str],
-    allowed_gaps: Collection[str],
-    relaxations: Collection[Relaxation],
-) -> None:
-    """Refuse a row for its coverage gaps, offering ``+allow_gaps`` only if it would accept
-    the row; else say what refuses the row with them allowed (every reason, not the first)."""
-    listed = ", ".join(refused)
-    try:
-        convert_rollout(
-            row,
-            identity,
-            allowed_gaps={*allowed_gaps, *refused},
-            relaxations=relaxations,
-            check_strings=False,  # the caller checked them
-        )
-    except TrajectoryError as error:
-        raise TrajectoryError(
-            "ng_trajectory.gaps",
-            f"source coverage gaps are not supported by strict export ({listed}), and with "
-            f"them allowed the row is still refused: {error}",
-        ) from None
-    raise TrajectoryError(
-        "ng_trajectory.gaps",
-        f"source coverage gaps are not supported by strict export ({listed}); "
-        f"+allow_gaps=[{','.join(refused)}] accepts them",
-    )
 
 
 def options_that_accept(

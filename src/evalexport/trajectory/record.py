@@ -20,6 +20,7 @@ them, since only four item types are convertible and each needs its own precise 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -48,8 +49,9 @@ NonNegativeFloat = Annotated[float, msgspec.Meta(ge=0)]
 class RecordError(ValueError):
     """An ``ng_trajectory`` does not match schema 1.0; ``path`` names the offending field."""
 
-    def __init__(self, path: str, detail: str) -> None:
-        super().__init__(f"{path}: {detail}")
+    def __init__(self, path: str, detail: str, *, more: Sequence[tuple[str, str]] = ()) -> None:
+        self.reasons: tuple[tuple[str, str], ...] = ((path, detail), *more)
+        super().__init__("; ".join(f"{p}: {d}" for p, d in self.reasons))
         self.path = path
         self.detail = detail
 
@@ -258,7 +260,8 @@ def validate_record(raw: object) -> TrajectoryRecord:
 
 
 def _worded_refusal(raw: dict[str, Any]) -> TrajectoryRecord:
-    """Raise pydantic's first error for a record the Structs refused, as :class:`RecordError`.
+    """Raise pydantic's errors for a record the Structs refused, as :class:`RecordError`: each
+    field's first, in pydantic's order.
 
     Should pydantic accept it (the schemas are held to the same verdicts, so this is a bug),
     the record is not refused for it: it is read from pydantic's validated models."""
@@ -269,10 +272,12 @@ def _worded_refusal(raw: dict[str, Any]) -> TrajectoryRecord:
     try:
         model = record_schema.TrajectoryRecord.model_validate(raw)
     except ValidationError as error:
-        first = error.errors(include_url=False)[0]
-        location = tuple(part for part in first["loc"] if not _is_union_tag(part))
-        message = first["msg"].removeprefix("Value error, ")
-        raise RecordError(_error_path(location), message) from None
+        reasons: dict[str, str] = {}
+        for each in error.errors(include_url=False):
+            location = tuple(part for part in each["loc"] if not _is_union_tag(part))
+            reasons.setdefault(_error_path(location), each["msg"].removeprefix("Value error, "))
+        (path, detail), *more = reasons.items()
+        raise RecordError(path, detail, more=more) from None
 
     def struct_of(value: Any) -> Any:
         if isinstance(value, BaseModel):

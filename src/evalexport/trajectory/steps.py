@@ -23,20 +23,39 @@ from evalexport.trajectory.strict_json import json_equal, loads_strict
 
 __all__ = [
     "AgentGroup",
+    "Reason",
     "Step",
     "StepBuilder",
     "TrajectoryError",
     "reasoning_segments",
+    "said",
     "text_content",
 ]
 
 
-class TrajectoryError(ValueError):
-    """A rollout cannot be converted to ATIF without loss; the message names the field path."""
+Reason = tuple[str, str]
+"""``(field path, what is wrong there)``: one reason a row is refused."""
 
-    def __init__(self, path: str, detail: str) -> None:
-        super().__init__(f"{path}: {detail}")
+
+def said(reasons: Sequence[Reason]) -> str:
+    """Reasons as one message: ``path: detail; path: detail``, in the order found."""
+    return "; ".join(f"{path}: {detail}" for path, detail in reasons)
+
+
+class TrajectoryError(ValueError):
+    """A rollout cannot be converted to ATIF without loss; the message names the field path of
+    each reason found (``reasons``: every one, the first as ``path``)."""
+
+    def __init__(self, path: str, detail: str, *, more: Sequence[Reason] = ()) -> None:
+        self.reasons: tuple[Reason, ...] = ((path, detail), *more)
+        super().__init__(said(self.reasons))
         self.path = path
+
+    @classmethod
+    def of(cls, reasons: Sequence[Reason]) -> TrajectoryError:
+        """One error for ``reasons`` (at least one)."""
+        (path, detail), *more = reasons
+        return cls(path, detail, more=more)
 
 
 @dataclass
