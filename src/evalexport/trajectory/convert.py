@@ -55,6 +55,7 @@ __all__ = [
     "encode_json",
     "options_that_accept",
     "rollout_index",
+    "row_indices",
 ]
 
 
@@ -141,6 +142,21 @@ def rollout_index(row: dict[str, object], key: str, where: str) -> int:
     return value
 
 
+def row_indices(
+    row: dict[str, object], where: str, ordinal: int | None, relax: Relaxations
+) -> tuple[int, int]:
+    """The row's ``(_ng_task_index, _ng_rollout_index)``. A key the row lacks is numbered as
+    Gym's health checks number it (the task its line's ordinal in the file, from 0; the rollout
+    0) where ``unindexed_rows`` is relaxed and the ordinal known; else it is refused."""
+    numbers: list[int] = []
+    for key, default in ((TASK_INDEX, ordinal), (ROLLOUT_INDEX, 0)):
+        if key not in row and default is not None and relax.permits("unindexed_rows"):
+            numbers.append(default)
+        else:
+            numbers.append(rollout_index(row, key, where))
+    return numbers[0], numbers[1]
+
+
 def convert_rollout(
     row: dict[str, object],
     identity: TrajectoryIdentity,
@@ -148,6 +164,7 @@ def convert_rollout(
     allowed_gaps: Collection[str] = (),
     relaxations: Collection[Relaxation] = (),
     check_strings: bool = True,
+    ordinal: int | None = None,
 ) -> ConvertedTrajectory:
     """Convert one rollout row, or raise :class:`TrajectoryError` naming what cannot convert.
 
@@ -163,6 +180,8 @@ def convert_rollout(
 
     ``check_strings=False`` skips the search for lone surrogates, for a caller that knows the
     row's JSON text holds no ``\\uD800``-``\\uDFFF`` escape (the only way one gets in).
+    ``ordinal``: the row's place among its file's rows, from 0 (what ``unindexed_rows``
+    numbers a row without indices by).
     """
     if check_strings and (path := unencodable_path(row, "rollout")):
         raise TrajectoryError(
@@ -172,7 +191,7 @@ def convert_rollout(
     recorded = row.get("ng_trajectory")
     if recorded is None and relax.permits("recorded_conversations"):
         # No recorded trajectory: built from the row's own conversation, as asked.
-        return _from_conversation(row, identity, relax)
+        return _from_conversation(row, identity, relax, ordinal)
     # Every reason the row is refused for, in the order Gym's exporter meets them (the record,
     # its gaps, its conversation, then the agent and the indices), not the first alone.
     found = _Reasons()
@@ -182,8 +201,7 @@ def convert_rollout(
     found.gaps = refused
     named = _Reasons()  # Gym names the agent after the conversation: its reasons come last
     agent_name = named.of(_agent_name, row, identity, relax)
-    task = named.of(rollout_index, row, TASK_INDEX, "")
-    rollout = named.of(rollout_index, row, ROLLOUT_INDEX, "")
+    task, rollout = named.of(row_indices, row, "", ordinal, relax) or (None, None)
     document: dict[str, Any] | None = None
     if trajectory is not None and (
         conversion := found.of(RecordConversion, trajectory, gap_codes, relax)
@@ -247,7 +265,7 @@ class _Reasons:
 
 
 def _from_conversation(
-    row: dict[str, object], identity: TrajectoryIdentity, relax: Relaxations
+    row: dict[str, object], identity: TrajectoryIdentity, relax: Relaxations, ordinal: int | None
 ) -> ConvertedTrajectory:
     """The trajectory of a row without ``ng_trajectory``, from the conversation it records
     (:mod:`.from_conversation`); each refusal names the row's own field."""
@@ -255,8 +273,7 @@ def _from_conversation(
 
     found, named = _Reasons(), _Reasons()
     agent_name = named.of(_agent_name, row, identity, relax)
-    task = named.of(rollout_index, row, TASK_INDEX, "")
-    rollout = named.of(rollout_index, row, ROLLOUT_INDEX, "")
+    task, rollout = named.of(row_indices, row, "", ordinal, relax) or (None, None)
     record = found.of(
         lambda: validate_record(from_conversation.conversation_record(row, task or 0, rollout or 0))
     )
@@ -290,7 +307,7 @@ def _from_conversation(
 
 
 def options_that_accept(
-    row: dict[str, object], identity: TrajectoryIdentity
+    row: dict[str, object], identity: TrajectoryIdentity, ordinal: int | None = None
 ) -> tuple[str, ...] | None:
     """The options a refused row would be accepted with (``allow_gaps:CODE``,
     ``relax:NAME``, each one the row needs), or ``None`` when no option accepts it.
@@ -307,7 +324,9 @@ def options_that_accept(
         gaps = sorted({gap.code for gap in recorded.gaps})
     named = identity if identity.agent_name is not None else _named(identity)
     try:
-        converted = convert_rollout(row, named, allowed_gaps=gaps, relaxations=RELAXATIONS)
+        converted = convert_rollout(
+            row, named, allowed_gaps=gaps, relaxations=RELAXATIONS, ordinal=ordinal
+        )
     except TrajectoryError:
         return None
     return (

@@ -39,9 +39,9 @@ from evalexport.trajectory.convert import (
     agent_label,
     convert_rollout,
     options_that_accept,
-    rollout_index,
+    row_indices,
 )
-from evalexport.trajectory.relaxations import Relaxation, known_relaxations
+from evalexport.trajectory.relaxations import Relaxation, Relaxations, known_relaxations
 from evalexport.trajectory.steps import TrajectoryError
 from evalexport.trajectory.strict_json import loads_strict_line
 
@@ -308,13 +308,13 @@ def _convert_line(line_number: int, raw: bytes | None, job: _Job) -> _Outcome:
             None,
             f"{where}: expected a JSON object, got a {type(row).__name__}",
         )
+    ordinal = line_number - 1  # blank lines are refused: a row's ordinal is its line's
     try:
-        key = (
-            rollout_index(row, TASK_INDEX, f"{where}."),
-            rollout_index(row, ROLLOUT_INDEX, f"{where}."),
+        key: tuple[int, int] | None = row_indices(
+            row, f"{where}.", ordinal, Relaxations(job.relaxations)
         )
-    except TrajectoryError as error:
-        return line_number, None, None, str(error)
+    except TrajectoryError:
+        key = None  # the conversion refuses it, with every other reason and the options
     label = agent_label(row)
     if job.agent is not None and label != job.agent:
         return line_number, label, key, None
@@ -325,13 +325,14 @@ def _convert_line(line_number: int, raw: bytes | None, job: _Job) -> _Outcome:
             allowed_gaps=job.allowed_gaps,
             relaxations=job.relaxations,
             check_strings=may_hold_lone_surrogate(raw),
+            ordinal=ordinal,
         )
     except TrajectoryError as error:
         return (
             line_number,
             label,
             key,
-            Rejection(f"{where}: {error}", options_that_accept(row, job.identity)),
+            Rejection(f"{where}: {error}", options_that_accept(row, job.identity, ordinal)),
         )
     if "unnamed_agents" in converted.relaxations:  # the row names no agent: +agent_name does
         label = job.identity.agent_name
@@ -538,6 +539,8 @@ def convert_file(
                     continue
                 if isinstance(label, str):
                     result.agents.add(label)
+            elif isinstance(label, str):  # a row whose indices the conversion refuses
+                result.agents.add(label)
             if isinstance(outcome, str):
                 result.rejected.append(outcome)
                 result.accepted_by_no_option += 1

@@ -22,11 +22,14 @@ Relaxation = Literal[
     "failures",
     "finish_reasons",
     "interleaved_tool_results",
+    "later_turns",
     "message_phases",
     "reasoning_segments",
     "recorded_conversations",
     "token_ids",
     "turn_copies",
+    "unanswered_calls",
+    "unindexed_rows",
     "unnamed_agents",
 ]
 
@@ -62,6 +65,12 @@ RELAXATIONS: Final[dict[Relaxation, str]] = {
         "function calls that one turn's answer names together are one agent step even when "
         "the conversation interleaves their results (call, result, call, result)"
     ),
+    "later_turns": (
+        "a system or user message after the agent's first output (an environment that answers "
+        "as a later user turn, as Gym's game agents record it, or a multi-turn history given "
+        "as the input) is an ATIF step of its source in its place, and the agent steps after "
+        "it are asked with it"
+    ),
     "message_phases": (
         "a message's phase (commentary or final_answer) is kept in its step's "
         "extra.nemo_gym.source_items.message_phase (extra.nemo_gym.message_phase for a system "
@@ -95,6 +104,17 @@ RELAXATIONS: Final[dict[Relaxation, str]] = {
         "the conversation is kept: the steps follow the conversation, each differing copy is "
         "kept verbatim in the step's extra.nemo_gym.turn_copies, and the step count stays in "
         "extra.nemo_gym.turn"
+    ),
+    "unanswered_calls": (
+        "a function call the conversation holds no output for (the episode ended on it, or "
+        "the agent ran only some of one response's calls) is kept as a call with no "
+        "observation result; its extra.nemo_gym.recorded_output is null to say so"
+    ),
+    "unindexed_rows": (
+        "a row without _ng_task_index or _ng_rollout_index (Gym's own example files, rows "
+        "written before Gym numbered them) is numbered as Gym's health checks number it: the "
+        "task index is its line's ordinal in the file, from 0, and the rollout index 0; the "
+        "trajectory's file name and extra.nemo_gym.source carry those numbers"
     ),
     "unnamed_agents": (
         "a row that names no agent (no agent_ref.name and no environment server stamp, as "

@@ -283,7 +283,7 @@ class StepBuilder:
             role, facts["source_role"] = "system", "developer"
         if item.kind == "assistant_context":
             raise TrajectoryError(f"{item.path}.role", "copied assistant context is not supported")
-        if self.groups:
+        if self.groups and not self.relax.permits("later_turns"):
             raise TrajectoryError(item.path, "later system or user turns are not supported")
         if item.canonical.get("status") not in (None, "completed"):
             facts["message_status"] = _unfinished_status(item, self.relax)
@@ -399,7 +399,8 @@ class StepBuilder:
                 raise TrajectoryError(path, f"function result {call_id!r} is {status!r}")
             outputs[call_id] = output
         expected = {call.canonical["call_id"] for call in calls}
-        if set(outputs) != expected:
+        unanswered = expected - set(outputs)  # the episode ended on them, or ran only some
+        if set(outputs) - expected or (unanswered and not self.relax.permits("unanswered_calls")):
             raise TrajectoryError(
                 path,
                 "function results must match this turn's calls exactly; expected "
@@ -410,18 +411,19 @@ class StepBuilder:
         contents: dict[str, object] = {}
         for call in calls:
             call_id = call.canonical["call_id"]
-            record = self._tool_record(call, path)
-            output = outputs[call_id]
-            contents[call_id] = text_content(
-                output.canonical["output"], f"{path}.tool_results[{call_id!r}].output"
-            )
-            if record.output is not None and not json_equal(
-                record.output, output.canonical["output"]
-            ):
-                raise TrajectoryError(
-                    path, f"tool execution {call_id!r} has a different recorded output"
+            if call_id not in unanswered:
+                record = self._tool_record(call, path)
+                output = outputs[call_id]
+                contents[call_id] = text_content(
+                    output.canonical["output"], f"{path}.tool_results[{call_id!r}].output"
                 )
-            records[call_id] = record
+                if record.output is not None and not json_equal(
+                    record.output, output.canonical["output"]
+                ):
+                    raise TrajectoryError(
+                        path, f"tool execution {call_id!r} has a different recorded output"
+                    )
+                records[call_id] = record
             arguments = _arguments(call, call.path, self.relax)
             tool_call: dict[str, object] = {
                 "tool_call_id": call_id,
@@ -436,6 +438,8 @@ class StepBuilder:
                 source["source_item_status"] = status
             if arguments is None:
                 source["arguments_text"] = call.canonical["arguments"]
+            if call_id in unanswered:  # ``unanswered_calls``: a call, and no result for it
+                source["recorded_output"] = None
             if source:
                 tool_call["extra"] = {"nemo_gym": source}
             tool_calls.append(tool_call)
@@ -452,7 +456,8 @@ class StepBuilder:
             if extra is not None:
                 result["extra"] = extra
             results.append(result)
-        return Step(step_id, "agent", "", tool_calls=tool_calls, observation={"results": results})
+        observation = {"results": results} if results else None
+        return Step(step_id, "agent", "", tool_calls=tool_calls, observation=observation)
 
     def _tool_record(self, call: Item, path: str) -> ToolCallRecord:
         call_id = call.canonical["call_id"]
