@@ -177,8 +177,8 @@ def test_every_conversation_built_trajectory_passes_harbors_validator(
         ("resources_servers/asr_with_pc/data/example_rollouts.jsonl", 5),
         ("resources_servers/structeval/data/example_rollouts.jsonl", 5),
         ("resources_servers/cvdp/data/example_rollouts.jsonl", 5),
-        ("resources_servers/blackjack/data/example_rollouts.jsonl", 3),
-        ("responses_api_agents/mini_swe_agent_2/data/example_rollouts.jsonl", 2),
+        ("resources_servers/blackjack/data/example_rollouts.jsonl", 5),
+        ("responses_api_agents/mini_swe_agent_2/data/example_rollouts.jsonl", 5),
     ],
 )
 def test_gyms_own_example_runs_convert_or_are_refused_naming_the_line_and_the_item(
@@ -203,27 +203,23 @@ def test_gyms_own_example_runs_convert_or_are_refused_naming_the_line_and_the_it
 def test_a_row_is_told_every_reason_and_inspect_names_what_no_option_gets_past(
     cli, conversation_run, tmp_path
 ) -> None:
-    """#58: a row that names no agent and whose prompt holds an image was refused for its
+    """#58: a row that names no agent and whose prompt held an image was refused for its
     agent alone; the image's reason came only after +relax=[unnamed_agents], and inspect said
-    no relaxation was enough without saying why."""
+    no relaxation was enough without saying why (a file part here: no relaxation takes it)."""
     rows = [json.loads(line) for line in conversation_run.rollouts.read_text().splitlines()]
     del rows[0]["agent_ref"]
     prompt = rows[0]["responses_create_params"]["input"]
     prompt[-1]["content"] = [
         {"type": "input_text", "text": "What is in the picture?"},
-        {
-            "type": "input_image",
-            "image_url": "data:image/png;base64,iVBORw0KGgo=",
-            "detail": "auto",
-        },
+        {"type": "input_file", "file_id": "file-report-1"},
     ]
     conversation_run.rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows))
     refused = json.loads(
         _atif(cli, conversation_run.rollouts, tmp_path / "a", RELAX, "--json").stdout
     )
     (rejected,) = refused["details"]["rejected_rows"]
-    assert "content[1]: only text content parts are supported, got 'input_image'" in rejected
+    assert "content[1]: only text content parts are supported, got 'input_file'" in rejected
     assert "agent_ref: expected a non-empty agent_ref.name" in rejected
     inspected = cli("inspect", conversation_run.rollouts).stdout
     assert "with every gap allowed and every relaxation given, these remain:" in inspected
-    assert "got 'input_image'" in inspected.split("these remain:")[1]
+    assert "got 'input_file'" in inspected.split("these remain:")[1]

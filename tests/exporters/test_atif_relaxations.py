@@ -14,6 +14,7 @@ from typing import Any
 import atif
 import pytest
 
+from evalexport.testing import recorded_shapes
 from evalexport.testing.gym import GymOracle
 from evalexport.testing.gym_shapes import AgentRun, ToolUse, input_message
 from evalexport.testing.harness_shapes import failed_trajectory, interleaved_trajectory
@@ -295,6 +296,16 @@ def test_every_relaxation_writes_files_harbors_validator_accepts(
     with_tokens = token_row()  # a generation's token IDs on its last output item
     with_tokens.update(_ng_task_index=6, agent_ref={"type": "responses_api_agents", "name": "a"})
     rows.append(with_tokens)
+    # The shapes Gym's agents record without ng_trajectory (#58).
+    shapes = (
+        recorded_shapes.game_row,
+        recorded_shapes.unanswered_call_row,
+        recorded_shapes.image_row,
+    )
+    rows += [build(task) for task, build in enumerate(shapes, start=7)]
+    rows.append(recorded_shapes.unindexed_row(recorded_shapes.transitions_row(0)))  # task 10
+    for row in rows[7:]:
+        row["agent_ref"]["name"] = "a"
     rollouts = tmp_path / "run" / "mixed_rollouts.jsonl"
     rollouts.parent.mkdir()
     rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")

@@ -68,10 +68,20 @@ def test_a_message_whose_type_is_null_is_refused_even_relaxed() -> None:
     )
 
 
-def test_a_developer_message_after_the_agent_answered_is_refused_even_relaxed() -> None:
-    assert _refusal(_late_developer_row()) == (
+def test_a_developer_message_after_the_agent_answered_needs_later_turns_too() -> None:
+    """Refused with every other relaxation; with ``later_turns`` a system step in its place
+    (#58: game environments answer as later turns)."""
+    others = [name for name in RELAXATIONS if name != "later_turns"]
+    with pytest.raises(TrajectoryError) as refused:
+        convert_rollout(_late_developer_row(), IDENTITY, relaxations=others)
+    assert str(refused.value) == (
         "ng_trajectory.invocations[0].conversation[2]: later system or user turns are not supported"
     )
+    converted = convert_rollout(_late_developer_row(), IDENTITY, relaxations=list(RELAXATIONS))
+    assert converted.relaxations == ("developer_messages", "later_turns")
+    steps = converted.document["steps"]
+    assert [step["source"] for step in steps][-1] == "system"
+    assert steps[-1]["extra"] == {"nemo_gym": {"source_role": "developer"}}
 
 
 def test_a_relaxation_is_recorded_only_where_a_row_needed_it() -> None:

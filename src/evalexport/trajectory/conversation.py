@@ -17,8 +17,9 @@ instead of refusing them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from evalexport.trajectory.relaxations import Relaxations
 
@@ -128,18 +129,65 @@ def _text_part(part: Any, path: str, part_type: str, extra: frozenset[str]) -> d
     return dict(part)
 
 
-def _input_parts(value: object, path: str) -> list[dict[str, object]]:
-    """Input content: ``input_text`` parts only (images, files and video have no ATIF text)."""
+def _input_parts(
+    value: object, path: str, relax: Relaxations | None = None
+) -> list[dict[str, object]]:
+    """Input content: ``input_text`` parts, and ``input_image`` parts ATIF can hold where
+    ``images`` is relaxed (files and video have no ATIF part)."""
     if not isinstance(value, list):
         raise ItemError(path, "expected a list of content parts")
     parts = []
     for index, part in enumerate(value):
         part_path = f"{path}[{index}]"
         part_type = _part_type(part, part_path)
+        if part_type == "input_image" and relax is not None and relax.permits("images"):
+            parts.append(_image_part(part, part_path))
+            continue
         if part_type in _INPUT_PART_TYPES and part_type != "input_text":
             raise ItemError(part_path, f"only text content parts are supported, got {part_type!r}")
         parts.append(_text_part(part, part_path, "input_text", frozenset()))
     return parts
+
+
+IMAGE_MEDIA_TYPES: Final = {
+    "image/png": "png",
+    "image/jpeg": "jpg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+}
+"""The media types ATIF v1.7's image parts hold, and the file extension of each."""
+_DATA_URL: Final = re.compile(r"data:(image/[a-z]+);base64,[A-Za-z0-9+/\s]*={0,2}\s*", re.ASCII)
+_IMAGE_URL: Final = re.compile(r"https?://[^\s]+\.(png|jpe?g|gif|webp)(\?[^\s]*)?", re.I | re.ASCII)
+
+
+def image_media_type(url: str) -> str | None:
+    """The media type of an image ``url`` ATIF can hold (a base64 ``data:`` URL of one of
+    :data:`IMAGE_MEDIA_TYPES`, or an http(s) URL ending in one's extension), else ``None``."""
+    if (data := _DATA_URL.fullmatch(url)) is not None:
+        return data.group(1) if data.group(1) in IMAGE_MEDIA_TYPES else None
+    if (web := _IMAGE_URL.fullmatch(url)) is not None:
+        extension = web.group(1).lower()
+        return "image/jpeg" if extension in ("jpg", "jpeg") else f"image/{extension}"
+    return None
+
+
+def _image_part(part: Any, path: str) -> dict[str, object]:
+    """A Responses ``input_image`` part ATIF can hold: its ``image_url`` a base64 data URL or
+    an http(s) URL of a PNG, JPEG, GIF or WebP image; ``detail`` kept."""
+    _unknown_fields(part, frozenset({"type", "image_url", "detail", "file_id"}), path)
+    if part.get("file_id") is not None:
+        raise ItemError(f"{path}.file_id", "an uploaded file's image is not in the row")
+    url = part.get("image_url")
+    if not isinstance(url, str) or image_media_type(url) is None:
+        shown = url[:40] + "..." if isinstance(url, str) and len(url) > 40 else url
+        raise ItemError(
+            f"{path}.image_url",
+            "expected a base64 data URL or an http(s) URL of a PNG, JPEG, GIF or WebP image "
+            f"(what ATIF's image parts hold), got {shown!r}",
+        )
+    if part.get("detail") not in (None, "auto", "low", "high"):
+        raise ItemError(f"{path}.detail", f"expected auto, low or high, got {part['detail']!r}")
+    return {key: part[key] for key in ("type", "image_url", "detail") if part.get(key) is not None}
 
 
 def _output_parts(value: object, path: str) -> list[dict[str, object]]:
@@ -195,7 +243,7 @@ def _message(item: dict[str, object], path: str, relax: Relaxations | None) -> I
             # An assistant message without output parts is context given as input, unless it is
             # the easy-input form of an answer (a string) and that relaxation is opted in to.
             if not isinstance(content, str):
-                _input_parts(content, f"{path}.content")
+                _input_parts(content, f"{path}.content", relax)
             canonical: dict[str, object] = {
                 "content": content,
                 "role": "assistant",
@@ -233,14 +281,16 @@ def _message(item: dict[str, object], path: str, relax: Relaxations | None) -> I
     if isinstance(content, list) and item.get("status") in _STATUSES:
         # A message with an explicit status: Gym's ``NeMoGymMessage``.
         canonical = {
-            "content": _input_parts(content, f"{path}.content"),
+            "content": _input_parts(content, f"{path}.content", relax),
             "role": role,
             "status": item["status"],
             "type": "message",
         }
     else:
         # Gym's ``NeMoGymEasyInputMessage``: any other status is not part of the model.
-        text = content if isinstance(content, str) else _input_parts(content, f"{path}.content")
+        text = (
+            content if isinstance(content, str) else _input_parts(content, f"{path}.content", relax)
+        )
         canonical = {"content": text, "role": role, "type": "message"}
     if phase is not None:
         canonical["phase"] = phase
@@ -357,9 +407,9 @@ def _token_bundle(
 ) -> dict[str, list[Any]] | None:
     """The generation's token IDs and log probabilities an item carries, checked as Gym's
     ``TokenIDLogProbMixin`` checks them, in ATIF's step-metric names; refused unless
-    ``token_ids`` is relaxed, and ``routed_experts`` (no ATIF field) always. ``None`` for a
-    bundle of three empty lists: nothing was recorded, so nothing is written (empty arrays
-    would say a generation of no tokens)."""
+    ``token_ids`` is relaxed, and recorded ``routed_experts`` (no ATIF field) always (``null``
+    records nothing). ``None`` for a bundle of three empty lists: nothing was recorded, so
+    nothing is written (empty arrays would say a generation of no tokens)."""
     present = sorted(_TRAINING_FIELDS.intersection(item))
     if relax is None or not relax.permits("token_ids"):
         raise ItemError(
@@ -367,7 +417,7 @@ def _token_bundle(
             "training token IDs, log probabilities, and routed-expert metadata are outside "
             f"the ATIF export profile (found: {', '.join(present)})",
         )
-    if "routed_experts" in item:
+    if item.get("routed_experts") is not None:
         raise ItemError(
             f"{path}.routed_experts", "routed-expert metadata has no ATIF field; it would be lost"
         )

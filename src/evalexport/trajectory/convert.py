@@ -15,15 +15,19 @@ reasons that lose nothing; each such trajectory says so in ``extra.nemo_gym`` (s
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import functools
+import hashlib
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar, final
 
-from evalexport.trajectory.conversation import ItemError
+from evalexport.trajectory.conversation import IMAGE_MEDIA_TYPES, ItemError
 from evalexport.trajectory.from_record import RecordConversion
+from evalexport.trajectory.manifest import IMAGE_DIRECTORY
 from evalexport.trajectory.profile import (
     ATIF_SCHEMA_VERSION,
     CONVERSION_PROFILE,
@@ -44,6 +48,7 @@ __all__ = [
     "ATIF_SCHEMA_VERSION",
     "CONVERSION_PROFILE",
     "GYM_GAP_CODES",
+    "IMAGE_DIRECTORY",
     "REFERENCE_EXPORTER",
     "ROLLOUT_INDEX",
     "TASK_INDEX",
@@ -70,6 +75,9 @@ class ConvertedTrajectory:
     gap_codes: tuple[str, ...] = ()
     relaxations: tuple[str, ...] = ()
     """The relaxations of the strict profile this rollout needed, sorted."""
+    images: dict[str, bytes] = dataclasses.field(default_factory=dict)
+    """The image files its image parts name (``images`` relaxed), by their name under
+    :data:`IMAGE_DIRECTORY`: written beside the trajectory."""
 
     @property
     def file_name(self) -> str:
@@ -225,7 +233,39 @@ def convert_rollout(
     if applied:
         nemo_gym["conversion"]["status"] = "partial"
         nemo_gym["relaxations"] = list(applied)
-    return ConvertedTrajectory(task, rollout, document, gap_codes, applied)
+    images = image_files(document) if "images" in applied else {}
+    return ConvertedTrajectory(task, rollout, document, gap_codes, applied, images)
+
+
+def image_files(document: dict[str, Any]) -> dict[str, bytes]:
+    """The image files the document's image parts name, by file name: each base64 data URL
+    decoded, written as ``images/<sha256>.<ext>`` and its part's source path made that; each
+    part's ``detail`` moved to its step's ``extra.nemo_gym.image_details`` (ATIF's content
+    part has no field for it), in the order of the step's image parts."""
+    files: dict[str, bytes] = {}
+    for step in document["steps"]:
+        message = step.get("message")
+        details: list[object] = []
+        for part in message if isinstance(message, list) else ():
+            if part.get("type") != "image":
+                continue
+            details.append(part.pop("detail", None))
+            source = part["source"]
+            if not source["path"].startswith("data:"):
+                continue  # an http(s) URL is named as it is
+            try:
+                data = base64.b64decode(source["path"].partition(",")[2])
+            except binascii.Error as error:
+                raise TrajectoryError(
+                    f"steps[{step['step_id'] - 1}].message", f"an image's base64 data ({error})"
+                ) from None
+            name = f"{hashlib.sha256(data).hexdigest()}.{IMAGE_MEDIA_TYPES[source['media_type']]}"
+            files[name] = data
+            source["path"] = f"{IMAGE_DIRECTORY}/{name}"
+        if any(detail is not None for detail in details):
+            extra = step.setdefault("extra", {}).setdefault("nemo_gym", {})
+            extra["image_details"] = details
+    return files
 
 
 T = TypeVar("T")
@@ -303,7 +343,8 @@ def _from_conversation(
     nemo_gym["conversion"]["status"] = "partial"
     applied = relax.applied()
     nemo_gym["relaxations"] = list(applied)
-    return ConvertedTrajectory(task, rollout, document, (), applied)
+    images = image_files(document) if "images" in applied else {}
+    return ConvertedTrajectory(task, rollout, document, (), applied, images)
 
 
 def options_that_accept(

@@ -41,6 +41,7 @@ from evalexport.trajectory.convert import (
     options_that_accept,
     row_indices,
 )
+from evalexport.trajectory.manifest import IMAGE_DIRECTORY
 from evalexport.trajectory.relaxations import Relaxation, Relaxations, known_relaxations
 from evalexport.trajectory.steps import TrajectoryError
 from evalexport.trajectory.strict_json import loads_strict_line
@@ -78,6 +79,8 @@ class ConvertedRow(NamedTuple):
     sha256: str
     gap_codes: tuple[str, ...]
     relaxations: tuple[str, ...] = ()
+    images: tuple[str, ...] = ()
+    """The image files its trajectory names (``images`` relaxed), under ``images/``."""
 
     def manifest_line(self) -> str:
         """The row's ``manifest.jsonl`` line: exactly the four fields NeMo Gym's ingress
@@ -126,6 +129,8 @@ class FileConversion:
     gap_counts: Counter[str] = field(default_factory=Counter)
     trajectories_with_gaps: int = 0
     relaxation_counts: Counter[str] = field(default_factory=Counter)
+    images: set[str] = field(default_factory=set)
+    """The image files the trajectories name, written under ``images/`` beside them."""
     """Relaxation -> number of trajectories that needed it."""
     trajectories_relaxed: int = 0
     other_agents: Counter[str] = field(default_factory=Counter)
@@ -355,6 +360,8 @@ def _write(
                 view = view[os.write(descriptor, view) :]
         finally:
             os.close(descriptor)
+        if converted.images:
+            _write_images(converted.images, output / IMAGE_DIRECTORY)
     return ConvertedRow(
         line_number,
         converted.file_name,
@@ -363,7 +370,25 @@ def _write(
         hashlib.sha256(data).hexdigest(),
         converted.gap_codes,
         converted.relaxations,
+        tuple(converted.images),
     )
+
+
+def _write_images(images: dict[str, bytes], directory: Path) -> None:
+    """Each image once: its name is its hash, so a file there already (another row's, or
+    another worker's) holds the same bytes; the output's check hashes every one."""
+    directory.mkdir(exist_ok=True)
+    for name, data in images.items():
+        try:
+            descriptor = os.open(directory / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view) :]
+        finally:
+            os.close(descriptor)
 
 
 def _convert_chunk(first_line: int, lines: list[bytes | None], job: _Job) -> list[_Outcome]:
@@ -553,6 +578,7 @@ def convert_file(
                     result.options_that_accept.update(outcome.options)
                 continue
             result.converted += 1
+            result.images.update(outcome.images)
             if outcome.gap_codes:
                 result.trajectories_with_gaps += 1
                 result.gap_counts.update(outcome.gap_codes)

@@ -57,7 +57,29 @@ def _items(row: Mapping[str, object]) -> tuple[list[object], list[object]]:
     output = response.get("output")
     if not isinstance(output, list):
         raise TrajectoryError("response.output", "expected a list of Responses items")
+    if _transitions(response):
+        # Gym's aviary agent with return_transitions: the agent's input at each step, each a
+        # prefix of the next; the last is the whole conversation.
+        last = output[-1]
+        for index, step in enumerate(output):
+            if step != last[: len(step)]:
+                raise TrajectoryError(
+                    f"response.output[{index}]",
+                    f"a transition that is not a prefix of the last (response.output[{len(output) - 1}])",
+                )
+        output = last
     return given, output
+
+
+def _transitions(response: Mapping[str, object]) -> int:
+    """How many transitions the response's output holds when it holds them (Gym's aviary
+    agent's ``contains_transitions``: a list of lists), else 0."""
+    output = response.get("output")
+    if response.get("contains_transitions") is not True or not isinstance(output, list):
+        return 0
+    if not output or not all(isinstance(step, list) for step in output):
+        return 0
+    return len(output)
 
 
 def conversation_record(row: Mapping[str, object], task: int, rollout: int) -> dict[str, Any]:
@@ -116,7 +138,10 @@ def row_path(path: str, row: Mapping[str, object]) -> str:
     rest = path[matched.end() :]
     if index < len(given):
         return f"responses_create_params.input[{index}]{rest}"
-    return f"response.output[{index - len(given)}]{rest}"
+    response = row.get("response")
+    transitions = _transitions(response) if isinstance(response, Mapping) else 0
+    output = f"response.output[{transitions - 1}]" if transitions else "response.output"
+    return f"{output}[{index - len(given)}]{rest}"
 
 
 def conversation_source(row: Mapping[str, object], task: int, rollout: int) -> dict[str, object]:
@@ -134,6 +159,8 @@ def conversation_source(row: Mapping[str, object], task: int, rollout: int) -> d
             source[f"response_{key}"] = response[key]
     if isinstance(response.get("usage"), Mapping):
         source["usage"] = dict(response["usage"])
+    if transitions := _transitions(response):  # the conversation is the last of them
+        source["transitions"] = transitions
     reward = row.get("reward")
     if isinstance(reward, int | float) and not isinstance(reward, bool):
         source["reward"] = reward

@@ -13,12 +13,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Final, Self
 
-__all__ = ["MANIFEST_NAME", "RELAXED_NAME", "ManifestWriter", "staged_output_problem"]
+__all__ = [
+    "IMAGE_DIRECTORY",
+    "MANIFEST_NAME",
+    "RELAXED_NAME",
+    "ManifestWriter",
+    "staged_output_problem",
+]
 
 MANIFEST_NAME: Final = "manifest.jsonl"
 """Gym's manifest: one line per trajectory, exactly the keys Gym's ATIF ingress accepts."""
@@ -26,6 +32,8 @@ RELAXED_NAME: Final = "relaxed.jsonl"
 """Beside the manifest, only when some row needed them: each such trajectory's allowed gap
 codes and relaxations (evalexport's, not Gym's: Gym's ingress refuses a manifest line with
 any key of its own)."""
+IMAGE_DIRECTORY: Final = "images"
+"""Where an export's image files go, beside its trajectories (``images`` relaxed)."""
 _NOT_TRAJECTORIES: Final = frozenset({MANIFEST_NAME, RELAXED_NAME})
 _BLOCK: Final = 1024 * 1024
 
@@ -63,9 +71,11 @@ class ManifestWriter:
                 opened.close()
 
 
-def staged_output_problem(directory: Path, reported: int) -> str | None:
-    """Why ``directory`` is not ``reported`` verified trajectories and their manifest, or
-    ``None`` when it is.
+def staged_output_problem(
+    directory: Path, reported: int, images: Collection[str] = ()
+) -> str | None:
+    """Why ``directory`` is not ``reported`` verified trajectories and their manifest (and
+    under ``images/`` exactly ``images``, each hashing to its name), or ``None`` when it is.
 
     Names are checked before bytes, so a file named twice is reported as that (the cause)
     rather than as the first copy's hash matching no file (its effect).
@@ -81,10 +91,11 @@ def staged_output_problem(directory: Path, reported: int) -> str | None:
         names.add(name)
     if len(names) != reported:
         return f"{MANIFEST_NAME} names {len(names)} trajectories, the export converted {reported}"
+    beside = _NOT_TRAJECTORIES | ({IMAGE_DIRECTORY} if images else set())
     unlisted = sorted(
         entry.name
         for entry in os.scandir(directory)
-        if entry.name not in names and entry.name not in _NOT_TRAJECTORIES
+        if entry.name not in names and entry.name not in beside
     )
     if unlisted:
         shown = ", ".join(unlisted[:5]) + (", ..." if len(unlisted) > 5 else "")
@@ -101,6 +112,27 @@ def staged_output_problem(directory: Path, reported: int) -> str | None:
                 return f"{name} does not hash to its {where} expected_sha256"
     finally:
         os.close(hashed)
+    return _images_problem(directory / IMAGE_DIRECTORY, set(images)) if images else None
+
+
+def _images_problem(directory: Path, named: set[str]) -> str | None:
+    """Why ``directory`` does not hold exactly the ``named`` images, each hashing to its
+    name (``<sha256>.<ext>``), or ``None``."""
+    written = {path.name for path in directory.iterdir()} if directory.is_dir() else set()
+    if written != named:
+        missing, extra = sorted(named - written), sorted(written - named)
+        return (
+            f"{IMAGE_DIRECTORY}/ holds {len(written)} images, the trajectories name "
+            f"{len(named)} (missing: {', '.join(missing[:3]) or 'none'}; not named: "
+            f"{', '.join(extra[:3]) or 'none'})"
+        )
+    opened = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in sorted(named):
+            if _sha256(name, opened) != name.partition(".")[0]:
+                return f"{IMAGE_DIRECTORY}/{name} does not hash to its name"
+    finally:
+        os.close(opened)
     return None
 
 

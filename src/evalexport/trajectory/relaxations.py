@@ -21,6 +21,7 @@ Relaxation = Literal[
     "empty_reasoning",
     "failures",
     "finish_reasons",
+    "images",
     "interleaved_tool_results",
     "later_turns",
     "message_phases",
@@ -61,6 +62,15 @@ RELAXATIONS: Final[dict[Relaxation, str]] = {
         "Chat/Messages reason that does not name completion) is kept as recorded in the "
         "step's model-call evidence"
     ),
+    "images": (
+        "an input_image part of a system or user message (a vision benchmark's prompt) is an "
+        "ATIF v1.7 image part: a base64 data URL's image is written beside the trajectories "
+        "as images/<sha256>.<ext> and the part's source names that file, an http(s) URL is "
+        "named as it is; the part's detail (auto, low, high) is kept in the step's "
+        "extra.nemo_gym.image_details. Files, video and images ATIF has no media type for "
+        "(or that are no URL) stay refused. Gym 0.7.0's reverify ingress reads no multimodal "
+        "step"
+    ),
     "interleaved_tool_results": (
         "function calls that one turn's answer names together are one agent step even when "
         "the conversation interleaves their results (call, result, call, result)"
@@ -86,7 +96,9 @@ RELAXATIONS: Final[dict[Relaxation, str]] = {
         "trajectory from the conversation it records: responses_create_params.input, then "
         "response.output, as Gym's agents speak them (system and user steps; agent steps with "
         "their reasoning, messages and tool calls; the function outputs that answer them as "
-        "observations); extra.nemo_gym.source says so (format responses_conversation) and "
+        "observations; where an agent records its transitions, as Gym's aviary agent does, "
+        "the last, which holds the others, with extra.nemo_gym.source.transitions their "
+        "count); extra.nemo_gym.source says so (format responses_conversation) and "
         "keeps the response's id, status, model and usage and the row's reward; an item it "
         "does not know, a call without its output and an output without its call are refused"
     ),
@@ -95,7 +107,8 @@ RELAXATIONS: Final[dict[Relaxation, str]] = {
         "last output item (prompt_token_ids, generation_token_ids, generation_log_probs) go to "
         "the metrics of the agent step holding that item, as ATIF v1.7's prompt_token_ids, "
         "completion_token_ids and logprobs; a bundle of three empty lists (nothing recorded) "
-        "writes nothing; routed_experts, which ATIF has no field for, is still refused, and so "
+        "writes nothing; recorded routed_experts, which ATIF has no field for, is still refused "
+        "(null records nothing), and so "
         "is a partial bundle or one on an item no agent step holds. Gym 0.7.0's reverify "
         "ingress refuses trajectories with token metadata: leave this out of files for reverify"
     ),

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from evalexport.trajectory.conversation import Item, read_items
+from evalexport.trajectory.conversation import Item, image_media_type, read_items
 from evalexport.trajectory.record import InvocationRecord, ToolCallRecord
 from evalexport.trajectory.relaxations import Relaxations
 from evalexport.trajectory.strict_json import json_equal, loads_strict
@@ -110,12 +110,22 @@ class AgentGroup:
 
 
 def text_content(value: object, path: str) -> str | list[dict[str, object]]:
-    """A message's content as ATIF content: the string, or its parts as ATIF text parts."""
+    """A message's content as ATIF content: the string, or its parts as ATIF parts (an image
+    part, ``images`` relaxed, names its URL; :func:`.convert.convert_rollout` writes a data
+    URL's image as a file and moves its ``detail`` to the step's extra)."""
     if isinstance(value, str):
         return value
     if not isinstance(value, list) or not value:
         raise TrajectoryError(path, "expected non-empty scalar or multipart text content")
-    return [{"type": "text", "text": part["text"]} for part in value]
+    return [_atif_part(part) for part in value]
+
+
+def _atif_part(part: dict[str, Any]) -> dict[str, object]:
+    if part["type"] != "input_image":
+        return {"type": "text", "text": part["text"]}
+    url = part["image_url"]
+    source = {"media_type": image_media_type(url), "path": url}
+    return {"type": "image", "source": source, "detail": part.get("detail")}
 
 
 def _unfinished_status(item: Item, relax: Relaxations) -> str:
@@ -263,6 +273,8 @@ class StepBuilder:
             raise TrajectoryError(
                 "ng_trajectory.tool_calls", f"unreferenced tool executions: {sorted(unused)}"
             )
+        if not self.steps:  # ATIF's trajectory holds one step at least: there is none to hold
+            raise TrajectoryError(self.path, "is empty: the row recorded no conversation")
         if not self.groups and not self.relax.permits("failures"):
             raise TrajectoryError(self.path, "contains no agent output")
         return self.steps, self.groups
@@ -302,11 +314,15 @@ class StepBuilder:
         reasoning = self._take("reasoning")
         step_id = len(self.steps) + 1
         message_status = None
-        if self.position >= len(self.items):
+        if self.position >= len(self.items) or (
+            reasoning and self.items[self.position].kind == "input_message"
+        ):
             if not self.relax.permits("failures"):
                 raise TrajectoryError(path, "reasoning is not followed by an agent answer")
             calls, answer = [], []
-            step = Step(step_id, "agent", "")  # the model stopped after reasoning
+            # The model stopped after reasoning: the conversation ends, or the environment
+            # spoke next (an aviary agent's environment observing a step without an action).
+            step = Step(step_id, "agent", "")
         elif calls := self._take_calls():
             outputs = self._take("function_call_output")
             while self._peek("function_call") is not None and self._continues_response(calls):

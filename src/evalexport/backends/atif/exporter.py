@@ -268,7 +268,9 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
         output = target.output
         conversion = prepared.conversion
         (prepared.staging / _OWNER).unlink(missing_ok=True)  # the staging's own, not the output's
-        if problem := staged_output_problem(prepared.staging, conversion.converted):
+        if problem := staged_output_problem(
+            prepared.staging, conversion.converted, conversion.images
+        ):
             return self.failed(
                 run,
                 f"ATIF export of {run.rollouts} failed its own check of the files it wrote, "
@@ -286,7 +288,9 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
         return ExportResult.succeeded(
             self.name,
             str(run.run_dir),
-            f"wrote {conversion.converted} ATIF trajectories{of_agent} to {output}",
+            f"wrote {conversion.converted} ATIF trajectories{of_agent}"
+            + (f" and the {len(conversion.images)} images they show" if conversion.images else "")
+            + f" to {output}",
             output_dirpath=str(output),
             manifest=str(output / MANIFEST_NAME),
             **_counts(conversion),

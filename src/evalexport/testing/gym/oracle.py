@@ -62,6 +62,13 @@ class GymOracle:
         error: str | None = self._ask({"action": "validate", "record": record})["error"]
         return error
 
+    def conversation_errors(self, row: dict[str, Any]) -> dict[str, str]:
+        """What Gym's own models (``NeMoGymResponseCreateParamsNonStreaming``,
+        ``NeMoGymResponse``, the aviary response for transitions) say of a row's request and
+        response: ``{key: error}``, empty when Gym accepts both."""
+        errors: dict[str, str] = self._ask({"action": "conversation", "row": row})["errors"]
+        return errors
+
     def export_atif(
         self, rollouts: Path, output: Path, *, session_id: str, agent_version: str
     ) -> GymExport:

@@ -89,9 +89,19 @@ def _reverify(request: dict[str, Any]) -> dict[str, object]:
         for line in Path(request["rollouts"]).read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
-    inputs = index_materialized_inputs(rows)
     projected: list[str] = []
     refused: dict[str, str] = {}
+    try:
+        inputs = index_materialized_inputs(rows)
+    except Exception as error:  # rows Gym cannot index (no task or rollout index): none joins
+        reason = f"the rollouts: {type(error).__name__}: {error}"
+        refused = {str(entry.trajectory_path): reason for entry in entries}
+        return {
+            "manifest_error": None,
+            "entries": len(entries),
+            "projected": [],
+            "refused": refused,
+        }
     for entry in entries:
         try:
             project_atif_manifest_entry(entry, inputs, manifest_directory=manifest.parent)
@@ -192,6 +202,29 @@ def _make_job(request: dict[str, Any]) -> dict[str, object]:
     return {"job_dir": str(run_dir), "record": json.loads(record.dumps())}
 
 
+def _conversation_errors(row: dict[str, Any]) -> dict[str, object]:
+    """What Gym's own models say of a row's request and response: ``{key: error}``, empty
+    when both accept (an aviary response with transitions: Gym's aviary model)."""
+    from nemo_gym.openai_utils import NeMoGymResponse, NeMoGymResponseCreateParamsNonStreaming
+
+    response_model: Any = NeMoGymResponse
+    response = row.get("response")
+    if isinstance(response, dict) and response.get("contains_transitions"):
+        from resources_servers.aviary.schemas import AviaryNeMoGymResponse
+
+        response_model = AviaryNeMoGymResponse
+    errors: dict[str, str] = {}
+    for key, model in (
+        ("responses_create_params", NeMoGymResponseCreateParamsNonStreaming),
+        ("response", response_model),
+    ):
+        try:
+            model.model_validate(row.get(key))
+        except Exception as error:  # the oracle reports, the test decides
+            errors[key] = f"{type(error).__name__}: {error}"
+    return {"errors": errors}
+
+
 def main() -> None:
     from nemo_gym import __version__
     from nemo_gym.atif_export import ExportAtifConfig, export_rollouts_to_atif
@@ -224,6 +257,8 @@ def main() -> None:
                 }
         elif action == "reverify":
             answer = _reverify(request)
+        elif action == "conversation":
+            answer = _conversation_errors(request["row"])
         elif action == "make_job":
             answer = _make_job(request)
         elif action == "aggregate_math":
