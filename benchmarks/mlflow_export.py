@@ -24,12 +24,16 @@ the same batched metrics and a bare ``log_artifact`` of the rollouts file's byte
 ``--repeat`` times (default 3). Prints the median wall times, their ratio, and the peak RSS of
 the evalexport process and of its worker.
 
-    python benchmarks/mlflow_export.py --traces 1000
+    python benchmarks/mlflow_export.py --traces 1000,100000
 
-Traces: a run of that many rollouts (the factory's rows, a tool call each), exported to a new
-embedded store by ``evalexport mlflow`` in a fresh process without and with ``+traces=true``,
-alternated ``--repeat`` times: the median wall times, their ratio, the time a trace, and the
-peak RSS of the worker, which streams the traces (it stays flat as the run grows).
+Traces: for each count, runs of that many rollouts in two shapes (the factory's rows, a tool
+call each: short; a coding agent's loop of 18 tool calls, 38 spans a trace: long), exported to
+new embedded stores by ``evalexport mlflow`` in fresh processes without and with
+``+traces=true``, alternated ``--repeat`` times; and the floor, MLflow's own batch ingestion of
+the same spans (``TracingClient.log_spans``, 100 traces a call) with its own ``log_feedback``
+a trace, timed in MLflow's environment with the spans built before the clock starts. Prints
+the traces' cost (the median export with traces minus without) as a ratio to the floor's
+median, the time a trace, and the worker's peak RSS (flat as the run grows).
 """
 
 from __future__ import annotations
@@ -369,16 +373,112 @@ def big_run(sizes: list[int], repeat: int = 3) -> None:
     )
 
 
-def traces(count: int, repeat: int = 3) -> None:
-    """``evalexport mlflow`` of ``count`` rollouts without and with ``+traces=true``."""
+TRACES_FLOOR = r"""
+import json, sys, time, base64, os
+import mlflow
+from mlflow import MlflowClient
+from mlflow.entities import AssessmentSource, Span
+from mlflow.tracing.client import TracingClient
+
+uri, path = sys.argv[1], sys.argv[2]
+mlflow.set_tracking_uri(uri)
+client = MlflowClient(uri)
+experiment_id = client.create_experiment("floor")
+run_id = client.create_run(experiment_id).info.run_id
+source = AssessmentSource(source_type="CODE", source_id="floor")
+
+
+def span(trace_id, trace_bytes, span_bytes, parent, name, kind, timed, extra):
+    return Span.from_dict({
+        "trace_id": base64.b64encode(trace_bytes).decode(),
+        "span_id": base64.b64encode(span_bytes).decode(),
+        "parent_span_id": base64.b64encode(parent).decode() if parent else None,
+        "name": name, "start_time_unix_nano": timed["start_ns"], "end_time_unix_nano": timed["end_ns"],
+        "status": {"code": "STATUS_CODE_OK", "message": ""}, "events": [],
+        "attributes": {"mlflow.traceRequestId": json.dumps(trace_id), "mlflow.spanType": json.dumps(kind),
+                       "mlflow.spanInputs": json.dumps(timed["inputs"]),
+                       "mlflow.spanOutputs": json.dumps(timed["outputs"]), **extra},
+    })
+
+
+batches, batch = [], []
+for line in open(path, encoding="utf-8"):  # built before the clock starts: MLflow's part alone
+    trace = json.loads(line)
+    number = int.from_bytes(os.urandom(16), "big")
+    trace_id, trace_bytes, root = f"tr-{number:032x}", number.to_bytes(16, "big"), os.urandom(8)
+    extra = {f"mlflow.traceTag.{k}": json.dumps(v) for k, v in trace["tags"].items()}
+    spans = [span(trace_id, trace_bytes, root, None, trace["name"], "AGENT", trace, extra)]
+    spans += [span(trace_id, trace_bytes, os.urandom(8), root, s["name"], s["type"], s, {}) for s in trace["spans"]]
+    batch.append((trace_id, trace.get("reward"), spans))
+    if len(batch) == 100:
+        batches.append(batch); batch = []
+if batch:
+    batches.append(batch)
+tracing = TracingClient(uri)
+started = time.perf_counter()
+for batch in batches:
+    tracing.log_spans(experiment_id, [s for _, _, spans in batch for s in spans])
+    for trace_id, reward, _ in batch:
+        if reward is not None:
+            mlflow.log_feedback(trace_id=trace_id, name="reward", value=reward, source=source)
+print(json.dumps({"seconds": time.perf_counter() - started, "spans": sum(len(sp) for b in batches for _, _, sp in b)}))
+"""
+"""MLflow's own batch ingestion of the same spans, and its own ``log_feedback`` per trace: the
+floor the traces are held to (the spans built before the clock starts)."""
+
+
+def _long_rows(rollouts: Path, calls: int = 18) -> None:
+    """Each row made a coding agent's loop: ``calls`` tool calls, each with its reasoning and
+    its output (38 spans a trace at 18), the answer last."""
+    rows = [json.loads(line) for line in rollouts.read_text().splitlines()]
+    for row in rows:
+        del row["ng_trajectory"]
+        answer = row["response"]["output"][-1]
+        loop: list[object] = []
+        for number in range(calls):
+            call = f"call_{number}"
+            loop += [
+                {
+                    "id": f"rs_{number}",
+                    "type": "reasoning",
+                    "summary": [
+                        {"type": "summary_text", "text": f"Step {number}: run the next command."}
+                    ],
+                },
+                {
+                    "id": call,
+                    "type": "function_call",
+                    "call_id": call,
+                    "name": "bash",
+                    "arguments": json.dumps({"command": f"pytest -q tests/test_{number}.py"}),
+                },
+                {"type": "function_call_output", "call_id": call, "output": "1 passed " * 20},
+            ]
+        row["response"]["output"] = [*loop, answer]
+    rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def traces(counts: list[int], repeat: int = 3) -> None:
+    """For each count and row shape: ``evalexport mlflow`` without and with ``+traces=true``
+    (fresh processes, new embedded stores, alternated ``repeat`` times), and the floor, MLflow's
+    own batch ingestion of the same spans with a ``log_feedback`` a trace; the traces' cost
+    (with - without) as a ratio to the floor."""
     import resource
     import statistics
     import subprocess
     import sys
 
+    from evalexport.backends.mlflow.exporter import MLflowExporter
+    from evalexport.backends.mlflow.traces import trace_of
+    from evalexport.isolation import EnvironmentSpec, ensure_environment
+    from evalexport.reading import iter_rollouts
+    from evalexport.run import RunArtifacts
     from evalexport.testing.factory import make_run
 
-    def export(rollouts: Path, store: Path, traced: bool) -> tuple[float, int]:
+    requirement = MLflowExporter.Config.model_fields["requirement"].default
+    python = ensure_environment(EnvironmentSpec("mlflow", (requirement,))).python
+
+    def export(rollouts: Path, store: Path, traced: bool, count: int) -> tuple[float, int]:
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         started = time.perf_counter()
         completed = subprocess.run(
@@ -390,6 +490,7 @@ def traces(count: int, repeat: int = 3) -> None:
                 f"+rollouts_jsonl_fpath={rollouts}",
                 f"+mlflow_tracking_uri=sqlite:///{store}",
                 f"+traces={str(traced).lower()}",
+                "+upload_rollouts=false",
                 "--json",
             ],
             capture_output=True,
@@ -398,39 +499,63 @@ def traces(count: int, repeat: int = 3) -> None:
         )
         elapsed = time.perf_counter() - started
         assert completed.returncode == 0, completed.stdout + completed.stderr
-        result = json.loads(completed.stdout)
-        assert result["details"].get("traces", 0) == (count if traced else 0)
+        assert json.loads(completed.stdout)["details"].get("traces", 0) == (count if traced else 0)
         return elapsed, max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+
+    def floor(rollouts: Path, store: Path) -> tuple[float, int]:
+        traces_file = store.with_suffix(".traces.jsonl")
+        run = RunArtifacts.from_rollouts_path(rollouts)
+        with traces_file.open("w", encoding="utf-8") as out:
+            for rollout in iter_rollouts(run):
+                out.write(json.dumps(trace_of(rollout), separators=(",", ":")) + "\n")
+        completed = subprocess.run(
+            [str(python), "-c", TRACES_FLOOR, f"sqlite:///{store}", str(traces_file)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        answer = json.loads(completed.stdout.splitlines()[-1])
+        return float(answer["seconds"]), int(answer["spans"])
 
     with tempfile.TemporaryDirectory(prefix="mlflow-traces-") as scratch_name:
         scratch = Path(scratch_name)
         agents = ("aime24_math_tool_agent",)
-        times: dict[bool, list[float]] = {False: [], True: []}
-        peak: dict[bool, int] = {False: 0, True: 0}
-        export(
-            make_run(scratch / "warm", agents=agents, tasks=2, repeats=1).rollouts,
-            scratch / "warm.db",
-            False,
-        )
-        for attempt in range(repeat):
-            for traced in (False, True):
-                run = make_run(
-                    scratch / f"run-{attempt}-{traced}", agents=agents, tasks=count, repeats=1
+        warm = make_run(scratch / "warm", agents=agents, tasks=2, repeats=1)
+        export(warm.rollouts, scratch / "warm.db", False, 2)
+        for count in counts:
+            for shape in ("short", "long"):
+                times: dict[bool, list[float]] = {False: [], True: []}
+                floors: list[float] = []
+                peak = 0
+                spans = 0
+                for attempt in range(repeat):
+                    run = make_run(
+                        scratch / f"{count}-{shape}-{attempt}",
+                        agents=agents,
+                        tasks=count,
+                        repeats=1,
+                    )
+                    if shape == "long":
+                        _long_rows(run.rollouts)
+                    for traced in (False, True):
+                        store = scratch / f"{count}-{shape}-{attempt}-{traced}.db"
+                        elapsed, rss = export(run.rollouts, store, traced, count)
+                        times[traced].append(elapsed)
+                        peak = max(peak, rss) if traced else peak
+                    seconds, spans = floor(
+                        run.rollouts, scratch / f"{count}-{shape}-{attempt}-floor.db"
+                    )
+                    floors.append(seconds)
+                plain, traced_time = statistics.median(times[False]), statistics.median(times[True])
+                cost, floor_time = traced_time - plain, statistics.median(floors)
+                print(
+                    f"{count} rollouts, {shape} rows ({spans // count} spans a trace), medians of "
+                    f"{repeat}: export {plain:.2f} s without traces, {traced_time:.2f} s with; "
+                    f"traces {cost:.2f} s ({cost / count * 1000:.2f} ms a trace), floor "
+                    f"{floor_time:.2f} s: {cost / floor_time:.2f}x (goal: within 1.3x); worker "
+                    f"peak RSS {peak // 1024} MB"
                 )
-                elapsed, rss = export(run.rollouts, scratch / f"{attempt}-{traced}.db", traced)
-                times[traced].append(elapsed)
-                peak[traced] = max(peak[traced], rss)
-        plain, traced_time = statistics.median(times[False]), statistics.median(times[True])
-        print(f"{count} rollouts, medians of {repeat}, embedded SQLite store")
-        print(f"  without traces: {plain:.2f} s")
-        print(
-            f"  with traces:    {traced_time:.2f} s  ({traced_time / plain:.2f}x, "
-            f"{(traced_time - plain) / count * 1000:.1f} ms a trace)"
-        )
-        print(
-            f"  peak RSS of a child (the worker): {peak[False] // 1024} MB without, "
-            f"{peak[True] // 1024} MB with traces"
-        )
 
 
 def main() -> None:
@@ -440,10 +565,14 @@ def main() -> None:
     parser.add_argument("--naive-values", type=int, default=1_000)
     parser.add_argument("--big-run", default="", help="comma-separated MB of rollouts, e.g. 50,200")
     parser.add_argument("--repeat", type=int, default=3, help="big-run attempts (medians)")
-    parser.add_argument("--traces", type=int, default=0, help="rollouts to export with traces")
+    parser.add_argument(
+        "--traces",
+        default="",
+        help="comma-separated rollouts to export with traces, e.g. 1000,100000",
+    )
     args = parser.parse_args()
     if args.traces:
-        traces(args.traces, args.repeat)
+        traces([int(count) for count in args.traces.split(",")], args.repeat)
         return
     if args.big_run:
         big_run([int(size) for size in args.big_run.split(",")], args.repeat)

@@ -23,8 +23,10 @@ def test_every_committed_manifest_has_the_whole_worker_surface(sdk: str) -> None
     for manifest in manifests:
         assert set(manifest["entries"]) == set(SURFACES[sdk].extracted), manifest["version"]
         missing = [
-            path for path, entry in manifest["entries"].items() if entry["kind"] == "missing"
-        ]
+            path
+            for path, entry in manifest["entries"].items()
+            if entry["kind"] == "missing" and SURFACES[sdk].used_by(path, manifest["version"])
+        ]  # a path the worker uses only from a later release (``since``) may be missing
         assert missing == [], f"{sdk} {manifest['version']} lacks {missing}"
 
 

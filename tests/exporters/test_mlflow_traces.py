@@ -38,7 +38,9 @@ def read(where):
                 "trace_id": trace.info.trace_id,
                 "experiment_id": experiment.experiment_id,
                 "tags": {k: v for k, v in trace.info.tags.items() if not k.startswith("mlflow.")},
-                "source_run": trace.info.request_metadata.get("mlflow.sourceRun"),
+                "feedback": {
+                    a.name: a.value for a in trace.info.assessments if hasattr(a, "value")
+                },
                 "spans": [
                     {"name": s.name, "type": s.span_type, "parent": s.parent_id is not None,
                      "inputs": s.inputs, "outputs": s.outputs, "start": s.start_time_ns}
@@ -213,8 +215,8 @@ def test_every_rollout_is_one_trace_linked_to_the_run_and_a_rerun_adds_none(
     traces, rewarded = _read_traces(
         mlflow_python, uri, experiment, result["run_id"], "", "tags.reward = '1.0'"
     )
-    assert len(traces) == rollouts
-    assert {trace["source_run"] for trace in traces} == {result["run_id"]}
+    assert len(traces) == rollouts  # every one found by the run it is linked to
+    assert all(trace["feedback"] == {"reward": float(trace["tags"]["reward"])} for trace in traces)
     keys = {
         (trace["tags"]["agent"], trace["tags"]["task_index"], trace["tags"]["rollout_index"])
         for trace in traces
@@ -245,8 +247,14 @@ def test_mlflows_traces_view_shows_a_rollout_step_by_step(
     cli, mlflow_python, mlflow_server, make_sample_run, tmp_path
 ) -> None:
     """What a user sees: the run's trace opened in MLflow's UI, in a real headless Chromium,
-    shows the rollout and its spans (its model turns and its tool call)."""
-    from evalexport.testing.browser import rendered_showing, screenshot, trace_view_url
+    shows the rollout and its spans (its model turns and its tool call) and its reward, a
+    feedback assessment."""
+    from evalexport.testing.browser import (
+        rendered_showing,
+        screenshot,
+        trace_view_url,
+        traces_list_url,
+    )
 
     sample = make_sample_run("viewed", agents=("aime24_math_tool_agent",), tasks=2, repeats=1)
     experiment = f"trace-view-{sample.canaries.suffix}"
@@ -266,6 +274,9 @@ def test_mlflows_traces_view_shows_a_rollout_step_by_step(
     root, *spans = shown["spans"]
     page = rendered_showing(url, [span["name"] for span in shown["spans"]])
     assert root["name"] in page
+    listed = traces_list_url(mlflow_server.url, shown["experiment_id"])
+    table = rendered_showing(listed, ["reward"])
+    assert "reward" in table  # the rollout's reward, a feedback assessment MLflow's view shows
     for span in spans:
         assert span["name"] in page, f"{span['name']} not in MLflow's trace view"
     picture = screenshot(url, tmp_path / "trace.png")

@@ -86,3 +86,9 @@ def trace_view_url(server: str, experiment_id: str, trace_id: str) -> str:
     return (
         f"{server.rstrip('/')}/#/experiments/{experiment_id}/traces?selectedEvaluationId={trace_id}"
     )
+
+
+def traces_list_url(server: str, experiment_id: str) -> str:
+    """Where MLflow's UI lists an experiment's traces (its Traces tab: a row a trace, a column
+    for each assessment)."""
+    return f"{server.rstrip('/')}/#/experiments/{experiment_id}/traces?startTimeLabel=ALL"

@@ -241,6 +241,7 @@ def trace_of(rollout: Rollout) -> MlflowTrace:
         "start_ns": begun,
         "end_ns": max(begun, ended),
         "spans": spans,
+        "reward": float(reward) if isinstance(reward, int | float) and "reward" in tags else None,
     }
 
 

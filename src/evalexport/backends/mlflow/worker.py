@@ -37,6 +37,12 @@ SURFACE: Final = {
         "mlflow.tracking.MlflowClient.start_span",
         "mlflow.tracking.MlflowClient.end_span",
         "mlflow.tracking.MlflowClient.end_trace",
+        "mlflow.tracking.MlflowClient.link_traces_to_run",
+        "mlflow.tracing.client.TracingClient",
+        "mlflow.tracing.client.TracingClient.log_spans",
+        "mlflow.log_feedback",
+        "mlflow.entities.AssessmentSource",
+        "mlflow.entities.Span.from_dict",
         "mlflow.set_tracking_uri",
         "mlflow.entities.Metric",
         "mlflow.entities.Param",
@@ -60,6 +66,13 @@ SURFACE: Final = {
         "mlflow.tracking.MlflowClient.start_span": "3",
         "mlflow.tracking.MlflowClient.end_span": "3",
         "mlflow.tracking.MlflowClient.end_trace": "3",
+        # Span batches (MLflow's own OTLP ingestion) from 3.4 on; _SpanBatches.of checks.
+        "mlflow.tracking.MlflowClient.link_traces_to_run": "3.4",
+        "mlflow.tracing.client.TracingClient": "3.4",
+        "mlflow.tracing.client.TracingClient.log_spans": "3.4",
+        "mlflow.log_feedback": "3.4",
+        "mlflow.entities.AssessmentSource": "3.4",
+        "mlflow.entities.Span.from_dict": "3.4",
         "mlflow.set_tracking_uri": "3",
         "mlflow.entities.Span": "3",
     },
@@ -106,6 +119,8 @@ class MlflowTrace(TypedDict):
     start_ns: int
     end_ns: int
     spans: list[MlflowSpan]
+    reward: float | None
+    """The rollout's reward, logged as the trace's ``reward`` feedback (``None``: none)."""
 
 
 class _MlflowPayloadOptions(TypedDict, total=False):
@@ -432,42 +447,197 @@ def traces_refusal(client_class: type) -> str | None:
     return None
 
 
+_BATCH_TRACES: Final = 100
+"""Traces a batch holds at most: MLflow links at most 100 traces to a run in one request."""
+_BATCH_SPANS: Final = 5_000
+"""Spans a batch holds at most, so a batch of long agent loops stays one modest write."""
+_STOP_SIGNALS: Final = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
 def _log_traces(client: Any, uri: str, experiment_id: str, run_id: str, path: str) -> int:
-    """Log each line of ``path`` as a trace linked to ``run_id``, one at a time (the file is
-    streamed: memory stays flat); the number logged. MLflow sends the traces a client starts
-    to the *global* tracking URI, not the client's: it is set to the export's first."""
+    """Log each line of ``path`` as a trace linked to ``run_id``; the number logged. The file
+    is streamed, a batch at a time (memory stays flat): where this MLflow ingests spans in
+    batches (``TracingClient.log_spans``, MLflow's own OTLP path), each batch's spans are one
+    write, its traces are linked to the run in one request, and each trace's reward is a
+    feedback assessment; a stop signal waits for the batch under way, so the store holds whole
+    traces only. An older MLflow 3 logs them one span at a time. MLflow sends the traces a
+    client starts to the *global* tracking URI, not the client's: it is set to the export's."""
     import mlflow
 
     mlflow.set_tracking_uri(uri)
+    batches = _SpanBatches.of(uri, client, experiment_id, run_id)
     count = 0
+    batch: list[MlflowTrace] = []
+    spans = 0
     with Path(path).open(encoding="utf-8") as lines:
         for line in lines:
             trace: MlflowTrace = json.loads(line)
-            root = client.start_trace(
-                trace["name"],
-                span_type="AGENT",
-                inputs=trace["inputs"],
-                attributes=trace["attributes"],
-                tags=trace["tags"],
-                experiment_id=experiment_id,
-                start_time_ns=trace["start_ns"],
-                run_id=run_id,
-            )
-            for span in trace["spans"]:
-                child = client.start_span(
-                    span["name"],
-                    trace_id=root.trace_id,
-                    parent_id=root.span_id,
-                    span_type=span["type"],
-                    inputs=span["inputs"],
-                    start_time_ns=span["start_ns"],
-                )
-                client.end_span(
-                    root.trace_id,
-                    child.span_id,
-                    outputs=span["outputs"],
-                    end_time_ns=span["end_ns"],
-                )
-            client.end_trace(root.trace_id, outputs=trace["outputs"], end_time_ns=trace["end_ns"])
-            count += 1
+            if batches is None:
+                _log_trace_by_spans(client, experiment_id, run_id, trace)
+                count += 1
+                continue
+            batch.append(trace)
+            spans += len(trace["spans"]) + 1
+            if len(batch) >= _BATCH_TRACES or spans >= _BATCH_SPANS:
+                count += batches.log(batch)
+                batch, spans = [], 0
+    if batch and batches is not None:
+        count += batches.log(batch)
     return count
+
+
+class _SpanBatches:
+    """Traces logged a batch at a time through MLflow's span ingestion."""
+
+    def __init__(self, tracing: Any, client: Any, experiment_id: str, run_id: str) -> None:
+        import mlflow
+        from mlflow.entities import AssessmentSource, Span
+
+        self._tracing, self._client = tracing, client
+        self._experiment_id, self._run_id = experiment_id, run_id
+        self._span_from_dict = Span.from_dict
+        self._log_feedback = mlflow.log_feedback
+        self._source = AssessmentSource(source_type="CODE", source_id="evalexport")
+
+    @classmethod
+    def of(cls, uri: str, client: Any, experiment_id: str, run_id: str) -> _SpanBatches | None:
+        """The batches, or ``None`` where this MLflow cannot ingest spans in batches and link
+        traces to a run (before 3.4: traces are then logged one span at a time)."""
+        try:
+            import mlflow
+            from mlflow.tracing.client import TracingClient
+        except ImportError:
+            return None
+        if not all(
+            callable(getattr(owner, name, None))
+            for owner, name in (
+                (TracingClient, "log_spans"),
+                (client, "link_traces_to_run"),
+                (mlflow, "log_feedback"),
+            )
+        ):
+            return None
+        return cls(TracingClient(uri), client, experiment_id, run_id)
+
+    def log(self, batch: list[MlflowTrace]) -> int:
+        """Log ``batch`` whole: its spans in one write, the traces linked to the run, each
+        reward a feedback; a stop signal meanwhile is raised once the batch is in."""
+        with _signals_held():
+            ids: list[str] = []
+            spans: list[Any] = []
+            for trace in batch:
+                trace_id, made = self._spans(trace)
+                ids.append(trace_id)
+                spans += made
+            self._tracing.log_spans(self._experiment_id, spans)
+            self._client.link_traces_to_run(ids, self._run_id)
+            for trace_id, trace in zip(ids, batch, strict=True):
+                if (reward := trace.get("reward")) is not None:
+                    self._log_feedback(
+                        trace_id=trace_id, name="reward", value=reward, source=self._source
+                    )
+        return len(batch)
+
+    def _spans(self, trace: MlflowTrace) -> tuple[str, list[Any]]:
+        """The trace's id and its spans as MLflow's ``Span`` entities: the root carries the
+        trace's name and tags (``mlflow.traceTag.*``, as MLflow's OTLP path reads them)."""
+        otel_trace_id = int.from_bytes(os.urandom(16), "big") or 1
+        trace_id = f"tr-{otel_trace_id:032x}"
+        trace_bytes = otel_trace_id.to_bytes(16, "big")
+        root = os.urandom(8)
+        tags = {"mlflow.traceName": trace["name"], **trace["tags"]}
+        attributes = {
+            **{key: json.dumps(value) for key, value in trace["attributes"].items()},
+            **{f"mlflow.traceTag.{key}": json.dumps(value) for key, value in tags.items()},
+        }
+        made = [
+            self._span(trace_id, trace_bytes, root, None, trace["name"], "AGENT", trace, attributes)
+        ]
+        for span in trace["spans"]:
+            made.append(
+                self._span(
+                    trace_id, trace_bytes, os.urandom(8), root, span["name"], span["type"], span, {}
+                )
+            )
+        return trace_id, made
+
+    def _span(
+        self,
+        trace_id: str,
+        trace_bytes: bytes,
+        span_bytes: bytes,
+        parent: bytes | None,
+        name: str,
+        kind: str,
+        timed: Any,
+        attributes: dict[str, str],
+    ) -> Any:
+        import base64
+
+        return self._span_from_dict(
+            {
+                "trace_id": base64.b64encode(trace_bytes).decode(),
+                "span_id": base64.b64encode(span_bytes).decode(),
+                "parent_span_id": base64.b64encode(parent).decode() if parent else None,
+                "name": name,
+                "start_time_unix_nano": timed["start_ns"],
+                "end_time_unix_nano": timed["end_ns"],
+                "status": {"code": "STATUS_CODE_OK", "message": ""},
+                "events": [],
+                "attributes": {
+                    "mlflow.traceRequestId": json.dumps(trace_id),
+                    "mlflow.spanType": json.dumps(kind),
+                    "mlflow.spanInputs": json.dumps(timed["inputs"]),
+                    "mlflow.spanOutputs": json.dumps(timed["outputs"]),
+                    **attributes,
+                },
+            }
+        )
+
+
+@contextlib.contextmanager
+def _signals_held() -> Any:
+    """Stop signals recorded while the block runs, then raised once it is done (the
+    runner's handler stops the worker there)."""
+    import signal
+
+    held: list[int] = []
+    kept = {}
+    for name in _STOP_SIGNALS:
+        number = getattr(signal, name)
+        kept[number] = signal.signal(number, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        for number, handler in kept.items():
+            signal.signal(number, handler)
+        if held:
+            signal.raise_signal(held[0])
+
+
+def _log_trace_by_spans(client: Any, experiment_id: str, run_id: str, trace: MlflowTrace) -> None:
+    """One trace through ``start_trace``/``start_span``/``end_span``/``end_trace``, each its own
+    write: an MLflow 3 before span batches."""
+    root = client.start_trace(
+        trace["name"],
+        span_type="AGENT",
+        inputs=trace["inputs"],
+        attributes=trace["attributes"],
+        tags=trace["tags"],
+        experiment_id=experiment_id,
+        start_time_ns=trace["start_ns"],
+        run_id=run_id,
+    )
+    for span in trace["spans"]:
+        child = client.start_span(
+            span["name"],
+            trace_id=root.trace_id,
+            parent_id=root.span_id,
+            span_type=span["type"],
+            inputs=span["inputs"],
+            start_time_ns=span["start_ns"],
+        )
+        client.end_span(
+            root.trace_id, child.span_id, outputs=span["outputs"], end_time_ns=span["end_ns"]
+        )
+    client.end_trace(root.trace_id, outputs=trace["outputs"], end_time_ns=trace["end_ns"])
