@@ -458,7 +458,7 @@ def _long_rows(rollouts: Path, calls: int = 18) -> None:
     rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
-def traces(counts: list[int], repeat: int = 3) -> None:
+def traces(counts: list[int], repeat: int = 3, shapes: tuple[str, ...] = ("short", "long")) -> None:
     """For each count and row shape: ``evalexport mlflow`` without and with ``+traces=true``
     (fresh processes, new embedded stores, alternated ``repeat`` times), and the floor, MLflow's
     own batch ingestion of the same spans with a ``log_feedback`` a trace; the traces' cost
@@ -524,7 +524,7 @@ def traces(counts: list[int], repeat: int = 3) -> None:
         warm = make_run(scratch / "warm", agents=agents, tasks=2, repeats=1)
         export(warm.rollouts, scratch / "warm.db", False, 2)
         for count in counts:
-            for shape in ("short", "long"):
+            for shape in shapes:
                 times: dict[bool, list[float]] = {False: [], True: []}
                 floors: list[float] = []
                 peak = 0
@@ -565,6 +565,7 @@ def main() -> None:
     parser.add_argument("--naive-values", type=int, default=1_000)
     parser.add_argument("--big-run", default="", help="comma-separated MB of rollouts, e.g. 50,200")
     parser.add_argument("--repeat", type=int, default=3, help="big-run attempts (medians)")
+    parser.add_argument("--shapes", default="short,long", help="--traces row shapes")
     parser.add_argument(
         "--traces",
         default="",
@@ -572,7 +573,11 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.traces:
-        traces([int(count) for count in args.traces.split(",")], args.repeat)
+        traces(
+            [int(count) for count in args.traces.split(",")],
+            args.repeat,
+            tuple(args.shapes.split(",")),
+        )
         return
     if args.big_run:
         big_run([int(size) for size in args.big_run.split(",")], args.repeat)
