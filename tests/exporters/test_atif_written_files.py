@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from evalexport.trajectory import files
+from evalexport.trajectory import file_outcome, files
 from evalexport.trajectory.manifest import staged_output_problem
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "aime24" / "aime24_rollouts.jsonl"
@@ -72,7 +72,7 @@ def test_a_duplicate_the_conversion_misses_is_caught_before_the_output_is_put_in
 ) -> None:
     # A conversion that forgets every key: the last check alone stands between the user and
     # an output that names 0-8.json twice with one of its hashes matching no file.
-    monkeypatch.setattr(files._FirstLines, "earlier", lambda self, key, line_number: None)
+    monkeypatch.setattr(file_outcome.FirstLines, "earlier", lambda self, key, line_number: None)
     rollouts = _rows_with_keys(tmp_path, DUPLICATED_KEYS)
     output = tmp_path / "out"
     run = _export(cli, rollouts, output, "--json")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from evalexport.trajectory.files import ConvertedRow, _FirstLines
+from evalexport.trajectory.file_outcome import ConvertedRow, FirstLines
 from evalexport.trajectory.relaxations import RELAXATIONS
 
 
@@ -47,7 +47,7 @@ def test_a_manifest_line_is_the_json_gym_writes(
 
 
 def _remembered_as_a_dict_would(keys: Sequence[tuple[int, int]]) -> None:
-    first_lines, reference = _FirstLines(), {}
+    first_lines, reference = FirstLines(), {}
     for line_number, key in enumerate(keys, 1):
         assert first_lines.earlier(key, line_number) == reference.get(key), (keys, line_number)
         reference.setdefault(key, line_number)
@@ -56,7 +56,7 @@ def _remembered_as_a_dict_would(keys: Sequence[tuple[int, int]]) -> None:
 def test_a_key_first_seen_far_then_passed_by_its_growing_array_is_a_duplicate() -> None:
     # The file: (0, 8) is far past an empty array, (0, 1) and (0, 9) grow the array
     # past 8, and the second (0, 8) must still be found.
-    first_lines = _FirstLines()
+    first_lines = FirstLines()
     assert [first_lines.earlier(key, n) for n, key in enumerate([(0, 8), (0, 1), (0, 9)], 1)] == [
         None,
         None,

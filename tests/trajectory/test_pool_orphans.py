@@ -11,9 +11,9 @@ import textwrap
 _CHILD = textwrap.dedent(
     """
     import os, sys
-    from evalexport.trajectory.files import _leave_ctrl_c_to_the_parent
+    from evalexport.trajectory.pool_workers import leave_ctrl_c_to_the_parent
     creator = int(sys.argv[1])
-    _leave_ctrl_c_to_the_parent(creator, sys.argv[2] == "forkserver")
+    leave_ctrl_c_to_the_parent(creator, sys.argv[2] == "forkserver")
     print("worked")
     """
 )
