@@ -10,8 +10,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic_core import to_json
 
-from evalexport.trajectory import convert
-from evalexport.trajectory.convert import encode_json
+from evalexport.trajectory import encoding
+from evalexport.trajectory.encoding import encode_json
 
 SCALARS = (
     st.none()
@@ -38,7 +38,7 @@ def test_the_bytes_are_pydantics(document: Any) -> None:
 
 
 def test_without_msgspec_pydantic_writes_every_document(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(convert, "_fast_encoder", lambda: None)
+    monkeypatch.setattr(encoding, "_fast_encoder", lambda: None)
     assert encode_json({"a": [1, 1e16]}) == b'{\n  "a": [\n    1,\n    1e+16\n  ]\n}\n'
 
 

@@ -17,10 +17,10 @@ instead of refusing them.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
+from evalexport.trajectory.images import image_media_type
 from evalexport.trajectory.relaxations import Relaxations
 
 __all__ = ["Item", "ItemError", "read_item", "read_items"]
@@ -147,28 +147,6 @@ def _input_parts(
             raise ItemError(part_path, f"only text content parts are supported, got {part_type!r}")
         parts.append(_text_part(part, part_path, "input_text", frozenset()))
     return parts
-
-
-IMAGE_MEDIA_TYPES: Final = {
-    "image/png": "png",
-    "image/jpeg": "jpg",
-    "image/gif": "gif",
-    "image/webp": "webp",
-}
-"""The media types ATIF v1.7's image parts hold, and the file extension of each."""
-_DATA_URL: Final = re.compile(r"data:(image/[a-z]+);base64,[A-Za-z0-9+/\s]*={0,2}\s*", re.ASCII)
-_IMAGE_URL: Final = re.compile(r"https?://[^\s]+\.(png|jpe?g|gif|webp)(\?[^\s]*)?", re.I | re.ASCII)
-
-
-def image_media_type(url: str) -> str | None:
-    """The media type of an image ``url`` ATIF can hold (a base64 ``data:`` URL of one of
-    :data:`IMAGE_MEDIA_TYPES`, or an http(s) URL ending in one's extension), else ``None``."""
-    if (data := _DATA_URL.fullmatch(url)) is not None:
-        return data.group(1) if data.group(1) in IMAGE_MEDIA_TYPES else None
-    if (web := _IMAGE_URL.fullmatch(url)) is not None:
-        extension = web.group(1).lower()
-        return "image/jpeg" if extension in ("jpg", "jpeg") else f"image/{extension}"
-    return None
 
 
 def _image_part(part: Any, path: str) -> dict[str, object]:

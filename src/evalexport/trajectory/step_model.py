@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from evalexport.trajectory.conversation import Item, image_media_type
+from evalexport.trajectory.conversation import Item
+from evalexport.trajectory.images import image_media_type
 from evalexport.trajectory.relaxations import Relaxations
 
 __all__ = [
