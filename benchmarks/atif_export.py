@@ -15,8 +15,9 @@ Generates rollouts files of real-shaped NeMo Gym records, every record one Gym's
 On each file, in fresh child processes, it times:
 
 * ``json.loads`` of every line, and nothing else: the floor any exporter stands on;
-* the same, writing one file per line of twice its size (a trajectory file's size): the floor
-  with the file system's share, which on some machines is most of an export's time;
+* the same, writing for each line the very trajectory file the exporters write (their bytes
+  read before the clock starts, from a reference export made first): the floor with the file
+  system's share, which on some machines is most of an export's time;
 * ``nemo_gym.atif_export.export_rollouts_to_atif``, in a NeMo Gym 0.7.0 environment (built on
   first use in ``--gym-env``, default ``~/.cache/evalexport/gym-benchmark-env``, ~420 MB);
 * ``evalexport atif``, as installed here.
@@ -85,16 +86,21 @@ def run(rollouts, output):
 )
 BARE_WITH_FILES = (
     """
-import json, os
+import json, os, sys
+# The very files the exporters write, read before the clock starts: the floor writes them.
+REFERENCE = sys.argv[3]
+FILES = {name: open(os.path.join(REFERENCE, name), "rb").read()
+         for name in os.listdir(REFERENCE) if name.endswith(".json")}
 def run(rollouts, output):
     os.mkdir(output)
     count = 0
     with open(rollouts, "rb") as handle:
         for line in handle:
-            json.loads(line)
+            row = json.loads(line)
             count += 1
-            with open(os.path.join(output, f"{count}.json"), "wb") as file:
-                file.write(line * 2)  # a trajectory file is about twice its line
+            name = f"{row['_ng_task_index']}-{row['_ng_rollout_index']}.json"
+            with open(os.path.join(output, name), "wb") as file:
+                file.write(FILES[name])
     return count
 """
     + _MEASURE
@@ -145,13 +151,19 @@ DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
 
 def _run(
-    python: str, program: str, rollouts: Path, output: Path, *, drop_caches: bool = False
+    python: str,
+    program: str,
+    rollouts: Path,
+    output: Path,
+    reference: Path,
+    *,
+    drop_caches: bool = False,
 ) -> dict[str, float]:
     os.sync()  # the previous contestant's writes must not be flushed on this one's time
     if drop_caches:
         DROP_CACHES.write_text("3\n")
     completed = subprocess.run(
-        [python, "-c", program, str(rollouts), str(output)],
+        [python, "-c", program, str(rollouts), str(output), str(reference)],
         capture_output=True,
         text=True,
         check=False,
@@ -193,13 +205,15 @@ def measure(
             strict=True,
         )
     )
+    reference = directory / "reference"  # the files every exporter writes: the floor writes them
+    _run(sys.executable, EVALEXPORT, rollouts, reference, reference)
     seconds: dict[str, list[float]] = {name: [] for name in CONTESTANTS}
     peaks: dict[str, list[float]] = {name: [] for name in CONTESTANTS}
     same = True
     for _ in range(repeat):
         for name, (python, program) in programs.items():
             output = directory / name.split()[0]
-            figures = _run(python, program, rollouts, output, drop_caches=drop_caches)
+            figures = _run(python, program, rollouts, output, reference, drop_caches=drop_caches)
             assert figures["count"] == rows, (name, figures, rows)
             seconds[name].append(figures["seconds"])
             peaks[name].append(figures["peak_rss_kib"] / 1024)

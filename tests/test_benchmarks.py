@@ -29,17 +29,22 @@ def test_each_atif_contestant_but_gym_converts_every_row_of_a_small_file(
     atif = _benchmark("atif_export")
     rollouts = tmp_path / "rollouts.jsonl"
     rows = atif.write_rollouts(rollouts, 60_000, shape)
+    reference = tmp_path / "reference"
+    atif._run(sys.executable, atif.EVALEXPORT, rollouts, reference, reference)
     for name, program in (
         ("bare", atif.BARE),
         ("bare-with-files", atif.BARE_WITH_FILES),
         ("evalexport", atif.EVALEXPORT),
     ):
         output = tmp_path / name
-        figures = atif._run(sys.executable, program, rollouts, output)
+        figures = atif._run(sys.executable, program, rollouts, output, reference)
         assert figures["count"] == rows, name
         assert figures["seconds"] > 0
         assert figures["peak_rss_kib"] > 0
     assert len(list((tmp_path / "evalexport").glob("*.json"))) == rows
+    # The floor writes the very files the exporters write.
+    for written in (tmp_path / "bare-with-files").iterdir():
+        assert written.read_bytes() == (tmp_path / "evalexport" / written.name).read_bytes()
 
 
 @pytest.mark.downloads
