@@ -430,32 +430,64 @@ floor the traces are held to (the spans built before the clock starts)."""
 def _long_rows(rollouts: Path, calls: int = 18) -> None:
     """Each row made a coding agent's loop: ``calls`` tool calls, each with its reasoning and
     its output (38 spans a trace at 18), the answer last."""
-    rows = [json.loads(line) for line in rollouts.read_text().splitlines()]
-    for row in rows:
-        del row["ng_trajectory"]
-        answer = row["response"]["output"][-1]
-        loop: list[object] = []
-        for number in range(calls):
-            call = f"call_{number}"
-            loop += [
-                {
-                    "id": f"rs_{number}",
-                    "type": "reasoning",
-                    "summary": [
-                        {"type": "summary_text", "text": f"Step {number}: run the next command."}
-                    ],
-                },
-                {
-                    "id": call,
-                    "type": "function_call",
-                    "call_id": call,
-                    "name": "bash",
-                    "arguments": json.dumps({"command": f"pytest -q tests/test_{number}.py"}),
-                },
-                {"type": "function_call_output", "call_id": call, "output": "1 passed " * 20},
-            ]
-        row["response"]["output"] = [*loop, answer]
-    rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    made = rollouts.with_suffix(".long")
+    with rollouts.open(encoding="utf-8") as given, made.open("w", encoding="utf-8") as out:
+        for line in given:  # a row at a time: this process stays small (see _run_made_apart)
+            row = json.loads(line)
+            del row["ng_trajectory"]
+            answer = row["response"]["output"][-1]
+            loop: list[object] = []
+            for number in range(calls):
+                call = f"call_{number}"
+                loop += [
+                    {
+                        "id": f"rs_{number}",
+                        "type": "reasoning",
+                        "summary": [
+                            {
+                                "type": "summary_text",
+                                "text": f"Step {number}: run the next command.",
+                            }
+                        ],
+                    },
+                    {
+                        "id": call,
+                        "type": "function_call",
+                        "call_id": call,
+                        "name": "bash",
+                        "arguments": json.dumps({"command": f"pytest -q tests/test_{number}.py"}),
+                    },
+                    {"type": "function_call_output", "call_id": call, "output": "1 passed " * 20},
+                ]
+            row["response"]["output"] = [*loop, answer]
+            out.write(json.dumps(row) + "\n")
+    made.replace(rollouts)
+
+
+def _run_made_apart(directory: Path, agents: tuple[str, ...], count: int) -> Any:
+    """The factory's run of ``count`` rollouts, made in a process of its own: made here, its
+    rows would stay in this process's memory, and every export forked after it would report
+    that memory as its peak RSS (a child's peak counts the pages it shares before ``exec``)."""
+    import subprocess
+    import sys
+
+    from evalexport.run import RunArtifacts
+
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; "
+            "from evalexport.testing.factory import make_run; "
+            "make_run(Path(sys.argv[1]), agents=tuple(sys.argv[2].split(',')), "
+            "tasks=int(sys.argv[3]), repeats=1)",
+            str(directory),
+            ",".join(agents),
+            str(count),
+        ],
+        check=True,
+    )
+    return RunArtifacts.from_rollouts_path(next(directory.glob("*_rollouts.jsonl")))
 
 
 def traces(counts: list[int], repeat: int = 3, shapes: tuple[str, ...] = ("short", "long")) -> None:
@@ -530,12 +562,7 @@ def traces(counts: list[int], repeat: int = 3, shapes: tuple[str, ...] = ("short
                 peak = 0
                 spans = 0
                 for attempt in range(repeat):
-                    run = make_run(
-                        scratch / f"{count}-{shape}-{attempt}",
-                        agents=agents,
-                        tasks=count,
-                        repeats=1,
-                    )
+                    run = _run_made_apart(scratch / f"{count}-{shape}-{attempt}", agents, count)
                     if shape == "long":
                         _long_rows(run.rollouts)
                     for traced in (False, True):
