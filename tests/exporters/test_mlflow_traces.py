@@ -282,3 +282,59 @@ def test_mlflows_traces_view_shows_a_rollout_step_by_step(
     picture = screenshot(url, tmp_path / "trace.png")
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert picture.stat().st_size > 20_000  # a page, not a blank
+
+
+def test_a_server_that_takes_no_span_batches_gets_its_traces_span_by_span() -> None:
+    """An MLflow server before 3.4 refuses ``log_spans`` before writing anything: the worker
+    logs that batch and every later trace one span at a time instead of failing."""
+    import runpy
+
+    from evalexport.backends.mlflow import worker as worker_module
+
+    body = runpy.run_path(worker_module.__file__)
+    calls: list[str] = []
+
+    class OldServer:
+        def log(self, batch: list[Any]) -> int:
+            raise NotImplementedError("log_spans is not supported: server 3.3 is less than 3.4")
+
+    class Client:
+        def start_trace(self, name: str, **_: object) -> Any:
+            calls.append(f"start {name}")
+            return type("Root", (), {"trace_id": "tr-1", "span_id": "s-1"})()
+
+        def start_span(self, name: str, **_: object) -> Any:
+            calls.append(f"span {name}")
+            return type("Child", (), {"span_id": "s-2"})()
+
+        def end_span(self, *_: object, **__: object) -> None:
+            pass
+
+        def end_trace(self, *_: object, **__: object) -> None:
+            calls.append("end")
+
+    trace = {
+        "name": "rollout 0-0",
+        "tags": {},
+        "inputs": {},
+        "outputs": {},
+        "attributes": {},
+        "start_ns": 1,
+        "end_ns": 2,
+        "reward": 1.0,
+        "spans": [
+            {
+                "name": "model turn 1",
+                "type": "LLM",
+                "inputs": {},
+                "outputs": {},
+                "start_ns": 1,
+                "end_ns": 2,
+            }
+        ],
+    }
+    count, batches = body["_logged"](OldServer(), [trace, trace], 0, Client(), "1", "run")
+    assert (count, batches) == (2, None)
+    assert calls == ["start rollout 0-0", "span model turn 1", "end"] * 2
+    with pytest.raises(NotImplementedError):  # past the first batch it is no version question
+        body["_logged"](OldServer(), [trace], 100, Client(), "1", "run")

@@ -472,18 +472,39 @@ def _log_traces(client: Any, uri: str, experiment_id: str, run_id: str, path: st
     with Path(path).open(encoding="utf-8") as lines:
         for line in lines:
             trace: MlflowTrace = json.loads(line)
-            if batches is None:
+            if batches is None:  # this MLflow (or its server) takes no span batches
                 _log_trace_by_spans(client, experiment_id, run_id, trace)
                 count += 1
                 continue
             batch.append(trace)
             spans += len(trace["spans"]) + 1
             if len(batch) >= _BATCH_TRACES or spans >= _BATCH_SPANS:
-                count += batches.log(batch)
+                count, batches = _logged(batches, batch, count, client, experiment_id, run_id)
                 batch, spans = [], 0
     if batch and batches is not None:
-        count += batches.log(batch)
+        count, batches = _logged(batches, batch, count, client, experiment_id, run_id)
     return count
+
+
+def _logged(
+    batches: _SpanBatches,
+    batch: list[MlflowTrace],
+    count: int,
+    client: Any,
+    experiment_id: str,
+    run_id: str,
+) -> tuple[int, _SpanBatches | None]:
+    """``batch`` logged, and the count so far; a server older than 3.4 refuses span batches
+    before writing anything (``NotImplementedError``): from the first batch on, its traces are
+    then logged one span at a time (the batches ``None``)."""
+    try:
+        return count + batches.log(batch), batches
+    except NotImplementedError:
+        if count:  # a server does not change its version halfway
+            raise
+    for trace in batch:
+        _log_trace_by_spans(client, experiment_id, run_id, trace)
+    return count + len(batch), None
 
 
 class _SpanBatches:
