@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -495,7 +496,6 @@ def traces(counts: list[int], repeat: int = 3, shapes: tuple[str, ...] = ("short
     (fresh processes, new embedded stores, alternated ``repeat`` times), and the floor, MLflow's
     own batch ingestion of the same spans with a ``log_feedback`` a trace; the traces' cost
     (with - without) as a ratio to the floor."""
-    import resource
     import statistics
     import subprocess
     import sys
@@ -511,28 +511,34 @@ def traces(counts: list[int], repeat: int = 3, shapes: tuple[str, ...] = ("short
     python = ensure_environment(EnvironmentSpec("mlflow", (requirement,))).python
 
     def export(rollouts: Path, store: Path, traced: bool, count: int) -> tuple[float, int]:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        """The export's wall time and the peak RSS (KiB) of it and its worker alone: the
+        child's own rusage (``wait4``), not every child's so far."""
         started = time.perf_counter()
-        completed = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "evalexport",
-                "mlflow",
-                f"+rollouts_jsonl_fpath={rollouts}",
-                f"+mlflow_tracking_uri=sqlite:///{store}",
-                f"+traces={str(traced).lower()}",
-                "+upload_rollouts=false",
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        elapsed = time.perf_counter() - started
-        assert completed.returncode == 0, completed.stdout + completed.stderr
-        assert json.loads(completed.stdout)["details"].get("traces", 0) == (count if traced else 0)
-        return elapsed, max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+        with tempfile.TemporaryFile("w+") as out:
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "evalexport",
+                    "mlflow",
+                    f"+rollouts_jsonl_fpath={rollouts}",
+                    f"+mlflow_tracking_uri=sqlite:///{store}",
+                    f"+traces={str(traced).lower()}",
+                    "+upload_rollouts=false",
+                    "--json",
+                ],
+                stdout=out,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+            _, status, usage = os.wait4(process.pid, 0)
+            process.returncode = os.waitstatus_to_exitcode(status)
+            elapsed = time.perf_counter() - started
+            out.seek(0)
+            printed = out.read()
+        assert process.returncode == 0, printed
+        assert json.loads(printed)["details"].get("traces", 0) == (count if traced else 0)
+        return elapsed, usage.ru_maxrss
 
     def floor(rollouts: Path, store: Path) -> tuple[float, int]:
         traces_file = store.with_suffix(".traces.jsonl")
