@@ -338,3 +338,38 @@ def test_a_server_that_takes_no_span_batches_gets_its_traces_span_by_span() -> N
     assert calls == ["start rollout 0-0", "span model turn 1", "end"] * 2
     with pytest.raises(NotImplementedError):  # past the first batch it is no version question
         body["_logged"](OldServer(), [trace], 100, Client(), "1", "run")
+
+
+def test_a_stop_signal_in_a_trace_batch_stops_the_worker_once_the_batch_is_in() -> None:
+    """The store holds whole traces only: a stop signal that arrives while a batch is written
+    is raised once the batch is done (the runner's handler then stops the worker)."""
+    import os
+    import runpy
+    import signal
+    import time
+
+    from evalexport.backends.mlflow import worker as worker_module
+
+    body = runpy.run_path(worker_module.__file__)
+
+    class Stopped(Exception):
+        pass
+
+    def runner_handler(signum: int, frame: object) -> None:
+        raise Stopped(signum)
+
+    written: list[str] = []
+
+    def batch() -> None:
+        with body["_signals_held"]():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # the signal has arrived: the batch goes on
+            written.append("the batch's spans, links and feedback")
+
+    kept = signal.signal(signal.SIGTERM, runner_handler)
+    try:
+        with pytest.raises(Stopped):
+            batch()
+    finally:
+        signal.signal(signal.SIGTERM, kept)
+    assert written == ["the batch's spans, links and feedback"]
