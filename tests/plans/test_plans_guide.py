@@ -12,8 +12,9 @@ from pathlib import Path
 import yaml
 
 from evalexport.plans.batch import summary_table
-from evalexport.plans.model import ExportTask, TaskOutcome, load_plan
+from evalexport.plans.model import ExportTask, TaskOutcome
 from evalexport.plans.render import environments_needed, install_hint
+from evalexport.plans.validation import load_plan
 from evalexport.results import ExportResult
 
 ROOT = Path(__file__).resolve().parents[2]

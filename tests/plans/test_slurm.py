@@ -179,8 +179,9 @@ def test_gather_of_a_queued_array_says_pending_with_the_job_id_and_exit_code_5(
 ) -> None:
     import subprocess
 
-    from evalexport.plans.model import load_plan, resolve_tasks
+    from evalexport.plans.model import resolve_tasks
     from evalexport.plans.slurm import submit
+    from evalexport.plans.validation import load_plan
 
     tasks = resolve_tasks(load_plan(write_plan()))
     work_dir = tmp_path / "array"

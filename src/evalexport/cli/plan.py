@@ -51,7 +51,8 @@ gather  gather the results of a submitted job array from its work directory"""
 
 def run(arguments: Arguments, rest: list[str]) -> int:
     """``evalexport plan check|render|run PLAN.yaml``: printing and exit codes."""
-    from evalexport.plans.model import PlanError, load_plan, resolve_tasks
+    from evalexport.plans.model import PlanError, resolve_tasks
+    from evalexport.plans.validation import load_plan
 
     values = arguments.values
     if arguments.help or not rest:

@@ -23,14 +23,12 @@ directories, and the reaper kills whatever of it is left after the grace.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import json
 import os
 import shutil
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,12 +39,14 @@ from evalexport.interrupts import Interrupted, Landing, current_landing, exit_de
 from evalexport.isolation.descendants import owned_scratch, tracked_launch
 from evalexport.isolation.environments import Environment
 from evalexport.isolation.variables import BASE, Admitted
+from evalexport.isolation.worker_pipes import (
+    LogTail,
+    Reports,
+)
 from evalexport.workers.protocol import (
     WORKER_BODY_VARIABLE,
     RunnerRequest,
     WorkerResult,
-    result,
-    worker_result_from,
 )
 from evalexport.workers.runner import EXIT_CODES_COPY, PROTOCOL_COPY
 
@@ -119,8 +119,8 @@ class StartedWorker:
         process: subprocess.Popen[bytes],
         workdir: Path,
         body: Path,
-        reports: _Reports,
-        log: _LogTail,
+        reports: Reports,
+        log: LogTail,
         report_fd: int,
     ) -> None:
         self._process = process
@@ -221,8 +221,8 @@ def started_worker(
                 os.close(report_write)  # the worker's copies are the ones that count
                 os.close(log_write)
             launch.started(process.pid)
-            reports = _Reports(report_read, progress)
-            log = _LogTail(log_read)
+            reports = Reports(report_read, progress)
+            log = LogTail(log_read)
             try:
                 yield StartedWorker(process, workdir, body_copy, reports, log, report_write)
             finally:
@@ -236,7 +236,7 @@ def _wait(
     process: subprocess.Popen[bytes],
     request: RunnerRequest,
     time_limit: float,
-    reports: _Reports,
+    reports: Reports,
     landing: Landing | None,
 ) -> tuple[int, bool, int | None]:
     """Send the request, wait, and read the worker's last report; returns (exit code, timed
@@ -302,102 +302,3 @@ def _end(process: subprocess.Popen[bytes]) -> None:
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-
-
-@final
-class _Reports:
-    """The worker's report pipe, read as it writes: ``progress DONE TOTAL`` lines forwarded to
-    ``progress``, and its ``result <json>`` kept."""
-
-    def __init__(self, fd: int, progress: Callable[[int, int], None] | None) -> None:
-        self._result: str | None = None
-        self._progress = progress
-        self.on_success: Callable[[], None] | None = None
-        """Called, from the reader's thread, when the worker reports a succeeded result."""
-        self._thread = threading.Thread(
-            target=self._read, args=(fd,), name="evalexport-worker-reports", daemon=True
-        )
-        self._thread.start()
-
-    def _read(self, fd: int) -> None:
-        with os.fdopen(fd, "rb") as lines:
-            for line in lines:
-                kind, _, rest = line.rstrip(b"\n").partition(b" ")
-                if kind == b"result":
-                    self._result = rest.decode("utf-8", errors="replace")
-                    if self.on_success is not None and _succeeded(self._result):
-                        self.on_success()
-                elif kind == b"progress" and self._progress is not None:
-                    parts = rest.split()
-                    if len(parts) == 2 and all(part.isdigit() for part in parts):
-                        with contextlib.suppress(Exception):  # a caller's callback that raises
-                            self._progress(int(parts[0]), int(parts[1]))
-
-    def finished(self) -> None:
-        """Wait for the worker's last report (its pipe closes when it has ended)."""
-        self._thread.join(timeout=_READ_AFTER_EXIT)
-
-    def result(self) -> WorkerResult | None:
-        """The worker's result, checked as the protocol's type; one that is not a result is
-        a failed one saying so (the runner writes only checked results: this is the
-        boundary)."""
-        if self._result is None:
-            return None
-        try:
-            data = json.loads(self._result)
-        except ValueError:
-            return None
-        try:
-            return worker_result_from(data)
-        except ValueError as error:
-            return result("failed", 1, f"The worker wrote an invalid result ({error})")
-
-
-def _succeeded(result_text: str) -> bool:
-    """Whether a worker's result line says its export succeeded."""
-    try:
-        data = json.loads(result_text)
-    except ValueError:
-        return False
-    return isinstance(data, dict) and data.get("status") == "succeeded"
-
-
-@final
-class _LogTail:
-    """The worker's stdout and stderr, read as it writes them, its last :data:`_LOG_BYTES`
-    kept in memory for a failure's message."""
-
-    def __init__(self, fd: int) -> None:
-        self._chunks: collections.deque[bytes] = collections.deque()
-        self._size = 0
-        self._thread = threading.Thread(
-            target=self._read, args=(fd,), name="evalexport-worker-log", daemon=True
-        )
-        self._thread.start()
-
-    def _read(self, fd: int) -> None:
-        with os.fdopen(fd, "rb", buffering=0) as output:
-            while chunk := output.read(65536):
-                self._chunks.append(chunk)
-                self._size += len(chunk)
-                while self._size > _LOG_BYTES and len(self._chunks) > 1:
-                    self._size -= len(self._chunks.popleft())
-
-    def finished(self) -> None:
-        """Give the reader a moment for what the worker wrote before it ended: the pipe closes
-        only when every process holding it has ended (an SDK's helper may hold it until the
-        launch is done), so this does not wait for its end."""
-        self._thread.join(timeout=_LOG_AFTER_EXIT)
-
-    def text(self) -> str:
-        """What was kept, as text."""
-        return b"".join(self._chunks)[-_LOG_BYTES:].decode("utf-8", errors="replace")
-
-
-_LOG_BYTES = 256 * 1024
-"""How much of a worker's output is kept (its tail is what a failure reports)."""
-_READ_AFTER_EXIT = 5.0
-"""Seconds to wait, once the worker has ended, for the last of its reports (the pipe is the
-runner's alone: it closes when the runner exits)."""
-_LOG_AFTER_EXIT = 0.5
-"""Seconds to wait, once the worker has ended, for the last of its output already written."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from evalexport.plans.model import ExportTask, PlanError, load_plan, resolve_tasks, validate_plan
+from evalexport.plans.model import ExportTask, PlanError, resolve_tasks
+from evalexport.plans.validation import load_plan, validate_plan
 
 __all__ = ["ExportTask", "PlanError", "load_plan", "resolve_tasks", "validate_plan"]
