@@ -31,7 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Protocol, final
 
-from evalexport.host.files import CHUNK, RunFileError, not_a_file_reason, open_regular
+from evalexport.host.files import (
+    RunFileError,
+    not_a_file_reason,
+    numbered_lines,
+    read_bounded,
+)
 from evalexport.ingress import PathRefused, inside, load_json
 
 __all__ = [
@@ -264,7 +269,12 @@ def _readable(path: Path, health: RunHealth) -> bool:
 
 
 def _read_summary(path: Path, health: RunHealth) -> None:
-    data = _bounded(path)
+    data = read_bounded(
+        path,
+        MAX_FILE_BYTES,
+        "Health report",
+        "NeMo Gym's is a few kilobytes: is it the right file?",
+    )
     health.summary_path = path
     health.sizes[path] = len(data)
     summary = load_json(data, path, what="quality summary")
@@ -327,7 +337,7 @@ class _Report:
     def rows(self) -> Iterator[tuple[int, object]]:
         """Each row that is not blank, with its line number; a line that is no JSON is a
         :class:`RunFileError` naming it."""
-        for number, line in _lines(self.path):
+        for number, line in numbered_lines(self.path):
             self.size += len(line)
             if not line.strip():
                 continue
@@ -352,38 +362,6 @@ def _too_big(path: Path, kept: str) -> str:
         f"{path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, the most evalexport "
         f"uploads of it: it is not uploaded ({kept})"
     )
-
-
-def _bounded(path: Path) -> bytes:
-    try:
-        with open_regular(path) as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as error:
-        raise RunFileError(f"Cannot read {path}: {error.strerror or error}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise RunFileError(
-            f"{path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, the most evalexport "
-            "reads of it (NeMo Gym's is a few kilobytes): is it the right file?"
-        )
-    return data
-
-
-def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """Each line of a JSON-lines file with its 1-based number, read in chunks."""
-    try:
-        with open_regular(path) as handle:
-            pending = b""
-            number = 0
-            while chunk := handle.read(CHUNK):
-                pending += chunk
-                *complete, pending = pending.split(b"\n")
-                for line in complete:
-                    number += 1
-                    yield number, line + b"\n"
-            if pending:
-                yield number + 1, pending
-    except OSError as error:
-        raise RunFileError(f"Cannot read {path}: {error.strerror or error}") from None
 
 
 def _count(value: object) -> int:

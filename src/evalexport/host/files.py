@@ -11,6 +11,7 @@ import contextlib
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
@@ -19,6 +20,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "RunFileError",
     "not_a_file_reason",
+    "numbered_lines",
     "open_regular",
     "read_bounded",
     "write_text_atomically",
@@ -94,6 +96,25 @@ def read_bounded(path: Path, limit: int, what: str, hint: str) -> bytes:
     if len(data) > limit:
         raise RunFileError(f"{what} {path} is larger than {limit // 2**20} MiB: {hint}")
     return data
+
+
+def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """Each line of a JSON-lines file with its 1-based number and its newline, read a chunk at
+    a time (a regular file only); a file that cannot be read is a :class:`RunFileError`."""
+    try:
+        with open_regular(path) as handle:
+            pending = b""
+            number = 0
+            while chunk := handle.read(CHUNK):
+                pending += chunk
+                *complete, pending = pending.split(b"\n")
+                for line in complete:
+                    number += 1
+                    yield number, line + b"\n"
+            if pending:
+                yield number + 1, pending
+    except OSError as error:
+        raise RunFileError(f"Cannot read {path}: {error.strerror or error}") from None
 
 
 def write_text_atomically(target: Path, text: str) -> None:
