@@ -164,13 +164,8 @@ def _write(
 ) -> ConvertedRow:
     if output is not None:
         # A duplicate key may overwrite a file here: the export then fails and is discarded.
-        descriptor = os.open(output / converted.file_name, _CREATE, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(descriptor, view) :]
-        finally:
-            os.close(descriptor)
+        # A duplicate key may overwrite a file here: the export then fails and is discarded.
+        _write_all(os.open(output / converted.file_name, _CREATE, 0o644), data)
         if converted.images:
             _write_images(converted.images, output / IMAGE_DIRECTORY)
     return ConvertedRow(
@@ -194,12 +189,17 @@ def _write_images(images: dict[str, bytes], directory: Path) -> None:
             descriptor = os.open(directory / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             continue
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(descriptor, view) :]
-        finally:
-            os.close(descriptor)
+        _write_all(descriptor, data)
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    """``data`` written whole to the open ``descriptor``, which is then closed."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(descriptor, view) :]
+    finally:
+        os.close(descriptor)
 
 
 def _convert_chunk(first_line: int, lines: list[bytes | None], job: _Job) -> list[_Outcome]:
