@@ -143,7 +143,7 @@ def test_a_plan_of_the_job_exports_what_started_and_says_what_never_did(
     [
         ("{gym_job: JOB, benchmarks: [aime24]}", "job.benchmarks: given as well as job.gym_job"),
         ("{gym_job: JOB, runs_root: /x}", "job.runs_root: given as well as job.gym_job"),
-        ("{gym_job: NOWHERE}", "job.gym_job: Cannot read the job record"),
+        ("{gym_job: NOWHERE}", "job.gym_job: Job record not found: "),
         ("{runs_root: /x}", "job.benchmarks: name the job's benchmarks, or give job.gym_job"),
     ],
 )

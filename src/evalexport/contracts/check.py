@@ -295,50 +295,46 @@ def _compare_attributes(
                 name,
             )
     for name in sorted(set(ref) & set(cand)):
-        ours, theirs = ref[name], cand[name]
-        if _attribute_group(ours["kind"]) != _attribute_group(theirs["kind"]):
-            yield Finding(
-                path,
-                "attribute-kind",
-                f'attribute "{name}" is {_a(ours["kind"])} in {sides.reference} but '
-                f"{_a(theirs['kind'])} in {sides.candidate}",
-                name,
-            )
-            continue
-        if ours.get("bases") != theirs.get("bases"):
-            yield Finding(
-                path,
-                "bases",
-                f'class "{name}" is built on {ours.get("bases")} in {sides.reference} but on '
-                f"{theirs.get('bases')} in {sides.candidate}",
-                name,
-            )
-        if ours.get("members") != theirs.get("members"):
-            yield Finding(
-                path,
-                "values",
-                f'attribute "{name}" has the members {ours.get("members")} in {sides.reference} '
-                f"but {theirs.get('members')} in {sides.candidate}",
-                name,
-            )
-        elif ours.get("values") != theirs.get("values"):
-            yield Finding(
-                path,
-                "values",
-                f'attribute "{name}" takes {values_text(ours.get("values"))} in {sides.reference} '
-                f"but {values_text(theirs.get('values'))} in {sides.candidate}",
-                name,
-            )
-        elif _annotation_drift(
-            ours.get("annotation"), theirs.get("annotation"), sides, accepted=False
-        ):
-            yield Finding(
-                path,
-                "attribute-annotation",
-                f'attribute "{name}" is annotated {ours["annotation"]} in {sides.reference} '
-                f"but {theirs['annotation']} in {sides.candidate}",
-                name,
-            )
+        for code, drift in _attribute_drifts(name, ref[name], cand[name], sides):
+            yield Finding(path, code, drift, name)
+
+
+def _attribute_drifts(
+    name: str, ours: Mapping[str, Any], theirs: Mapping[str, Any], sides: Sides
+) -> Iterator[tuple[str, str]]:
+    """Each way the attribute ``name`` differs between the sides: its finding's code and text."""
+    reference, candidate = sides.reference, sides.candidate
+    if _attribute_group(ours["kind"]) != _attribute_group(theirs["kind"]):
+        yield (
+            "attribute-kind",
+            f'attribute "{name}" is {_a(ours["kind"])} in {reference} but '
+            f"{_a(theirs['kind'])} in {candidate}",
+        )
+        return
+    if ours.get("bases") != theirs.get("bases"):
+        yield (
+            "bases",
+            f'class "{name}" is built on {ours.get("bases")} in {reference} but on '
+            f"{theirs.get('bases')} in {candidate}",
+        )
+    if ours.get("members") != theirs.get("members"):
+        yield (
+            "values",
+            f'attribute "{name}" has the members {ours.get("members")} in {reference} '
+            f"but {theirs.get('members')} in {candidate}",
+        )
+    elif ours.get("values") != theirs.get("values"):
+        yield (
+            "values",
+            f'attribute "{name}" takes {values_text(ours.get("values"))} in {reference} '
+            f"but {values_text(theirs.get('values'))} in {candidate}",
+        )
+    elif _annotation_drift(ours.get("annotation"), theirs.get("annotation"), sides, accepted=False):
+        yield (
+            "attribute-annotation",
+            f'attribute "{name}" is annotated {ours["annotation"]} in {reference} '
+            f"but {theirs['annotation']} in {candidate}",
+        )
 
 
 def _attribute_group(kind: str) -> str:
@@ -382,34 +378,8 @@ def _compare_entry(
             f"is a {reference['kind']} in {sides.reference} but a {candidate['kind']} in {sides.candidate}",
         )
         return
-    if reference["kind"] == "exception" and reference.get("bases") != candidate.get("bases"):
-        yield Finding(
-            path,
-            "bases",
-            f"exception bases differ: {sides.reference} has {', '.join(reference.get('bases') or [])}; "
-            f"{sides.candidate} has {', '.join(candidate.get('bases') or [])}",
-        )
-    if reference["kind"] == "class" and reference.get("bases") != candidate.get("bases"):
-        yield Finding(
-            path,
-            "bases",
-            f"is built on {reference.get('bases')} in {sides.reference} but on "
-            f"{candidate.get('bases')} in {sides.candidate}",
-        )
-    if reference.get("members") != candidate.get("members"):
-        yield Finding(
-            path,
-            "values",
-            f"has the members {reference.get('members')} in {sides.reference} but "
-            f"{candidate.get('members')} in {sides.candidate}",
-        )
-    if reference["kind"] == "callable" and reference.get("binding") != candidate.get("binding"):
-        yield Finding(
-            path,
-            "binding",
-            f"is a {reference.get('binding') or 'plain function or method'} in {sides.reference} "
-            f"but a {candidate.get('binding') or 'plain function or method'} in {sides.candidate}",
-        )
+    for code, drift in _entry_drifts(reference, candidate, sides):
+        yield Finding(path, code, drift)
     if reference.get("parameters") is not None and candidate.get("parameters") is not None:
         yield from _compare_parameters(path, reference, candidate, sides)
     if _annotation_drift(reference.get("returns"), candidate.get("returns"), sides, accepted=False):
@@ -419,6 +389,35 @@ def _compare_entry(
             f"returns {reference['returns']} in {sides.reference} but {candidate['returns']} in {sides.candidate}",
         )
     yield from _compare_attributes(path, reference, candidate, sides)
+
+
+def _entry_drifts(
+    reference: Mapping[str, Any], candidate: Mapping[str, Any], sides: Sides
+) -> Iterator[tuple[str, str]]:
+    """How an entry of one kind differs but for its parameters, returns and attributes: each
+    finding's code and text."""
+    ours, theirs, kind = sides.reference, sides.candidate, reference["kind"]
+    bases, their_bases = reference.get("bases"), candidate.get("bases")
+    if kind == "exception" and bases != their_bases:
+        yield (
+            "bases",
+            f"exception bases differ: {ours} has {', '.join(bases or [])}; "
+            f"{theirs} has {', '.join(their_bases or [])}",
+        )
+    if kind == "class" and bases != their_bases:
+        yield "bases", f"is built on {bases} in {ours} but on {their_bases} in {theirs}"
+    if (members := reference.get("members")) != candidate.get("members"):
+        yield (
+            "values",
+            f"has the members {members} in {ours} but {candidate.get('members')} in {theirs}",
+        )
+    if kind == "callable" and reference.get("binding") != candidate.get("binding"):
+        plain = "plain function or method"
+        yield (
+            "binding",
+            f"is a {reference.get('binding') or plain} in {ours} "
+            f"but a {candidate.get('binding') or plain} in {theirs}",
+        )
 
 
 def compare_manifests(

@@ -24,7 +24,7 @@ from typing import Final, final
 
 from pydantic import BaseModel, ValidationError
 
-from evalexport.host.files import RunFileError, open_regular
+from evalexport.host.files import RunFileError, read_bounded
 from evalexport.ingress import child, load_json
 
 __all__ = [
@@ -123,15 +123,9 @@ class GymJob:
         record (missing, unreadable, written by a newer Gym, not a record, a benchmark whose
         name would lead out of the job: :func:`evalexport.ingress.child`)."""
         path = directory / JOB_RECORD_NAME
-        try:
-            with open_regular(path) as handle:
-                data = handle.read(_MAX_RECORD_BYTES + 1)
-        except OSError as error:
-            raise RunFileError(
-                f"Cannot read the job record {path}: {error.strerror or error}"
-            ) from None
-        if len(data) > _MAX_RECORD_BYTES:
-            raise RunFileError(f"{path} is larger than a NeMo Gym job record can be")
+        data = read_bounded(
+            path, _MAX_RECORD_BYTES, "Job record", "is it the `gym-job.json` of `gym eval submit`?"
+        )
         payload = load_json(data, path, what="job record")
         version = payload.get("schema_version") if isinstance(payload, dict) else None
         if not isinstance(version, int) or isinstance(version, bool):

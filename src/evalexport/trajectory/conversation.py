@@ -17,7 +17,7 @@ instead of refusing them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, NamedTuple
 
 from evalexport.trajectory.images import image_media_type
@@ -116,6 +116,15 @@ def _part_type(part: object, path: str) -> str | None:
     return part_type
 
 
+def _each_part(value: object, path: str, what: str = "") -> Iterator[tuple[Any, str, str | None]]:
+    """Each part of a list of content parts (``what``: which), with its path and type."""
+    if not isinstance(value, list):
+        raise ItemError(path, f"expected a list of {what}" if what else "expected a list")
+    for index, part in enumerate(value):
+        part_path = f"{path}[{index}]"
+        yield part, part_path, _part_type(part, part_path)
+
+
 def _text_part(part: Any, path: str, part_type: str, extra: frozenset[str]) -> dict[str, object]:
     """A ``{"type": part_type, "text": ...}`` part, with ``extra`` optional keys allowed."""
     found = _part_type(part, path)
@@ -134,12 +143,8 @@ def _input_parts(
 ) -> list[dict[str, object]]:
     """Input content: ``input_text`` parts, and ``input_image`` parts ATIF can hold where
     ``images`` is relaxed (files and video have no ATIF part)."""
-    if not isinstance(value, list):
-        raise ItemError(path, "expected a list of content parts")
     parts = []
-    for index, part in enumerate(value):
-        part_path = f"{path}[{index}]"
-        part_type = _part_type(part, part_path)
+    for part, part_path, part_type in _each_part(value, path, "content parts"):
         if part_type == "input_image" and relax is not None and relax.permits("images"):
             parts.append(_image_part(part, part_path))
             continue
@@ -169,12 +174,9 @@ def _image_part(part: Any, path: str) -> dict[str, object]:
 
 
 def _output_parts(value: object, path: str) -> list[dict[str, object]]:
-    if not isinstance(value, list):
-        raise ItemError(path, "expected a list of output_text parts")
     parts = []
-    for index, part in enumerate(value):
-        part_path = f"{path}[{index}]"
-        if _part_type(part, part_path) == "refusal":
+    for part, part_path, part_type in _each_part(value, path, "output_text parts"):
+        if part_type == "refusal":
             raise ItemError(part_path, "only text content parts are supported, got 'refusal'")
         part = _text_part(part, part_path, "output_text", frozenset({"annotations", "logprobs"}))
         annotations, logprobs = part.get("annotations"), part.get("logprobs")
@@ -276,12 +278,8 @@ def _message(item: dict[str, object], path: str, relax: Relaxations | None) -> I
 
 
 def _reasoning_parts(value: object, path: str, part_type: str) -> list[dict[str, object]]:
-    if not isinstance(value, list):
-        raise ItemError(path, "expected a list")
     parts = []
-    for index, part in enumerate(value):
-        part_path = f"{path}[{index}]"
-        found = _part_type(part, part_path)
+    for part, part_path, found in _each_part(value, path):
         if found in ("summary_text", "reasoning_text") and found != part_type:
             raise ItemError(f"{part_path}.type", f"expected {part_type!r}, got {found!r}")
         parts.append(_text_part(part, part_path, part_type, frozenset()))
@@ -318,11 +316,7 @@ def _function_call(item: dict[str, object], path: str) -> Item:
         "name": _string(item, "name", path),
         "type": "function_call",
     }
-    if (item_id := _string(item, "id", path, optional=True)) is not None:
-        canonical["id"] = item_id
-    if (status := _status(item, path, optional=True)) is not None:
-        canonical["status"] = status
-    return Item("function_call", canonical, path, item)
+    return _call_item("function_call", canonical, item, path)
 
 
 def _function_call_output(item: dict[str, object], path: str) -> Item:
@@ -333,11 +327,18 @@ def _function_call_output(item: dict[str, object], path: str) -> Item:
         "output": output if isinstance(output, str) else _input_parts(output, f"{path}.output"),
         "type": "function_call_output",
     }
+    return _call_item("function_call_output", canonical, item, path)
+
+
+def _call_item(
+    kind: ItemKind, canonical: dict[str, object], item: dict[str, object], path: str
+) -> Item:
+    """A call or its output, with the ``id`` and ``status`` the item gives, if it gives them."""
     if (item_id := _string(item, "id", path, optional=True)) is not None:
         canonical["id"] = item_id
     if (status := _status(item, path, optional=True)) is not None:
         canonical["status"] = status
-    return Item("function_call_output", canonical, path, item)
+    return Item(kind, canonical, path, item)
 
 
 _READERS: dict[str, Callable[[dict[str, object], str], Item]] = {
