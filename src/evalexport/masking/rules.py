@@ -13,14 +13,15 @@ import re
 from typing import Final
 
 __all__ = [
+    "KNOWN_CREDENTIAL",
     "MASK",
+    "SECRET_WORDS",
     "is_interpolation",
     "is_secret_key",
-    "is_vocabulary_marker",
+    "key_words",
     "looks_like_credential",
     "looks_random",
     "mask_text",
-    "names_a_vocabulary_token",
 ]
 
 MASK = "****"
@@ -112,7 +113,8 @@ _ESCAPED_JSON_PAIR = re.compile(
     r'(?P<head>\\"(?P<name>[A-Za-z_][\w.-]{0,63})\\"\s*:\s*\\")'
     r'(?P<value>(?:[^"\\]|\\[^"])*)(?=\\")'
 )
-_KNOWN_CREDENTIAL = re.compile(
+# A credential by its issuer's prefix (OpenAI, Hugging Face, GitHub, GitLab, Slack, NVIDIA, AWS).
+KNOWN_CREDENTIAL = re.compile(
     r"(?<![A-Za-z0-9_-])(?P<head>"
     r"sk-(?=[A-Za-z0-9_-]{16})|hf_(?=[A-Za-z0-9]{16})|ghp_(?=[A-Za-z0-9]{16})"
     r"|github_pat_(?=[A-Za-z0-9_]{16})|glpat-(?=[A-Za-z0-9_-]{16})|xoxb-(?=[A-Za-z0-9-]{16})"
@@ -122,7 +124,9 @@ _KNOWN_CREDENTIAL = re.compile(
 )
 
 
-def _key_words(key: str) -> list[str]:
+def key_words(key: str) -> list[str]:
+    """A key's words, lower case, in any spelling: ``hfApiToken``, ``HF_API_TOKEN`` and
+    ``hf-api-token`` are ``["hf", "api", "token"]``."""
     return [word.lower() for word in _WORD.findall(key)]
 
 
@@ -139,7 +143,7 @@ def is_secret_key(key: object) -> bool:
 @functools.lru_cache(maxsize=16384)  # a run's rows repeat their keys
 def _names_a_secret(text: str) -> bool:
     """The words of a key, told against the rule (remembered)."""
-    words = _key_words(text)
+    words = key_words(text)
     while len(words) > 1 and words[-1].isdigit():  # numbered: api_key_2, hf_token2
         words.pop()
     if not words:
@@ -180,7 +184,7 @@ def mask_text(text: str) -> str:
         if "\\n" in text:
             text = _ESCAPED_HEADER_LINE.sub(_mask_named, text)
     text = _BEARER.sub(lambda m: (m["head"] or m["basic"]) + MASK, text)
-    return _KNOWN_CREDENTIAL.sub(_mask_known_credential, text)
+    return KNOWN_CREDENTIAL.sub(_mask_known_credential, text)
 
 
 def _mask_url_passwords(text: str) -> str:
@@ -358,54 +362,3 @@ def _mask_assignment(match: re.Match[str]) -> str:
     if not is_secret_key(name) or not looks_like_credential(match["value"], name):
         return match[0]
     return match["head"] + MASK
-
-
-# A vocabulary marker such as "[IDK]", "</s>" or "<|eot_id|>": a tokenizer's special token, in
-# brackets, with no space. A credential never looks like one.
-_MARKER = re.compile(r"\[[^\s\[\]]{1,62}\]|<[^\s<>]{1,62}>")
-
-
-_CREDENTIAL_TOKENS: Final = frozenset(
-    {
-        "access",
-        "api",
-        "auth",
-        "bearer",
-        "refresh",
-        "session",
-        "id",
-        "oauth",
-        "client",
-        "personal",
-        "private",
-        "hf",
-        "github",
-        "gh",
-        "gitlab",
-        "slack",
-        "service",
-        "gateway",
-    }
-)
-"""Words that make "<word>_token" a credential whatever its value looks like."""
-
-
-def names_a_vocabulary_token(key: object) -> bool:
-    """``abstention_token``, ``eos_token``: "token" is also a word of a model's vocabulary;
-    ``access_token`` and ``hf_token`` are credentials."""
-    words = _key_words(str(key))
-    return (
-        bool(words)
-        and words[-1] == "token"
-        and not SECRET_WORDS.intersection(words)
-        and not (len(words) > 1 and words[-2] in _CREDENTIAL_TOKENS)
-    )
-
-
-def is_vocabulary_marker(value: str) -> bool:
-    """``[IDK]``, ``</s>``, ``<|eot_id|>``: short, bracketed, and nothing a generator would
-    write inside (no digit, no long unbroken run, no credential's prefix)."""
-    if not _MARKER.fullmatch(value):
-        return False
-    inside = value[1:-1].strip("|/")
-    return not looks_random(inside) and not _KNOWN_CREDENTIAL.search(inside)

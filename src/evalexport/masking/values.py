@@ -15,14 +15,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from evalexport.masking.rules import (
-    MASK,
-    is_interpolation,
-    is_secret_key,
-    is_vocabulary_marker,
-    mask_text,
-    names_a_vocabulary_token,
-)
+from evalexport.masking.rules import MASK, is_interpolation, is_secret_key, mask_text
+from evalexport.masking.vocabulary import is_vocabulary_marker, names_a_vocabulary_token
 
 __all__ = [
     "ValueMasking",

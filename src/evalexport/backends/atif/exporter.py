@@ -16,19 +16,17 @@ so fails exactly when the export would.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import errno
 import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Self, final
+from typing import Any, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from evalexport.backends.atif.staging import StagedTrajectories, stage_beside
 from evalexport.interrupts import deferred, landed
 from evalexport.reading import RunFileError
 from evalexport.results import DryRunPlan, ExportFailure, ExportResult, PlannedFile
@@ -103,29 +101,6 @@ class AtifConfig(ExporterConfig):
         return self
 
 
-@final
-@dataclass(frozen=True)
-class StagedTrajectories:
-    """ATIF's one read of a run: every row converted, its files and manifest written into a
-    staging sibling of the output for an export (``staging``), in memory for a dry run."""
-
-    conversion: FileConversion
-    staging: Path | None = None
-    created_parents: tuple[Path, ...] = ()
-    """The output's parent directories this export created, deepest first."""
-
-    def discard(self) -> None:
-        """Remove the staging directory unless it became the output, and the parents created
-        for it that stayed empty."""
-        if self.staging is None or not self.staging.exists():
-            return
-        with deferred() as held:  # a second Ctrl-C must not leave half a directory
-            shutil.rmtree(self.staging)
-            for parent in self.created_parents:
-                _remove_if_empty(parent)
-        held.raise_held()
-
-
 @dataclass(frozen=True, kw_only=True)
 class AtifTarget(Target):
     """The directory an ATIF export creates."""
@@ -172,7 +147,7 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
             # The staging directory and the record that it is ours come into being together:
             # a stop signal is held until ``staged`` names it, so the ``except`` removes it.
             with deferred() as held:
-                staged = _stage_beside(output)
+                staged = stage_beside(output)
             held.raise_held()
             staging = staged.staging
             assert staging is not None
@@ -267,7 +242,7 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
         assert prepared.staging is not None  # an export stages its files
         output = target.output
         conversion = prepared.conversion
-        (prepared.staging / _OWNER).unlink(missing_ok=True)  # the staging's own, not the output's
+        prepared.disown()
         if problem := staged_output_problem(
             prepared.staging, conversion.converted, conversion.images
         ):
@@ -338,95 +313,3 @@ def _rejection(run: RunArtifacts, conversion: FileConversion) -> str:
             "accepts a repeated one. Remove or re-key the repeated rows."
         )
     return f"{message}\n{conversion.options_advice()}"
-
-
-_OWNER: Final = ".evalexport-owner"
-"""In a staging directory, the process that stages there: ``<pid> <start time>``."""
-
-
-def _staging_prefix(output: Path) -> str:
-    return f".{output.name}.partial-"
-
-
-def _stage_beside(output: Path) -> StagedTrajectories:
-    """A new staging directory beside ``output`` holding the record of its owner (this
-    process), and the parents of ``output`` made for it; what an earlier export killed outright
-    left there is removed first."""
-    try:
-        created = tuple(_make_parents(output.parent))
-        _remove_abandoned_staging(output)
-        staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(output), dir=output.parent))
-    except OSError as error:
-        raise ExportFailure(
-            f"Cannot create the output directory {output}: {error.strerror or error}"
-        ) from None
-    staged = StagedTrajectories(FileConversion(), staging, created)
-    try:
-        (staging / _OWNER).write_text(_this_process())
-    except OSError as error:
-        staged.discard()
-        raise ExportFailure(
-            f"Cannot write into the output's directory {output.parent}: {error.strerror or error}"
-        ) from None
-    return staged
-
-
-def _this_process() -> str:
-    return f"{os.getpid()} {_started_at(os.getpid())}"
-
-
-def _started_at(pid: int) -> str:
-    """When ``pid`` started (``/proc/<pid>/stat``, in clock ticks since boot): with the pid,
-    names one process, whatever pid reuse does; empty where there is no ``/proc``."""
-    try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return ""
-
-
-def _remove_abandoned_staging(output: Path) -> None:
-    """Remove the staging directories of ``output`` whose export is gone (killed outright,
-    SIGKILL or a lost node): their owner process no longer lives. A live export's is kept."""
-    for staging in output.parent.glob(_staging_prefix(output) + "*"):
-        try:
-            pid_text, _, started = (staging / _OWNER).read_text().partition(" ")
-            pid = int(pid_text)
-        except (OSError, ValueError):
-            continue  # not one of ours, or one that is being made now
-        started = started.strip()
-        alive = _started_at(pid) == started if started else _is_alive(pid)
-        if not alive:
-            shutil.rmtree(staging, ignore_errors=True)
-
-
-def _is_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _make_parents(directory: Path) -> list[Path]:
-    """Create ``directory`` and its missing parents; return those created, deepest first."""
-    missing: list[Path] = []
-    while not directory.exists():
-        missing.append(directory)
-        directory = directory.parent
-    created: list[Path] = []
-    try:
-        for path in reversed(missing):
-            path.mkdir()
-            created.insert(0, path)
-    except OSError:
-        for path in created:
-            _remove_if_empty(path)
-        raise
-    return created
-
-
-def _remove_if_empty(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        directory.rmdir()
