@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, final
 
-__all__ = ["FlatMetrics", "flatten_metrics"]
+__all__ = ["FlatMetrics", "finite_numbers", "flatten_metrics"]
 
 
 @final
@@ -83,6 +83,14 @@ def flatten_metrics(aggregate: Iterable[Mapping[str, Any]]) -> FlatMetrics:
         sorted(non_finite),
         entries,
     )
+
+
+def finite_numbers(section: Mapping[str, object], prefix: str) -> dict[str, float]:
+    """The finite numbers of ``section`` (booleans as 0 and 1), by their names flattened as
+    :func:`flatten_metrics` flattens them, under ``prefix``."""
+    metrics: dict[str, float] = {}
+    _flatten_into(section, prefix, metrics, {}, {})
+    return {name: value for name, value in metrics.items() if math.isfinite(value)}
 
 
 def _flatten_into(

@@ -38,6 +38,7 @@ from evalexport.host.files import (
     read_bounded,
 )
 from evalexport.ingress import PathRefused, inside, load_json
+from evalexport.metrics import finite_numbers
 
 __all__ = [
     "FAILURES_ATTEMPTS_METRIC",
@@ -290,7 +291,7 @@ def _read_summary(path: Path, health: RunHealth) -> None:
     numbers = {k: v for k, v in run.items() if k != "ignored_checks"}
     if isinstance(artifacts, dict):  # each check's coverage stays in the file, uploaded whole
         numbers["artifacts"] = {k: v for k, v in artifacts.items() if k != "coverage"}
-    _flatten(numbers, HEALTH_PREFIX.rstrip("/"), health.metrics)
+    health.metrics.update(finite_numbers(numbers, HEALTH_PREFIX.rstrip("/")))
     verdicts = run.get("verdicts")
     if isinstance(verdicts, dict):
         present = [name for name in _WORST_FIRST if _count(verdicts.get(name)) > 0]
@@ -366,17 +367,6 @@ def _too_big(path: Path, kept: str) -> str:
 
 def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _flatten(section: Mapping[str, object], prefix: str, into: dict[str, float]) -> None:
-    for key, value in section.items():
-        name = f"{prefix}/{key}"
-        if isinstance(value, Mapping):
-            _flatten(value, name, into)
-        elif (
-            isinstance(value, bool | int | float) and value == value and abs(value) != float("inf")
-        ):
-            into[name] = float(value)
 
 
 def with_health(

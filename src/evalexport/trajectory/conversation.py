@@ -17,10 +17,17 @@ instead of refusing them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
-from evalexport.trajectory.images import image_media_type
+from evalexport.trajectory.content_parts import (
+    OUTPUT_PART_TYPES,
+    ItemError,
+    input_parts,
+    output_parts,
+    reasoning_parts,
+    unknown_fields,
+)
 from evalexport.trajectory.relaxations import Relaxations
 
 __all__ = ["Item", "ItemError", "read_item", "read_items"]
@@ -39,23 +46,12 @@ _TRAINING_FIELDS = frozenset(
 )
 _STATUSES = frozenset({"in_progress", "completed", "incomplete"})
 _INPUT_ROLES = frozenset({"user", "system", "developer"})
-_OUTPUT_PART_TYPES = frozenset({"output_text", "refusal"})
-_INPUT_PART_TYPES = frozenset({"input_text", "input_image", "input_file", "input_video"})
 
 _ASSISTANT_FIELDS = frozenset({"id", "content", "role", "status", "type", "phase"})
 _INPUT_MESSAGE_FIELDS = frozenset({"content", "role", "status", "type", "phase"})
 _REASONING_FIELDS = frozenset({"id", "summary", "type", "encrypted_content", "content"})
 _CALL_FIELDS = frozenset({"arguments", "call_id", "name", "type", "id", "status", "namespace"})
 _OUTPUT_FIELDS = frozenset({"call_id", "output", "type", "id", "status"})
-
-
-class ItemError(ValueError):
-    """Conversation items cannot be converted; ``reasons`` holds each one's path and why (the
-    message: ``path: detail``, then the others')."""
-
-    def __init__(self, path: str, detail: str, *, more: Sequence[tuple[str, str]] = ()) -> None:
-        self.reasons: tuple[tuple[str, str], ...] = ((path, detail), *more)
-        super().__init__("; ".join(f"{p}: {d}" for p, d in self.reasons))
 
 
 class Item(NamedTuple):
@@ -79,14 +75,6 @@ class Item(NamedTuple):
         return self.canonical.get(key)
 
 
-def _unknown_fields(item: dict[str, object], allowed: frozenset[str], path: str) -> None:
-    if allowed.issuperset(item):
-        return
-    unknown = sorted(repr(key) for key in item if key not in allowed)
-    if unknown:
-        raise ItemError(path, f"unsupported fields would be dropped: {', '.join(unknown)}")
-
-
 def _string(item: dict[str, object], key: str, path: str, *, optional: bool = False) -> str | None:
     value = item.get(key)
     if value is None and optional:
@@ -107,90 +95,6 @@ def _status(item: dict[str, object], path: str, *, optional: bool) -> str | None
     return str(value)
 
 
-def _part_type(part: object, path: str) -> str | None:
-    if not isinstance(part, dict):
-        return None
-    part_type = part.get("type")
-    if not isinstance(part_type, str) or not part_type.strip():
-        raise ItemError(f"{path}.type", "expected a non-empty supported content-part type")
-    return part_type
-
-
-def _each_part(value: object, path: str, what: str = "") -> Iterator[tuple[Any, str, str | None]]:
-    """Each part of a list of content parts (``what``: which), with its path and type."""
-    if not isinstance(value, list):
-        raise ItemError(path, f"expected a list of {what}" if what else "expected a list")
-    for index, part in enumerate(value):
-        part_path = f"{path}[{index}]"
-        yield part, part_path, _part_type(part, part_path)
-
-
-def _text_part(part: Any, path: str, part_type: str, extra: frozenset[str]) -> dict[str, object]:
-    """A ``{"type": part_type, "text": ...}`` part, with ``extra`` optional keys allowed."""
-    found = _part_type(part, path)
-    if found is None:
-        raise ItemError(path, "expected a content part object")
-    if found != part_type:
-        raise ItemError(f"{path}.type", f"expected {part_type!r}, got {found!r}")
-    _unknown_fields(part, frozenset({"type", "text"}) | extra, path)
-    if not isinstance(part.get("text"), str):
-        raise ItemError(f"{path}.text", "expected a string")
-    return dict(part)
-
-
-def _input_parts(
-    value: object, path: str, relax: Relaxations | None = None
-) -> list[dict[str, object]]:
-    """Input content: ``input_text`` parts, and ``input_image`` parts ATIF can hold where
-    ``images`` is relaxed (files and video have no ATIF part)."""
-    parts = []
-    for part, part_path, part_type in _each_part(value, path, "content parts"):
-        if part_type == "input_image" and relax is not None and relax.permits("images"):
-            parts.append(_image_part(part, part_path))
-            continue
-        if part_type in _INPUT_PART_TYPES and part_type != "input_text":
-            raise ItemError(part_path, f"only text content parts are supported, got {part_type!r}")
-        parts.append(_text_part(part, part_path, "input_text", frozenset()))
-    return parts
-
-
-def _image_part(part: Any, path: str) -> dict[str, object]:
-    """A Responses ``input_image`` part ATIF can hold: its ``image_url`` a base64 data URL or
-    an http(s) URL of a PNG, JPEG, GIF or WebP image; ``detail`` kept."""
-    _unknown_fields(part, frozenset({"type", "image_url", "detail", "file_id"}), path)
-    if part.get("file_id") is not None:
-        raise ItemError(f"{path}.file_id", "an uploaded file's image is not in the row")
-    url = part.get("image_url")
-    if not isinstance(url, str) or image_media_type(url) is None:
-        shown = url[:40] + "..." if isinstance(url, str) and len(url) > 40 else url
-        raise ItemError(
-            f"{path}.image_url",
-            "expected a base64 data URL or an http(s) URL of a PNG, JPEG, GIF or WebP image "
-            f"(what ATIF's image parts hold), got {shown!r}",
-        )
-    if part.get("detail") not in (None, "auto", "low", "high"):
-        raise ItemError(f"{path}.detail", f"expected auto, low or high, got {part['detail']!r}")
-    return {key: part[key] for key in ("type", "image_url", "detail") if part.get(key) is not None}
-
-
-def _output_parts(value: object, path: str) -> list[dict[str, object]]:
-    parts = []
-    for part, part_path, part_type in _each_part(value, path, "output_text parts"):
-        if part_type == "refusal":
-            raise ItemError(part_path, "only text content parts are supported, got 'refusal'")
-        part = _text_part(part, part_path, "output_text", frozenset({"annotations", "logprobs"}))
-        annotations, logprobs = part.get("annotations"), part.get("logprobs")
-        if not isinstance(annotations, list):
-            raise ItemError(f"{part_path}.annotations", "expected a list")
-        if annotations or logprobs not in (None, []):
-            raise ItemError(part_path, "annotations and log probabilities are not representable")
-        canonical = {"annotations": [], "text": part["text"], "type": "output_text"}
-        if logprobs is not None:
-            canonical["logprobs"] = logprobs
-        parts.append(canonical)
-    return parts
-
-
 def _phase(item: dict[str, object], path: str, relax: Relaxations | None) -> str:
     """A message's ``phase`` (the caller checks it is set: ``commentary`` or ``final_answer``),
     refused unless ``message_phases`` is relaxed: ATIF v1.7 has no field for it."""
@@ -208,12 +112,12 @@ def _message(item: dict[str, object], path: str, relax: Relaxations | None) -> I
     role = item.get("role")
     content = item.get("content")
     if role == "assistant" or role not in _INPUT_ROLES:
-        _unknown_fields(item, _ASSISTANT_FIELDS, path)
+        unknown_fields(item, _ASSISTANT_FIELDS, path)
         phase = None if item.get("phase") is None else _phase(item, path, relax)
         first = content[0] if isinstance(content, list) and content else None
         first_type = first.get("type") if isinstance(first, dict) else None
         is_output = isinstance(content, list) and (
-            first_type in _OUTPUT_PART_TYPES or (not content and isinstance(item.get("id"), str))
+            first_type in OUTPUT_PART_TYPES or (not content and isinstance(item.get("id"), str))
         )
         if role != "assistant":
             raise ItemError(
@@ -223,7 +127,7 @@ def _message(item: dict[str, object], path: str, relax: Relaxations | None) -> I
             # An assistant message without output parts is context given as input, unless it is
             # the easy-input form of an answer (a string) and that relaxation is opted in to.
             if not isinstance(content, str):
-                _input_parts(content, f"{path}.content", relax)
+                input_parts(content, f"{path}.content", relax)
             canonical: dict[str, object] = {
                 "content": content,
                 "role": "assistant",
@@ -241,7 +145,7 @@ def _message(item: dict[str, object], path: str, relax: Relaxations | None) -> I
         message_id = _string(item, "id", path)
         canonical = {
             "id": message_id,
-            "content": _output_parts(content, f"{path}.content"),
+            "content": output_parts(content, f"{path}.content"),
             "role": "assistant",
             "status": _status(item, path, optional="status" not in item),
             "type": "message",
@@ -252,7 +156,7 @@ def _message(item: dict[str, object], path: str, relax: Relaxations | None) -> I
             canonical["phase"] = phase
         return Item("output_message", canonical, path, item)
 
-    _unknown_fields(item, _INPUT_MESSAGE_FIELDS, path)
+    unknown_fields(item, _INPUT_MESSAGE_FIELDS, path)
     phase = None if item.get("phase") is None else _phase(item, path, relax)
     if "status" in item and not isinstance(content, list):
         raise ItemError(
@@ -261,7 +165,7 @@ def _message(item: dict[str, object], path: str, relax: Relaxations | None) -> I
     if isinstance(content, list) and item.get("status") in _STATUSES:
         # A message with an explicit status: Gym's ``NeMoGymMessage``.
         canonical = {
-            "content": _input_parts(content, f"{path}.content", relax),
+            "content": input_parts(content, f"{path}.content", relax),
             "role": role,
             "status": item["status"],
             "type": "message",
@@ -269,7 +173,7 @@ def _message(item: dict[str, object], path: str, relax: Relaxations | None) -> I
     else:
         # Gym's ``NeMoGymEasyInputMessage``: any other status is not part of the model.
         text = (
-            content if isinstance(content, str) else _input_parts(content, f"{path}.content", relax)
+            content if isinstance(content, str) else input_parts(content, f"{path}.content", relax)
         )
         canonical = {"content": text, "role": role, "type": "message"}
     if phase is not None:
@@ -277,34 +181,23 @@ def _message(item: dict[str, object], path: str, relax: Relaxations | None) -> I
     return Item("input_message", canonical, path, item)
 
 
-def _reasoning_parts(value: object, path: str, part_type: str) -> list[dict[str, object]]:
-    parts = []
-    for part, part_path, found in _each_part(value, path):
-        if found in ("summary_text", "reasoning_text") and found != part_type:
-            raise ItemError(f"{part_path}.type", f"expected {part_type!r}, got {found!r}")
-        parts.append(_text_part(part, part_path, part_type, frozenset()))
-    return parts
-
-
 def _reasoning(item: dict[str, object], path: str) -> Item:
-    _unknown_fields(item, _REASONING_FIELDS, path)
+    unknown_fields(item, _REASONING_FIELDS, path)
     canonical: dict[str, object] = {
         "id": _string(item, "id", path),
-        "summary": _reasoning_parts(item.get("summary"), f"{path}.summary", "summary_text"),
+        "summary": reasoning_parts(item.get("summary"), f"{path}.summary", "summary_text"),
         "type": "reasoning",
     }
     encrypted = _string(item, "encrypted_content", path, optional=True)
     if encrypted is not None:
         canonical["encrypted_content"] = encrypted
     if item.get("content") is not None:
-        canonical["content"] = _reasoning_parts(
-            item["content"], f"{path}.content", "reasoning_text"
-        )
+        canonical["content"] = reasoning_parts(item["content"], f"{path}.content", "reasoning_text")
     return Item("reasoning", canonical, path, item)
 
 
 def _function_call(item: dict[str, object], path: str) -> Item:
-    _unknown_fields(item, _CALL_FIELDS, path)
+    unknown_fields(item, _CALL_FIELDS, path)
     if item.get("namespace") is not None:
         raise ItemError(
             f"{path}.namespace",
@@ -320,11 +213,11 @@ def _function_call(item: dict[str, object], path: str) -> Item:
 
 
 def _function_call_output(item: dict[str, object], path: str) -> Item:
-    _unknown_fields(item, _OUTPUT_FIELDS, path)
+    unknown_fields(item, _OUTPUT_FIELDS, path)
     output = item.get("output")
     canonical: dict[str, object] = {
         "call_id": _string(item, "call_id", path),
-        "output": output if isinstance(output, str) else _input_parts(output, f"{path}.output"),
+        "output": output if isinstance(output, str) else input_parts(output, f"{path}.output"),
         "type": "function_call_output",
     }
     return _call_item("function_call_output", canonical, item, path)
