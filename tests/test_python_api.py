@@ -182,6 +182,25 @@ def test_advice_to_a_python_caller_names_the_apis_calls_and_they_work(cli, tmp_p
     assert evalexport.dry_run("mlflow", rollouts).status == ExportStatus.SUCCEEDED
 
 
+def test_inspect_advises_a_python_caller_in_calls_and_the_command_line_in_commands(
+    cli, tmp_path
+) -> None:
+    rollouts = _copy_of_the_example(tmp_path)
+    rollouts.with_name(rollouts.stem + "_resolved_config.yaml").unlink()
+    call = f"evalexport.save_run_config(config, {str(rollouts)!r})"
+    report = evalexport.inspect(rollouts)
+    assert any(call in problem for problem in report.problems), report.problems
+    typed = cli("inspect", str(rollouts))
+    assert f"launched with: evalexport save-config {rollouts} CONFIG.yaml" in typed.output
+    assert "save_run_config" not in typed.output
+    # Who asked is said for the call alone: the command line's advice after it is a command.
+    from evalexport.run import RunArtifacts
+
+    assert "evalexport.save_run_config" not in RunArtifacts.of_path(
+        rollouts
+    ).missing_saved_config_message()
+
+
 def test_only_the_exporters_own_options_lose_their_plus() -> None:
     from evalexport.spec.options import in_keyword_terms
 

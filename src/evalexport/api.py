@@ -85,9 +85,11 @@ def inspect(rollouts: str | os.PathLike[str]) -> RunInspection:
     every problem found (``report.problems``), not only the first. ``rollouts`` may be the run
     directory when it holds one rollouts file; else :class:`~evalexport.run.RunFileError` names
     the ones it holds."""
+    from evalexport.callers import Caller, asked_from
     from evalexport.inspection import inspect_run
     from evalexport.run import RunArtifacts
 
     if not os.fspath(rollouts).strip():
         raise ValueError("expected the path of a run's rollouts file, got an empty value")
-    return inspect_run(RunArtifacts.of_path(rollouts))
+    with asked_from(Caller.PYTHON):
+        return inspect_run(RunArtifacts.of_path(rollouts))

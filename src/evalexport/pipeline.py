@@ -88,7 +88,7 @@ class ExportRequest:
     (:attr:`~evalexport.spec.base.Target.already_exported`)."""
     python: bool = False
     """Asked through the Python API: advice names its calls (``evalexport.inspect(...)``),
-    not commands."""
+    not commands (:mod:`evalexport.callers`)."""
 
     @property
     def exporter_name(self) -> str:
@@ -100,7 +100,8 @@ class ExportRequest:
 
 def run_export(request: ExportRequest) -> ExportResult:
     """Run ``request`` through every stage; its result, whatever happens."""
-    from evalexport.spec.options import in_keyword_terms, in_python_terms, options_of
+    from evalexport.callers import Caller, asked_from
+    from evalexport.spec.options import in_keyword_terms, options_of
     from evalexport.spec.overrides import OverrideError
     from evalexport.spec.registry import (
         ExporterLoadError,
@@ -128,14 +129,12 @@ def run_export(request: ExportRequest) -> ExportResult:
             str(run.run_dir),
             f"The {name} exporter cannot be made: {type(error).__name__}: {error}",
         )
-    result = export_run(exporter, run, config, skip_finished=request.skip_finished)
+    with asked_from(Caller.PYTHON if request.python else Caller.COMMAND_LINE):
+        result = export_run(exporter, run, config, skip_finished=request.skip_finished)
     if request.overrides:
         return result
-    # Given as keyword arguments (the Python API) or a plan's keys: its options are named so,
-    # and to a Python caller the commands it advises as the API's calls.
+    # Given as keyword arguments (the Python API) or a plan's keys: its options are named so.
     message = in_keyword_terms(result.message, chosen.Config.model_fields)
-    if request.python:
-        message = in_python_terms(message, str(run.rollouts))
     return result if message == result.message else result.model_copy(update={"message": message})
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import BinaryIO, Final, final
 
 from evalexport import reading
+from evalexport.callers import Caller, current_caller
 from evalexport.gym.health import QUALITY_SUMMARY_NAME, ROLLOUT_VERDICTS_NAME
 from evalexport.gym.jobs import (
     BENCHMARK_ROLLOUTS,
@@ -338,9 +339,29 @@ class RunArtifacts:
         return (
             f"Saved run config not found: {self.saved_config}. A run made without one "
             "(NeMo Gym saves none) gets it from the config files and overrides it was "
-            f"launched with: evalexport save-config {self.rollouts} CONFIG.yaml "
-            "[CONFIG.yaml ...] [key=value ...]"
+            f"launched with: {self.save_config_advice()}"
         )
+
+    def inspect_advice(self) -> str:
+        """How the asker (:mod:`evalexport.callers`) sees what this run holds: the command
+        ``evalexport inspect R``, or the call ``evalexport.inspect('R')``, in backticks."""
+        if current_caller() is Caller.PYTHON:
+            return f"`evalexport.inspect({str(self.rollouts)!r})`"
+        return f"`evalexport inspect {self.rollouts}`"
+
+    def save_config_advice(self) -> str:
+        """How the asker saves this run's config from its launch files: the ``save-config``
+        command, and to a Python caller the call that saves a config it holds as well (no
+        call merges launch files as the command does)."""
+        command = (
+            f"evalexport save-config {self.rollouts} CONFIG.yaml [CONFIG.yaml ...] [key=value ...]"
+        )
+        if current_caller() is Caller.PYTHON:
+            return (
+                f"{command} on the command line, or evalexport.save_run_config(config, "
+                f"{str(self.rollouts)!r}) with the merged config as a mapping"
+            )
+        return command
 
     @property
     def no_records_message(self) -> str:

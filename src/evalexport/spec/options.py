@@ -67,24 +67,6 @@ def in_keyword_terms(message: str, options: Iterable[str]) -> str:
     return re.sub(pattern, r"\1", message)
 
 
-def in_python_terms(message: str, rollouts: str) -> str:
-    """``message`` with the commands it advises for the run whose rollouts file is
-    ``rollouts`` written as the Python API's calls, for a caller of :func:`evalexport.export`:
-    ``evalexport inspect R`` as ``evalexport.inspect('R')``; beside ``evalexport save-config R
-    CONFIG.yaml ...`` (which merges launch files, as no call does), the call that saves a
-    config the caller holds, ``evalexport.save_run_config(config, 'R')``."""
-    inspect_command = f"`evalexport inspect {rollouts}`"
-    save_command = (
-        f"evalexport save-config {rollouts} CONFIG.yaml [CONFIG.yaml ...] [key=value ...]"
-    )
-    message = message.replace(inspect_command, f"`evalexport.inspect({rollouts!r})`")
-    return message.replace(
-        save_command,
-        f"{save_command} on the command line, or evalexport.save_run_config(config, "
-        f"{rollouts!r}) with the merged config as a mapping",
-    )
-
-
 def parse_options(
     exporter: type[AnyExporter], options: Mapping[str, object], *, python: bool = False
 ) -> ExporterConfig:

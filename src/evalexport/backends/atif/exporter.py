@@ -203,7 +203,7 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
                 f"+allow_gaps names {', '.join(unknown)}: no row of {run.rollouts} records "
                 f"{'it' if len(unknown) == 1 else 'them'} and NeMo Gym writes no such code (a "
                 "misspelling?). Gym's codes are "
-                f"{', '.join(sorted(GYM_GAP_CODES))}; `evalexport inspect {run.rollouts}` says "
+                f"{', '.join(sorted(GYM_GAP_CODES))}; {run.inspect_advice()} says "
                 "which the run records"
             )
         if conversion.rejected:
