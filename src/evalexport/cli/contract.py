@@ -6,8 +6,12 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalexport.cli._args import OK, Arguments, decided, usage_error
+
+if TYPE_CHECKING:
+    from evalexport.contracts.drift import Report
 
 SUMMARY = (
     "SDK contracts: 'contract manifest|check|verify|matrix|scaffold SDK' (see contract --help)"
@@ -106,9 +110,7 @@ def run(arguments: Arguments, rest: list[str]) -> int:
             report = check_matrix(contracts, rest[1:])
         except ContractError as error:
             return usage_error(str(error))
-        decided(report.exit_code)
-        print("\n".join(report.lines))
-        return report.exit_code
+        return _reported(report)
     action, sdk = rest
     fake = Path(values["--fake"]) if "--fake" in values else None
     if action == "scaffold":
@@ -144,6 +146,11 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         )
     except ContractError as error:
         return usage_error(str(error))
+    return _reported(report)
+
+
+def _reported(report: Report) -> int:
+    """Print ``report``'s lines; its exit code, decided."""
     decided(report.exit_code)
     print("\n".join(report.lines))
     return report.exit_code

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from evalexport.masking.rules import MASK, is_interpolation, is_secret_key, mask_text
@@ -151,11 +151,7 @@ class ValueMasking:
         if isinstance(value, Mapping):
             return self.mapping(value)
         if isinstance(value, list | tuple):
-            items = [self.value(item) for item in value]
-            unchanged = isinstance(value, list) and all(
-                new is old for new, old in zip(items, value, strict=True)
-            )
-            return value if unchanged else items
+            return _items(value, self.value)
         return value
 
     def mapping(self, value: Mapping[Any, Any]) -> Any:
@@ -196,11 +192,7 @@ class ValueMasking:
             masked = {key: self.under_secret_key(item, False) for key, item in value.items()}
             return value if masked == value and isinstance(value, dict) else masked
         if isinstance(value, list | tuple):
-            items = [self.under_secret_key(item, keep_markers) for item in value]
-            unchanged = isinstance(value, list) and all(
-                new is old for new, old in zip(items, value, strict=True)
-            )
-            return value if unchanged else items
+            return _items(value, lambda item: self.under_secret_key(item, keep_markers))
         return value
 
     def text(self, text: str) -> str:
@@ -247,3 +239,12 @@ def _encoded_like(value: object, original: str) -> str:
     spaced = '": ' in original or '", ' in original
     separators = (", ", ": ") if spaced else (",", ":")
     return json.dumps(value, ensure_ascii=False, separators=separators)
+
+
+def _items(value: list[Any] | tuple[Any, ...], masked: Callable[[Any], Any]) -> Any:
+    """A list or tuple with each item ``masked``: the list itself when no item changed."""
+    items = [masked(item) for item in value]
+    unchanged = isinstance(value, list) and all(
+        new is old for new, old in zip(items, value, strict=True)
+    )
+    return value if unchanged else items
