@@ -196,9 +196,10 @@ def test_inspect_advises_a_python_caller_in_calls_and_the_command_line_in_comman
     # Who asked is said for the call alone: the command line's advice after it is a command.
     from evalexport.run import RunArtifacts
 
-    assert "evalexport.save_run_config" not in RunArtifacts.of_path(
-        rollouts
-    ).missing_saved_config_message()
+    assert (
+        "evalexport.save_run_config"
+        not in RunArtifacts.of_path(rollouts).missing_saved_config_message()
+    )
 
 
 def test_only_the_exporters_own_options_lose_their_plus() -> None:
