@@ -75,10 +75,10 @@ def _stopped_leaving_nothing(cli: Callable[..., CliRun], run: SampleRun, tmp_pat
 def test_a_stop_as_the_staging_directory_is_made_leaves_no_staging(
     cli, one_agent_run, tmp_path, monkeypatch
 ) -> None:
-    from evalexport.backends.atif import exporter as atif
+    from evalexport.backends.atif import staging
 
     # Sent while the staging directory's owner record is being written: the directory exists.
-    monkeypatch.setattr(atif, "_this_process", _then_stopped(atif._this_process))
+    monkeypatch.setattr(staging, "_this_process", _then_stopped(staging._this_process))
     _stopped_leaving_nothing(cli, one_agent_run, tmp_path)
 
 

@@ -34,6 +34,7 @@ class ItemError(ValueError):
 
 
 def unknown_fields(item: dict[str, object], allowed: frozenset[str], path: str) -> None:
+    """Refuse an item holding a field not ``allowed``: ATIF would drop it."""
     if allowed.issuperset(item):
         return
     unknown = sorted(repr(key) for key in item if key not in allowed)
@@ -108,6 +109,8 @@ def _image_part(part: Any, path: str) -> dict[str, object]:
 
 
 def output_parts(value: object, path: str) -> list[dict[str, object]]:
+    """Output content: ``output_text`` parts with no annotations or log probabilities (ATIF
+    keeps neither); a refusal part is refused."""
     parts = []
     for part, part_path, part_type in _each_part(value, path, "output_text parts"):
         if part_type == "refusal":
@@ -126,6 +129,7 @@ def output_parts(value: object, path: str) -> list[dict[str, object]]:
 
 
 def reasoning_parts(value: object, path: str, part_type: str) -> list[dict[str, object]]:
+    """A reasoning item's ``summary`` or ``content``: text parts of ``part_type`` only."""
     parts = []
     for part, part_path, found in _each_part(value, path):
         if found in ("summary_text", "reasoning_text") and found != part_type:
