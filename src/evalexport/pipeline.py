@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, final
 
 from evalexport import egress, guard
+from evalexport.callers import Caller, asked_from, named_option
 from evalexport.egress import Egress, sending
 from evalexport.host.locks import LockWaitTimeout, Waiting
 from evalexport.interrupts import Interrupted, Landing, deferred, landing, signal_name
@@ -91,6 +92,14 @@ class ExportRequest:
     not commands (:mod:`evalexport.callers`)."""
 
     @property
+    def caller(self) -> Caller:
+        """Who asked (:mod:`evalexport.callers`): the command line gives ``+key=value`` tokens,
+        a plan its keys, the Python API keyword arguments."""
+        if self.overrides:
+            return Caller.COMMAND_LINE
+        return Caller.PYTHON if self.python else Caller.PLAN
+
+    @property
     def exporter_name(self) -> str:
         """The exporter's name as the caller gave it, for results made before it is loaded."""
         if isinstance(self.exporter, str):
@@ -99,8 +108,13 @@ class ExportRequest:
 
 
 def run_export(request: ExportRequest) -> ExportResult:
-    """Run ``request`` through every stage; its result, whatever happens."""
-    from evalexport.callers import Caller, asked_from
+    """Run ``request`` through every stage, its messages worded for who asked
+    (:mod:`evalexport.callers`); its result, whatever happens."""
+    with asked_from(request.caller):
+        return _requested(request)
+
+
+def _requested(request: ExportRequest) -> ExportResult:
     from evalexport.spec.options import in_keyword_terms, options_of
     from evalexport.spec.overrides import OverrideError
     from evalexport.spec.registry import (
@@ -129,11 +143,12 @@ def run_export(request: ExportRequest) -> ExportResult:
             str(run.run_dir),
             f"The {name} exporter cannot be made: {type(error).__name__}: {error}",
         )
-    with asked_from(Caller.PYTHON if request.python else Caller.COMMAND_LINE):
-        result = export_run(exporter, run, config, skip_finished=request.skip_finished)
-    if request.overrides:
+    result = export_run(exporter, run, config, skip_finished=request.skip_finished)
+    if request.caller.gives_tokens:
         return result
-    # Given as keyword arguments (the Python API) or a plan's keys: its options are named so.
+    # evalexport words its own messages for who asked (callers.named_option); a plugin's text,
+    # written for the command line as the plugin guides wrote it until 0.5, has the
+    # exporter's options named as a keyword caller gives them here.
     message = in_keyword_terms(result.message, chosen.Config.model_fields)
     return result if message == result.message else result.model_copy(update={"message": message})
 
@@ -583,7 +598,8 @@ def _described(exporter: AnyExporter, handed: _Handed, answer: ExportResult | No
     if existing:
         said += (
             f"; the target already holds run {', '.join(existing)} of this run's data, so the "
-            "export would add a second copy (+skip_existing=true skips instead)"
+            f"export would add a second copy ({named_option('skip_existing', 'true')} skips "
+            "instead)"
         )
     if not_asked is not None:
         said += f"; the target was not asked whether it holds this run's data already ({not_asked})"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final, final
 
+from evalexport.callers import named_option
 from evalexport.masking.scrubbing import secrets_known
 from evalexport.masking.values import ValueMasking, may_hold_secret, secret_forms
 
@@ -41,15 +42,16 @@ class RowsMasked:
                 else ""
             )
             return (
-                "the rows were sent as they are (+mask_rows=false): secrets in the rollouts "
-                f"are not masked{removed}"
+                f"the rows were sent as they are ({named_option('mask_rows', 'false')}): secrets "
+                f"in the rollouts are not masked{removed}"
             )
         if not self.rows:
             return None
         return (
             f"secrets were masked in {self.rows} row{'s' if self.rows != 1 else ''} "
             "(secret-named keys at any depth, secret-shaped texts, JSON held in texts: "
-            "docs/reliability.md, 'What leaves'); +mask_rows=false sends rows as they are"
+            f"docs/reliability.md, 'What leaves'); {named_option('mask_rows', 'false')} sends rows "
+            "as they are"
         )
 
 

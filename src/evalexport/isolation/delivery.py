@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, final
 
 from typing_extensions import TypeVar
 
+from evalexport.callers import named_option
 from evalexport.host.locks import Waiting, file_lock
 from evalexport.interrupts import signal_name
 from evalexport.isolation.variables import BASE, Admitted
@@ -137,7 +138,7 @@ class OpenedWorker:
         self._progress = progress
         self._stack = stack
         self._more_time = (
-            f"Raise +timeout if the service is slow, or set {TIME_LIMIT_VARIABLE}."
+            f"Raise {named_option('timeout')} if the service is slow, or set {TIME_LIMIT_VARIABLE}."
             if timeout_option
             else f"Set {TIME_LIMIT_VARIABLE} (seconds) to allow it longer."
         )

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, final
 
+from evalexport.callers import current_caller
 from evalexport.interrupts import Interrupted, Landing, current_landing, exit_description
 from evalexport.isolation.descendants import owned_scratch, tracked_launch
 from evalexport.isolation.environments import Environment
@@ -143,6 +144,7 @@ class StartedWorker:
             "payload": payload,
             "report_fd": self._report_fd,
             "scratch": [str(self._workdir), *map(str, scratch)],
+            "options_as_tokens": current_caller().gives_tokens,
         }
         landing = current_landing()
         if landing is not None:  # the moment the worker says its run is finished, it has landed

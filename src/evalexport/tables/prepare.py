@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from evalexport import egress
+from evalexport.callers import named_option
 from evalexport.gym.health import read_health
 from evalexport.progress import human_size
 from evalexport.reading import PreparedRun, Rollout
@@ -146,7 +147,7 @@ def scratch_space_refusal(rollouts: Path) -> str | None:
         f"{directory} (TMPDIR) has {human_size(room)} free, and the rollouts tables of "
         f"{rollouts.name} ({human_size(needed)}) are written there before they are sent: free "
         "space there, set TMPDIR to a directory with room, or export without them "
-        "(+upload_rollouts=false)"
+        f"({named_option('upload_rollouts', 'false')})"
     )
 
 

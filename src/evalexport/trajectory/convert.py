@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, TypeVar, final
 
+from evalexport.callers import named_option
 from evalexport.trajectory.conversation import ItemError
 from evalexport.trajectory.encoding import encode_json
 from evalexport.trajectory.from_record import RecordConversion
@@ -245,7 +246,8 @@ class _Reasons:
                 f"source coverage gaps are not supported by strict export ({', '.join(self.gaps)})"
             )
             if not reasons:
-                detail += f"; +allow_gaps=[{','.join(self.gaps)}] accepts them"
+                gaps = named_option("allow_gaps", f"[{','.join(self.gaps)}]")
+                detail += f"; {gaps} accepts them"
             reasons.insert(0, ("ng_trajectory.gaps", detail))
         if reasons:
             raise TrajectoryError.of(reasons)
@@ -348,14 +350,15 @@ def _agent_name(row: dict[str, object], identity: TrajectoryIdentity, relax: Rel
             raise TrajectoryError(
                 "agent_ref",
                 "expected a non-empty agent_ref.name or environment server stamp; the row "
-                "names no agent ('+relax=[unnamed_agents]' with +agent_name=NAME names it)",
+                f"names no agent ('{named_option('relax', '[unnamed_agents]')}' with "
+                f"{named_option('agent_name', 'NAME')} names it)",
             ) from None
         if not relax.permits("unnamed_agents"):
             raise TrajectoryError(
                 "agent_ref",
                 "expected a non-empty agent_ref.name or environment server stamp; the row "
-                "names no agent, and +agent_name names it only with "
-                "'+relax=[unnamed_agents]'",
+                f"names no agent, and {named_option('agent_name')} names it only with "
+                f"'{named_option('relax', '[unnamed_agents]')}'",
             ) from None
         return identity.agent_name
     return identity.agent_name or named

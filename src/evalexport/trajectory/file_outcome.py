@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, NamedTuple
 
+from evalexport.callers import named_option
 from evalexport.trajectory.convert import (
     ROLLOUT_INDEX,
     TASK_INDEX,
@@ -101,13 +102,15 @@ class FileConversion:
         for option in sorted(self.options_that_accept):
             kind, _, name = option.partition(":")
             needed[kind].append(name)
-        given = [f"+{kind}=[{','.join(names)}]" for kind, names in needed.items() if names]
+        given = [
+            named_option(kind, f"[{','.join(names)}]") for kind, names in needed.items() if names
+        ]
         if "unnamed_agents" in needed["relax"]:
-            given.append("+agent_name=NAME")
+            given.append(named_option("agent_name", "NAME"))
         if not given:
             return (
-                "No +allow_gaps or +relax option accepts these rows: fix what each reason "
-                "above names."
+                f"No {named_option('allow_gaps')} or {named_option('relax')} option accepts "
+                "these rows: fix what each reason above names."
             )
         options = " ".join(given)
         if self.accepted_by_no_option == 0:
@@ -130,16 +133,17 @@ class FileConversion:
         if not self.agents:
             return (
                 f"No row of {path} names its agent (agent_ref.name, or the environment server "
-                "stamp), and a trajectory needs one: '+relax=[unnamed_agents]' with "
-                "+agent_name=NAME gives them that name."
+                f"stamp), and a trajectory needs one: '{named_option('relax', '[unnamed_agents]')}'"
+                f" with {named_option('agent_name', 'NAME')} gives them that name."
             )
         named = ", ".join(sorted(map(str, self.agents)))
         first = min(map(str, self.agents), default="NAME")
         return (
-            f"Strict ATIF export requires one agent_ref.name per file, because +agent_version "
-            f"describes the whole batch; {path} holds rows of {len(self.agents)} agents "
-            f"({named}). Export one agent's rows at a time with +agent=NAME, each with its own "
-            f"+output_dirpath and +agent_version (e.g. +agent={first})."
+            "Strict ATIF export requires one agent_ref.name per file, because "
+            f"{named_option('agent_version')} describes the whole batch; {path} holds rows of "
+            f"{len(self.agents)} agents ({named}). Export one agent's rows at a time with "
+            f"{named_option('agent', 'NAME')}, each with its own {named_option('output_dirpath')}"
+            f" and {named_option('agent_version')} (e.g. {named_option('agent', first)})."
         )
 
     def problem(self, path: Path, agent: str | None = None) -> str | None:
@@ -152,7 +156,7 @@ class FileConversion:
                 f"{name} ({rows} rows)" for name, rows in sorted(self.other_agents.items())
             )
             return (
-                f"+agent={agent}: no row of {path} is of that agent (agent_ref.name); it holds "
+                f"{named_option('agent', agent)}: no row of {path} is of that agent (agent_ref.name); it holds "
                 f"{held or 'no rows'}"
             )
         if self.rows == 0:

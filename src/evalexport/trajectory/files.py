@@ -24,10 +24,11 @@ import re
 from collections import deque
 from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, final
 
+from evalexport.callers import Caller, asked_from, current_caller
 from evalexport.host.files import MAX_LINE_BYTES, open_regular
 from evalexport.trajectory.convert import (
     ConvertedTrajectory,
@@ -83,6 +84,8 @@ class _Job:
     relaxations: frozenset[Relaxation] = frozenset()
     agent: str | None = None
     """Convert only this agent's rows (``agent_ref.name``); ``None``: every row."""
+    caller: Caller = field(default_factory=current_caller)
+    """Who asked for the export: a pool's worker words its refusals for them."""
 
 
 def _convert_line(line_number: int, raw: bytes | None, job: _Job) -> _Outcome:
@@ -203,7 +206,8 @@ def _write_all(descriptor: int, data: bytes) -> None:
 
 
 def _convert_chunk(first_line: int, lines: list[bytes | None], job: _Job) -> list[_Outcome]:
-    return [_convert_line(first_line + offset, raw, job) for offset, raw in enumerate(lines)]
+    with asked_from(job.caller):
+        return [_convert_line(first_line + offset, raw, job) for offset, raw in enumerate(lines)]
 
 
 def _lines(handle: BinaryIO) -> Iterator[tuple[bytes | None, int]]:

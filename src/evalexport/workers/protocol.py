@@ -25,6 +25,8 @@ __all__ = [
     "RunnerRequest",
     "Status",
     "WorkerResult",
+    "named_option",
+    "options_given_as_tokens",
     "result",
     "worker_result_from",
 ]
@@ -165,3 +167,23 @@ class RunnerRequest(TypedDict):
     """The pipe the runner writes ``progress DONE TOTAL`` lines and, last, ``result <json>``
     to."""
     scratch: list[str]
+    options_as_tokens: bool
+    """Whether who asked for the export gives options as ``+key=value`` tokens (the command
+    line) rather than keyword arguments or a plan's keys: what :func:`named_option` writes."""
+
+
+_options_as_tokens = True
+
+
+def options_given_as_tokens(tokens: bool) -> None:
+    """The runner's, before the body runs: how who asked for the export gives its options."""
+    global _options_as_tokens
+    _options_as_tokens = tokens
+
+
+def named_option(name: str, value: str | None = None) -> str:
+    """In a worker body: the option ``name`` (given ``value``) as who asked for the export
+    gives it, as ``evalexport.callers.named_option`` names it in the parent: ``+name=value``
+    on a command line, ``name=value`` as a keyword argument or a plan's key."""
+    named = f"+{name}" if _options_as_tokens else name
+    return named if value is None else f"{named}={value}"

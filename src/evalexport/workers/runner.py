@@ -166,6 +166,7 @@ def main(argv: list[str]) -> int:
             shutil.rmtree(Path(__file__).parent, ignore_errors=True)
         return 0
     request = json.loads(line)
+    sys.modules[PROTOCOL_MODULE].options_given_as_tokens(request.get("options_as_tokens", True))
     orphaned = threading.Event()
     for signum in _STOP_SIGNALS:
         signal.signal(signum, _stop_on_first_signal)

@@ -27,6 +27,7 @@ from typing import Any, Self
 from pydantic import Field, field_validator, model_validator
 
 from evalexport.backends.atif.staging import StagedTrajectories, stage_beside
+from evalexport.callers import named_option
 from evalexport.interrupts import deferred, landed
 from evalexport.reading import RunFileError
 from evalexport.results import DryRunPlan, ExportFailure, ExportResult, PlannedFile
@@ -95,8 +96,9 @@ class AtifConfig(ExporterConfig):
     def _unnamed_agents_are_named(self) -> Self:
         if "unnamed_agents" in self.relax and self.agent_name is None:
             raise ValueError(
-                "relax=[unnamed_agents] gives the rows that name no agent the name of "
-                "+agent_name=NAME; give +agent_name too"
+                f"{named_option('relax', '[unnamed_agents]')} gives the rows that name no agent "
+                f"the name of {named_option('agent_name', 'NAME')}; give "
+                f"{named_option('agent_name')} too"
             )
         return self
 
@@ -128,7 +130,7 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
         if os.path.lexists(output):
             refusal = (
                 f"Output path already exists: {output}. "
-                "Choose a new +output_dirpath or remove the old one."
+                f"Choose a new {named_option('output_dirpath')} or remove the old one."
             )
         done = None
         if (output / MANIFEST_NAME).is_file():
@@ -192,7 +194,8 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
                 raise ExportFailure(
                     f"No space left to write the trajectories into {output.parent} "
                     f"({error.strerror or error}); free space there, or choose an "
-                    "+output_dirpath on another file system. Nothing was written."
+                    f"{named_option('output_dirpath')} on another file system. Nothing was "
+                    "written."
                 ) from None
             where = error.filename or run.rollouts
             raise ExportFailure(
@@ -200,7 +203,7 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
             ) from None
         if unknown := sorted(set(config.allow_gaps) - GYM_GAP_CODES - set(conversion.gap_counts)):
             raise OptionError(
-                f"+allow_gaps names {', '.join(unknown)}: no row of {run.rollouts} records "
+                f"{named_option('allow_gaps')} names {', '.join(unknown)}: no row of {run.rollouts} records "
                 f"{'it' if len(unknown) == 1 else 'them'} and NeMo Gym writes no such code (a "
                 "misspelling?). Gym's codes are "
                 f"{', '.join(sorted(GYM_GAP_CODES))}; {run.inspect_advice()} says "
@@ -309,7 +312,8 @@ def _rejection(run: RunArtifacts, conversion: FileConversion) -> str:
         # No option accepts a repeated key: pointing to inspect for one would mislead.
         return (
             f"{message}\nEach row's (task, rollout) key (_ng_task_index, _ng_rollout_index) must "
-            "be unique in the file, as NeMo Gym requires; no +allow_gaps or +relax option "
-            "accepts a repeated one. Remove or re-key the repeated rows."
+            f"be unique in the file, as NeMo Gym requires; no {named_option('allow_gaps')} or "
+            f"{named_option('relax')} option accepts a repeated one. Remove or re-key the "
+            "repeated rows."
         )
     return f"{message}\n{conversion.options_advice()}"

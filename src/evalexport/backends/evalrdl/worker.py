@@ -17,6 +17,7 @@ from evalexport.workers.protocol import (
     REFUSED,
     SUCCEEDED,
     WorkerResult,
+    named_option,
     result,
 )
 
@@ -115,7 +116,8 @@ def run(payload: EvalRDLPayload) -> WorkerResult:
             "failed",
             FAILED,
             f"{error}. Delete the environment {sys.prefix} (evalexport envs remove evalrdl) to "
-            "install the newest SDK, or pin one: +requirement=evalrdl==VERSION",
+            "install the newest SDK, or pin one: "
+            f"{named_option('requirement', 'evalrdl==VERSION')}",
             environment=sys.prefix,
         )
     except evalrdl.TokenNotFound:

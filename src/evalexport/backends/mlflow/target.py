@@ -9,6 +9,7 @@ import os
 import re
 from pathlib import Path
 
+from evalexport.callers import named_option
 from evalexport.settings import SettingError
 
 __all__ = [
@@ -108,7 +109,7 @@ def unwritable_store_reason(store: Path | None) -> str | None:
     directory = store.parent
     fix = (
         "Export from a writable directory, or name a writable store with "
-        "+mlflow_tracking_uri=sqlite:////ABSOLUTE/PATH/mlruns.db."
+        f"{named_option('mlflow_tracking_uri', 'sqlite:////ABSOLUTE/PATH/mlruns.db')}."
     )
     if not directory.is_dir():
         return f"Cannot create the MLflow store {store}: its directory {directory} does not exist."

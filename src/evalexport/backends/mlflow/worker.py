@@ -19,6 +19,7 @@ from evalexport.workers.protocol import (
     SUCCEEDED,
     ExitCode,
     WorkerResult,
+    named_option,
     result,
 )
 
@@ -213,11 +214,12 @@ def _existing_notice(existing: list[str], experiment: str, uri: str, *, skip: bo
     if skip:
         return (
             f"MLflow experiment {experiment!r} at {uri} already holds run {runs} of this run's "
-            "data (the same fingerprint); skipped, as +skip_existing asks"
+            f"data (the same fingerprint); skipped, as {named_option('skip_existing')} asks"
         )
     return (
         f"MLflow experiment {experiment!r} at {uri} already holds run {runs} of this run's data "
-        "(the same fingerprint); exporting a second copy. Add +skip_existing=true to skip instead"
+        "(the same fingerprint); exporting a second copy. Add "
+        f"{named_option('skip_existing', 'true')} to skip instead"
     )
 
 
@@ -441,8 +443,9 @@ def traces_refusal(client_class: type) -> str | None:
     start_trace = getattr(client_class, "start_trace", None)
     if start_trace is None or "run_id" not in inspect.signature(start_trace).parameters:
         return (
-            "+traces=true needs MLflow 3 or later (MlflowClient.start_trace(run_id=...)); "
-            "this environment has an older one: give +requirement='mlflow>=3,<4'"
+            f"{named_option('traces', 'true')} needs MLflow 3 or later "
+            "(MlflowClient.start_trace(run_id=...)); this environment has an older one: give "
+            f"{named_option('requirement', repr('mlflow>=3,<4'))}"
         )
     return None
 

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Final, Literal
 
+from evalexport.callers import named_option
 from evalexport.settings import SettingError
 
 __all__ = [
@@ -32,7 +33,7 @@ def mode_from_environment(text: str) -> Literal["online", "offline"]:
     raise SettingError(
         f"WANDB_MODE={text!r}: evalexport exports online or offline (then wandb sync); "
         f"{'W&B logs nothing when disabled; ' if value == 'disabled' else ''}set WANDB_MODE to "
-        "online or offline, give +wandb_mode=online|offline, or unset it"
+        f"online or offline, give {named_option('wandb_mode', 'online|offline')}, or unset it"
     )
 
 
@@ -48,7 +49,9 @@ def project_refusal(project: str, source: str) -> str | None:
     found = sorted({char for char in project if char in PROJECT_FORBIDS})
     if found:
         entity = (
-            "; to name an entity as well, set WANDB_ENTITY or +wandb_entity" if "/" in found else ""
+            f"; to name an entity as well, set WANDB_ENTITY or {named_option('wandb_entity')}"
+            if "/" in found
+            else ""
         )
         return (
             f"W&B project name {project!r} ({source}) holds {', '.join(map(repr, found))}, "
@@ -131,9 +134,10 @@ def missing_credentials(key_given: bool) -> str | None:
         return None
     return (
         f"No W&B API key for an online export to {host}: WANDB_API_KEY is not set, "
-        f"+wandb_api_key was not given, and no `wandb login` was found (no api_key in "
-        f"{config_dir / 'settings'}, no {host} entry in {netrcs[0]}). Set WANDB_API_KEY, run "
-        "`wandb login`, or export offline with +wandb_mode=offline (then `wandb sync`)."
+        f"{named_option('wandb_api_key')} was not given, and no `wandb login` was found (no "
+        f"api_key in {config_dir / 'settings'}, no {host} entry in {netrcs[0]}). Set "
+        "WANDB_API_KEY, run `wandb login`, or export offline with "
+        f"{named_option('wandb_mode', 'offline')} (then `wandb sync`)."
     )
 
 

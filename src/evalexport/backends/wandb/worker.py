@@ -20,6 +20,7 @@ from evalexport.workers.protocol import (
     SUCCEEDED,
     ExitCode,
     WorkerResult,
+    named_option,
     result,
 )
 
@@ -198,11 +199,12 @@ def _existing_notice(existing: list[str], path: str, *, skip: bool) -> str:
     if skip:
         return (
             f"W&B project {path} already holds run {runs} of this run's data (the same "
-            "fingerprint); skipped, as +skip_existing asks"
+            f"fingerprint); skipped, as {named_option('skip_existing')} asks"
         )
     return (
         f"W&B project {path} already holds run {runs} of this run's data (the same "
-        "fingerprint); exporting a second copy. Add +skip_existing=true to skip instead"
+        "fingerprint); exporting a second copy. Add "
+        f"{named_option('skip_existing', 'true')} to skip instead"
     )
 
 
@@ -495,7 +497,10 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
         text = " ".join(str(error).split())[:_MAX_ERROR].rstrip(".")
         hint = ""
         if mode == "online" and ("api key" in text.lower() or "login" in text.lower()):
-            hint = " Set WANDB_API_KEY or +wandb_api_key, or export with +wandb_mode=offline."
+            hint = (
+                f" Set WANDB_API_KEY or {named_option('wandb_api_key')}, or export with "
+                f"{named_option('wandb_mode', 'offline')}."
+            )
         return result(
             "failed",
             FAILED,
