@@ -221,17 +221,17 @@ class ExportResult(BaseModel):
         **details: object,
     ) -> ExportResult:
         """A succeeded result; ``run_id`` names the remote run; ``details`` are for people."""
-        return cls._made(
-            ExportStatus.SUCCEEDED,
-            ExitCode.OK,
-            exporter,
-            run_dir,
-            message,
-            details,
+        return cls(
+            exporter=exporter,
+            status=ExportStatus.SUCCEEDED,
+            exit_code=ExitCode.OK,
+            message=message,
+            run_dir=run_dir,
             run_id=run_id,
             plan=plan,
             existing_run_ids=list(existing_run_ids),
             target_not_asked=target_not_asked,
+            details=details,
         )
 
     @classmethod
@@ -245,15 +245,15 @@ class ExportResult(BaseModel):
         **details: object,
     ) -> ExportResult:
         """A skipped result, with why (default: already exported) and the remote run it found."""
-        return cls._made(
-            ExportStatus.SKIPPED,
-            ExitCode.OK,
-            exporter,
-            run_dir,
-            message,
-            details,
+        return cls(
+            exporter=exporter,
+            status=ExportStatus.SKIPPED,
+            exit_code=ExitCode.OK,
+            message=message,
+            run_dir=run_dir,
             run_id=run_id,
             skip_reason=reason,
+            details=details,
         )
 
     @classmethod
@@ -269,43 +269,26 @@ class ExportResult(BaseModel):
     ) -> ExportResult:
         """A failed result with exit code 1 (or the one given) and a message a user can act on;
         ``interrupted_by``: the stop signal that ended it."""
-        return cls._made(
-            ExportStatus.FAILED,
-            exit_code,
-            exporter,
-            run_dir,
-            message,
-            details,
+        return cls(
+            exporter=exporter,
+            status=ExportStatus.FAILED,
+            exit_code=exit_code,
+            message=message,
+            run_dir=run_dir,
             interrupted_by=interrupted_by,
+            details=details,
         )
 
     @classmethod
     def pending(cls, exporter: str, run_dir: str, message: str, **details: object) -> ExportResult:
         """A result of an export that has not run yet (exit code 5)."""
-        return cls._made(
-            ExportStatus.PENDING, ExitCode.PENDING, exporter, run_dir, message, details
-        )
-
-    @classmethod
-    def _made(
-        cls,
-        status: ExportStatus,
-        exit_code: ExitCode,
-        exporter: str,
-        run_dir: str,
-        message: str,
-        details: dict[str, object],
-        **fields: Any,
-    ) -> ExportResult:
-        """A result of ``status``, with what each status adds (``fields``)."""
         return cls(
             exporter=exporter,
-            status=status,
-            exit_code=exit_code,
+            status=ExportStatus.PENDING,
+            exit_code=ExitCode.PENDING,
             message=message,
             run_dir=run_dir,
             details=details,
-            **fields,
         )
 
     def noted(self, notes: Sequence[str]) -> ExportResult:
