@@ -15,14 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypedDict
 
-from evalexport.workers.protocol import (
-    FAILED,
-    SUCCEEDED,
-    ExitCode,
-    WorkerResult,
-    named_option,
-    result,
-)
+from evalexport.workers import protocol
+from evalexport.workers.protocol import FAILED, SUCCEEDED, ExitCode, WorkerResult, result
 
 
 class WandbPayload(TypedDict):
@@ -199,12 +193,12 @@ def _existing_notice(existing: list[str], path: str, *, skip: bool) -> str:
     if skip:
         return (
             f"W&B project {path} already holds run {runs} of this run's data (the same "
-            f"fingerprint); skipped, as {named_option('skip_existing')} asks"
+            f"fingerprint); skipped, as {protocol.named_option('skip_existing')} asks"
         )
     return (
         f"W&B project {path} already holds run {runs} of this run's data (the same "
         "fingerprint); exporting a second copy. Add "
-        f"{named_option('skip_existing', 'true')} to skip instead"
+        f"{protocol.named_option('skip_existing', 'true')} to skip instead"
     )
 
 
@@ -498,8 +492,8 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
         hint = ""
         if mode == "online" and ("api key" in text.lower() or "login" in text.lower()):
             hint = (
-                f" Set WANDB_API_KEY or {named_option('wandb_api_key')}, or export with "
-                f"{named_option('wandb_mode', 'offline')}."
+                f" Set WANDB_API_KEY or {protocol.named_option('wandb_api_key')}, or export with "
+                f"{protocol.named_option('wandb_mode', 'offline')}."
             )
         return result(
             "failed",
