@@ -115,6 +115,8 @@ def run_export(request: ExportRequest) -> ExportResult:
 
 
 def _requested(request: ExportRequest) -> ExportResult:
+    """Stages 1 and 2 (the exporter and its options loaded, the run built), then the export;
+    a plugin's own text named for a keyword caller."""
     from evalexport.spec.options import in_keyword_terms, options_of
     from evalexport.spec.overrides import OverrideError
     from evalexport.spec.registry import (
