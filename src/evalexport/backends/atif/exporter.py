@@ -203,11 +203,11 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
             ) from None
         if unknown := sorted(set(config.allow_gaps) - GYM_GAP_CODES - set(conversion.gap_counts)):
             raise OptionError(
-                f"{named_option('allow_gaps')} names {', '.join(unknown)}: no row of {run.rollouts} records "
-                f"{'it' if len(unknown) == 1 else 'them'} and NeMo Gym writes no such code (a "
-                "misspelling?). Gym's codes are "
-                f"{', '.join(sorted(GYM_GAP_CODES))}; {run.inspect_advice()} says "
-                "which the run records"
+                f"{named_option('allow_gaps')} names {', '.join(unknown)}: no row of "
+                f"{run.rollouts} records {'it' if len(unknown) == 1 else 'them'} and NeMo Gym "
+                "writes no such code (a misspelling?). Gym's codes are "
+                f"{', '.join(sorted(GYM_GAP_CODES))}; {run.inspect_advice()} says which the run "
+                "records"
             )
         if conversion.rejected:
             raise RunFileError(_rejection(run, conversion), rejected_rows=conversion.rejected)
