@@ -7,6 +7,7 @@ scratch directory. The token, if any, reaches MLflow's REST client as MLFLOW_TRA
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -567,49 +568,43 @@ class _SpanBatches:
         trace's name and tags (``mlflow.traceTag.*``, as MLflow's OTLP path reads them)."""
         otel_trace_id = int.from_bytes(os.urandom(16), "big") or 1
         trace_id = f"tr-{otel_trace_id:032x}"
-        trace_bytes = otel_trace_id.to_bytes(16, "big")
-        root = os.urandom(8)
+        ids = _SpanIds(trace_id, _b64(otel_trace_id.to_bytes(16, "big")))
+        root = _b64(os.urandom(8))
         tags = {"mlflow.traceName": trace["name"], **trace["tags"]}
         attributes = {
             **{key: json.dumps(value) for key, value in trace["attributes"].items()},
             **{f"mlflow.traceTag.{key}": json.dumps(value) for key, value in tags.items()},
         }
-        made = [
-            self._span(trace_id, trace_bytes, root, None, trace["name"], "AGENT", trace, attributes)
-        ]
+        made = [self._span(ids, root, None, trace["name"], "AGENT", trace, attributes)]
         for span in trace["spans"]:
             made.append(
-                self._span(
-                    trace_id, trace_bytes, os.urandom(8), root, span["name"], span["type"], span, {}
-                )
+                self._span(ids, _b64(os.urandom(8)), root, span["name"], span["type"], span, {})
             )
         return trace_id, made
 
     def _span(
         self,
-        trace_id: str,
-        trace_bytes: bytes,
-        span_bytes: bytes,
-        parent: bytes | None,
+        ids: _SpanIds,
+        span_id: str,
+        parent_id: str | None,
         name: str,
         kind: str,
         timed: Any,
         attributes: dict[str, str],
     ) -> Any:
-        import base64
-
+        """One span as MLflow's ``Span`` entity reads it from OTLP's JSON (ids in base64)."""
         return self._span_from_dict(
             {
-                "trace_id": base64.b64encode(trace_bytes).decode(),
-                "span_id": base64.b64encode(span_bytes).decode(),
-                "parent_span_id": base64.b64encode(parent).decode() if parent else None,
+                "trace_id": ids.otel_trace_id,
+                "span_id": span_id,
+                "parent_span_id": parent_id,
                 "name": name,
                 "start_time_unix_nano": timed["start_ns"],
                 "end_time_unix_nano": timed["end_ns"],
                 "status": {"code": "STATUS_CODE_OK", "message": ""},
                 "events": [],
                 "attributes": {
-                    "mlflow.traceRequestId": json.dumps(trace_id),
+                    "mlflow.traceRequestId": ids.request_id_json,
                     "mlflow.spanType": json.dumps(kind),
                     "mlflow.spanInputs": json.dumps(timed["inputs"]),
                     "mlflow.spanOutputs": json.dumps(timed["outputs"]),
@@ -617,6 +612,18 @@ class _SpanBatches:
                 },
             }
         )
+
+
+class _SpanIds:
+    """A trace's ids as each of its spans carries them, encoded once for all of them."""
+
+    def __init__(self, trace_id: str, otel_trace_id: str) -> None:
+        self.request_id_json = json.dumps(trace_id)
+        self.otel_trace_id = otel_trace_id
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
 
 
 @contextlib.contextmanager
