@@ -1,16 +1,16 @@
-"""The two statements of Gym's ``TrajectoryRecord`` agree: :mod:`evalexport.trajectory.record`'s
-msgspec Structs (what the conversion reads, at a fifth of pydantic's cost) and
-:mod:`evalexport.trajectory.record_schema`'s pydantic models (which word a refusal, and which
-Gym's own model is checked against under ``--with_gym``). The same fields in the same order with
+"""Gym's ``TrajectoryRecord`` read two ways agrees: :mod:`evalexport.trajectory.record`'s
+msgspec Structs (the schema's one statement, what the conversion reads, at a fifth of
+pydantic's cost) and the pydantic models :mod:`evalexport.trajectory.record_schema` derives from
+them (which word a refusal). The derivation gives the same fields in the same order with
 the same defaults; on every drawn record, broken at any typed field, the same verdict; on every
 accepted one, the same values, integers made floats alike."""
 
 from __future__ import annotations
 
 import copy
-import inspect
 import json
 import random
+import types
 from typing import Any
 
 import msgspec
@@ -20,20 +20,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalexport.testing.factory import make_rollout, make_two_turn_rollout
-from evalexport.trajectory import record, record_schema
+from evalexport.trajectory import record
 from evalexport.trajectory.record import RecordError, validate_record
+from evalexport.trajectory.record_schema import model_of
 from tests.trajectory.strategies import agent_runs
 
-PAIRS = [
-    (getattr(record, name), getattr(record_schema, name))
-    for name in record_schema.__all__
-    if inspect.isclass(getattr(record_schema, name))
+STRUCTS = [
+    value
+    for value in vars(record).values()
+    if isinstance(value, type)
+    and issubclass(value, msgspec.Struct)
+    and value.__module__ == record.__name__
+    and not value.__name__.startswith("_")
 ]
+PAIRS = [(struct, model_of(struct)) for struct in STRUCTS]
 
 
-def test_every_pydantic_model_has_its_struct() -> None:
+def test_every_record_of_the_schema_has_its_model() -> None:
     assert len(PAIRS) == 10
-    assert all(issubclass(struct, msgspec.Struct) for struct, _ in PAIRS)
+    assert [model.__name__ for _, model in PAIRS] == [struct.__name__ for struct in STRUCTS]
 
 
 @pytest.mark.parametrize(("struct", "model"), PAIRS, ids=[model.__name__ for _, model in PAIRS])
@@ -132,7 +137,7 @@ def broken_records(draw: st.DrawFn) -> dict[str, Any]:
 
 def _pydantic_verdict(raw: dict[str, Any]) -> str | None:
     try:
-        model = record_schema.TrajectoryRecord.model_validate(raw)
+        model = model_of(record.TrajectoryRecord).model_validate(raw)
     except pydantic.ValidationError:
         return None
     return json.dumps(model.model_dump(mode="json"))
@@ -177,7 +182,7 @@ def _places_with_models(
     trajectory: dict[str, Any],
 ) -> list[tuple[str, dict[str, Any], type[pydantic.BaseModel]]]:
     """``(path, object, the model that reads it)`` of every typed object of the record."""
-    schema = record_schema
+    schema = types.SimpleNamespace(**{model.__name__: model for _, model in PAIRS})
     found: list[tuple[str, dict[str, Any], type[pydantic.BaseModel]]] = [
         ("", trajectory, schema.TrajectoryRecord)
     ]

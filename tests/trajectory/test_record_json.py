@@ -1,5 +1,5 @@
 """A model call cited by an ATIF step is dumped as pydantic's
-``model_dump(mode="json", exclude_none=True)`` dumps Gym's model of it (:mod:`.record_schema`):
+``model_dump(mode="json", exclude_none=True)`` dumps the model :mod:`.record_schema` derives:
 the same keys in the same order and the same values (the bytes Gym writes depend on both)."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import msgspec
 from hypothesis import given, settings
 
 from evalexport.testing.factory import make_rollout, make_two_turn_rollout
-from evalexport.trajectory import record_schema
 from evalexport.trajectory.record import ModelCallRecord, RecordError, validate_record
+from evalexport.trajectory.record_schema import model_of
 from tests.trajectory.strategies import rollout_files
 
 
 def _same(call: ModelCallRecord) -> None:
-    as_pydantic = record_schema.ModelCallRecord.model_validate(msgspec.to_builtins(call))
+    as_pydantic = model_of(ModelCallRecord).model_validate(msgspec.to_builtins(call))
     expected = as_pydantic.model_dump(mode="json", exclude_none=True)
     assert json.dumps(call.as_json()) == json.dumps(expected)  # key order included
 

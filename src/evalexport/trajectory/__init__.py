@@ -2,7 +2,7 @@
 
 * :mod:`.strict_json`: rollout lines read as strict RFC 8259 JSON;
 * :mod:`.record`: the ``TrajectoryRecord`` schema as msgspec Structs, validated;
-* :mod:`.record_schema`: the same schema in pydantic, which words a refusal;
+* :mod:`.record_schema`: pydantic models derived from those Structs, which word a refusal;
 * :mod:`.conversation`: Responses conversation items checked and made canonical;
 * :mod:`.steps`: ATIF steps from the root invocation's conversation;
 * :mod:`.convert`: one rollout to one ATIF document, turns cross-checked.

@@ -5,14 +5,14 @@ NeMo Gym's rollout collection writes one ``TrajectoryRecord`` per rollout
 (``nemo_gym/rollout_observability.py``). These msgspec Structs state that schema: the same
 field names, types, defaults and optionality, unknown fields refused, JSON numbers where Gym takes
 floats (an integer becomes a float, as pydantic makes it), and Gym's identity rules
-(:mod:`.record_rules`, which :mod:`.record_schema`'s models call too). Validation is strict, as
-in Gym's exporter: ``"3"`` is no integer and ``1`` is no boolean.
+(:mod:`.record_rules`, in each Struct's ``__post_init__``). Validation is strict, as in Gym's
+exporter: ``"3"`` is no integer and ``1`` is no boolean. This is the schema's one statement.
 
 :func:`validate_record` converts a decoded record at a fifth of pydantic's cost; a record it
-refuses is validated again by :mod:`.record_schema`'s pydantic models, whose first error (its
-field path and message) is the refusal. The two schemas are held to each other by
-``tests/trajectory/test_record_agreement.py``: the same fields in the same order, the same
-defaults, and the same verdict on every drawn record.
+refuses is validated again by :mod:`.record_schema`'s pydantic models, derived from these
+Structs, whose errors (each bad field's path and message, in pydantic's order) are the refusal.
+``tests/trajectory/test_record_agreement.py`` holds the two to the same fields, defaults and
+verdict on every drawn record.
 
 The Responses items of a conversation are kept as raw JSON here; :mod:`.conversation` reads
 them, since only four item types are convertible and each needs its own precise error.
@@ -267,10 +267,10 @@ def _worded_refusal(raw: dict[str, Any]) -> TrajectoryRecord:
     the record is not refused for it: it is read from pydantic's validated models."""
     from pydantic import BaseModel, ValidationError
 
-    from evalexport.trajectory import record_schema
+    from evalexport.trajectory.record_schema import model_of
 
     try:
-        model = record_schema.TrajectoryRecord.model_validate(raw)
+        model = model_of(TrajectoryRecord).model_validate(raw)
     except ValidationError as error:
         reasons: dict[str, str] = {}
         for each in error.errors(include_url=False):

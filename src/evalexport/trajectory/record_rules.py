@@ -1,6 +1,6 @@
-"""Gym's rules for an ``ng_trajectory`` beyond its field types, stated once for both
-statements of the schema (:mod:`.record`'s Structs and :mod:`.record_schema`'s pydantic
-models): each gives the problem in Gym's words, or ``None``."""
+"""Gym's rules for an ``ng_trajectory`` beyond its field types, which :mod:`.record`'s Structs
+check after their fields (and :mod:`.record_schema`'s pydantic models, derived from them, check
+through them): each gives the problem in Gym's words, or ``None``."""
 
 from __future__ import annotations
 
