@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalexport.testing.factory import make_rollout, make_two_turn_rollout
+from evalexport.testing.gym import GymOracle
 from evalexport.trajectory import record
 from evalexport.trajectory.record import RecordError, validate_record
 from evalexport.trajectory.record_schema import model_of
@@ -36,9 +37,9 @@ STRUCTS = [
 PAIRS = [(struct, model_of(struct)) for struct in STRUCTS]
 
 
-def test_every_record_of_the_schema_has_its_model() -> None:
+def test_every_record_of_the_schema_has_its_model_named_as_gym_names_it() -> None:
     assert len(PAIRS) == 10
-    assert [model.__name__ for _, model in PAIRS] == [struct.__name__ for struct in STRUCTS]
+    assert [model.__name__ for _, model in PAIRS] == [struct.gym_name for struct in STRUCTS]
 
 
 @pytest.mark.parametrize(("struct", "model"), PAIRS, ids=[model.__name__ for _, model in PAIRS])
@@ -182,7 +183,7 @@ def _places_with_models(
     trajectory: dict[str, Any],
 ) -> list[tuple[str, dict[str, Any], type[pydantic.BaseModel]]]:
     """``(path, object, the model that reads it)`` of every typed object of the record."""
-    schema = types.SimpleNamespace(**{model.__name__: model for _, model in PAIRS})
+    schema = types.SimpleNamespace(**{struct.__name__: model for struct, model in PAIRS})
     found: list[tuple[str, dict[str, Any], type[pydantic.BaseModel]]] = [
         ("", trajectory, schema.TrajectoryRecord)
     ]
@@ -307,6 +308,51 @@ def test_every_field_of_every_record_given_every_odd_value_gets_one_verdict(shap
 )
 def test_both_schemas_agree_on_the_edges_of_each_rule(raw: dict[str, Any]) -> None:
     assert _struct_verdict(raw) == _pydantic_verdict(raw)
+
+
+def test_a_refusal_names_gyms_model_as_gyms_validation_does() -> None:
+    raw = {"task_id": "t", "rollout_id": "r", "model_calls": [{"token_stats": 5}]}
+    with pytest.raises(RecordError) as refused:
+        validate_record(raw)
+    assert refused.value.reasons == (
+        (
+            "ng_trajectory.model_calls[0].token_stats",
+            "Input should be a valid dictionary or instance of TrajectoryTokenStats",
+        ),
+    )
+
+
+def _gyms_reasons(found: list[tuple[list[int | str], str]]) -> list[tuple[str, str]]:
+    """Gym's strict errors as a refusal lists them: each field's first, with its path."""
+    reasons: dict[str, str] = {}
+    for location, message in found:
+        path = "ng_trajectory" + "".join(
+            f"[{part}]" if isinstance(part, int) else f".{part}" for part in location
+        )
+        reasons.setdefault(path, message.removeprefix("Value error, "))
+    return list(reasons.items())
+
+
+@pytest.mark.gym
+@settings(max_examples=150, deadline=None)
+@given(raw=broken_records())
+def test_a_refusal_gives_every_reason_gyms_strict_validation_gives(
+    gym_oracle: GymOracle, raw: dict[str, Any]
+) -> None:
+    """Field by field and word for word, as Gym's ATIF exporter's ``strict=True`` validation
+    of ``TrajectoryRecord`` words them, model names included. But one: a model reference's
+    unknown key, which Gym's ``ModelServerRef`` drops and Gym's exporter refuses before it
+    validates (its preflight, in words of its own), the schema here refuses with the rest."""
+    ours: list[tuple[str, str]] = []
+    try:
+        validate_record(raw)
+    except RecordError as refused:
+        ours = [
+            (path, detail)
+            for path, detail in refused.reasons
+            if not (".model_ref." in path and detail == "Extra inputs are not permitted")
+        ]
+    assert ours == _gyms_reasons(gym_oracle.strict_record_errors(raw))
 
 
 def test_a_refusal_names_the_first_bad_field_as_pydantic_words_it() -> None:

@@ -21,7 +21,7 @@ them, since only four item types are convertible and each needs its own precise 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 
@@ -64,10 +64,15 @@ class _Record(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=T
     (keyword-only, so a required field may follow a default). Each record restates the three
     options, which msgspec inherits and type checkers do not know it does."""
 
+    gym_name: ClassVar[str]
+    """The name of Gym's pydantic model this record states (``rollout_observability``), which
+    a refusal names as Gym's own validation would."""
+
 
 class GymModelRef(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """``ModelServerRef``: which model server answered. Other keys would be dropped: refused."""
 
+    gym_name: ClassVar[str] = "ModelServerRef"
     type: Literal["responses_api_models"]
     name: str
 
@@ -79,6 +84,7 @@ class GymModelRef(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True
 class ModelCallReference(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """How a turn or an invocation names a captured model call."""
 
+    gym_name: ClassVar[str] = "ModelCallRef"
     model_call_id: str | None = None
     model_ref: GymModelRef | None = None
     response_id: str | None = None
@@ -101,6 +107,7 @@ def _not_none(record: msgspec.Struct) -> dict[str, Any]:
 class TokenStats(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Token counts of one model call (``TrajectoryRecord`` schema 1.0)."""
 
+    gym_name: ClassVar[str] = "TrajectoryTokenStats"
     prompt_tokens: NonNegativeInt | None = None
     completion_tokens: NonNegativeInt | None = None
     reasoning_tokens: NonNegativeInt | None = None
@@ -115,6 +122,7 @@ class TokenStats(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True)
 class ResponseMetadata(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """What a model call's response said about itself: id, model, finish reason."""
 
+    gym_name: ClassVar[str] = "TrajectoryResponseMetadata"
     response_id: str | None = None
     model_ref: GymModelRef | None = None
     model: str | None = None
@@ -140,6 +148,7 @@ class ResponseMetadata(_Record, frozen=True, forbid_unknown_fields=True, kw_only
 class ModelCallRecord(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """One model call of a turn, as ``ng_trajectory`` records it."""
 
+    gym_name: ClassVar[str] = "TrajectoryModelCall"
     model_call_id: str | None = None
     started_at: float | None = None
     completed_at: float | None = None
@@ -164,6 +173,7 @@ class ModelCallRecord(_Record, frozen=True, forbid_unknown_fields=True, kw_only=
 class TurnRecord(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """One turn of an agent: its model calls and tool calls."""
 
+    gym_name: ClassVar[str] = "TrajectoryTurn"
     invocation_id: str
     task_id: str
     rollout_id: str
@@ -180,6 +190,7 @@ class TurnRecord(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True)
 class InvocationRecord(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """One invocation of the agent: its status and turns."""
 
+    gym_name: ClassVar[str] = "AgentInvocation"
     kind: Literal["agent_invocation"] = "agent_invocation"
     invocation_id: str
     parent_invocation_id: str | None = None
@@ -194,6 +205,7 @@ class InvocationRecord(_Record, frozen=True, forbid_unknown_fields=True, kw_only
 class ToolCallRecord(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """One tool call of a turn: the call, its output and status."""
 
+    gym_name: ClassVar[str] = "TrajectoryToolCall"
     kind: Literal["tool_call"] = "tool_call"
     invocation_id: str
     tool_call_id: str
@@ -217,6 +229,7 @@ class ToolCallRecord(_Record, frozen=True, forbid_unknown_fields=True, kw_only=T
 class Gap(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """A coverage gap the recorder declared: what is missing from the trajectory, and why."""
 
+    gym_name: ClassVar[str] = "ObservationGap"
     code: str
     invocation_id: str | None = None
     detail: str | None = None
@@ -230,6 +243,7 @@ class TrajectoryRecord(_Record, frozen=True, forbid_unknown_fields=True, kw_only
     """``ng_trajectory`` as NeMo Gym's ``rollout_observability.TrajectoryRecord`` (schema 1.0)
     defines it."""
 
+    gym_name: ClassVar[str] = "TrajectoryRecord"
     schema_version: Literal["1.0"] = "1.0"
     task_id: str
     rollout_id: str
@@ -282,13 +296,16 @@ def _worded_refusal(raw: dict[str, Any]) -> TrajectoryRecord:
     def struct_of(value: Any) -> Any:
         if isinstance(value, BaseModel):
             fields = {name: struct_of(getattr(value, name)) for name in type(value).model_fields}
-            return globals()[type(value).__name__](**fields)
+            return _BY_GYM_NAME[type(value).__name__](**fields)
         if isinstance(value, list):
             return [struct_of(item) for item in value]
         return value
 
     record: TrajectoryRecord = struct_of(model)
     return record
+
+
+_BY_GYM_NAME: dict[str, type[_Record]] = {}
 
 
 def _error_path(location: tuple[int | str, ...]) -> str:
@@ -301,3 +318,6 @@ def _error_path(location: tuple[int | str, ...]) -> str:
 def _is_union_tag(part: int | str) -> bool:
     # pydantic names union members in locations ("int", "float", "function-after[...]").
     return isinstance(part, str) and (part in {"int", "float", "str", "bool"} or "[" in part)
+
+
+_BY_GYM_NAME.update((each.gym_name, each) for each in _Record.__subclasses__())

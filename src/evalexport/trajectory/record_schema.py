@@ -4,8 +4,8 @@ NeMo Gym states its record as pydantic models, so a refusal in Gym's terms is py
 bad field's path and pydantic's message, every field at once. The conversion reads records as
 :mod:`.record`'s Structs, the schema's one statement, at a fifth of pydantic's cost; a record
 they refuse is validated again by these models, made from the Structs field by field (the same
-names, order, types, constraints and defaults, unknown fields refused, strict, frozen) and
-checked by the same rules (each Struct's ``__post_init__``). ``tests/trajectory/
+names, order, types, constraints and defaults, unknown fields refused, strict, frozen; each
+model named as Gym names it, which pydantic's messages quote) and checked by the same rules (each Struct's ``__post_init__``). ``tests/trajectory/
 test_record_agreement.py`` holds the two to the same verdict on every drawn record.
 """
 
@@ -46,7 +46,7 @@ def _constraints(meta: msgspec.Meta) -> dict[str, Any]:
 
 @functools.cache
 def model_of(struct: type[msgspec.Struct]) -> type[BaseModel]:
-    """The pydantic model of a record's Struct, of the same name."""
+    """The pydantic model of a record's Struct, named as Gym names it (``gym_name``)."""
     hints = typing.get_type_hints(struct, include_extras=True)
     fields: dict[str, Any] = {}
     for field in msgspec.structs.fields(struct):
@@ -63,6 +63,9 @@ def model_of(struct: type[msgspec.Struct]) -> type[BaseModel]:
     if (rule := getattr(struct, "__post_init__", None)) is not None:
         validators["_rule"] = model_validator(mode="after")(lambda model: rule(model) or model)
     model: type[BaseModel] = create_model(
-        struct.__name__, __config__=_CONFIG, __validators__=validators, **fields
+        getattr(struct, "gym_name", struct.__name__),
+        __config__=_CONFIG,
+        __validators__=validators,
+        **fields,
     )
     return model

@@ -62,6 +62,13 @@ class GymOracle:
         error: str | None = self._ask({"action": "validate", "record": record})["error"]
         return error
 
+    def strict_record_errors(self, record: object) -> list[tuple[list[int | str], str]]:
+        """What Gym's ``TrajectoryRecord`` says of ``record`` validated strictly, as Gym's ATIF
+        exporter validates it: each error's location and message, in pydantic's order (empty
+        when it accepts the record)."""
+        found: list[list[Any]] = self._ask({"action": "strict_errors", "record": record})["errors"]
+        return [(location, message) for location, message in found]
+
     def conversation_errors(self, row: dict[str, Any]) -> dict[str, str]:
         """What Gym's own models (``NeMoGymResponseCreateParamsNonStreaming``,
         ``NeMoGymResponse``, the aviary response for transitions) say of a row's request and

@@ -247,6 +247,15 @@ def main() -> None:
                 answer = {"error": None}
             except Exception as error:  # the oracle reports, the test decides
                 answer = {"error": f"{type(error).__name__}: {error}"}
+        elif action == "strict_errors":
+            from pydantic import ValidationError
+
+            try:
+                TrajectoryRecord.model_validate(request["record"], strict=True)
+                answer = {"errors": []}
+            except ValidationError as error:
+                found = error.errors(include_url=False)
+                answer = {"errors": [[list(each["loc"]), each["msg"]] for each in found]}
         elif action == "live_export":
             try:
                 answer = _live_export(request)
