@@ -11,7 +11,7 @@ import copy
 import json
 import random
 import types
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 import pydantic
@@ -308,6 +308,36 @@ def test_every_field_of_every_record_given_every_odd_value_gets_one_verdict(shap
 )
 def test_both_schemas_agree_on_the_edges_of_each_rule(raw: dict[str, Any]) -> None:
     assert _struct_verdict(raw) == _pydantic_verdict(raw)
+
+
+class _Inner(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    count: Annotated[int, msgspec.Meta(ge=0)]
+
+
+class _Outer(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    by_name: dict[str, _Inner] = {}
+    listed: list[_Inner | None] = []
+    mode: Literal["a", "b"] = "a"
+
+
+def test_a_model_is_derived_through_any_container_of_records() -> None:
+    """A field the schema may gain (records in a dict, optional records in a list) is derived
+    as the rest."""
+    model = model_of(_Outer)
+    model.model_validate(
+        {"by_name": {"x": {"count": 1}}, "listed": [None, {"count": 0}], "mode": "b"}
+    )
+    for bad in ({"by_name": {"x": {"count": -1}}}, {"listed": [{"other": 1}]}, {"mode": "c"}):
+        assert _struct_verdict_of(_Outer, bad) is None
+        with pytest.raises(pydantic.ValidationError):
+            model.model_validate(bad)
+
+
+def _struct_verdict_of(struct: type[msgspec.Struct], raw: dict[str, Any]) -> object:
+    try:
+        return msgspec.convert(raw, struct)
+    except msgspec.ValidationError:
+        return None
 
 
 def test_a_refusal_names_gyms_model_as_gyms_validation_does() -> None:

@@ -12,9 +12,10 @@ test_record_agreement.py`` holds the two to the same verdict on every drawn reco
 from __future__ import annotations
 
 import functools
+import operator
 import types
 import typing
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Literal, Union
 
 import msgspec
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
@@ -33,9 +34,9 @@ def _annotation(hint: Any) -> Any:
         meta = [Field(**_constraints(each)) for each in hint.__metadata__]
         return Annotated[(_annotation(arguments[0]), *meta)]
     if origin in (Union, types.UnionType):
-        return functools.reduce(lambda a, b: a | b, map(_annotation, arguments))
-    if origin is list:
-        return list[_annotation(arguments[0])]  # type: ignore[misc]
+        return functools.reduce(operator.or_, map(_annotation, arguments))
+    if origin is not None and origin is not Literal and arguments:
+        return origin[tuple(map(_annotation, arguments))]  # list[...], dict[...]
     return hint
 
 
