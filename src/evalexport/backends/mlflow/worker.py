@@ -188,26 +188,29 @@ def _experiment_id(client: Any, name: str, artifact_location: str | None) -> str
         return str(experiment.experiment_id)
 
 
-def _end_abandoned_runs(client: Any, experiment_id: str, tag: str, fingerprint: str) -> list[str]:
-    """Runs of this same run's data still RUNNING: earlier exports that were killed before they
-    could end their run (the guard's lock means none of them is still going on this machine)."""
-    abandoned = client.search_runs(
-        [experiment_id],
-        filter_string=f"tags.`{tag}` = '{fingerprint}' and attributes.status = 'RUNNING'",
-    )
-    for each in abandoned:
-        client.set_terminated(each.info.run_id, "FAILED")
-    return [each.info.run_id for each in abandoned]
-
-
-def _existing_runs(client: Any, experiment_id: str, tag: str, fingerprint: str) -> list[str]:
-    """Finished runs of this same run's data in the experiment: exports made from a copy of
-    the run directory, or before its marker was deleted."""
+def _runs_of(client: Any, experiment_id: str, payload: MlflowPayload, status: str) -> list[str]:
+    """The experiment's runs of this same run's data in ``status``: ``RUNNING``, an earlier
+    export killed before it could end its run (the guard's lock means none is still going on
+    this machine); ``FINISHED``, an export made from a copy of the run directory, or before its
+    marker was deleted."""
+    tag = payload["fingerprint_tag"]
     found = client.search_runs(
         [experiment_id],
-        filter_string=f"tags.`{tag}` = '{fingerprint}' and attributes.status = 'FINISHED'",
+        filter_string=f"tags.`{tag}` = '{payload['run_tags'][tag]}' "
+        f"and attributes.status = '{status}'",
     )
     return [each.info.run_id for each in found]
+
+
+def _skipped(existing: list[str], experiment: str, uri: str) -> WorkerResult:
+    return result(
+        "skipped",
+        ExitCode.OK,
+        _existing_notice(existing, experiment, uri, skip=True),
+        run_id=existing[0],
+        skip_reason="found at target",
+        existing_run_ids=existing,
+    )
 
 
 def _existing_notice(existing: list[str], experiment: str, uri: str, *, skip: bool) -> str:
@@ -228,21 +231,13 @@ def _dry_run(client: Any, payload: MlflowPayload) -> WorkerResult:
     """What an export would find at the target, asked without changing it."""
     uri, name = payload["tracking_uri"], payload["experiment_name"]
     experiment = client.get_experiment_by_name(name)
-    tag = payload["fingerprint_tag"]
     existing = (
-        _existing_runs(client, str(experiment.experiment_id), tag, payload["run_tags"][tag])
+        _runs_of(client, str(experiment.experiment_id), payload, "FINISHED")
         if experiment is not None
         else []
     )
     if existing and payload["skip_existing"]:
-        return result(
-            "skipped",
-            ExitCode.OK,
-            _existing_notice(existing, name, uri, skip=True),
-            run_id=existing[0],
-            skip_reason="found at target",
-            existing_run_ids=existing,
-        )
+        return _skipped(existing, name, uri)
     notices = [_existing_notice(existing, name, uri, skip=False)] if existing else []
     return result(
         "succeeded",
@@ -357,18 +352,12 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
         experiment_id = _experiment_id(
             client, payload["experiment_name"], payload["artifact_location"]
         )
-        tag = payload["fingerprint_tag"]
-        abandoned = _end_abandoned_runs(client, experiment_id, tag, payload["run_tags"][tag])
-        existing = _existing_runs(client, experiment_id, tag, payload["run_tags"][tag])
+        abandoned = _runs_of(client, experiment_id, payload, "RUNNING")
+        for each in abandoned:
+            client.set_terminated(each, "FAILED")
+        existing = _runs_of(client, experiment_id, payload, "FINISHED")
         if existing and payload["skip_existing"]:
-            return result(
-                "skipped",
-                ExitCode.OK,
-                _existing_notice(existing, payload["experiment_name"], uri, skip=True),
-                run_id=existing[0],
-                skip_reason="found at target",
-                existing_run_ids=existing,
-            )
+            return _skipped(existing, payload["experiment_name"], uri)
         progress(1, total)
         created = client.create_run(
             experiment_id,
