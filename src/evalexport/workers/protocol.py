@@ -25,9 +25,11 @@ __all__ = [
     "RunnerRequest",
     "Status",
     "WorkerResult",
+    "already_held",
     "named_option",
     "options_given_as_tokens",
     "result",
+    "skipped_as_held",
     "worker_result_from",
 ]
 
@@ -187,3 +189,30 @@ def named_option(name: str, value: str | None = None) -> str:
     on a command line, ``name=value`` as a keyword argument or a plan's key."""
     named = f"+{name}" if _options_as_tokens else name
     return named if value is None else f"{named}={value}"
+
+
+def already_held(where: str, existing: list[str], *, skip: bool) -> str:
+    """In a worker body: ``where`` (``W&B project team/aime24``) already holds ``existing``
+    runs of this run's data (its fingerprint), so the export skips as asked (``skip``), or
+    makes a second copy and says how to skip."""
+    said = (
+        f"{where} already holds run {', '.join(existing)} of this run's data (the same fingerprint)"
+    )
+    if skip:
+        return f"{said}; skipped, as {named_option('skip_existing')} asks"
+    return (
+        f"{said}; exporting a second copy. Add {named_option('skip_existing', 'true')} to skip "
+        "instead"
+    )
+
+
+def skipped_as_held(where: str, existing: list[str]) -> WorkerResult:
+    """In a worker body: the skip of an export whose data ``where`` already holds."""
+    return result(
+        "skipped",
+        SUCCEEDED,
+        already_held(where, existing, skip=True),
+        run_id=existing[0],
+        skip_reason="found at target",
+        existing_run_ids=existing,
+    )

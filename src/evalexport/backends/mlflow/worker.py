@@ -20,8 +20,10 @@ from evalexport.workers.protocol import (
     SUCCEEDED,
     ExitCode,
     WorkerResult,
+    already_held,
     named_option,
     result,
+    skipped_as_held,
 )
 
 SURFACE: Final = {
@@ -202,29 +204,8 @@ def _runs_of(client: Any, experiment_id: str, payload: MlflowPayload, status: st
     return [each.info.run_id for each in found]
 
 
-def _skipped(existing: list[str], experiment: str, uri: str) -> WorkerResult:
-    return result(
-        "skipped",
-        ExitCode.OK,
-        _existing_notice(existing, experiment, uri, skip=True),
-        run_id=existing[0],
-        skip_reason="found at target",
-        existing_run_ids=existing,
-    )
-
-
-def _existing_notice(existing: list[str], experiment: str, uri: str, *, skip: bool) -> str:
-    runs = ", ".join(existing)
-    if skip:
-        return (
-            f"MLflow experiment {experiment!r} at {uri} already holds run {runs} of this run's "
-            f"data (the same fingerprint); skipped, as {named_option('skip_existing')} asks"
-        )
-    return (
-        f"MLflow experiment {experiment!r} at {uri} already holds run {runs} of this run's data "
-        "(the same fingerprint); exporting a second copy. Add "
-        f"{named_option('skip_existing', 'true')} to skip instead"
-    )
+def _at(experiment: str, uri: str) -> str:
+    return f"MLflow experiment {experiment!r} at {uri}"
 
 
 def _dry_run(client: Any, payload: MlflowPayload) -> WorkerResult:
@@ -237,8 +218,8 @@ def _dry_run(client: Any, payload: MlflowPayload) -> WorkerResult:
         else []
     )
     if existing and payload["skip_existing"]:
-        return _skipped(existing, name, uri)
-    notices = [_existing_notice(existing, name, uri, skip=False)] if existing else []
+        return skipped_as_held(_at(name, uri), existing)
+    notices = [already_held(_at(name, uri), existing, skip=False)] if existing else []
     return result(
         "succeeded",
         ExitCode.OK,
@@ -357,7 +338,7 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
             client.set_terminated(each, "FAILED")
         existing = _runs_of(client, experiment_id, payload, "FINISHED")
         if existing and payload["skip_existing"]:
-            return _skipped(existing, payload["experiment_name"], uri)
+            return skipped_as_held(_at(payload["experiment_name"], uri), existing)
         progress(1, total)
         created = client.create_run(
             experiment_id,
@@ -410,7 +391,7 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
         for each in abandoned
     ]
     if existing:
-        notices.append(_existing_notice(existing, payload["experiment_name"], uri, skip=False))
+        notices.append(already_held(_at(payload["experiment_name"], uri), existing, skip=False))
     traces: dict[str, Any] = {"traces": traced} if "traces" in payload else {}
     return result(
         "succeeded",

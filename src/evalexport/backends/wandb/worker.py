@@ -188,20 +188,6 @@ def _project_path(payload: WandbPayload) -> str:
     return "/".join(filter(None, [payload["entity"], payload["project"]]))
 
 
-def _existing_notice(existing: list[str], path: str, *, skip: bool) -> str:
-    runs = ", ".join(existing)
-    if skip:
-        return (
-            f"W&B project {path} already holds run {runs} of this run's data (the same "
-            f"fingerprint); skipped, as {protocol.named_option('skip_existing')} asks"
-        )
-    return (
-        f"W&B project {path} already holds run {runs} of this run's data (the same "
-        "fingerprint); exporting a second copy. Add "
-        f"{protocol.named_option('skip_existing', 'true')} to skip instead"
-    )
-
-
 def _looked_up(payload: WandbPayload) -> tuple[list[str], WorkerResult | None]:
     """The project's runs of this run's data (online), and the result that ends the export
     here: a dry run's answer, or a skip."""
@@ -212,18 +198,11 @@ def _looked_up(payload: WandbPayload) -> tuple[list[str], WorkerResult | None]:
     path = _project_path(payload)
     existing = existing_runs(wandb.Api(timeout=30), path, payload["tags"][-1])
     if existing and payload["skip_existing"]:
-        notice = _existing_notice(existing, path, skip=True)
-        skipped = result(
-            "skipped",
-            ExitCode.OK,
-            notice,
-            run_id=existing[0],
-            skip_reason="found at target",
-            existing_run_ids=existing,
-        )
-        return existing, skipped
+        return existing, protocol.skipped_as_held(f"W&B project {path}", existing)
     if payload["dry_run"]:
-        notices = [_existing_notice(existing, path, skip=False)] if existing else []
+        notices = (
+            [protocol.already_held(f"W&B project {path}", existing, skip=False)] if existing else []
+        )
         answer = result(
             "succeeded",
             ExitCode.OK,
@@ -501,7 +480,8 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
             f"W&B export ({mode}) failed{left}: {type(error).__name__}: {text}.{hint}",
         )
     local = run_dir.rsplit("/files", 1)[0]
-    notices = [_existing_notice(existing, _project_path(payload), skip=False)] if existing else []
+    where = f"W&B project {_project_path(payload)}"
+    notices = [protocol.already_held(where, existing, skip=False)] if existing else []
     notices += [notice for table in tables.values() for notice in table.pop("notices", [])]
     if not Path(local).is_relative_to(payload["dir"]):
         notices.append(f"W&B wrote the run to {local}, not under {payload['dir']} as asked")
