@@ -26,6 +26,7 @@ __all__ = [
     "Status",
     "WorkerResult",
     "already_held",
+    "error_text",
     "named_option",
     "options_given_as_tokens",
     "result",
@@ -216,3 +217,10 @@ def skipped_as_held(where: str, existing: list[str]) -> WorkerResult:
         skip_reason="found at target",
         existing_run_ids=existing,
     )
+
+
+def error_text(error: BaseException, limit: int = 600) -> str:
+    """In a worker body: an SDK's error on one line, cut to ``limit`` characters (``...``
+    says where), as a message can carry it."""
+    text = " ".join(str(error).split())
+    return text if len(text) <= limit else text[:limit] + " ..."

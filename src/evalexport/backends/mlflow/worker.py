@@ -21,6 +21,7 @@ from evalexport.workers.protocol import (
     ExitCode,
     WorkerResult,
     already_held,
+    error_text,
     named_option,
     result,
     skipped_as_held,
@@ -167,14 +168,6 @@ class MlflowPayload(_MlflowPayloadOptions):
     """When the evaluation ended: the run's end, and its metrics' timestamp."""
 
 
-_MAX_ERROR = 600
-
-
-def _short(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    return text if len(text) <= _MAX_ERROR else text[:_MAX_ERROR] + " ..."
-
-
 def _experiment_id(client: Any, name: str, artifact_location: str | None) -> str:
     from mlflow.exceptions import MlflowException
 
@@ -281,7 +274,7 @@ def _described(error: BaseException, uri: str) -> str:
             "that the URI is right; a local one starts with: evalexport envs run mlflow mlflow "
             "server --host 127.0.0.1 --port PORT"
         )
-    return f"{type(error).__name__}: {_short(error)}" + _hint(error, uri)
+    return f"{type(error).__name__}: {error_text(error)}" + _hint(error, uri)
 
 
 def _hint(error: BaseException, uri: str) -> str:

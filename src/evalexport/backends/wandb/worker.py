@@ -107,7 +107,6 @@ real releases to it."""
 WARM_UP = ("wandb",)
 """Imported by the runner before the payload arrives (while the parent reads the run)."""
 
-_MAX_ERROR = 600
 
 _PLAIN: Final = frozenset({str, int, float, bool, type(None)})
 """The classes of the values W&B types by class alone (a string unless it names an artifact)."""
@@ -304,7 +303,7 @@ def _typing_refused(wandb: Any, columns: list[str], parts: list[list[list[Any]]]
             named = list(dict.fromkeys(re.findall(r"Key '([^']*)':", str(error))))
             if named:
                 return "a value of another type than the rest in column " + ", ".join(named)
-            return " ".join(str(error).split())[:_MAX_ERROR]
+            return protocol.error_text(error)
     return None
 
 
@@ -429,7 +428,7 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
     try:
         existing, ended = _looked_up(payload)
     except Exception as error:  # the server or the key: the export would fail here too
-        text = " ".join(str(error).split())[:_MAX_ERROR]
+        text = protocol.error_text(error)
         return result(
             "failed",
             FAILED,
@@ -467,7 +466,7 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
         if not isinstance(error, Exception):  # a stop signal
             error.add_note(f"W&B export ({mode}) stopped{left}.")
             raise
-        text = " ".join(str(error).split())[:_MAX_ERROR].rstrip(".")
+        text = protocol.error_text(error).rstrip(".")
         hint = ""
         if mode == "online" and ("api key" in text.lower() or "login" in text.lower()):
             hint = (
