@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from evalexport.testing.factory import make_run, make_two_turn_rollout
+from evalexport.testing.factory import make_rollout, make_run, make_two_turn_rollout
 from evalexport.testing.gym import GymOracle
 from tests.trajectory.parity import compare
 from tests.trajectory.strategies import FAULTS, RELAXATION_FOR_FAULT, agent_runs, rollout_files
@@ -142,3 +142,44 @@ def test_each_relaxable_fault_is_a_record_gyms_model_accepts(
     strict exporter refuses them as evalexport does without the opt-in)."""
     row = data.draw(agent_runs(0, 0, fault))
     assert gym_oracle.record_error(row["ng_trajectory"]) is None
+
+
+def _without_each_key(row: dict) -> list[tuple[str, dict]]:
+    """The row once for each key of each conversation item and content part, without it."""
+    edits = []
+    conversation = row["ng_trajectory"]["invocations"][0]["conversation"]
+    for index, item in enumerate(conversation):
+        parts = item.get("content") if isinstance(item.get("content"), list) else []
+        places = [(f"[{index}]", (index, None))]
+        places += [(f"[{index}].content[{at}]", (index, at)) for at in range(len(parts))]
+        for where, (item_at, part_at) in places:
+            keys = conversation[item_at] if part_at is None else parts[part_at]
+            for key in keys:
+                edited = json.loads(json.dumps(row))
+                item_of = edited["ng_trajectory"]["invocations"][0]["conversation"][item_at]
+                del (item_of if part_at is None else item_of["content"][part_at])[key]
+                edits.append((f"conversation{where} without {key!r}", edited))
+    return edits
+
+
+@pytest.mark.parametrize("two_turn", [False, True])
+def test_a_conversation_item_without_any_one_key_ends_as_gyms_export_ends_it(
+    gym_oracle: GymOracle, tmp_path, two_turn
+) -> None:
+    """Gym's item models default some keys (an output message's ``role``): where Gym's strict
+    exporter accepts an item without a key, evalexport writes the same files; where it refuses
+    the row, so does evalexport."""
+    rng = random.Random(5)
+    row = (
+        make_two_turn_rollout(rng, 0, 1)
+        if two_turn
+        else make_rollout(rng, 3, 0, "aime24_math_tool_agent")
+    )
+    disagreements = []
+    for number, (edit, edited) in enumerate(_without_each_key(row)):
+        rollouts = tmp_path / f"{number}" / "rollouts.jsonl"
+        rollouts.parent.mkdir()
+        rollouts.write_text(json.dumps(edited) + "\n", encoding="utf-8")
+        if disagreement := compare(gym_oracle, rollouts, rollouts.parent).disagreement():
+            disagreements.append(f"{edit}: {disagreement}")
+    assert disagreements == []

@@ -47,6 +47,13 @@ _TRAINING_FIELDS = frozenset(
 _STATUSES = frozenset({"in_progress", "completed", "incomplete"})
 _INPUT_ROLES = frozenset({"user", "system", "developer"})
 
+
+def _one_of(value: object, choices: frozenset[str]) -> bool:
+    """Whether a row's ``value`` is one of ``choices``: a list or an object never is (and is
+    no set member to look up)."""
+    return isinstance(value, str) and value in choices
+
+
 _ASSISTANT_FIELDS = frozenset({"id", "content", "role", "status", "type", "phase"})
 _INPUT_MESSAGE_FIELDS = frozenset({"content", "role", "status", "type", "phase"})
 _REASONING_FIELDS = frozenset({"id", "summary", "type", "encrypted_content", "content"})
@@ -88,7 +95,7 @@ def _status(item: dict[str, object], path: str, *, optional: bool) -> str | None
     value = item.get("status")
     if value is None and optional:
         return None
-    if value not in _STATUSES:
+    if not _one_of(value, _STATUSES):
         raise ItemError(
             f"{path}.status", f"expected one of in_progress, completed, incomplete, got {value!r}"
         )
@@ -111,14 +118,17 @@ def _phase(item: dict[str, object], path: str, relax: Relaxations | None) -> str
 def _message(item: dict[str, object], path: str, relax: Relaxations | None) -> Item:
     role = item.get("role")
     content = item.get("content")
-    if role == "assistant" or role not in _INPUT_ROLES:
+    if role == "assistant" or not _one_of(role, _INPUT_ROLES):
         unknown_fields(item, _ASSISTANT_FIELDS, path)
         phase = None if item.get("phase") is None else _phase(item, path, relax)
         first = content[0] if isinstance(content, list) and content else None
         first_type = first.get("type") if isinstance(first, dict) else None
         is_output = isinstance(content, list) and (
-            first_type in OUTPUT_PART_TYPES or (not content and isinstance(item.get("id"), str))
+            _one_of(first_type, OUTPUT_PART_TYPES)
+            or (not content and isinstance(item.get("id"), str))
         )
+        if "role" not in item and is_output:
+            role = "assistant"  # Gym's output message (NeMoGymResponseOutputMessage) defaults it
         if role != "assistant":
             raise ItemError(
                 f"{path}.role", f"expected user, system, developer or assistant, got {role!r}"
@@ -162,7 +172,7 @@ def _message(item: dict[str, object], path: str, relax: Relaxations | None) -> I
         raise ItemError(
             f"{path}.status", "source-message status is only supported with multipart content"
         )
-    if isinstance(content, list) and item.get("status") in _STATUSES:
+    if isinstance(content, list) and _one_of(item.get("status"), _STATUSES):
         # A message with an explicit status: Gym's ``NeMoGymMessage``.
         canonical = {
             "content": input_parts(content, f"{path}.content", relax),

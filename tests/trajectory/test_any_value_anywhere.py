@@ -1,0 +1,83 @@
+"""Whatever JSON a row holds wherever, its conversion ends in a trajectory or a refusal of that
+row (:class:`TrajectoryError`), never in another exception that fails the whole export. A list
+or an object where a role, a status or a part's type belongs was once looked up in a set
+(``TypeError: unhashable type``), found by checking rows broken at random against Gym's own
+exporter."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import random
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalexport.testing.factory import make_rollout, make_two_turn_rollout
+from evalexport.trajectory.convert import TrajectoryIdentity, convert_rollout
+from evalexport.trajectory.relaxations import RELAXATIONS
+from evalexport.trajectory.step_model import TrajectoryError
+
+IDENTITY = TrajectoryIdentity(session_id="s", agent_version="1.0")
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from(["", "x", "user", "message"]),
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.just("type"), inner, max_size=1),
+    max_leaves=3,
+)
+
+
+def _objects(value: Any, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if isinstance(value, dict):
+        found.append(value)
+        for each in value.values():
+            _objects(each, found)
+    elif isinstance(value, list):
+        for each in value:
+            _objects(each, found)
+    return found
+
+
+@st.composite
+def broken_rows(draw: st.DrawFn) -> dict[str, Any]:
+    """A factory row with up to three keys of its record set to any JSON value."""
+    rng = random.Random(draw(st.integers(0, 5)))
+    two_turn = draw(st.booleans())
+    row = make_two_turn_rollout(rng, 0, 1) if two_turn else make_rollout(rng, 0, 0, "tool_agent")
+    places = _objects(row["ng_trajectory"], [])
+    for _ in range(draw(st.integers(1, 3))):
+        place = draw(st.sampled_from(places))
+        key = draw(st.sampled_from([*sorted(place), "role", "status", "type", "content"]))
+        place[key] = copy.deepcopy(draw(JSON_VALUES))
+    return row
+
+
+@settings(max_examples=400, deadline=None)
+@given(row=broken_rows(), relaxed=st.booleans())
+def test_a_row_converts_or_is_refused_whatever_it_holds(row: dict[str, Any], relaxed: bool) -> None:
+    with contextlib.suppress(TrajectoryError):
+        convert_rollout(row, IDENTITY, relaxations=sorted(RELAXATIONS) if relaxed else ())
+
+
+def test_a_list_where_a_role_belongs_is_refused_by_name() -> None:
+    row = make_two_turn_rollout(random.Random(1), 0, 1)
+    row["ng_trajectory"]["invocations"][0]["conversation"][0]["role"] = {}
+    with pytest.raises(TrajectoryError) as refused:
+        convert_rollout(row, IDENTITY)
+    assert refused.value.path == "ng_trajectory.invocations[0].conversation[0].role"
+
+
+def test_an_output_message_without_its_role_is_an_assistants_as_gyms_model_defaults_it() -> None:
+    """``NeMoGymResponseOutputMessage`` defaults ``role`` to ``assistant``, and Gym's strict
+    exporter converts such an item (held to Gym's files under ``--with_gym``)."""
+    row = make_two_turn_rollout(random.Random(1), 0, 1)
+    answer = row["ng_trajectory"]["invocations"][0]["conversation"][-1]
+    assert answer["role"] == "assistant"
+    with_role = convert_rollout(row, IDENTITY).encode()
+    del answer["role"]
+    assert convert_rollout(row, IDENTITY).encode() == with_role
+    answer["content"] = "a string is no output"
+    with pytest.raises(TrajectoryError, match=r"conversation\[6\]\.role"):
+        convert_rollout(row, IDENTITY)
