@@ -36,8 +36,13 @@ _MS: Final = 1_000_000
 _INPUT_ROLES: Final = frozenset({"system", "developer", "user"})
 
 
+_LAST_SECOND: Final = (2**63 - 1) // 1_000_000_000
+"""The last second a span's time in nanoseconds can name (MLflow keeps it in 64 bits)."""
+
+
 def _seconds_ns(value: object) -> int | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+    """An epoch-seconds time as a span's nanoseconds; ``None`` when it names no such time."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= _LAST_SECOND:
         return int(value * 1_000_000_000)
     return None
 
@@ -51,7 +56,8 @@ def _text(content: object) -> str:
 
 
 def _is_given(item: object) -> bool:
-    return isinstance(item, Mapping) and item.get("role") in _INPUT_ROLES
+    role = item.get("role") if isinstance(item, Mapping) else None
+    return isinstance(role, str) and role in _INPUT_ROLES
 
 
 def _conversation(record: Mapping[str, Any]) -> tuple[list[Any], Mapping[str, Any]]:
@@ -196,9 +202,10 @@ def trace_of(rollout: Rollout) -> MlflowTrace:
             turn += 1
             pending = {}
         if kind == "reasoning":
+            summary = item.get("summary")
             texts = [
                 text
-                for part in item.get("summary") or []
+                for part in (summary if isinstance(summary, list) else [])
                 if isinstance(part, Mapping) and (text := _text([part]))
             ]
             if texts:
