@@ -108,6 +108,23 @@ def test_the_samples_table_has_each_rollouts_verdict(example) -> None:
     assert sorted(by_key.values()).count("healthy") == 31
 
 
+def test_an_index_that_is_a_list_keys_a_verdict_as_any_other_value_does(example) -> None:
+    """Found by breaking a run's files at random: it was a TypeError (unhashable) that failed
+    every tracking export and ``inspect``."""
+    verdicts = example.rollout_verdicts.read_text().splitlines()
+    rows = example.rollouts.read_text().splitlines()
+    for lines, number in ((verdicts, 5), (rows, 5)):
+        changed = json.loads(lines[number])
+        changed["_ng_task_index"] = [changed["_ng_task_index"]]
+        lines[number] = json.dumps(changed)
+    example.rollout_verdicts.write_text("\n".join(verdicts) + "\n")
+    example.rollouts.write_text("\n".join(rows) + "\n")
+    prepared = prepare(example, rollouts_table=True, health=True)
+    prepared.discard()
+    assert prepared.health.verdicts is not None
+    assert len(prepared.health.verdicts) == 32
+
+
 def test_reports_of_another_run_are_left_out_and_said(cli, example) -> None:
     rows = example.rollouts.read_text().splitlines()
     example.rollouts.write_text("\n".join(rows[:-2]) + "\n")  # 30 rollouts, reports of 32

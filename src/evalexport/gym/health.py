@@ -25,6 +25,7 @@ before.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -76,12 +77,17 @@ RolloutKey = tuple[object, object, object]
 
 
 def rollout_key(record: Mapping[str, object]) -> RolloutKey:
-    """The key a rollout's verdict is found by."""
+    """The key a rollout's verdict is found by: its task, rollout and stage indices."""
     return (
-        record.get("_ng_task_index"),
-        record.get("_ng_rollout_index"),
-        record.get("stage_index"),
+        _keyed(record.get("_ng_task_index")),
+        _keyed(record.get("_ng_rollout_index")),
+        _keyed(record.get("stage_index")),
     )
+
+
+def _keyed(value: object) -> object:
+    """A list or an object (no index, but a row may hold one) by its JSON text, which keys it."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, list | dict) else value
 
 
 def gym_rollout_id(record: Mapping[str, object]) -> str | None:
