@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from evalexport.gym.jobs import GymJob
+from evalexport.host.files import RunFileError
 from evalexport.run import RunArtifacts
+from evalexport.testing.gym import GymOracle
 from evalexport.testing.jobs import NOT_STARTED, SampleJob, make_gym_job
 
 
@@ -197,3 +199,49 @@ def test_the_plans_guide_job_plan_is_valid_for_a_gym_job(cli, job: SampleJob, tm
     assert checked.exit_code == 0, checked.output
     assert "2 exports over 2 benchmarks" not in checked.stdout  # aime24's wandb is off
     assert "1 exports over 2 benchmarks; 1 never started (gpqa)" in checked.stdout
+
+
+_ODD_FIELD_VALUES = (None, True, False, 0, 2, 1.5, "", "x", [], {}, {"a": "b"}, {"a": 1})
+
+
+@pytest.mark.gym
+def test_a_job_record_broken_at_any_field_is_read_as_gyms_load_reads_it(
+    gym_oracle: GymOracle, tmp_path
+) -> None:
+    """Each field of the record and of a benchmark's entry set to each odd value, or removed:
+    evalexport reads the record, and finds the same benchmarks started, exactly when Gym's
+    ``SubmissionRecord.load`` does. But a benchmark named ``""``, which names no directory
+    of the job: the ingress gate refuses it (docs/reliability.md, "One way in")."""
+    written = make_gym_job(tmp_path / "job", tasks=1, repeats=1).job
+    record = json.loads(written.record_path.read_text())
+    edits = [([], key) for key in record] + [([0], key) for key in record["benchmarks"][0]]
+    disagreements = []
+    for place, key in edits:
+        for value in (*_ODD_FIELD_VALUES, KeyError):
+            edited = json.loads(json.dumps(record))
+            target = edited["benchmarks"][0] if place else edited
+            if value is KeyError:
+                del target[key]
+            else:
+                target[key] = value
+            if place and key == "benchmark" and value == "":
+                continue
+            written.record_path.write_text(json.dumps(edited))
+            theirs = gym_oracle.load_job_record(written.record_path)
+            try:
+                job = GymJob.load(written.directory)
+            except RunFileError as refused:
+                ours: object = f"refused: {refused}"
+            else:
+                ours = sorted(b.benchmark for b in job.record.benchmarks if b.job_id is not None)
+            if theirs["error"] is not None:
+                expected: object = "refused"
+            else:
+                expected = sorted(
+                    b["benchmark"]
+                    for b in theirs["record"]["benchmarks"]
+                    if b["job_id"] is not None
+                )
+            if (ours if theirs["error"] is None else str(ours)[:7]) != expected:
+                disagreements.append(f"{place}{key} = {value!r}: Gym {theirs}, evalexport {ours}")
+    assert disagreements == []

@@ -128,7 +128,7 @@ class GymJob:
         )
         payload = load_json(data, path, what="job record")
         version = payload.get("schema_version") if isinstance(payload, dict) else None
-        if not isinstance(version, int) or isinstance(version, bool):
+        if not isinstance(version, int):  # as Gym's load: ``true`` is a version too
             raise RunFileError(
                 f"Malformed job record {path}: no usable schema_version (got {version!r}); it "
                 "was not written by `gym eval submit`"
