@@ -10,12 +10,15 @@ field, a coverage gap, ...) or leaves it whole. Edits to an item are applied to 
 
 from __future__ import annotations
 
+import copy
 import json
+import random
 from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
 
+from evalexport.testing.factory import make_rollout, make_two_turn_rollout
 from evalexport.testing.gym_shapes import AgentRun, ToolUse, input_message
 
 AGENT = "simple_agent"
@@ -342,3 +345,25 @@ def rollout_files(draw: st.DrawFn, fault: str | None = None) -> list[str]:
         number = draw(st.sampled_from(["1e400", "0.1000000000000000055511151231257827", "NaN"]))
         lines[position] = lines[position].replace('"reward": ', f'"reward": {number}, "r0": ', 1)
     return lines
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from(["", "x", "user", "message"]),
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.just("type"), inner, max_size=1),
+    max_leaves=3,
+)
+
+
+@st.composite
+def rows_broken_anywhere(draw: st.DrawFn) -> dict[str, Any]:
+    """A factory row with up to three keys of its record set to any JSON value."""
+    rng = random.Random(draw(st.integers(0, 5)))
+    two_turn = draw(st.booleans())
+    row = make_two_turn_rollout(rng, 0, 1) if two_turn else make_rollout(rng, 0, 0, "tool_agent")
+    places: list[dict[str, Any]] = []
+    _walk(row["ng_trajectory"], places.append)
+    for _ in range(draw(st.integers(1, 3))):
+        place = draw(st.sampled_from(places))
+        key = draw(st.sampled_from([*sorted(place), "role", "status", "type", "content"]))
+        place[key] = copy.deepcopy(draw(_JSON_VALUES))
+    return row

@@ -7,7 +7,6 @@ exporter."""
 from __future__ import annotations
 
 import contextlib
-import copy
 import random
 from typing import Any
 
@@ -15,47 +14,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalexport.testing.factory import make_rollout, make_two_turn_rollout
+from evalexport.testing.factory import make_two_turn_rollout
 from evalexport.trajectory.convert import TrajectoryIdentity, convert_rollout
 from evalexport.trajectory.relaxations import RELAXATIONS
 from evalexport.trajectory.step_model import TrajectoryError
+from tests.trajectory.strategies import rows_broken_anywhere
 
 IDENTITY = TrajectoryIdentity(session_id="s", agent_version="1.0")
 
-JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from(["", "x", "user", "message"]),
-    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.just("type"), inner, max_size=1),
-    max_leaves=3,
-)
-
-
-def _objects(value: Any, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    if isinstance(value, dict):
-        found.append(value)
-        for each in value.values():
-            _objects(each, found)
-    elif isinstance(value, list):
-        for each in value:
-            _objects(each, found)
-    return found
-
-
-@st.composite
-def broken_rows(draw: st.DrawFn) -> dict[str, Any]:
-    """A factory row with up to three keys of its record set to any JSON value."""
-    rng = random.Random(draw(st.integers(0, 5)))
-    two_turn = draw(st.booleans())
-    row = make_two_turn_rollout(rng, 0, 1) if two_turn else make_rollout(rng, 0, 0, "tool_agent")
-    places = _objects(row["ng_trajectory"], [])
-    for _ in range(draw(st.integers(1, 3))):
-        place = draw(st.sampled_from(places))
-        key = draw(st.sampled_from([*sorted(place), "role", "status", "type", "content"]))
-        place[key] = copy.deepcopy(draw(JSON_VALUES))
-    return row
-
 
 @settings(max_examples=400, deadline=None)
-@given(row=broken_rows(), relaxed=st.booleans())
+@given(row=rows_broken_anywhere(), relaxed=st.booleans())
 def test_a_row_converts_or_is_refused_whatever_it_holds(row: dict[str, Any], relaxed: bool) -> None:
     with contextlib.suppress(TrajectoryError):
         convert_rollout(row, IDENTITY, relaxations=sorted(RELAXATIONS) if relaxed else ())

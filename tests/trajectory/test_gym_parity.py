@@ -20,7 +20,13 @@ from hypothesis import strategies as st
 from evalexport.testing.factory import make_rollout, make_run, make_two_turn_rollout
 from evalexport.testing.gym import GymOracle
 from tests.trajectory.parity import compare
-from tests.trajectory.strategies import FAULTS, RELAXATION_FOR_FAULT, agent_runs, rollout_files
+from tests.trajectory.strategies import (
+    FAULTS,
+    RELAXATION_FOR_FAULT,
+    agent_runs,
+    rollout_files,
+    rows_broken_anywhere,
+)
 
 pytestmark = pytest.mark.gym
 
@@ -120,6 +126,16 @@ def test_drawn_files_are_accepted_or_refused_row_for_row_as_gym_does(
     gym_oracle: GymOracle, lines: list[str]
 ) -> None:
     _same_ending(gym_oracle, lines)
+
+
+@settings(max_examples=80, suppress_health_check=_HEALTH)
+@given(row=rows_broken_anywhere())
+def test_a_row_broken_anywhere_with_any_json_ends_as_gyms_export_ends_it(
+    gym_oracle: GymOracle, row: dict
+) -> None:
+    """Up to three keys of a factory row's record set to any JSON value: the same trajectory,
+    or the same row refused (a list where a role belongs once failed the whole export)."""
+    _same_ending(gym_oracle, [json.dumps(row)])
 
 
 @pytest.mark.parametrize("fault", ["none", *FAULTS])
