@@ -148,6 +148,21 @@ def test_a_row_without_ng_trajectory_is_traced_from_its_conversation() -> None:
     assert len(set(starts)) == 3
 
 
+def test_an_aviary_row_is_traced_from_its_last_transition_which_holds_the_others() -> None:
+    """Gym's aviary agent with ``return_transitions`` records a list of conversations (one a
+    step) as ``response.output``; its trace was empty (no span, no input)."""
+    from evalexport.testing.recorded_shapes import transitions_row
+
+    trace = trace_of(_rollout(transitions_row(3)))
+    assert [(s["name"], s["type"]) for s in trace["spans"]] == [
+        ("model turn 1", "LLM"),
+        ("calculator", "TOOL"),
+        ("model turn 2", "LLM"),
+        ("submit_answer", "TOOL"),
+    ]
+    assert trace["inputs"]["messages"][0]["content"] == "What is 3 + 40?"
+
+
 def test_an_mlflow_without_run_linked_traces_is_refused_before_anything_is_made() -> None:
     class Old:
         def start_trace(self, name: str, inputs: object = None) -> None: ...

@@ -114,6 +114,16 @@ def test_the_conversation_is_readable_turns_tool_calls_and_final_answer(tmp_path
     assert [row[4:7] for row in table["data"]] == [[2, 2, "The answer is 3."], [None, None, None]]
 
 
+def test_an_aviary_rows_conversation_is_read_from_its_last_transition(tmp_path: Path) -> None:
+    """Gym's aviary agent with ``return_transitions``: ``response.output`` is a list of
+    conversations, the last holding the others (its columns were 0 turns, 0 tool calls)."""
+    from evalexport.testing.recorded_shapes import transitions_row
+
+    table = _table([transitions_row(0)], tmp_path)
+    at = table["columns"].index("turns")
+    assert table["data"][0][at : at + 3] == [2, 2, None]
+
+
 def _written(records: list[dict], directory: Path, *, as_noted: bool) -> bytes:
     directory.mkdir()
     table = SamplesTable(directory)

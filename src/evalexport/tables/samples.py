@@ -28,6 +28,7 @@ from evalexport import egress
 from evalexport.egress import Egress
 from evalexport.gym.health import RunHealth
 from evalexport.reading import Rollout
+from evalexport.trajectory.from_conversation import recorded_output
 
 __all__ = [
     "CONVERSATION_COLUMNS",
@@ -238,9 +239,9 @@ one a call when given an argument)."""
 def _conversation(record: Mapping[str, object]) -> dict[str, object]:
     """The conversation columns of one rollout (:data:`CONVERSATION_COLUMNS`)."""
     response = record.get("response")
-    output = response.get("output") if isinstance(response, Mapping) else None
-    if not isinstance(output, list):
+    if not isinstance(response, Mapping) or not isinstance(response.get("output"), list):
         return dict.fromkeys(CONVERSATION_COLUMNS)
+    output = recorded_output(response)
     turns = tool_calls = 0
     answering = False  # within a run of the agent's own output
     final_answer: str | None = None

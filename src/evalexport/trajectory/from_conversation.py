@@ -23,7 +23,13 @@ from typing import Any, Final
 
 from evalexport.trajectory.steps import TrajectoryError
 
-__all__ = ["INVOCATION_ID", "conversation_record", "conversation_source", "row_path"]
+__all__ = [
+    "INVOCATION_ID",
+    "conversation_record",
+    "conversation_source",
+    "recorded_output",
+    "row_path",
+]
 
 INVOCATION_ID: Final = "responses-conversation"
 """The one invocation of a trajectory built from the row's conversation."""
@@ -80,6 +86,15 @@ def _transitions(response: Mapping[str, object]) -> int:
     if not output or not all(isinstance(step, list) for step in output):
         return 0
     return len(output)
+
+
+def recorded_output(response: object) -> list[Any]:
+    """The output items a row's ``response`` records, read leniently (a table's columns, a
+    trace): its ``output``, or the last of Gym's aviary transitions, which holds them all;
+    ``[]`` when it records none. The conversion reads them strictly (:func:`conversation_record`)."""
+    if not isinstance(response, Mapping) or not isinstance(output := response.get("output"), list):
+        return []
+    return output[-1] if _transitions(response) else output
 
 
 def conversation_record(row: Mapping[str, object], task: int, rollout: int) -> dict[str, Any]:

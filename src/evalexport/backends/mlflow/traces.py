@@ -28,6 +28,7 @@ from typing import Any, Final
 from evalexport.backends.mlflow.worker import MlflowSpan, MlflowTrace
 from evalexport.egress import Egress
 from evalexport.reading import PreparedRun, Rollout
+from evalexport.trajectory.from_conversation import recorded_output
 
 __all__ = ["TRACES_FILE", "TracesFile", "trace_of", "traces_in"]
 
@@ -70,14 +71,12 @@ def _conversation(record: Mapping[str, Any]) -> tuple[list[Any], Mapping[str, An
             if isinstance(conversation, list):
                 return conversation, trajectory
     request = record.get("responses_create_params")
-    response = record.get("response")
     given = request.get("input") if isinstance(request, Mapping) else None
     if isinstance(given, str):
         given = [{"type": "message", "role": "user", "content": given}]
-    output = response.get("output") if isinstance(response, Mapping) else None
     return [
         *(given if isinstance(given, list) else []),
-        *(output if isinstance(output, list) else []),
+        *recorded_output(record.get("response")),
     ], {}
 
 
