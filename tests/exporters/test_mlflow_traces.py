@@ -163,6 +163,17 @@ def test_an_aviary_row_is_traced_from_its_last_transition_which_holds_the_others
     assert trace["inputs"]["messages"][0]["content"] == "What is 3 + 40?"
 
 
+def test_a_row_without_indices_is_named_by_its_line_and_tagged_with_what_it_has() -> None:
+    """Gym's own example files hold rows without ``_ng_task_index`` and ``_ng_rollout_index``
+    (58 of 0.7.0's): their traces were all ``rollout None-None``, tagged ``None``."""
+    from evalexport.testing.recorded_shapes import game_row, unindexed_row
+
+    trace = trace_of(Rollout(line_number=7, record=unindexed_row(game_row(0))))
+    assert trace["name"] == "rollout at line 7"
+    assert trace["tags"] == {"agent": "card_game_agent", "reward": "1.0"}
+    assert trace_of(_rollout(game_row(2)))["name"] == "rollout 2-0"
+
+
 def test_an_mlflow_without_run_linked_traces_is_refused_before_anything_is_made() -> None:
     class Old:
         def start_trace(self, name: str, inputs: object = None) -> None: ...

@@ -223,11 +223,9 @@ def trace_of(rollout: Rollout) -> MlflowTrace:
     else:
         begun, ended = clock.next()
     reward = record.get("reward")
-    tags = {
-        "task_index": str(rollout.task_index),
-        "rollout_index": str(rollout.rollout_index),
-        "agent": rollout.agent_name or "",
-    }
+    indices = {"task_index": rollout.task_index, "rollout_index": rollout.rollout_index}
+    tags = {key: str(value) for key, value in indices.items() if value is not None}
+    tags["agent"] = rollout.agent_name or ""
     if isinstance(reward, int | float) and not isinstance(reward, bool):
         tags["reward"] = repr(float(reward))
     attributes: dict[str, object] = {
@@ -239,7 +237,9 @@ def trace_of(rollout: Rollout) -> MlflowTrace:
     if (usage := _usage(record)) is not None:
         attributes["mlflow.chat.tokenUsage"] = usage
     return {
-        "name": f"rollout {rollout.task_index}-{rollout.rollout_index}",
+        "name": f"rollout {rollout.task_index}-{rollout.rollout_index}"
+        if None not in indices.values()
+        else f"rollout at line {rollout.line_number}",  # a row of Gym's example files
         "tags": tags,
         "inputs": {"messages": given},
         "outputs": {"answer": answer},
