@@ -220,7 +220,7 @@ def test_a_hostile_or_malformed_manifest_scaffolds_nothing_and_runs_nothing(
 def test_json_nested_too_deeply_is_refused_naming_the_file(cli, tmp_path) -> None:
     run, out = _scaffold(cli, tmp_path, "[" * 200_000 + "]" * 200_000, "deep")
     assert run.exit_code == 2
-    assert "nests too deeply to read" in run.stderr
+    assert "deep.json: it nests more than 128 levels deep" in run.stderr  # the ingress gate's words
     assert "Traceback" not in run.output
     assert not out.exists()
 
@@ -321,3 +321,26 @@ def test_a_version_that_would_name_a_file_elsewhere_is_not_written(
     assert done.exit_code == 2
     assert "'../../outside' is not a version" in done.stderr
     assert not list(tmp_path.rglob("*.json"))
+
+
+def _kind_set_to(value: object, where: str) -> dict[str, object]:
+    manifest = json.loads(json.dumps(EVALRDL))
+    client = manifest["entries"]["evalrdl.Client"]
+    if where == "entry":
+        client["kind"] = value
+    elif where == "parameter":
+        client["parameters"][0]["kind"] = value
+    else:
+        client["attributes"]["url"]["kind"] = value
+    return manifest
+
+
+@pytest.mark.parametrize("where", ["entry", "parameter", "attribute"])
+@pytest.mark.parametrize("value", [[], {}, ["class"]])
+def test_a_kind_that_is_a_list_or_an_object_is_refused_by_name(cli, tmp_path, where, value) -> None:
+    """Found by breaking manifests at random: it was a traceback (``unhashable type``)."""
+    run, out = _scaffold(cli, tmp_path, _kind_set_to(value, where), "kind")
+    assert run.exit_code == 2, run.output
+    assert f"kind {value!r}" in run.stderr
+    assert "Traceback" not in run.output
+    assert not out.exists()

@@ -5,12 +5,14 @@ grow)."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import final
+
+from evalexport.host.files import RunFileError, read_bounded
+from evalexport.ingress import DocumentRefused, load_json
 
 __all__ = [
     "ContractError",
@@ -81,25 +83,25 @@ class ContractError(Exception):
 
 
 def load_manifest(path: Path) -> dict[str, object]:
-    """The manifest in ``path``; a file that is not one is a :class:`ContractError` naming it."""
+    """The manifest in ``path``, read through the ingress gate (bounded in size and depth); a
+    file that is not one is a :class:`ContractError` naming it."""
+    again = "extract it again: evalexport contract manifest SDK [--fake PATH | --requirement REQ]"
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ContractError(
-            f"{path} is not a manifest ({error}); extract it again: evalexport contract "
-            f"manifest SDK [--fake PATH | --requirement REQ] > {path}"
-        ) from None
-    except RecursionError:
-        raise ContractError(
-            f"{path} is not a manifest (it nests too deeply to read); extract it again with "
-            "evalexport contract manifest"
-        ) from None
+        manifest = load_json(
+            read_bounded(path, _MAX_MANIFEST_BYTES, "Manifest", again), path, what="manifest"
+        )
+    except (RunFileError, DocumentRefused) as error:
+        raise ContractError(f"{error}; {again} > {path}") from None
     if not isinstance(manifest, dict) or not {"sdk", "version", "entries"} <= set(manifest):
         raise ContractError(
             f"{path} is not a manifest (no sdk, version and entries); extract it again with "
             "evalexport contract manifest"
         )
     return manifest
+
+
+_MAX_MANIFEST_BYTES = 16 * 2**20
+"""Far above any SDK's surface (MLflow 3.17's manifest is 47 KB)."""
 
 
 def load_manifests(directory: Path) -> list[dict[str, object]]:

@@ -51,6 +51,11 @@ def identifier(name: object) -> bool:
     return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
 
 
+def _one_of(value: object, kinds: frozenset[str]) -> bool:
+    """Whether a manifest's ``value`` is one of ``kinds``: a list or an object never is."""
+    return isinstance(value, str) and value in kinds
+
+
 def _plain_scalar(value: object) -> bool:
     """A string, a whole or finite number, a boolean or ``None``: what ``repr`` writes back."""
     if isinstance(value, float):
@@ -253,7 +258,7 @@ def _parameter_problems(path: str, parameters: object) -> list[str]:
         name = parameter.get("name")
         if not identifier(name):
             problems.append(f"entry {path!r}: parameter name {name!r} is not a Python name")
-        if parameter.get("kind") not in PARAMETER_KINDS:
+        if not _one_of(parameter.get("kind"), PARAMETER_KINDS):
             problems.append(
                 f"entry {path!r}: parameter {name!r} has kind {parameter.get('kind')!r} "
                 f"(one of {', '.join(sorted(PARAMETER_KINDS))})"
@@ -276,7 +281,7 @@ def _attribute_problems(path: str, attributes: object) -> list[str]:
         if not isinstance(attribute, Mapping):
             problems.append(f"entry {path!r}: attribute {name!r} must be a mapping")
             continue
-        if attribute.get("kind") not in ATTRIBUTE_KINDS:
+        if not _one_of(attribute.get("kind"), ATTRIBUTE_KINDS):
             problems.append(
                 f"entry {path!r}: attribute {name!r} has kind {attribute.get('kind')!r} "
                 f"(one of {', '.join(sorted(ATTRIBUTE_KINDS))})"
@@ -332,7 +337,7 @@ def manifest_problems(manifest: object, sdk: str) -> list[str]:
         found = _path_problems(path, sdk)
         if not isinstance(entry, Mapping):
             found.append(f"entry {path!r}: must be a mapping, not {type(entry).__name__}")
-        elif entry.get("kind") not in ENTRY_KINDS:
+        elif not _one_of(entry.get("kind"), ENTRY_KINDS):
             found.append(
                 f"entry {path!r}: kind {entry.get('kind')!r} is not one of "
                 f"{', '.join(sorted(ENTRY_KINDS))}"
