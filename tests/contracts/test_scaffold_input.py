@@ -344,3 +344,28 @@ def test_a_kind_that_is_a_list_or_an_object_is_refused_by_name(cli, tmp_path, wh
     assert f"kind {value!r}" in run.stderr
     assert "Traceback" not in run.output
     assert not out.exists()
+
+
+def test_a_default_the_manifest_does_not_record_is_refused_by_name(cli, tmp_path) -> None:
+    """Found by breaking manifests at random: it was a traceback (``KeyError: 'default'``)."""
+    manifest = json.loads(json.dumps(EVALRDL))
+    (parameter,) = [
+        p for p in manifest["entries"]["evalrdl.Client"]["parameters"] if p.get("has_default")
+    ][:1]
+    del parameter["default"]
+    run, out = _scaffold(cli, tmp_path, manifest, "no-default")
+    assert run.exit_code == 2, run.output
+    assert f"parameter {parameter['name']!r} has a default the manifest does not record" in (
+        run.stderr
+    )
+    assert not out.exists()
+
+
+def test_a_manifest_without_an_entry_of_the_surface_is_refused_naming_it(cli, tmp_path) -> None:
+    """A manifest of none of the surface wrote an empty fake and called it done."""
+    manifest = json.loads(json.dumps(EVALRDL))
+    del manifest["entries"]["evalrdl.sdk.api.upload_plan"]
+    run, out = _scaffold(cli, tmp_path, manifest, "partial")
+    assert run.exit_code == 2, run.output
+    assert "records no entry for evalrdl.sdk.api.upload_plan of the surface" in run.stderr
+    assert not out.exists()

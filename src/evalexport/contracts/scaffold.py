@@ -513,6 +513,16 @@ def write_scaffold(
             + "\n".join(f"  - {problem}" for problem in problems)
         )
     if surface is not None:
+        entries = manifest["entries"]  # a mapping: manifest_problems says so
+        assert isinstance(entries, Mapping)
+        unrecorded = [path for path in surface.paths if path not in entries]
+        if unrecorded:
+            raise ScaffoldError(
+                f"the manifest records no entry for {', '.join(unrecorded)} of the surface the "
+                f"{surface.sdk} exporter declares (nothing was written): a manifest extracted "
+                "with 'evalexport contract manifest' records every path of it, as 'missing' "
+                "where a release lacks one"
+            )
         manifest = narrowed(manifest, surface)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} is not empty; scaffold into a new directory")

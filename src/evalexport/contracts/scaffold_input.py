@@ -266,6 +266,14 @@ def _parameter_problems(path: str, parameters: object) -> list[str]:
         for key in ("annotation", "default"):
             if parameter.get(key) is not None and not isinstance(parameter.get(key), str):
                 problems.append(f"entry {path!r}: parameter {name!r}'s {key} must be text")
+        if parameter.get("has_default") not in (None, True, False):
+            problems.append(
+                f"entry {path!r}: parameter {name!r}'s has_default must be true or false"
+            )
+        elif parameter.get("has_default") and "default" not in parameter:
+            problems.append(
+                f"entry {path!r}: parameter {name!r} has a default the manifest does not record"
+            )
     return problems
 
 
