@@ -58,6 +58,8 @@ def test_files_merge_in_order_then_overrides_apply_as_hydra_applies_them(launch_
         ("+policy_model_name=x", "is already set by the config files"),
         ("~nothing", "there is no nothing to remove"),
         ("novalue", "has no '='"),
+        # Was a yaml ParserError traceback (found by breaking overrides at random).
+        ("++x=[1,2", r"its value is not YAML: did not find expected ',' or '\]'"),
     ],
 )
 def test_an_override_that_does_not_fit_the_files_is_a_usage_error(

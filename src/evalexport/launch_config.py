@@ -95,6 +95,7 @@ def _at(words: str, mark: Any) -> str:
 def _apply(config: Any, override: str) -> Any:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
+    from yaml import YAMLError
 
     if override.startswith("~"):
         key = override[1:].split("=", 1)[0]
@@ -130,6 +131,11 @@ def _apply(config: Any, override: str) -> Any:
         )
     try:
         return OmegaConf.merge(config, OmegaConf.from_dotlist([f"{key}={value}"]))
+    except YAMLError as error:  # a value is read as YAML: "[1,2"
+        raise LaunchConfigError(
+            f"override {shown_override(override)!r}: its value is not YAML: {_parser_words(error)}",
+            usage=True,
+        ) from None
     except OmegaConfBaseException as error:
         raise LaunchConfigError(
             f"override {shown_override(override)!r}: {str(error).splitlines()[0]}", usage=True
