@@ -50,3 +50,15 @@ def test_an_output_message_without_its_role_is_an_assistants_as_gyms_model_defau
     answer["content"] = "a string is no output"
     with pytest.raises(TrajectoryError, match=r"conversation\[6\]\.role"):
         convert_rollout(row, IDENTITY)
+
+
+def test_an_unknown_field_of_an_output_message_without_its_role_is_refused_beyond_gym() -> None:
+    """Gym's preflight checks a message's fields only when its role is written: without it,
+    Gym drops the field silently. evalexport refuses it, as Gym does with the role written
+    (docs/exporters/atif.md)."""
+    row = make_two_turn_rollout(random.Random(1), 0, 1)
+    answer = row["ng_trajectory"]["invocations"][0]["conversation"][-1]
+    del answer["role"]
+    answer["content"][0]["extra_key"] = [{}]
+    with pytest.raises(TrajectoryError, match=r"unsupported fields would be dropped: 'extra_key'"):
+        convert_rollout(row, IDENTITY)
