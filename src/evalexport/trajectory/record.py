@@ -305,9 +305,6 @@ def _worded_refusal(raw: dict[str, Any]) -> TrajectoryRecord:
     return record
 
 
-_BY_GYM_NAME: dict[str, type[_Record]] = {}
-
-
 def _error_path(location: tuple[int | str, ...]) -> str:
     path = "ng_trajectory"
     for part in location:
@@ -320,4 +317,5 @@ def _is_union_tag(part: int | str) -> bool:
     return isinstance(part, str) and (part in {"int", "float", "str", "bool"} or "[" in part)
 
 
-_BY_GYM_NAME.update((each.gym_name, each) for each in _Record.__subclasses__())
+_BY_GYM_NAME: dict[str, type[_Record]] = {each.gym_name: each for each in _Record.__subclasses__()}
+"""Each record of the schema by the name of Gym's model, the name its derived model bears."""

@@ -4,9 +4,11 @@ NeMo Gym states its record as pydantic models, so a refusal in Gym's terms is py
 bad field's path and pydantic's message, every field at once. The conversion reads records as
 :mod:`.record`'s Structs, the schema's one statement, at a fifth of pydantic's cost; a record
 they refuse is validated again by these models, made from the Structs field by field (the same
-names, order, types, constraints and defaults, unknown fields refused, strict, frozen; each
-model named as Gym names it, which pydantic's messages quote) and checked by the same rules (each Struct's ``__post_init__``). ``tests/trajectory/
-test_record_agreement.py`` holds the two to the same verdict on every drawn record.
+names, order, types, constraints and defaults; unknown fields refused; strict; frozen) and
+checked by the same rules (each Struct's ``__post_init__``). Each model bears the name of Gym's
+own (``gym_name``), which pydantic's messages quote. ``tests/trajectory/test_record_agreement.py``
+holds the two to the same verdict on every drawn record, and to Gym's own words under
+``--with_gym``.
 """
 
 from __future__ import annotations
