@@ -74,7 +74,7 @@ def test_a_tracking_read_reads_or_refuses_whatever_a_row_holds(
     rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     run = RunArtifacts.from_rollouts_path(rollouts)
     with contextlib.suppress(RunFileError):
-        prepare(run, rollouts_table=True, health=True, row_files=[TracesFile])
+        prepare(run, rollouts_table=True, health=True, row_files=[TracesFile]).discard()
 
 
 def test_a_trace_is_made_of_a_row_with_odd_values_where_roles_summaries_and_times_belong(
