@@ -314,3 +314,40 @@ def test_sbatch_options_reach_the_submitted_job(cli, slurm, write_plan, tmp_path
     assert "TimeLimit=00:20:00" in shown, shown
     assert "Partition=debug" in shown, shown
     cli("plan", "gather", tmp_path / "array")
+
+
+def _work_dir(tmp_path: Path, result: str | None) -> Path:
+    """A work directory of one task whose result file holds ``result`` (none if ``None``)."""
+    work = tmp_path / "work"
+    (work / "results").mkdir(parents=True)
+    task = {"benchmark": "a", "exporter": "atif", "rollouts": "/r/a_rollouts.jsonl", "options": {}}
+    (work / "tasks.json").write_text(json.dumps([task]))
+    if result is not None:
+        (work / "results" / "0.json").write_text(result)
+    return work
+
+
+@pytest.mark.parametrize(
+    ("result", "said"),
+    [
+        ('{"broken', "Malformed task result"),
+        ('{"benchmark": "a"}', "a task's outcome has the keys"),
+        ("[1]", "a task's outcome has the keys"),
+    ],
+)
+def test_a_result_file_that_is_no_outcome_fails_its_task_by_name(cli, tmp_path, result, said):
+    """Found by breaking a work directory: each was a traceback, and gathered nothing."""
+    work = _work_dir(tmp_path, result)
+    done = cli("plan", "gather", work, "--json")
+    assert done.exit_code == 1, done.output
+    (outcome,) = json.loads(done.stdout)
+    assert said in outcome["result"]["message"]
+    assert "run the plan again" in outcome["result"]["message"]
+    assert "Traceback" not in done.output
+
+
+def test_a_task_index_the_tasks_file_does_not_hold_is_a_usage_error(cli, tmp_path) -> None:
+    work = _work_dir(tmp_path, None)
+    done = cli("plan", "task", work / "tasks.json", "--index", "3", "--result-dir", work)
+    assert done.exit_code == 2
+    assert "holds 1 task: there is no task 3" in done.stderr

@@ -71,15 +71,18 @@ def run(arguments: Arguments, rest: list[str]) -> int:
                     f"{flag} must be at least {0 if flag == '--index' else 1}, got {values[flag]}"
                 )
     if action == "task":
-        from evalexport.plans.slurm import run_array_task
+        from evalexport.plans.slurm import SlurmError, run_array_task
 
         if len(paths) != 1 or "--index" not in values or "--result-dir" not in values:
             return usage_error(
                 "plan task TASKS.json --index I --result-dir DIR (used by the job array)"
             )
-        outcome = run_array_task(
-            Path(paths[0]), int(numbers["--index"]), Path(values["--result-dir"])
-        )
+        try:
+            outcome = run_array_task(
+                Path(paths[0]), int(numbers["--index"]), Path(values["--result-dir"])
+            )
+        except SlurmError as error:
+            return usage_error(str(error))
         print(outcome.result.model_dump_json())
         return OK
     if action == "gather":

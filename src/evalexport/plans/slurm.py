@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from evalexport.host.files import RunFileError, read_bounded
+from evalexport.ingress import DocumentRefused, load_json
 from evalexport.plans.batch import timed
 from evalexport.plans.model import ExportTask, TaskOutcome
 from evalexport.results import ExportResult
@@ -54,10 +56,26 @@ def default_work_dir() -> Path:
 def load_tasks(work_dir: Path) -> list[ExportTask]:
     """The tasks a job array was submitted with, from its work directory."""
     try:
-        data = json.loads((work_dir / "tasks.json").read_text())
-        return [ExportTask.from_json_data(item) for item in data]
-    except (OSError, ValueError, KeyError, TypeError) as error:
+        return _tasks_in(work_dir / "tasks.json")
+    except (RunFileError, DocumentRefused, ValueError) as error:
         raise SlurmError(f"{work_dir} is not a plan work directory ({error})") from None
+
+
+def _tasks_in(path: Path) -> list[ExportTask]:
+    data = _read_json(path, "Plan tasks")
+    if not isinstance(data, list):
+        raise ValueError(f"the tasks are a list, got {type(data).__name__}")
+    return [ExportTask.from_json_data(item) for item in data]
+
+
+_MAX_FILE_BYTES: Final = 64 * 2**20
+"""A work directory's tasks or one task's result: far less (a result is a few KB)."""
+
+
+def _read_json(path: Path, what: str) -> object:
+    """A JSON file of the work directory, through the ingress gate (bounded)."""
+    data = read_bounded(path, _MAX_FILE_BYTES, what, "is it a plan work directory's?")
+    return load_json(data, path, what=what.lower())
 
 
 def _write_tasks(work_dir: Path, tasks: list[ExportTask]) -> Path:
@@ -176,7 +194,14 @@ def run_array_task(tasks_file: Path, index: int, result_dir: Path) -> TaskOutcom
     """Inside the array: run task ``index`` and write its outcome to ``<result_dir>/<index>.json``."""
     from evalexport.host.files import write_text_atomically
 
-    task = ExportTask.from_json_data(json.loads(tasks_file.read_text())[index])
+    try:
+        tasks = _tasks_in(tasks_file)
+    except (RunFileError, DocumentRefused, ValueError) as error:
+        raise SlurmError(f"{tasks_file} holds no plan's tasks ({error})") from None
+    if not 0 <= index < len(tasks):
+        held = f"{len(tasks)} task{'' if len(tasks) == 1 else 's'}"
+        raise SlurmError(f"{tasks_file} holds {held}: there is no task {index}")
+    task = tasks[index]
     outcome = timed(task)
     write_text_atomically(result_dir / f"{index}.json", json.dumps(outcome.as_json_data()))
     return outcome
@@ -191,9 +216,15 @@ def gather(tasks: list[ExportTask], work_dir: Path) -> list[TaskOutcome]:
     for index, task in enumerate(tasks):
         path = work_dir / "results" / f"{index}.json"
         if path.is_file():
-            outcomes.append(TaskOutcome.from_json_data(json.loads(path.read_text())))
-            continue
-        if index in waiting:
+            try:
+                outcomes.append(TaskOutcome.from_json_data(_read_json(path, "Task result")))
+                continue
+            except (RunFileError, DocumentRefused, ValueError, KeyError, TypeError) as error:
+                result = task.failed(  # a file that is no result the task wrote
+                    f"array task {index}'s result {path} cannot be read ({error}); run the plan "
+                    "again (plan run PLAN.yaml --slurm): an export already done is skipped"
+                )
+        elif index in waiting:
             result = ExportResult.pending(
                 task.exporter,
                 str(task.rollouts.parent),

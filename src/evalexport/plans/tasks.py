@@ -88,6 +88,10 @@ class ExportTask:
 _TASK_KEYS = frozenset({"benchmark", "exporter", "rollouts", "options"})
 
 
+_OUTCOME_KEYS = frozenset({"benchmark", "exporter", "rollouts", "seconds", "result"})
+"""What :meth:`TaskOutcome.as_json_data` writes."""
+
+
 @final
 @dataclass(frozen=True)
 class TaskOutcome:
@@ -110,8 +114,12 @@ class TaskOutcome:
         }
 
     @classmethod
-    def from_json_data(cls, data: dict[str, Any]) -> TaskOutcome:
-        """The outcome :meth:`as_json_data` wrote."""
+    def from_json_data(cls, data: object) -> TaskOutcome:
+        """The outcome :meth:`as_json_data` wrote; :class:`ValueError` (or :class:`TypeError`)
+        naming what is wrong with data that is not one."""
+        if not isinstance(data, dict) or not set(data) >= _OUTCOME_KEYS:
+            keys = sorted(data) if isinstance(data, dict) else type(data).__name__
+            raise ValueError(f"a task's outcome has the keys {sorted(_OUTCOME_KEYS)}, got {keys}")
         return cls(
             str(data["benchmark"]),
             str(data["exporter"]),
