@@ -20,6 +20,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from evalexport.ingress import one_of
+
 __all__ = [
     "MAX_DEPTH",
     "NotALiteral",
@@ -49,11 +51,6 @@ _LISTED: Final = 20
 def identifier(name: object) -> bool:
     """Whether ``name`` may be written into Python source as a name: an identifier, no keyword."""
     return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
-
-
-def _one_of(value: object, kinds: frozenset[str]) -> bool:
-    """Whether a manifest's ``value`` is one of ``kinds``: a list or an object never is."""
-    return isinstance(value, str) and value in kinds
 
 
 def _plain_scalar(value: object) -> bool:
@@ -258,7 +255,7 @@ def _parameter_problems(path: str, parameters: object) -> list[str]:
         name = parameter.get("name")
         if not identifier(name):
             problems.append(f"entry {path!r}: parameter name {name!r} is not a Python name")
-        if not _one_of(parameter.get("kind"), PARAMETER_KINDS):
+        if not one_of(parameter.get("kind"), PARAMETER_KINDS):
             problems.append(
                 f"entry {path!r}: parameter {name!r} has kind {parameter.get('kind')!r} "
                 f"(one of {', '.join(sorted(PARAMETER_KINDS))})"
@@ -289,7 +286,7 @@ def _attribute_problems(path: str, attributes: object) -> list[str]:
         if not isinstance(attribute, Mapping):
             problems.append(f"entry {path!r}: attribute {name!r} must be a mapping")
             continue
-        if not _one_of(attribute.get("kind"), ATTRIBUTE_KINDS):
+        if not one_of(attribute.get("kind"), ATTRIBUTE_KINDS):
             problems.append(
                 f"entry {path!r}: attribute {name!r} has kind {attribute.get('kind')!r} "
                 f"(one of {', '.join(sorted(ATTRIBUTE_KINDS))})"
@@ -345,7 +342,7 @@ def manifest_problems(manifest: object, sdk: str) -> list[str]:
         found = _path_problems(path, sdk)
         if not isinstance(entry, Mapping):
             found.append(f"entry {path!r}: must be a mapping, not {type(entry).__name__}")
-        elif not _one_of(entry.get("kind"), ENTRY_KINDS):
+        elif not one_of(entry.get("kind"), ENTRY_KINDS):
             found.append(
                 f"entry {path!r}: kind {entry.get('kind')!r} is not one of "
                 f"{', '.join(sorted(ENTRY_KINDS))}"

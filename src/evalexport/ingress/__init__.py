@@ -15,6 +15,7 @@ from evalexport.ingress.documents import (
     depth_problem,
     load_json,
     load_yaml,
+    one_of,
 )
 from evalexport.ingress.paths import (
     MAX_NAME_BYTES,
@@ -42,4 +43,5 @@ __all__ = [
     "inside",
     "load_json",
     "load_yaml",
+    "one_of",
 ]

@@ -26,6 +26,7 @@ __all__ = [
     "depth_problem",
     "load_json",
     "load_yaml",
+    "one_of",
 ]
 
 MAX_DEPTH: Final = 128
@@ -159,3 +160,9 @@ def _growth_problem(root: Any) -> str | None:
         if len(visiting) > MAX_DEPTH:
             return f"it nests more than {MAX_DEPTH} levels deep"
     return None
+
+
+def one_of(value: object, names: frozenset[str]) -> bool:
+    """Whether a value a document holds is one of ``names`` (a role, a kind, a status): only
+    text is; a list or an object never is, and is no set member to look up."""
+    return isinstance(value, str) and value in names

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from evalexport.host.files import RunFileError, read_bounded
+from evalexport.host.files import RunFileError, read_bounded, write_text_atomically
 from evalexport.ingress import DocumentRefused, load_json
 from evalexport.plans.batch import timed
 from evalexport.plans.model import ExportTask, TaskOutcome
@@ -192,8 +192,6 @@ def wait_for(job_id: str, timeout: float, poll: float = 2.0) -> None:
 
 def run_array_task(tasks_file: Path, index: int, result_dir: Path) -> TaskOutcome:
     """Inside the array: run task ``index`` and write its outcome to ``<result_dir>/<index>.json``."""
-    from evalexport.host.files import write_text_atomically
-
     try:
         tasks = _tasks_in(tasks_file)
     except (RunFileError, DocumentRefused, ValueError) as error:
@@ -219,7 +217,7 @@ def gather(tasks: list[ExportTask], work_dir: Path) -> list[TaskOutcome]:
             try:
                 outcomes.append(TaskOutcome.from_json_data(_read_json(path, "Task result")))
                 continue
-            except (RunFileError, DocumentRefused, ValueError, KeyError, TypeError) as error:
+            except (RunFileError, DocumentRefused, ValueError, TypeError) as error:
                 result = task.failed(  # a file that is no result the task wrote
                     f"array task {index}'s result {path} cannot be read ({error}); run the plan "
                     "again (plan run PLAN.yaml --slurm): an export already done is skipped"

@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from evalexport.backends.mlflow.worker import MlflowSpan, MlflowTrace
 from evalexport.egress import Egress
+from evalexport.ingress import one_of
 from evalexport.reading import PreparedRun, Rollout
 from evalexport.trajectory.from_conversation import recorded_output
 
@@ -57,8 +58,7 @@ def _text(content: object) -> str:
 
 
 def _is_given(item: object) -> bool:
-    role = item.get("role") if isinstance(item, Mapping) else None
-    return isinstance(role, str) and role in _INPUT_ROLES
+    return isinstance(item, Mapping) and one_of(item.get("role"), _INPUT_ROLES)
 
 
 def _conversation(record: Mapping[str, Any]) -> tuple[list[Any], Mapping[str, Any]]:
