@@ -58,10 +58,19 @@ def test_no_output_and_every_failure_is_a_result(capsys, tmp_path) -> None:
     assert capsys.readouterr() == ("", "")
 
 
-def test_inspect_reports_a_run_as_the_command_does(cli, sample_run) -> None:
-    report = evalexport.inspect(sample_run.rollouts)
+def test_inspect_reports_a_run_as_the_command_does_its_advice_in_each_callers_words(
+    cli, sample_run
+) -> None:
+    """The same report; advice names options as each caller gives them (the sample run holds
+    two agents, so strict ATIF advises one agent at a time: ``+agent=NAME`` on the command
+    line, ``agent=NAME`` to a Python caller)."""
+    report = json.loads(json.dumps(evalexport.inspect(sample_run.rollouts).as_json_data()))
     printed = json.loads(cli("inspect", str(sample_run.rollouts), "--json").stdout)
-    assert printed == json.loads(json.dumps(report.as_json_data()))
+    (advice,) = printed["atif"]["reasons"]
+    assert "one agent's rows at a time with +agent=NAME" in advice
+    assert "+" not in str(sample_run.rollouts)
+    printed["atif"]["reasons"] = [advice.replace("+", "")]
+    assert printed == report
 
 
 def test_a_result_is_true_when_it_succeeded_or_was_skipped_and_false_otherwise() -> None:

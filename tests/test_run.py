@@ -39,16 +39,18 @@ def test_a_symlinked_rollouts_file_keeps_the_links_directory(make_sample_run) ->
     run = RunArtifacts.from_rollouts_path(link)
     assert run.run_dir == link_dir
     assert run.aggregate_metrics == link_dir / "aime24_rollouts_aggregate_metrics.json"
-    assert run.missing_file_reason(needs_metrics_and_config=True) == (
-        f"Aggregate metrics not found: {link_dir / 'aime24_rollouts_aggregate_metrics.json'}"
+    reason = run.missing_file_reason(needs_metrics_and_config=True)
+    assert reason is not None
+    assert reason.startswith(
+        f"Aggregate metrics not found: {link_dir / 'aime24_rollouts_aggregate_metrics.json'}. "
     )
 
 
 def test_missing_aggregate_metrics_are_named_with_their_path(make_sample_run) -> None:
     run = make_sample_run(aggregate=False).run
-    assert run.missing_file_reason(needs_metrics_and_config=True) == (
-        f"Aggregate metrics not found: {run.aggregate_metrics}"
-    )
+    reason = run.missing_file_reason(needs_metrics_and_config=True)
+    assert reason is not None
+    assert reason.startswith(f"Aggregate metrics not found: {run.aggregate_metrics}. ")
     assert run.missing_file_reason(needs_metrics_and_config=False) is None
 
 
@@ -68,6 +70,45 @@ def test_a_missing_rollouts_file_is_named(tmp_path: Path) -> None:
     assert run.missing_file_reason(needs_metrics_and_config=False) == (
         f"Rollouts file not found: {tmp_path / 'x_rollouts.jsonl'}"
     )
+
+
+def test_missing_aggregate_metrics_name_gyms_reward_profiling_of_this_run(
+    make_sample_run,
+) -> None:
+    """A run collected without aggregate metrics is told how Gym writes metrics that are read
+    in their place, naming its own materialized inputs (``tests/exporters/test_gym_runs.py``
+    runs the command with Gym)."""
+    run = make_sample_run(aggregate=False, sidecars=True).run
+    assert run.missing_file_reason(needs_metrics_and_config=True) == (
+        f"Aggregate metrics not found: {run.aggregate_metrics}. NeMo Gym's rollout collection "
+        "writes them when it ends; for rollouts without them, Gym's reward profiling writes "
+        "the agent-level metrics, read in their place, with no model or server: gym eval "
+        f"profile --inputs {run.materialized_inputs} --rollouts {run.rollouts}"
+    )
+    run.materialized_inputs.unlink()
+    reason = run.missing_file_reason(needs_metrics_and_config=True)
+    assert reason is not None
+    assert reason.endswith(
+        f"gym eval profile --inputs INPUTS.jsonl --rollouts {run.rollouts}, INPUTS.jsonl being "
+        "the materialized inputs rollout collection writes beside the rollouts "
+        "(aime24_rollouts_materialized_inputs.jsonl)"
+    )
+
+
+def test_gyms_reward_profiling_files_are_this_runs_not_another_runs(make_sample_run) -> None:
+    """``gym eval profile`` writes ``<stem>_repeat_level_metrics.json`` and
+    ``<stem>_reward_profiling.jsonl`` beside the rollouts: the run's own files, not metrics
+    of another run (the advice was to keep each run in a directory of its own)."""
+    run = make_sample_run(aggregate=False).run
+    (run.run_dir / "aime24_rollouts_repeat_level_metrics.json").write_text("[]")
+    (run.run_dir / "aime24_rollouts_reward_profiling.jsonl").write_text("")
+    (run.run_dir / "gpqa_metrics.json").write_text("[]")
+    reason = run.missing_file_reason(needs_metrics_and_config=True)
+    assert reason is not None
+    assert "metrics files of other names (gpqa_metrics.json), none of them this run's" in reason
+    roles = {item.path.name: item.role for item in run.files()}
+    assert roles["aime24_rollouts_repeat_level_metrics.json"] == "repeat-level metrics"
+    assert roles["aime24_rollouts_reward_profiling.jsonl"] == "reward profiling"
 
 
 @pytest.mark.parametrize("other", ["rollouts.jsonl", "gpqa_rollouts.jsonl"])

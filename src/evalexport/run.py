@@ -373,29 +373,45 @@ class RunArtifacts:
         return reading.holds_no_rollouts(self)
 
     def _aggregate_hint(self) -> str:
-        """What the directory holds instead of this run's aggregate metrics, and what to do."""
+        """What the directory holds instead of this run's aggregate metrics, and what to do:
+        keep runs apart, or have NeMo Gym write the metrics (``gym eval profile``)."""
         others = self.other_runs_in_directory()
+        own = self._own_files()
         try:
             metrics = sorted(
                 entry.name
                 for entry in os.scandir(self.run_dir)
-                if entry.name.endswith("_metrics.json")
-                and entry.name != self.aggregate_metrics.name
+                if entry.name.endswith("_metrics.json") and entry.name not in own
             )
         except OSError:
             metrics = []
-        if not others and not metrics:
-            return ""
         found = []
         if others:
             found.append(f"other runs' rollouts ({', '.join(path.name for path in others)})")
         if metrics:
             found.append(f"metrics files of other names ({', '.join(metrics)})")
-        return (
+        apart = (
             f". {self.run_dir} holds {' and '.join(found)}, none of them this run's: the "
             f"aggregate metrics of {self.rollouts.name} are {self.aggregate_metrics.name}. Keep "
-            "each run in a directory of its own with the files NeMo Gym wrote for it (rollout "
-            "collection writes <stem>_aggregate_metrics.json beside <stem>.jsonl)."
+            "each run in a directory of its own with the files NeMo Gym wrote for it"
+            if found
+            else ""
+        )
+        inputs = self.materialized_inputs
+        given, which = (
+            (str(inputs), "")
+            if inputs.is_file()
+            else (
+                "INPUTS.jsonl",
+                ", INPUTS.jsonl being the materialized inputs rollout collection writes beside "
+                f"the rollouts ({inputs.name})",
+            )
+        )
+        return (
+            f"{apart}. NeMo Gym's rollout collection writes them when it ends; for rollouts "
+            "without them, Gym's reward profiling writes the agent-level metrics, read in "
+            "their place, with no model or server: "
+            f"gym eval profile --inputs {given} --rollouts {self.rollouts}{which}"
         )
 
     def other_runs_in_directory(self) -> list[Path]:
@@ -462,18 +478,7 @@ class RunArtifacts:
 
     def files(self) -> list[RunFile]:
         """What the run directory holds, each entry with the role it plays for this run."""
-        roles = {
-            self.rollouts.name: "rollouts",
-            self.agent_metrics.name: "agent-level metrics",
-            self.aggregate_metrics.name: "aggregate metrics"
-            + (" (agent-level layout)" if self.aggregate_metrics == self.agent_metrics else ""),
-            self.saved_config.name: "saved config",
-            self.materialized_inputs.name: "materialized inputs",
-            self.failures.name: "failures",
-            self.quality_summary.name: "health summary",
-            self.rollout_verdicts.name: "rollout verdicts",
-            self.sidecar_dir.name: "sidecars",
-        }
+        roles = self._own_files()
         others = set(self.other_runs_in_directory())
         found: list[RunFile] = []
         for entry in sorted(os.scandir(self.run_dir), key=lambda item: item.name):
@@ -489,6 +494,24 @@ class RunArtifacts:
                 role = "other run's rollouts" if path in others else "other"
             found.append(RunFile(path, role, _size(path)))
         return found
+
+    def _own_files(self) -> dict[str, str]:
+        """This run's files that NeMo Gym and evalexport name after it, by name: their roles."""
+        roles = {
+            self.rollouts.name: "rollouts",
+            self.agent_metrics.name: "agent-level metrics",
+            self.aggregate_metrics.name: "aggregate metrics"
+            + (" (agent-level layout)" if self.aggregate_metrics == self.agent_metrics else ""),
+            self.saved_config.name: "saved config",
+            self.materialized_inputs.name: "materialized inputs",
+            self.failures.name: "failures",
+            self.quality_summary.name: "health summary",
+            self.rollout_verdicts.name: "rollout verdicts",
+            self.sidecar_dir.name: "sidecars",
+            self._sibling("_reward_profiling.jsonl").name: "reward profiling",
+            self._sibling("_repeat_level_metrics.json").name: "repeat-level metrics",
+        }
+        return roles
 
 
 def _names_rollouts(name: str) -> bool:

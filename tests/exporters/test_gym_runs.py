@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -256,3 +257,45 @@ def test_the_examples_aggregate_metrics_are_what_gyms_aggregation_gives(
         EXAMPLE / "aime24_rollouts.jsonl", entry["agent_ref"]["name"], "aime24_math_with_judge"
     )
     assert written == [gyms]
+
+
+@pytest.mark.parametrize("example", ["aime24", "logic_puzzles"])
+def test_the_examples_materialized_inputs_are_what_gyms_reward_profiling_reads(
+    gym_oracle: GymOracle, example: str, tmp_path
+) -> None:
+    """Each example's ``<stem>_materialized_inputs.jsonl`` is in the shape rollout collection
+    writes it, one line a rollout, so that Gym's ``gym eval profile`` joins it with the rows
+    (it refused the old one line a task: "rows with no matching materialized input rows")."""
+    run = tmp_path / example
+    shutil.copytree(EXAMPLE.parent / example, run)
+    rollouts = run / f"{example}_rollouts.jsonl"
+    inputs = run / f"{example}_rollouts_materialized_inputs.jsonl"
+    profiled = gym_oracle.command(
+        "eval", "profile", "--inputs", str(inputs), "--rollouts", str(rollouts), cwd=tmp_path
+    )
+    assert profiled.returncode == 0, profiled.stdout + profiled.stderr
+    assert (run / f"{example}_rollouts_agent_metrics.json").is_file()
+
+
+def test_following_the_missing_metrics_advice_makes_a_run_gym_collected_exportable(
+    gym_oracle: GymOracle, tmp_path
+) -> None:
+    """A run whose aggregate metrics were not collected (the factory's run, its rows and
+    materialized inputs as Gym writes them, two agents on each task): the refusal names Gym's
+    own command, which run as written gives agent-level metrics that evalexport then reads."""
+    import evalexport
+    from evalexport.testing.factory import make_run
+
+    sample = make_run(tmp_path / "run", aggregate=False, sidecars=True)
+    (problem,) = evalexport.inspect(sample.run.rollouts).problems
+    assert problem.startswith("Aggregate metrics not found: ")
+    command = problem[problem.index(": gym eval profile") + len(": gym ") :]
+    profiled = gym_oracle.command(*shlex.split(command), cwd=tmp_path)
+    assert profiled.returncode == 0, profiled.stdout + profiled.stderr
+    after = evalexport.inspect(sample.run.rollouts)
+    assert after.problems == []
+    flat = flatten_metrics(
+        RunArtifacts.from_rollouts_path(sample.run.rollouts).read_aggregate_metrics()
+    )
+    agents = {name.split("/")[0] for name in flat.values}
+    assert agents == {"aime24_math_simple_agent", "aime24_math_tool_agent"}

@@ -73,7 +73,9 @@ def test_the_first_missing_required_file_is_named(
         if not has_rollouts:
             assert reason == f"Rollouts file not found: {run.rollouts}"
         elif not has_metrics:
-            assert reason == f"Aggregate metrics not found: {run.aggregate_metrics}"
+            assert reason is not None
+            assert reason.startswith(f"Aggregate metrics not found: {run.aggregate_metrics}. ")
+            assert f"gym eval profile --inputs INPUTS.jsonl --rollouts {run.rollouts}" in reason
         elif not has_config:
             assert reason is not None
             assert reason.startswith(f"Saved run config not found: {run.saved_config}. ")

@@ -158,6 +158,15 @@ def run_config(benchmark: str, canaries: CanarySecrets) -> dict[str, object]:
     }
 
 
+def _materialized_input(rollout: dict[str, object]) -> dict[str, object]:
+    """The line of ``<stem>_materialized_inputs.jsonl`` that rollout collection wrote for
+    ``rollout``: the task's input row (its request, its agent, the answer the verifier checks)
+    stamped with the task and rollout index, one line a rollout."""
+    keys = ("responses_create_params", "expected_answer", "agent_ref")
+    indices = ("_ng_task_index", "_ng_rollout_index")
+    return {key: rollout[key] for key in (*keys, *indices) if key in rollout}
+
+
 def aggregate_metrics(
     agents: Sequence[str], tasks: int, repeats: int, rng: random.Random
 ) -> list[dict[str, object]]:
@@ -260,14 +269,18 @@ def make_run(
     malformed = set(malformed_lines)
     blanks = set(blank_lines)
     lines: list[str] = []
+    inputs: list[str] = []
     row = 0
     for task_index in range(tasks):
-        for agent in agents:
-            for rollout_index in range(repeats):
+        for position, agent in enumerate(agents):
+            for repeat in range(repeats):
+                # Gym numbers a task's rollouts across the agents it fans out to: the second
+                # agent's first rollout of task 0 is rollout `repeats`, so that a task and a
+                # rollout index name one row, as Gym's reward profiling and reverify require.
                 record = make_rollout(
                     rng,
                     task_index,
-                    rollout_index,
+                    position * repeats + repeat,
                     agent,
                     trajectory=trajectory and row not in without,
                     publishes_turns=publishes_turns,
@@ -284,6 +297,7 @@ def make_run(
                 if len(lines) + 1 in malformed:
                     lines.append('{"_ng_task_index": 0, "reward": 1.0,')
                 lines.append(json.dumps(record, ensure_ascii=False))
+                inputs.append(json.dumps(_materialized_input(record), ensure_ascii=False) + "\n")
                 row += 1
     rollouts_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     run = RunArtifacts.from_rollouts_path(rollouts_path)
@@ -306,17 +320,7 @@ def make_run(
             "".join(json.dumps({"question": q}, ensure_ascii=False) + "\n" for q in QUESTIONS),
             encoding="utf-8",
         )
-        run.materialized_inputs.write_text(
-            "".join(
-                json.dumps(
-                    {"_ng_task_index": t, "input": QUESTIONS[t % len(QUESTIONS)]},
-                    ensure_ascii=False,
-                )
-                + "\n"
-                for t in range(tasks)
-            ),
-            encoding="utf-8",
-        )
+        run.materialized_inputs.write_text("".join(inputs), encoding="utf-8")
     if other_run_rollouts:
         (run_dir / other_run_rollouts).write_text(
             json.dumps(make_rollout(rng, 0, 0, agents[0])) + "\n", encoding="utf-8"

@@ -40,11 +40,14 @@ GYM_IMPORT_REQUIREMENTS: Final = (
     "mlflow>=2.10,<4",
     "wandb>=0.16,<1",
     "math-verify",
+    "devtools",
+    "psutil",
 )
 """What ``import nemo_gym.atif_export`` and ``nemo_gym.rollout_collection`` need (found by
 importing them in an empty 3.13 env), the SDKs Gym's live exporters
-(``nemo_gym.exporters.mlflow``, ``.wandb``) import, and what Gym's math resources server
+(``nemo_gym.exporters.mlflow``, ``.wandb``) import, what Gym's math resources server
 (``resources_servers.math_with_judge``, whose aggregation makes the sample run's metrics)
+imports, and what Gym's command line (``gym eval profile``, which advice of ours names)
 imports."""
 GYM_MODULES: Final = (
     "nemo_gym.atif_export",
@@ -55,6 +58,7 @@ GYM_MODULES: Final = (
     "nemo_gym.exporters.mlflow",
     "nemo_gym.exporters.wandb",
     "resources_servers.math_with_judge.app",
+    "nemo_gym.cli.eval",
 )
 """The modules the oracle uses; the build imports each before it counts as complete."""
 _RECORD: Final = "evalexport-gym-env.json"

@@ -46,6 +46,7 @@ class GymOracle:
             encoding="utf-8",
             cwd=self._scratch,
         )
+        self._bin = python.parent
         about = self._ask({"action": "version"})
         self.version: str = about["version"]
         self.site_packages: str = about["site_packages"]
@@ -188,6 +189,18 @@ class GymOracle:
             }
         )
         return answer
+
+    def command(self, *arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        """Run Gym's own command line, ``gym ARGUMENTS``, in ``cwd`` as a user runs it (advice
+        of ours that names a Gym command is followed with this): its exit code and output."""
+        return subprocess.run(
+            [str(self._bin / "gym"), *arguments],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
 
     def close(self) -> None:
         """Stop the oracle's worker process."""
