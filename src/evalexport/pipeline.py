@@ -579,7 +579,8 @@ def _shown(target: Target) -> str:
 
 def _described(exporter: AnyExporter, handed: _Handed, answer: ExportResult | None) -> ExportResult:
     """Stage 7 of a dry run: the target's answer, if it was asked (a failure or a skip is the
-    verdict), and the plan, in the backend's words."""
+    verdict; what else it found or would do there, its notices), and the plan, in the
+    backend's words."""
     run = handed.run
     if answer is not None and answer.status is ExportStatus.FAILED:
         return answer.model_copy(
@@ -605,7 +606,7 @@ def _described(exporter: AnyExporter, handed: _Handed, answer: ExportResult | No
         )
     if not_asked is not None:
         said += f"; the target was not asked whether it holds this run's data already ({not_asked})"
-    return ExportResult.succeeded(
+    described = ExportResult.succeeded(
         exporter.name,
         str(run.run_dir),
         f"dry run: {said}",
@@ -615,6 +616,7 @@ def _described(exporter: AnyExporter, handed: _Handed, answer: ExportResult | No
         dry_run=True,
         **plan.counts,
     )
+    return described.noted(answer.notices if answer is not None else [])
 
 
 def _failed(

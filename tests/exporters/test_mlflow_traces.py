@@ -267,6 +267,96 @@ def test_every_rollout_is_one_trace_linked_to_the_run_and_a_rerun_adds_none(
     assert [leak for root in stored for leak in sample.canaries.found_in_tree(root)] == []
 
 
+UNFINISH = r"""
+import sys
+from mlflow import MlflowClient
+client = MlflowClient(sys.argv[1])
+client.set_terminated(sys.argv[2], sys.argv[3])
+print("null")
+"""
+"""Mark a run ``KILLED`` or ``FAILED``, as an export that was stopped or failed leaves it."""
+
+COUNT = r"""
+import json, sys
+from mlflow import MlflowClient
+client = MlflowClient(sys.argv[1])
+experiment = client.get_experiment_by_name(sys.argv[2])
+runs = client.search_runs([experiment.experiment_id], run_view_type=3)  # deleted ones too
+traces, token = 0, None
+while True:
+    page = client.search_traces(
+        experiment_ids=[experiment.experiment_id], max_results=500, page_token=token,
+        include_spans=False,
+    )
+    traces += len(page)
+    token = page.token
+    if not token:
+        break
+print(json.dumps({
+    "runs": {run.info.run_id: [run.info.status, run.info.lifecycle_stage] for run in runs},
+    "traces": traces,
+}))
+"""
+"""Every run of an experiment (status, lifecycle stage) and the number of its traces."""
+
+
+def _mlflow(python: Path, script: str, *arguments: str) -> Any:
+    completed = subprocess.run(
+        [str(python), "-c", script, *arguments],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout.splitlines()[-1])
+
+
+@pytest.mark.downloads
+@pytest.mark.parametrize("left", ["KILLED", "FAILED"])
+def test_a_rerun_deletes_an_unfinished_exports_run_and_traces_so_each_rollout_is_traced_once(
+    left, cli, mlflow_python, mlflow_server, make_sample_run
+) -> None:
+    """An export stopped or failed after some traces landed leaves its run ``KILLED`` or
+    ``FAILED`` with them (the fault suite stops real exports); the rerun deletes that run and
+    its traces, so the experiment holds one run and each rollout's trace once (it held two
+    runs and the traces twice over)."""
+    sample = make_sample_run("unfinished", tasks=3, repeats=2)
+    experiment = f"unfinished-{left}-{sample.canaries.suffix}"
+    arguments = [
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample.rollouts}",
+        f"+mlflow_tracking_uri={mlflow_server.url}",
+        f"+mlflow_experiment_name={experiment}",
+        "+traces=true",
+        "--json",
+    ]
+    first = json.loads(cli(*arguments).stdout)
+    assert first["status"] == "succeeded", first["message"]
+    _mlflow(mlflow_python, UNFINISH, mlflow_server.url, first["run_id"], left)
+    for marker in sample.run.run_dir.glob("*_export_done"):
+        marker.unlink()  # as an export that did not finish leaves the run: no marker
+
+    planned = json.loads(cli(*arguments, "--dry-run").stdout)
+    assert planned["status"] == "succeeded", planned["message"]
+    assert any(
+        f"MLflow run {first['run_id']} ({left}), would be deleted with its traces" in notice
+        for notice in planned["notices"]
+    ), planned["notices"]
+    rerun = json.loads(cli(*arguments).stdout)
+    assert rerun["status"] == "succeeded", rerun["message"]
+    deleted = (
+        f"MLflow run {first['run_id']} ({left}), was deleted with its {sample.rollout_count} traces"
+    )
+    assert any(deleted in notice for notice in rerun["notices"]), rerun["notices"]
+    found = _mlflow(mlflow_python, COUNT, mlflow_server.url, experiment)
+    assert found["runs"] == {
+        first["run_id"]: [left, "deleted"],
+        rerun["run_id"]: ["FINISHED", "active"],
+    }
+    assert found["traces"] == sample.rollout_count
+
+
 @pytest.mark.downloads
 @pytest.mark.browser
 def test_mlflows_traces_view_shows_a_rollout_step_by_step(

@@ -90,7 +90,9 @@ def test_a_stop_signal_ends_the_remote_run_as_killed_and_writes_nothing(
 
     rerun = lab.run(*_export_args(sample_run, mlflow_server.url, experiment))
     assert rerun.exit_code == 0, rerun.output
+    assert "(KILLED), was deleted" in str(rerun.result()["message"])
     runs = _runs_of(mlflow_python, mlflow_server, experiment, sample_run)
+    assert list(runs) == ["FINISHED"]  # the killed run is deleted: one run of the data
     assert len(runs["FINISHED"]) == 1
 
 
@@ -115,7 +117,9 @@ def test_a_killed_parent_leaves_no_worker_no_scratch_and_no_password_on_disk(
 
     rerun = lab.run(*_export_args(sample_run, mlflow_server.url, experiment))
     assert rerun.exit_code == 0, rerun.output
-    assert len(_runs_of(mlflow_python, mlflow_server, experiment, sample_run)["FINISHED"]) == 1
+    runs = _runs_of(mlflow_python, mlflow_server, experiment, sample_run)
+    assert list(runs) == ["FINISHED"]
+    assert len(runs["FINISHED"]) == 1
 
 
 def test_a_worker_killed_outright_is_reported_and_the_rerun_ends_its_abandoned_run(
@@ -136,9 +140,9 @@ def test_a_worker_killed_outright_is_reported_and_the_rerun_ends_its_abandoned_r
 
     rerun = lab.run(*_export_args(sample_run, mlflow_server.url, experiment))
     assert rerun.exit_code == 0, rerun.output
-    assert "is now marked FAILED" in str(rerun.result()["message"])  # the result says it
+    assert "(RUNNING), was deleted" in str(rerun.result()["message"])  # the result says it
     runs = _runs_of(mlflow_python, mlflow_server, experiment, sample_run)
-    assert sorted(runs) == ["FAILED", "FINISHED"]
+    assert list(runs) == ["FINISHED"]  # the abandoned run is deleted: one run of the data
     assert len(runs["FINISHED"]) == 1
 
 

@@ -207,8 +207,11 @@ def already_held(where: str, existing: list[str], *, skip: bool) -> str:
     )
 
 
-def skipped_as_held(where: str, existing: list[str]) -> WorkerResult:
-    """In a worker body: the skip of an export whose data ``where`` already holds."""
+def skipped_as_held(
+    where: str, existing: list[str], notices: list[str] | None = None
+) -> WorkerResult:
+    """In a worker body: the skip of an export whose data ``where`` already holds, with what
+    else the body found or did there (``notices``)."""
     return result(
         "skipped",
         SUCCEEDED,
@@ -216,6 +219,7 @@ def skipped_as_held(where: str, existing: list[str]) -> WorkerResult:
         run_id=existing[0],
         skip_reason="found at target",
         existing_run_ids=existing,
+        notices=notices,
     )
 
 

@@ -38,6 +38,9 @@ SURFACE: Final = {
         "mlflow.tracking.MlflowClient.log_artifact",
         "mlflow.tracking.MlflowClient.set_terminated",
         "mlflow.tracking.MlflowClient.search_runs",
+        "mlflow.tracking.MlflowClient.delete_run",
+        "mlflow.tracking.MlflowClient.search_traces",
+        "mlflow.tracking.MlflowClient.delete_traces",
         "mlflow.tracking.MlflowClient.start_trace",
         "mlflow.tracking.MlflowClient.start_span",
         "mlflow.tracking.MlflowClient.end_span",
@@ -58,7 +61,10 @@ SURFACE: Final = {
         "mlflow.tracking.MlflowClient": (),
         "mlflow.entities.Experiment": ("experiment_id",),
         "mlflow.entities.Run": ("info",),
-        "mlflow.entities.RunInfo": ("run_id",),
+        "mlflow.entities.RunInfo": ("run_id", "status"),
+        "mlflow.entities.Trace": ("info",),
+        "mlflow.entities.TraceInfo": ("trace_id",),
+        "mlflow.store.entities.PagedList": ("token",),
         "mlflow.entities.Metric": (),
         "mlflow.entities.Param": (),
         "mlflow.entities.RunTag": (),
@@ -71,6 +77,11 @@ SURFACE: Final = {
         "mlflow.tracking.MlflowClient.start_span": "3",
         "mlflow.tracking.MlflowClient.end_span": "3",
         "mlflow.tracking.MlflowClient.end_trace": "3",
+        # An unfinished run's traces are deleted from MLflow 3 on (_delete_traces_of).
+        "mlflow.tracking.MlflowClient.search_traces": "3",
+        "mlflow.tracking.MlflowClient.delete_traces": "3",
+        "mlflow.entities.Trace": "3",
+        "mlflow.entities.TraceInfo": "3",
         # Span batches (MLflow's own OTLP ingestion) from 3.4 on; _SpanBatches.of checks.
         "mlflow.tracking.MlflowClient.link_traces_to_run": "3.4",
         "mlflow.tracing.client.TracingClient": "3.4",
@@ -183,18 +194,80 @@ def _experiment_id(client: Any, name: str, artifact_location: str | None) -> str
         return str(experiment.experiment_id)
 
 
-def _runs_of(client: Any, experiment_id: str, payload: MlflowPayload, status: str) -> list[str]:
-    """The experiment's runs of this same run's data in ``status``: ``RUNNING``, an earlier
-    export killed before it could end its run (the guard's lock means none is still going on
-    this machine); ``FINISHED``, an export made from a copy of the run directory, or before its
-    marker was deleted."""
+def _runs_of(client: Any, experiment_id: str, payload: MlflowPayload) -> dict[str, list[str]]:
+    """The experiment's runs of this same run's data (its fingerprint tag), by status:
+    ``FINISHED``, an export made from a copy of the run directory, or before its marker was
+    deleted; any other, an earlier export that did not finish (``KILLED``: stopped; ``FAILED``:
+    failed; ``RUNNING``: killed before it could end its run; the guard's lock means none is
+    still going on this machine)."""
     tag = payload["fingerprint_tag"]
     found = client.search_runs(
-        [experiment_id],
-        filter_string=f"tags.`{tag}` = '{payload['run_tags'][tag]}' "
-        f"and attributes.status = '{status}'",
+        [experiment_id], filter_string=f"tags.`{tag}` = '{payload['run_tags'][tag]}'"
     )
-    return [each.info.run_id for each in found]
+    runs: dict[str, list[str]] = {}
+    for each in found:
+        runs.setdefault(each.info.status, []).append(each.info.run_id)
+    return runs
+
+
+def _unfinished(runs: dict[str, list[str]]) -> list[tuple[str, str]]:
+    """``(run id, status)`` of each run that did not finish."""
+    return [
+        (run_id, status) for status, ids in runs.items() if status != "FINISHED" for run_id in ids
+    ]
+
+
+def _delete_unfinished(client: Any, experiment_id: str, runs: dict[str, list[str]]) -> list[str]:
+    """Delete each run of this data an earlier export left unfinished, with its traces, so that
+    the experiment ends with one run of the data and each rollout's trace once (MLflow keeps a
+    deleted run until ``mlflow gc``); a notice for each. A run the store will not delete is
+    marked ``FAILED`` if it still says ``RUNNING``, and its notice says how to delete it."""
+    notices = []
+    for run_id, status in _unfinished(runs):
+        said = f"an earlier export of this run that did not finish, MLflow run {run_id} ({status})"
+        try:
+            traces = _delete_traces_of(client, experiment_id, run_id)
+            client.delete_run(run_id)
+        except Exception as error:
+            if status == "RUNNING":
+                with contextlib.suppress(Exception):
+                    client.set_terminated(run_id, "FAILED")
+            notices.append(
+                f"{said}, could not be deleted ({error_text(error, 200)}); delete it with "
+                f"`mlflow runs delete --run-id {run_id}`"
+            )
+            continue
+        with_traces = f" with its {traces} traces" if traces else ""
+        notices.append(
+            f"{said}, was deleted{with_traces}, so that the experiment holds this run once "
+            f"(`mlflow runs restore --run-id {run_id}` brings it back until `mlflow gc`)"
+        )
+    return notices
+
+
+def _delete_traces_of(client: Any, experiment_id: str, run_id: str) -> int:
+    """Delete the traces linked to ``run_id``; how many. Exports log traces from MLflow 3 on."""
+    import mlflow
+
+    if int(mlflow.__version__.split(".")[0]) < 3:
+        return 0
+    trace_ids: list[str] = []
+    token = None
+    while True:
+        page = client.search_traces(
+            experiment_ids=[experiment_id],
+            run_id=run_id,
+            max_results=500,
+            page_token=token,
+            include_spans=False,
+        )
+        trace_ids += [trace.info.trace_id for trace in page]
+        token = page.token
+        if not token:
+            break
+    for start in range(0, len(trace_ids), 100):
+        client.delete_traces(experiment_id, trace_ids=trace_ids[start : start + 100])
+    return len(trace_ids)
 
 
 def _at(experiment: str, uri: str) -> str:
@@ -205,14 +278,16 @@ def _dry_run(client: Any, payload: MlflowPayload) -> WorkerResult:
     """What an export would find at the target, asked without changing it."""
     uri, name = payload["tracking_uri"], payload["experiment_name"]
     experiment = client.get_experiment_by_name(name)
-    existing = (
-        _runs_of(client, str(experiment.experiment_id), payload, "FINISHED")
-        if experiment is not None
-        else []
-    )
+    runs = _runs_of(client, str(experiment.experiment_id), payload) if experiment else {}
+    existing = runs.get("FINISHED", [])
+    notices = [
+        f"an earlier export of this run that did not finish, MLflow run {run_id} ({status}), "
+        "would be deleted with its traces, so that the experiment holds this run once"
+        for run_id, status in _unfinished(runs)
+    ]
     if existing and payload["skip_existing"]:
-        return skipped_as_held(_at(name, uri), existing)
-    notices = [already_held(_at(name, uri), existing, skip=False)] if existing else []
+        return skipped_as_held(_at(name, uri), existing, notices)
+    # The dry run says what existing_run_ids holds in its own words.
     return result(
         "succeeded",
         ExitCode.OK,
@@ -303,7 +378,7 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
     total = 3 + len(payload["batches"]) + len(payload["artifacts"])
     run_id = None
     traced = 0
-    abandoned: list[str] = []
+    removed: list[str] = []
     existing: list[str] = []
     if "traces" in payload and (refusal := traces_refusal(MlflowClient)) is not None:
         return result("failed", FAILED, f"MLflow export to {uri} refused: {refusal}")
@@ -326,12 +401,11 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
         experiment_id = _experiment_id(
             client, payload["experiment_name"], payload["artifact_location"]
         )
-        abandoned = _runs_of(client, experiment_id, payload, "RUNNING")
-        for each in abandoned:
-            client.set_terminated(each, "FAILED")
-        existing = _runs_of(client, experiment_id, payload, "FINISHED")
+        earlier = _runs_of(client, experiment_id, payload)
+        removed = _delete_unfinished(client, experiment_id, earlier)
+        existing = earlier.get("FINISHED", [])
         if existing and payload["skip_existing"]:
-            return skipped_as_held(_at(payload["experiment_name"], uri), existing)
+            return skipped_as_held(_at(payload["experiment_name"], uri), existing, removed)
         progress(1, total)
         created = client.create_run(
             experiment_id,
@@ -378,11 +452,7 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
             f"MLflow export to {uri} failed{left}: {_described(error, uri)}",
             partial_run_id=run_id,
         )
-    notices = [
-        f"an earlier export of this run that was stopped before it ended, MLflow run {each}, "
-        "is now marked FAILED"
-        for each in abandoned
-    ]
+    notices = removed
     if existing:
         notices.append(already_held(_at(payload["experiment_name"], uri), existing, skip=False))
     traces: dict[str, Any] = {"traces": traced} if "traces" in payload else {}

@@ -198,16 +198,9 @@ def _looked_up(payload: WandbPayload) -> tuple[list[str], WorkerResult | None]:
     existing = existing_runs(wandb.Api(timeout=30), path, payload["tags"][-1])
     if existing and payload["skip_existing"]:
         return existing, protocol.skipped_as_held(f"W&B project {path}", existing)
-    if payload["dry_run"]:
-        notices = (
-            [protocol.already_held(f"W&B project {path}", existing, skip=False)] if existing else []
-        )
+    if payload["dry_run"]:  # the dry run says what existing_run_ids holds in its own words
         answer = result(
-            "succeeded",
-            ExitCode.OK,
-            f"W&B project {path} answers",
-            notices=notices,
-            existing_run_ids=existing,
+            "succeeded", ExitCode.OK, f"W&B project {path} answers", existing_run_ids=existing
         )
         return existing, answer
     return existing, None
