@@ -31,6 +31,7 @@ __all__ = [
     "options_given_as_tokens",
     "result",
     "skipped_as_held",
+    "unfinished",
     "worker_result_from",
 ]
 
@@ -205,6 +206,12 @@ def already_held(where: str, existing: list[str], *, skip: bool) -> str:
         f"{said}; exporting a second copy. Add {named_option('skip_existing', 'true')} to skip "
         "instead"
     )
+
+
+def unfinished(run: str, state: str) -> str:
+    """In a worker body: a remote ``run`` (``MLflow run ID``) of this run's data that an earlier
+    export did not finish, and its ``state``, as a notice names it."""
+    return f"an earlier export of this run that did not finish, {run} ({state})"
 
 
 def skipped_as_held(

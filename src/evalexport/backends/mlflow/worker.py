@@ -25,6 +25,7 @@ from evalexport.workers.protocol import (
     named_option,
     result,
     skipped_as_held,
+    unfinished,
 )
 
 SURFACE: Final = {
@@ -224,7 +225,7 @@ def _delete_unfinished(client: Any, experiment_id: str, runs: dict[str, list[str
     marked ``FAILED`` if it still says ``RUNNING``, and its notice says how to delete it."""
     notices = []
     for run_id, status in _unfinished(runs):
-        said = f"an earlier export of this run that did not finish, MLflow run {run_id} ({status})"
+        said = unfinished(f"MLflow run {run_id}", status)
         try:
             traces = _delete_traces_of(client, experiment_id, run_id)
             client.delete_run(run_id)
@@ -240,7 +241,8 @@ def _delete_unfinished(client: Any, experiment_id: str, runs: dict[str, list[str
         with_traces = f" with its {traces} traces" if traces else ""
         notices.append(
             f"{said}, was deleted{with_traces}, so that the experiment holds this run once "
-            f"(`mlflow runs restore --run-id {run_id}` brings it back until `mlflow gc`)"
+            f"(`mlflow runs restore --run-id {run_id}` brings the run back, not its traces, "
+            "until `mlflow gc`)"
         )
     return notices
 
@@ -281,8 +283,8 @@ def _dry_run(client: Any, payload: MlflowPayload) -> WorkerResult:
     runs = _runs_of(client, str(experiment.experiment_id), payload) if experiment else {}
     existing = runs.get("FINISHED", [])
     notices = [
-        f"an earlier export of this run that did not finish, MLflow run {run_id} ({status}), "
-        "would be deleted with its traces, so that the experiment holds this run once"
+        f"{unfinished(f'MLflow run {run_id}', status)}, would be deleted with its traces, so "
+        "that the experiment holds this run once"
         for run_id, status in _unfinished(runs)
     ]
     if existing and payload["skip_existing"]:

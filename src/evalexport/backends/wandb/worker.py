@@ -70,6 +70,7 @@ SURFACE: Final = {
         "wandb.sdk.wandb_summary.Summary.update",
         "wandb.Api",
         "wandb.Api.runs",
+        "wandb.apis.public.Run.delete",
     ),
     "reads": {
         "wandb.Settings": (),
@@ -96,6 +97,7 @@ SURFACE: Final = {
         "wandb.sdk.wandb_summary.Summary.update": 1,
         "wandb.Api": 0,
         "wandb.Api.runs": 1,
+        "wandb.apis.public.Run.delete": 0,
     },
     "switch": "runs another wandb version of the matrix",
 }
@@ -176,34 +178,78 @@ def _discard(run: Any, mode: str) -> str:
     return f" (its offline run directory {Path(run.dir).parent} was removed)"
 
 
-def existing_runs(api: Any, path: str, tag: str) -> list[str]:
-    """Finished runs of the project at ``path`` (``entity/project``, or ``project`` for the
-    key's own entity) tagged ``tag``: exports of this same run's data."""
-    found = api.runs(path, filters={"tags": {"$in": [tag]}})
-    return [str(each.id) for each in found if str(getattr(each, "state", "")) == "finished"]
+UNFINISHED: Final = ("failed", "crashed", "killed")
+"""The states of a run an earlier export did not finish (a ``running`` one may be an export
+going on elsewhere: once W&B stops hearing from it, it is ``crashed``)."""
+
+
+def runs_of(api: Any, path: str, tag: str) -> dict[str, list[Any]]:
+    """The runs of the project at ``path`` (``entity/project``, or ``project`` for the key's
+    own entity) tagged ``tag``, exports of this same run's data, by state."""
+    by_state: dict[str, list[Any]] = {}
+    for each in api.runs(path, filters={"tags": {"$in": [tag]}}):
+        by_state.setdefault(str(getattr(each, "state", "")), []).append(each)
+    return by_state
+
+
+def _earlier(run: Any, state: str) -> str:
+    return protocol.unfinished(f"W&B run {run.id}", state)
+
+
+def _delete_unfinished(unfinished: list[tuple[Any, str]]) -> list[str]:
+    """Delete each run of this data an earlier export did not finish, so that the project ends
+    with one run of the data; a notice for each."""
+    notices = []
+    for each, state in unfinished:
+        try:
+            each.delete()
+        except Exception as error:
+            notices.append(
+                f"{_earlier(each, state)}, could not be deleted ({protocol.error_text(error, 200)})"
+                "; delete it from the project's runs table"
+            )
+            continue
+        notices.append(
+            f"{_earlier(each, state)}, was deleted, so that the project holds this run once"
+        )
+    return notices
 
 
 def _project_path(payload: WandbPayload) -> str:
     return "/".join(filter(None, [payload["entity"], payload["project"]]))
 
 
-def _looked_up(payload: WandbPayload) -> tuple[list[str], WorkerResult | None]:
-    """The project's runs of this run's data (online), and the result that ends the export
-    here: a dry run's answer, or a skip."""
+def _looked_up(payload: WandbPayload) -> tuple[list[str], list[str], WorkerResult | None]:
+    """The project's finished runs of this run's data (online), the notices of the unfinished
+    ones deleted (a dry run: that would be), and the result that ends the export here: a dry
+    run's answer, or a skip."""
     if payload["mode"] != "online":
-        return [], None
+        return [], [], None
     import wandb
 
     path = _project_path(payload)
-    existing = existing_runs(wandb.Api(timeout=30), path, payload["tags"][-1])
+    runs = runs_of(wandb.Api(timeout=30), path, payload["tags"][-1])
+    existing = [str(each.id) for each in runs.get("finished", [])]
+    unfinished = [(each, state) for state in UNFINISHED for each in runs.get(state, [])]
+    if payload["dry_run"]:
+        notices = [
+            f"{_earlier(each, state)}, would be deleted, so that the project holds this run once"
+            for each, state in unfinished
+        ]
+    else:
+        notices = _delete_unfinished(unfinished)
     if existing and payload["skip_existing"]:
-        return existing, protocol.skipped_as_held(f"W&B project {path}", existing)
+        return existing, notices, protocol.skipped_as_held(f"W&B project {path}", existing, notices)
     if payload["dry_run"]:  # the dry run says what existing_run_ids holds in its own words
         answer = result(
-            "succeeded", ExitCode.OK, f"W&B project {path} answers", existing_run_ids=existing
+            "succeeded",
+            ExitCode.OK,
+            f"W&B project {path} answers",
+            notices=notices,
+            existing_run_ids=existing,
         )
-        return existing, answer
-    return existing, None
+        return existing, notices, answer
+    return existing, notices, None
 
 
 _END: Final = b"]}"
@@ -419,7 +465,7 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
     mode = payload["mode"]
     total = 3 if payload["rollouts_table"] else 2
     try:
-        existing, ended = _looked_up(payload)
+        existing, removed, ended = _looked_up(payload)
     except Exception as error:  # the server or the key: the export would fail here too
         text = protocol.error_text(error)
         return result(
@@ -473,7 +519,10 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
         )
     local = run_dir.rsplit("/files", 1)[0]
     where = f"W&B project {_project_path(payload)}"
-    notices = [protocol.already_held(where, existing, skip=False)] if existing else []
+    notices = [
+        *removed,
+        *([protocol.already_held(where, existing, skip=False)] if existing else []),
+    ]
     notices += [notice for table in tables.values() for notice in table.pop("notices", [])]
     if not Path(local).is_relative_to(payload["dir"]):
         notices.append(f"W&B wrote the run to {local}, not under {payload['dir']} as asked")
