@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -260,6 +261,31 @@ def test_no_canary_secret_reaches_mlflow_or_the_output(mlflow_server, sample_run
     assert run.exit_code == 0
     assert sample_run.canaries.found_in(run.output) == []
     assert sample_run.canaries.found_in_tree(mlflow_server.root) == []
+
+
+@pytest.mark.mlflow_sdk
+def test_an_mlflow_2_pin_without_sqlalchemys_is_told_the_requirement_that_exports(
+    sample_run, cli, tmp_path, use_sdk_env_cache
+) -> None:
+    """``+requirement=mlflow==2.22.1`` alone installs SQLAlchemy 2.1, which MLflow 2 cannot
+    import (it said only "ImportError: cannot import name 'FallbackAsyncAdaptedQueuePool'");
+    the failure names the requirement that works, and that requirement, as written, exports."""
+    database = f"+mlflow_tracking_uri=sqlite:///{tmp_path / 'mlflow2.db'}"
+    failed = cli(
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        database,
+        "+requirement=mlflow==2.22.1",
+        "--json",
+    )
+    assert failed.exit_code == 1, failed.output
+    message = json.loads(failed.stdout)["message"]
+    said = "MLflow 2.22.1 does not run with SQLAlchemy 2.1"
+    assert said in message, message
+    (advised,) = shlex.split(message.split("pin it beside MLflow, ", 1)[1])
+    assert advised == "+requirement=[mlflow==2.22.1,sqlalchemy<2.1]"
+    exported = cli("mlflow", f"+rollouts_jsonl_fpath={sample_run.rollouts}", database, advised)
+    assert exported.exit_code == 0, exported.output
 
 
 @pytest.mark.mlflow_sdk

@@ -363,6 +363,20 @@ def _hint(error: BaseException, uri: str) -> str:
         )
     if "unable to open database file" in text:
         return f" Check that {uri.removeprefix('sqlite:///')} and its directory are writable."
+    if isinstance(error, ImportError) and "sqlalchemy" in text.lower():
+        from importlib.metadata import version
+
+        mlflow = version("mlflow")
+        on_a_command_line = named_option("requirement").startswith("+")
+        pinned = (  # quoted for a shell on a command line; a list for a Python caller
+            f"'{named_option('requirement', f'[mlflow=={mlflow},sqlalchemy<2.1]')}'"
+            if on_a_command_line
+            else named_option("requirement", repr([f"mlflow=={mlflow}", "sqlalchemy<2.1"]))
+        )
+        return (
+            f" MLflow {mlflow} does not run with SQLAlchemy {version('sqlalchemy')} (MLflow 2 "
+            f"needs one before 2.1): pin it beside MLflow, {pinned}"
+        )
     return ""
 
 
