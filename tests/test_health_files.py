@@ -125,6 +125,74 @@ def test_an_index_that_is_a_list_keys_a_verdict_as_any_other_value_does(example)
     assert len(prepared.health.verdicts) == 32
 
 
+def _samples_verdicts(run: RunArtifacts) -> tuple[list[object], list[str]]:
+    """The samples table's health_verdict column, row by row, and what the reading noted."""
+    prepared = prepare(run, rollouts_table=True, health=True)
+    try:
+        assert prepared.rollouts_table is not None
+        table = json.loads((prepared.rollouts_table.parent / "samples.json").read_text())
+    finally:
+        prepared.discard()
+    assert prepared.health is not None
+    column = (
+        table["columns"].index("health_verdict") if "health_verdict" in table["columns"] else None
+    )
+    return [
+        row[column] for row in table["data"]
+    ] if column is not None else [], prepared.health.notes
+
+
+def test_rows_without_indices_get_the_verdicts_gym_numbers_them_by(example) -> None:
+    """58 of Gym 0.7.0's example files hold rows without indices; Gym's health checks number
+    such a row by its place among the file's rows (blank lines not counted), rollout 0. Their
+    verdicts were left out as "not this run's" (50 of Gym's 141 example runs)."""
+    rows = [json.loads(line) for line in example.rollouts.read_text().splitlines()]
+    by_key = {
+        (line["_ng_task_index"], line["_ng_rollout_index"]): line
+        for line in map(json.loads, example.rollout_verdicts.read_text().splitlines())
+    }
+    verdicts, expected = [], []
+    for ordinal, row in enumerate(rows):
+        line = by_key[(row.pop("_ng_task_index"), row.pop("_ng_rollout_index"))]
+        # Its rollout_id stays the trajectory's own, as Gym's health checks take it.
+        verdicts.append({**line, "_ng_task_index": ordinal, "_ng_rollout_index": 0})
+        expected.append(line["verdict"])
+    verdicts[7]["verdict"] = "unhealthy"
+    expected[7] = "unhealthy"
+    lines = [json.dumps(row) for row in rows]
+    lines.insert(3, "")  # a blank line: a row's place is not its line's
+    example.rollouts.write_text("\n".join(lines) + "\n")
+    example.rollout_verdicts.write_text("".join(json.dumps(line) + "\n" for line in verdicts))
+    assert _samples_verdicts(example) == (expected, [])
+
+
+def test_rows_that_share_their_indices_each_get_their_verdict(example) -> None:
+    """Gym writes a verdict line for each of two rows that share their indices (both
+    unhealthy: ``rollout_duplicate_identity``), as in its graphwalks example; the lines were
+    counted as one and the verdicts left out as "not this run's"."""
+    rows = example.rollouts.read_text().splitlines()
+    verdicts = example.rollout_verdicts.read_text().splitlines()
+    twin = json.loads(rows[4])
+    key = (twin["_ng_task_index"], twin["_ng_rollout_index"])
+    at = next(
+        number
+        for number, line in enumerate(verdicts)
+        if (json.loads(line)["_ng_task_index"], json.loads(line)["_ng_rollout_index"]) == key
+    )
+    doubled = {**json.loads(verdicts[at]), "verdict": "unhealthy"}
+    verdicts[at : at + 1] = [json.dumps(doubled)] * 2
+    rows.append(rows[4])
+    example.rollouts.write_text("\n".join(rows) + "\n")
+    example.rollout_verdicts.write_text("\n".join(verdicts) + "\n")
+    summary = json.loads(example.quality_summary.read_text())
+    summary["run"]["artifacts"]["records"] = 33
+    example.quality_summary.write_text(json.dumps(summary))
+    column, notes = _samples_verdicts(example)
+    assert notes == []
+    assert len(column) == 33
+    assert column[4] == column[32] == "unhealthy"
+
+
 def test_reports_of_another_run_are_left_out_and_said(cli, example) -> None:
     rows = example.rollouts.read_text().splitlines()
     example.rollouts.write_text("\n".join(rows[:-2]) + "\n")  # 30 rollouts, reports of 32

@@ -299,3 +299,43 @@ def test_following_the_missing_metrics_advice_makes_a_run_gym_collected_exportab
     )
     agents = {name.split("/")[0] for name in flat.values}
     assert agents == {"aime24_math_simple_agent", "aime24_math_tool_agent"}
+
+
+def test_gyms_verdicts_of_rows_without_indices_or_sharing_them_reach_the_samples_table(
+    gym_oracle: GymOracle, tmp_path
+) -> None:
+    """Gym's health checks number a row without indices by its place among the file's rows
+    and give each of two rows that share a key a verdict line of its own; every row's verdict
+    is in the samples table, as Gym gave it (they were left out as "not this run's" for 51 of
+    Gym's 141 example runs)."""
+    from evalexport.tables.prepare import prepare
+    from evalexport.testing.recorded_shapes import unindexed_row
+
+    shutil.copytree(EXAMPLE, tmp_path / "run")
+    run = RunArtifacts.from_rollouts_path(tmp_path / "run" / "aime24_rollouts.jsonl")
+    rows = [unindexed_row(json.loads(line)) for line in run.rollouts.read_text().splitlines()]
+    twin = {**rows[4], "_ng_task_index": 99, "_ng_rollout_index": 0}
+    rows[4:5] = [twin]
+    rows.append(twin)  # two rows of one key, as in Gym's graphwalks example: both flagged
+    lines = [json.dumps(row) for row in rows]
+    lines.insert(3, "")  # a blank line: a row's place is not its line's
+    run.rollouts.write_text("\n".join(lines) + "\n")
+    verdicts = gym_oracle.health(run.rollouts, run.run_dir)
+    assert verdicts["unhealthy"] >= 2
+    gyms: dict[int, str] = {}
+    for line in run.rollout_verdicts.read_text().splitlines():
+        said = json.loads(line)
+        assert said["_ng_rollout_index"] == 0
+        gyms[said["_ng_task_index"]] = said["verdict"]
+    prepared = prepare(run, rollouts_table=True, health=True)
+    try:
+        assert prepared.rollouts_table is not None
+        table = json.loads((prepared.rollouts_table.parent / "samples.json").read_text())
+    finally:
+        prepared.discard()
+    assert prepared.health is not None
+    assert prepared.health.notes == []
+    column = table["columns"].index("health_verdict")
+    expected = [gyms[row.get("_ng_task_index", place)] for place, row in enumerate(rows)]
+    assert [row[column] for row in table["data"]] == expected
+    assert expected[4] == expected[-1] == "unhealthy"

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,11 +77,13 @@ RolloutKey = tuple[object, object, object]
 """``(task index, rollout index, stage index or None)``: what a verdict line names."""
 
 
-def rollout_key(record: Mapping[str, object]) -> RolloutKey:
-    """The key a rollout's verdict is found by: its task, rollout and stage indices."""
+def rollout_key(record: Mapping[str, object], ordinal: int | None = None) -> RolloutKey:
+    """The key a rollout's verdict is found by: its task, rollout and stage indices. A row
+    without a task index is numbered as Gym's health checks number it (``_worker``): its
+    ``ordinal`` among the file's rows, and rollout 0 where it has no rollout index."""
     return (
-        _keyed(record.get("_ng_task_index")),
-        _keyed(record.get("_ng_rollout_index")),
+        _keyed(record.get("_ng_task_index", ordinal)),
+        _keyed(record.get("_ng_rollout_index", 0 if ordinal is not None else None)),
         _keyed(record.get("stage_index")),
     )
 
@@ -90,17 +93,18 @@ def _keyed(value: object) -> object:
     return json.dumps(value, sort_keys=True) if isinstance(value, list | dict) else value
 
 
-def gym_rollout_id(record: Mapping[str, object]) -> str | None:
+def gym_rollout_id(record: Mapping[str, object], ordinal: int | None = None) -> str | None:
     """The rollout id Gym's health checks give a rollout (``rollout_health._worker``): the
     record's ``_ng_rollout_id``, else its trajectory's ``rollout_id``, else
-    ``<task>-<rollout>``; ``None`` for a record without a task index (Gym then counts lines)."""
+    ``<task>-<rollout>``, a row without indices numbered by its ``ordinal``
+    (:func:`rollout_key`); ``None`` where neither is known."""
     trajectory = record.get("ng_trajectory")
     own = record.get("_ng_rollout_id") or (
         trajectory.get("rollout_id") if isinstance(trajectory, dict) else None
     )
     if own:
         return str(own)
-    task = record.get("_ng_task_index")
+    task = record.get("_ng_task_index", ordinal)
     return None if task is None else f"{task}-{record.get('_ng_rollout_index', 0)}"
 
 
@@ -148,26 +152,31 @@ class RunHealth:
     verdicts_path: Path | None = None
     verdict_ids: dict[RolloutKey, str] = field(default_factory=dict)
     """The ``rollout_id`` each verdict line names, by its key."""
+    verdict_lines: Counter[RolloutKey] = field(default_factory=Counter)
+    """How many verdict lines name each key: rows that share their indices (Gym flags them
+    ``rollout_duplicate_identity``) have a line each, and share the worst verdict here."""
     other_runs: list[Path] = field(default_factory=list)
     """Rollouts files of other runs in the directory, whose reports would bear the same names."""
 
     _seen: int = field(default=0, init=False, repr=False)
+    _seen_keys: Counter[RolloutKey] = field(default_factory=Counter, init=False, repr=False)
     _unmatched: int = field(default=0, init=False, repr=False)
     _misnamed: int = field(default=0, init=False, repr=False)
     _named: int = field(default=0, init=False, repr=False)
 
-    def see(self, record: Mapping[str, object]) -> None:
-        """Note a rollout as the run is read: whether the verdicts file has its verdict, under
-        the rollout id Gym gives it."""
+    def see(self, record: Mapping[str, object], ordinal: int | None = None) -> None:
+        """Note a rollout (the file's row ``ordinal``) as the run is read: whether the verdicts
+        file has its verdict, under the rollout id Gym gives it."""
         if self.verdicts is None:
             return
         self._seen += 1
-        key = rollout_key(record)
+        key = rollout_key(record, ordinal)
         if key not in self.verdicts:
             self._unmatched += 1
             return
+        self._seen_keys[key] += 1
         said = self.verdict_ids.get(key)
-        own = gym_rollout_id(record)
+        own = gym_rollout_id(record, ordinal)
         if said is None or own is None:
             return
         if said != own:
@@ -187,12 +196,14 @@ class RunHealth:
             self.verdicts is not None
             and self._unmatched == 0
             and self._misnamed == 0
-            and self._seen == len(self.verdicts)
+            and self._seen_keys == self.verdict_lines
         )
 
-    def verdict_of(self, record: Mapping[str, object]) -> str | None:
-        """A rollout's verdict, if the verdicts file gave one."""
-        return None if self.verdicts is None else self.verdicts.get(rollout_key(record))
+    def verdict_of(self, record: Mapping[str, object], ordinal: int | None = None) -> str | None:
+        """A rollout's verdict (the file's row ``ordinal``), if the verdicts file gave one."""
+        if self.verdicts is None:
+            return None
+        return self.verdicts.get(rollout_key(record, ordinal))
 
     def finish(self, rollout_count: int) -> None:
         """Once every rollout is seen: leave out what does not describe this run. The reports
@@ -220,7 +231,7 @@ class RunHealth:
         if self.verdicts is not None and not self.verdicts_fit():
             misnamed = f", {self._misnamed} under another id" if self._misnamed else ""
             self.notes.append(
-                f"{self.verdicts_path} holds {len(self.verdicts)} verdicts for the run's "
+                f"{self.verdicts_path} holds {self.verdict_lines.total()} verdicts for the run's "
                 f"{self._seen} rollouts ({self._unmatched} without one{misnamed}): it is not "
                 "this run's, so it is left out and the samples table has no health_verdict "
                 "column"
@@ -305,6 +316,11 @@ def _read_summary(path: Path, health: RunHealth) -> None:
     health.files[QUALITY_SUMMARY_NAME] = data
 
 
+def _worst_first(verdict: str) -> int:
+    """A verdict's place, worst first (one Gym does not name: after them)."""
+    return _WORST_FIRST.index(verdict) if verdict in _WORST_FIRST else len(_WORST_FIRST)
+
+
 def _read_verdicts(path: Path, health: RunHealth) -> dict[RolloutKey, str]:
     health.verdicts_path = path
     verdicts: dict[RolloutKey, str] = {}
@@ -313,7 +329,10 @@ def _read_verdicts(path: Path, health: RunHealth) -> dict[RolloutKey, str]:
         verdict = row.get("verdict") if isinstance(row, dict) else None
         if not isinstance(row, dict) or not isinstance(verdict, str):
             raise RunFileError(f"Malformed rollout verdicts {path}: line {number} has no verdict")
-        verdicts[rollout_key(row)] = verdict
+        key = rollout_key(row)
+        health.verdict_lines[key] += 1
+        earlier = verdicts.get(key, verdict)
+        verdicts[key] = min(earlier, verdict, key=_worst_first)
         if isinstance(said := row.get("rollout_id"), str):
             health.verdict_ids[rollout_key(row)] = said
     report.keep(health, ROLLOUT_VERDICTS_NAME, "its verdicts are in the samples table")

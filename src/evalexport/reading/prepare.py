@@ -293,7 +293,7 @@ def prepare(
                 count += 1
                 seen.see(rollout.record)
                 if health is not None:
-                    health.see(rollout.record)
+                    health.see(rollout.record, rollout.ordinal)
                 yield rollout
             for part in joined:
                 count += part.rollouts

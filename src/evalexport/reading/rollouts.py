@@ -39,6 +39,9 @@ class Rollout:
     """Its line is JSON as RFC 8259 has it (no ``NaN``, infinity or lone surrogate), read by
     msgspec: any strict JSON encoder writes its values back as they are (the tables' cells
     are written by msgspec then, :mod:`evalexport.tables.rollouts`)."""
+    ordinal: int | None = None
+    """Its place among the file's rows (lines not blank), from 0, as NeMo Gym's health checks
+    count it to number a row without indices; ``None`` where a read began mid-file."""
 
     @property
     def task_index(self) -> Any:
@@ -131,10 +134,12 @@ def too_long_message(path: Path, line_number: int) -> str:
 
 @dataclass
 class Cursor:
-    """Where a read of the rollouts file stands: the lines and bytes read so far."""
+    """Where a read of the rollouts file stands: the lines, rows (lines not blank) and bytes
+    read so far; ``rows`` is ``None`` for a read that began mid-file, which does not know it."""
 
     lines: int = 0
     offset: int = 0
+    rows: int | None = 0
 
 
 def read_rollouts(
@@ -163,21 +168,23 @@ def read_rollouts(
             digest.update(held[0])
         cursor.offset += len(held[0])
         cursor.lines = line_number
-        parsed = _parse_line(run, held.pop(), line_number)
+        parsed = _parse_line(run, held.pop(), line_number, cursor.rows)
         if parsed is not None and parsed is not _BLANK_LINE:
+            if cursor.rows is not None:
+                cursor.rows += 1
             yield parsed
 
 
-def _parse_line(run: RunPaths, raw: bytes, line_number: int) -> Rollout | None:
-    """The rollout on one line, ``_BLANK_LINE`` for a blank one, ``None`` at the end of the
-    file."""
+def _parse_line(run: RunPaths, raw: bytes, line_number: int, ordinal: int | None) -> Rollout | None:
+    """The rollout on one line (the file's row ``ordinal``), ``_BLANK_LINE`` for a blank
+    one, ``None`` at the end of the file."""
     if not raw:
         return None
     size = len(raw)
     if (decode := _fast_decode()) is not None:
         fast = decode(raw)  # None when refused: the strict parser decides, in its words
         if isinstance(fast, dict):
-            return Rollout(line_number, fast, size, strict_json=True)
+            return Rollout(line_number, fast, size, strict_json=True, ordinal=ordinal)
         del fast
     try:
         line = raw.decode("utf-8")
@@ -204,7 +211,7 @@ def _parse_line(run: RunPaths, raw: bytes, line_number: int) -> Rollout | None:
             f"Malformed rollouts file {run.rollouts}: line {line_number} is a JSON "
             f"{type(record).__name__}, expected an object"
         )
-    return Rollout(line_number, record, size)
+    return Rollout(line_number, record, size, ordinal=ordinal)
 
 
 def _malformed(run: RunPaths, line: str, line_number: int) -> RunFileError:

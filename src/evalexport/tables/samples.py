@@ -105,7 +105,7 @@ class SamplesTable:
         last: tuple[str, ...] | None = None
         with self._rows_file.open("w", encoding="utf-8", errors="backslashreplace") as rows:
             for rollout in rollouts:
-                keys, values = self._row(rollout.record)
+                keys, values = self._row(rollout.record, rollout.ordinal)
                 if keys != last:
                     rows.write(_ENCODER.encode({"keys": keys}) + "\n")
                     self._note_keys(keys)
@@ -131,7 +131,9 @@ class SamplesTable:
         self._text_indexes.add(column)
         return _cell(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
 
-    def _row(self, record: Mapping[str, object]) -> tuple[tuple[str, ...], list[object]]:
+    def _row(
+        self, record: Mapping[str, object], ordinal: int | None = None
+    ) -> tuple[tuple[str, ...], list[object]]:
         """A rollout's columns and their values, in the table's order: the fixed columns, the
         verdict, the conversation's, then its scalar fields in the order it holds them."""
         agent_ref = record.get("agent_ref")
@@ -144,7 +146,7 @@ class SamplesTable:
         ]
         keys: tuple[str, ...] = _FIXED
         if self._health is not None and self._health.verdicts is not None:
-            values.append(self._health.verdict_of(record))
+            values.append(self._health.verdict_of(record, ordinal))
             keys += (VERDICT_COLUMN,)
         values += _conversation(record).values()
         keys += CONVERSATION_COLUMNS

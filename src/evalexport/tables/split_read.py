@@ -274,7 +274,7 @@ def read_part(job: PartJob) -> PartDone:
     with open_regular(run.rollouts) as handle:
         start = part_start(handle, job.middle)
         handle.seek(start)
-        cursor = Cursor(offset=start)
+        cursor = Cursor(offset=start, rows=None)  # its rows' places are the parent's to know
         read = read_rollouts(run, handle, digest, cursor=cursor)
         with (directory / ROWS_FILE).open("w", encoding="utf-8", errors="backslashreplace") as out:
             count = write_rows(out, samples.rows(noted(read)), gate)
