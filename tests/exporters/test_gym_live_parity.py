@@ -246,3 +246,43 @@ def test_a_wandb_export_lines_up_with_gyms_live_wandb_run(
     assert [json.loads(row[0]) for row in our_table["data"]] == [
         json.loads(bytes(row[0])) for row in gym_table["data"]
     ]
+
+
+def test_the_run_gyms_live_exporter_made_is_named_by_the_export(
+    gym_oracle: GymOracle, mlflow_server, mlflow_python: Path, make_sample_run
+) -> None:
+    """An evaluation that logged live (Gym's MLflow exporter, configured by the global
+    config's ``mlflow_*`` keys) and is then exported: the export finds Gym's run from the
+    run's config, names it, and tags its own second run with it. Gym records nothing of its
+    live run beside the rollouts."""
+    from evalexport.masking import save_run_config
+
+    sample = make_sample_run(agents=("simple_agent",), tasks=2, repeats=2)
+    names = {
+        "mlflow_tracking_uri": mlflow_server.url,
+        "mlflow_experiment_name": "gym-live",
+        "mlflow_run_name": "aime-live",
+    }
+    config = _config_for(sample, **names)
+    live = gym_oracle.live_export(
+        "mlflow",
+        config=config,
+        rollouts=sample.rollouts,
+        aggregate=sample.run.aggregate_metrics,
+        environment={"MLFLOW_TRACKING_URI": mlflow_server.url, **INTERPOLATED},
+    )
+    assert live["error"] is None, live
+    assert sorted(path.name for path in sample.run.run_dir.iterdir() if "live" in path.name) == []
+    sample.run.saved_config.unlink()
+    save_run_config(config, sample.rollouts)  # the config Gym ran with, as save-config keeps it
+    exporter = MLflowExporter()
+    options = {
+        "rollouts_jsonl_fpath": str(sample.rollouts),
+        "mlflow_tracking_uri": mlflow_server.url,
+    }
+    result = export_run(exporter, sample.run, parse_options(exporter, options))
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    assert result.details["live_run_id"] == live["run_id"]
+    assert any(f"as MLflow run {live['run_id']} ('aime-live'" in n for n in result.notices)
+    (ours,) = read_runs(mlflow_python, mlflow_server.url, "aime24")
+    assert ours["tags"]["evalexport.live_run_id"] == live["run_id"]

@@ -212,7 +212,63 @@ def test_the_token_reaches_the_server_and_nothing_else(mlflow_server, sample_run
     assert token not in sample_run.run.export_marker("mlflow").read_text()
 
 
-def test_a_run_also_logged_live_is_exported_as_a_second_run_with_a_warning(
+GYM_LIVE_RUN = r"""
+import sys
+from mlflow import MlflowClient
+client = MlflowClient(sys.argv[1])
+experiment = client.get_experiment_by_name(sys.argv[2])
+experiment_id = experiment.experiment_id if experiment else client.create_experiment(sys.argv[2])
+run = client.create_run(experiment_id, run_name=sys.argv[3])
+client.set_terminated(run.info.run_id, "FINISHED")
+print(run.info.run_id)
+"""
+"""What NeMo Gym's live MLflow exporter leaves of an evaluation at the server (``setup``: a run
+of the config's ``mlflow_run_name`` in its experiment; ``teardown``: finished), and nothing
+beside the run. ``tests/exporters/test_gym_runs.py`` runs Gym's own exporter."""
+
+
+def _logged_live(sample, python: Path, uri: str, experiment: str, name: str) -> str:
+    """Log ``sample`` live as Gym does (a run ``name`` in ``experiment``), its saved config
+    naming where, as the config Gym ran with does; the live run's id."""
+    from evalexport.masking import save_run_config
+
+    made = subprocess.run(
+        [str(python), "-c", GYM_LIVE_RUN, uri, experiment, name],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    config = sample.run.read_saved_config()
+    config.update(mlflow_tracking_uri=uri, mlflow_experiment_name=experiment, mlflow_run_name=name)
+    sample.run.saved_config.unlink()
+    save_run_config(config, sample.rollouts)
+    return made.stdout.split()[-1]
+
+
+def test_a_run_gym_also_logged_live_is_named_and_exported_as_a_second_run(
+    mlflow_server, mlflow_python, sample_run
+) -> None:
+    """Gym 0.7.0 records nothing of its live run beside the rollouts; the run's config names
+    the experiment and the run name Gym logged to, and the export finds the run there (it
+    read only a ``<stem>_mlflow_live_run.json`` that no Gym writes, so it never said so)."""
+    live = _logged_live(sample_run, mlflow_python, mlflow_server.url, "live-evals", "aime-1")
+    options = {"mlflow_tracking_uri": mlflow_server.url, "mlflow_experiment_name": "exports"}
+    planned = _export(sample_run, dry_run=True, **options)
+    assert planned.status is ExportStatus.SUCCEEDED, planned.message
+    said = (
+        f"the evaluation also logged this run live, as MLflow run {live} ('aime-1' in "
+        "experiment 'live-evals', as its config says); the export would make a second run of it"
+    )
+    assert said in planned.notices
+    result = _export(sample_run, **options)
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    assert result.details["live_run_id"] == live
+    assert said.replace("the export would make", "this export is") in result.notices
+    (run,) = read_runs(mlflow_python, mlflow_server.url, "exports")
+    assert run["tags"]["evalexport.live_run_id"] == live
+
+
+def test_a_live_run_record_is_still_read_and_called_deprecated(
     mlflow_server, mlflow_python, sample_run, caplog
 ) -> None:
     sample_run.run.live_run_record("mlflow").write_text(json.dumps({"run_id": "live0123456789"}))
@@ -222,9 +278,9 @@ def test_a_run_also_logged_live_is_exported_as_a_second_run_with_a_warning(
         )
     assert result.status is ExportStatus.SUCCEEDED
     assert result.details["live_run_id"] == "live0123456789"
-    assert any(
-        "also logged live as MLflow run live0123456789" in r.getMessage() for r in caplog.records
-    )
+    (said,) = [r.getMessage() for r in caplog.records if "live0123456789" in r.getMessage()]
+    assert "also logged live as MLflow run live0123456789" in said
+    assert "deprecated" in said
     (run,) = read_runs(mlflow_python, mlflow_server.url, "live")
     assert run["tags"]["evalexport.live_run_id"] == "live0123456789"
 

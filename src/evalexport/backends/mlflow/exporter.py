@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -40,7 +41,7 @@ from evalexport.backends.mlflow.target import (
     uri_from_environment,
 )
 from evalexport.backends.mlflow.traces import TracesFile, traces_in
-from evalexport.backends.mlflow.worker import MlflowBatch, MlflowPayload
+from evalexport.backends.mlflow.worker import MlflowBatch, MlflowLiveRun, MlflowPayload
 from evalexport.gym.health import with_health
 from evalexport.reading.evaluation_times import exported_at
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
@@ -291,9 +292,12 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
         live_run_id = run.live_run_id(self.name)
         if live_run_id:
             logger.warning(
-                "%s was also logged live as MLflow run %s; exporting it as a second run",
+                "%s was also logged live as MLflow run %s; exporting it as a second run (%s "
+                "is deprecated and read until evalexport 0.6.0: NeMo Gym writes none, and its "
+                "live run is found from the run's config)",
                 run.rollouts.name,
                 live_run_id,
+                run.live_run_record(self.name).name,
             )
             run_tags["evalexport.live_run_id"] = live_run_id
         metrics_file = scratch / run.aggregate_metrics.name
@@ -331,6 +335,8 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
         if config.traces:  # a dry run only asks whether this MLflow can log them
             traces = traces_in(prepared)
             payload["traces"] = str(traces) if traces is not None else ""
+        if (live := gym_live_run(prepared.saved_config.config)) is not None:
+            payload["live_run"] = live
         if not live_run_id:
             return WorkerDelivery(payload, addresses=ADDRESSES)
 
@@ -352,6 +358,20 @@ JOB_TAG_PREFIX: Final = "gym_job."
 """The tags naming a NeMo Gym job's identity: ``gym_job.gym_job_id``, ``gym_job.gym_version``,
 ``gym_job.gym_commit``, ``gym_job.cluster``, ``gym_job.submitted_at``, ..., and
 ``gym_job.benchmark``."""
+
+
+def gym_live_run(config: Mapping[str, object]) -> MlflowLiveRun | None:
+    """Where the evaluation logged live to MLflow, as its config says: NeMo Gym's live
+    exporter runs when the global config names ``mlflow_tracking_uri``,
+    ``mlflow_experiment_name`` and ``mlflow_run_name`` (``MLFlowConfig.is_available``), and
+    makes its run under that name in that experiment; Gym records nothing else of it."""
+    uri, experiment, name = (config.get(key) for key in _GYM_LIVE_KEYS)
+    if not (uri and isinstance(experiment, str) and experiment and isinstance(name, str) and name):
+        return None
+    return MlflowLiveRun(experiment=experiment, run_name=name)
+
+
+_GYM_LIVE_KEYS: Final = ("mlflow_tracking_uri", "mlflow_experiment_name", "mlflow_run_name")
 
 
 def _run_tags(run: RunArtifacts, prepared: PreparedRun, fingerprint: str | None) -> dict[str, str]:

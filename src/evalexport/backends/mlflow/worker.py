@@ -61,8 +61,9 @@ SURFACE: Final = {
     "reads": {
         "mlflow.tracking.MlflowClient": (),
         "mlflow.entities.Experiment": ("experiment_id",),
-        "mlflow.entities.Run": ("info",),
-        "mlflow.entities.RunInfo": ("run_id", "status"),
+        "mlflow.entities.Run": ("info", "data"),
+        "mlflow.entities.RunInfo": ("run_id", "status", "run_name"),
+        "mlflow.entities.RunData": ("tags",),
         "mlflow.entities.Trace": ("info",),
         "mlflow.entities.TraceInfo": ("trace_id",),
         "mlflow.store.entities.PagedList": ("token",),
@@ -100,6 +101,9 @@ SURFACE: Final = {
 (``Surface.declared``: its exporter's ``sdk.contract``): plain data, so the pytest plugin knows the SDK without importing the
 exporter. Keep it in step with the code below; the contract checks hold the fakes and the
 real releases to it."""
+
+LIVE_RUN_TAG: Final = "evalexport.live_run_id"
+"""The tag that names the run NeMo Gym's live exporter made of the same evaluation."""
 
 WARM_UP = ("mlflow.entities", "mlflow.tracking")
 """Imported by the runner before the payload arrives (while the parent reads the run)."""
@@ -140,8 +144,20 @@ class MlflowTrace(TypedDict):
     """The rollout's reward, logged as the trace's ``reward`` feedback (``None``: none)."""
 
 
+class MlflowLiveRun(TypedDict):
+    """Where the evaluation logged live to MLflow, as its config says (NeMo Gym's live
+    exporter: a run of this name in this experiment)."""
+
+    experiment: str
+    run_name: str
+
+
 class _MlflowPayloadOptions(TypedDict, total=False):
     """The keys of an MLflow payload that only some exports send."""
+
+    live_run: MlflowLiveRun
+    """The run's config says the evaluation also logged live to MLflow: its run, where the
+    target holds it, is named in the result (this export is a second run of the data)."""
 
     traces: str
     """With ``+traces=true``: a file of one :class:`MlflowTrace` JSON line a rollout, each
@@ -272,6 +288,43 @@ def _delete_traces_of(client: Any, experiment_id: str, run_id: str) -> int:
     return len(trace_ids)
 
 
+def _live_runs(client: Any, payload: MlflowPayload) -> list[str]:
+    """The runs NeMo Gym's live exporter made of this evaluation at the target, newest first:
+    named as the run's config names its live run, in the experiment it names, and made by no
+    export (without the fingerprint tag)."""
+    live = payload.get("live_run")
+    experiment = client.get_experiment_by_name(live["experiment"]) if live else None
+    if not live or experiment is None:
+        return []
+    name = live["run_name"]
+    found = client.search_runs(
+        [str(experiment.experiment_id)],
+        filter_string=f"attributes.run_name = '{name}'" if "'" not in name else "",
+        order_by=["attributes.start_time DESC"],
+    )
+    tag = payload["fingerprint_tag"]
+    return [
+        each.info.run_id
+        for each in found
+        if each.info.run_name == name and tag not in each.data.tags
+    ]
+
+
+def _named_live(runs: list[str]) -> dict[str, Any]:
+    """The result's detail naming the newest live run, if there is one."""
+    return {"live_run_id": runs[0]} if runs else {}
+
+
+def _live_said(payload: MlflowPayload, runs: list[str], *, would: bool) -> str:
+    """The notice naming the live runs ``runs`` of the evaluation."""
+    live = payload["live_run"]
+    return (
+        f"the evaluation also logged this run live, as MLflow run {', '.join(runs)} "
+        f"({live['run_name']!r} in experiment {live['experiment']!r}, as its config says); "
+        f"{'the export would make' if would else 'this export is'} a second run of it"
+    )
+
+
 def _at(experiment: str, uri: str) -> str:
     return f"MLflow experiment {experiment!r} at {uri}"
 
@@ -290,6 +343,8 @@ def _dry_run(client: Any, payload: MlflowPayload) -> WorkerResult:
     if existing and payload["skip_existing"]:
         return skipped_as_held(_at(name, uri), existing, notices)
     # The dry run says what existing_run_ids holds in its own words.
+    if live := _live_runs(client, payload):
+        notices.append(_live_said(payload, live, would=True))
     return result(
         "succeeded",
         ExitCode.OK,
@@ -396,6 +451,7 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
     traced = 0
     removed: list[str] = []
     existing: list[str] = []
+    live: list[str] = []
     if "traces" in payload and (refusal := traces_refusal(MlflowClient)) is not None:
         return result("failed", FAILED, f"MLflow export to {uri} refused: {refusal}")
     if payload["dry_run"] and payload["store_directory"] and not _store_path(uri).exists():
@@ -422,12 +478,13 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
         existing = earlier.get("FINISHED", [])
         if existing and payload["skip_existing"]:
             return skipped_as_held(_at(payload["experiment_name"], uri), existing, removed)
+        live = _live_runs(client, payload)
         progress(1, total)
         created = client.create_run(
             experiment_id,
             start_time=payload["start_time_ms"],
             run_name=payload["run_name"],
-            tags=payload["run_tags"],
+            tags={**payload["run_tags"], **({LIVE_RUN_TAG: live[0]} if live else {})},
         )
         run_id = created.info.run_id
         progress(2, total)
@@ -468,7 +525,7 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
             f"MLflow export to {uri} failed{left}: {_described(error, uri)}",
             partial_run_id=run_id,
         )
-    notices = removed
+    notices = removed + ([_live_said(payload, live, would=False)] if live else [])
     if existing:
         notices.append(already_held(_at(payload["experiment_name"], uri), existing, skip=False))
     traces: dict[str, Any] = {"traces": traced} if "traces" in payload else {}
@@ -482,6 +539,7 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
         notices=notices,
         existing_run_ids=existing,
         **traces,
+        **_named_live(live),
     )
 
 

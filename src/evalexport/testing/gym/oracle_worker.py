@@ -4,6 +4,7 @@ Standard library plus nemo_gym only; evalexport is not installed there.
 """
 
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -31,7 +32,6 @@ def _metrics_to_log(aggregate: list[dict[str, Any]]) -> dict[str, object]:
 def _live_export(request: dict[str, Any]) -> dict[str, object]:
     """Run one of Gym's live exporters over a finished run, as a live run would call it."""
     import logging
-    import os
     from importlib import import_module
 
     from nemo_gym.rollout_collection import _rollout_for_export
@@ -176,8 +176,6 @@ def _make_job(request: dict[str, Any]) -> dict[str, object]:
     the record, the resolved config and each benchmark's directory, as a submit leaves them.
     Nothing is queued; ``environment`` is set first (the ``host:`` values, the local index's
     ``XDG_CACHE_HOME``)."""
-    import os
-
     from nemo_gym.orchestration.api import SubmitConfig
     from nemo_gym.orchestration.executors.connection import LocalConnection
     from nemo_gym.orchestration.executors.slurm import _MARKER, SlurmExecutor
@@ -230,6 +228,11 @@ def main() -> None:
     from nemo_gym.atif_export import ExportAtifConfig, export_rollouts_to_atif
     from nemo_gym.rollout_observability import TrajectoryRecord
 
+    # The answers go out on a copy of stdout; what Gym's code or an SDK prints (MLflow's
+    # "View run ... at" links to a server) goes to stderr, not into them.
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     for line in sys.stdin:
         request = json.loads(line)
         action = request["action"]
@@ -317,8 +320,8 @@ def main() -> None:
                     "error": str(error) or traceback.format_exc(limit=3),
                     "type": type(error).__name__,
                 }
-        sys.stdout.write(json.dumps(answer) + "\n")
-        sys.stdout.flush()
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
 
 
 if __name__ == "__main__":
