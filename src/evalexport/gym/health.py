@@ -25,7 +25,6 @@ before.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -33,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Protocol, final
 
+from evalexport.gym.identity import RolloutKey, gym_rollout_id, rollout_key
 from evalexport.host.files import (
     RunFileError,
     not_a_file_reason,
@@ -50,11 +50,8 @@ __all__ = [
     "ROLLOUT_VERDICTS_NAME",
     "VERDICT_KEY",
     "HealthPaths",
-    "RolloutKey",
     "RunHealth",
-    "gym_rollout_id",
     "read_health",
-    "rollout_key",
     "with_health",
 ]
 
@@ -72,40 +69,6 @@ _WORST_FIRST: Final = ("unhealthy", "unobserved", "healthy")
 MAX_FILE_BYTES: Final = 64 * 1024 * 1024
 """The largest report read whole (the summary), or kept to upload (the others: larger ones are
 still counted, and the result says they were not uploaded)."""
-
-RolloutKey = tuple[object, object, object]
-"""``(task index, rollout index, stage index or None)``: what a verdict line names."""
-
-
-def rollout_key(record: Mapping[str, object], ordinal: int | None = None) -> RolloutKey:
-    """The key a rollout's verdict is found by: its task, rollout and stage indices. A row
-    without a task index is numbered as Gym's health checks number it (``_worker``): its
-    ``ordinal`` among the file's rows, and rollout 0 where it has no rollout index."""
-    return (
-        _keyed(record.get("_ng_task_index", ordinal)),
-        _keyed(record.get("_ng_rollout_index", 0 if ordinal is not None else None)),
-        _keyed(record.get("stage_index")),
-    )
-
-
-def _keyed(value: object) -> object:
-    """A list or an object (no index, but a row may hold one) by its JSON text, which keys it."""
-    return json.dumps(value, sort_keys=True) if isinstance(value, list | dict) else value
-
-
-def gym_rollout_id(record: Mapping[str, object], ordinal: int | None = None) -> str | None:
-    """The rollout id Gym's health checks give a rollout (``rollout_health._worker``): the
-    record's ``_ng_rollout_id``, else its trajectory's ``rollout_id``, else
-    ``<task>-<rollout>``, a row without indices numbered by its ``ordinal``
-    (:func:`rollout_key`); ``None`` where neither is known."""
-    trajectory = record.get("ng_trajectory")
-    own = record.get("_ng_rollout_id") or (
-        trajectory.get("rollout_id") if isinstance(trajectory, dict) else None
-    )
-    if own:
-        return str(own)
-    task = record.get("_ng_task_index", ordinal)
-    return None if task is None else f"{task}-{record.get('_ng_rollout_index', 0)}"
 
 
 class HealthPaths(Protocol):
@@ -311,7 +274,11 @@ def _read_summary(path: Path, health: RunHealth) -> None:
     health.metrics.update(finite_numbers(numbers, HEALTH_PREFIX.rstrip("/")))
     verdicts = run.get("verdicts")
     if isinstance(verdicts, dict):
-        present = [name for name in _WORST_FIRST if _count(verdicts.get(name)) > 0]
+        present = [
+            name
+            for name in _WORST_FIRST
+            if type(count := verdicts.get(name)) is int and count > 0  # not a bool
+        ]
         health.verdict = present[0] if present else None
     health.files[QUALITY_SUMMARY_NAME] = data
 
@@ -331,10 +298,9 @@ def _read_verdicts(path: Path, health: RunHealth) -> dict[RolloutKey, str]:
             raise RunFileError(f"Malformed rollout verdicts {path}: line {number} has no verdict")
         key = rollout_key(row)
         health.verdict_lines[key] += 1
-        earlier = verdicts.get(key, verdict)
-        verdicts[key] = min(earlier, verdict, key=_worst_first)
+        verdicts[key] = min(verdicts.get(key, verdict), verdict, key=_worst_first)
         if isinstance(said := row.get("rollout_id"), str):
-            health.verdict_ids[rollout_key(row)] = said
+            health.verdict_ids[key] = said
     report.keep(health, ROLLOUT_VERDICTS_NAME, "its verdicts are in the samples table")
     return verdicts
 
@@ -380,18 +346,10 @@ class _Report:
         if self.size <= MAX_FILE_BYTES:
             health.files[name] = b"".join(self.lines)
         else:
-            health.notes.append(_too_big(self.path, kept))
-
-
-def _too_big(path: Path, kept: str) -> str:
-    return (
-        f"{path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, the most evalexport "
-        f"uploads of it: it is not uploaded ({kept})"
-    )
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+            health.notes.append(
+                f"{self.path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, the most "
+                f"evalexport uploads of it: it is not uploaded ({kept})"
+            )
 
 
 def with_health(

@@ -299,7 +299,7 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
                 live_run_id,
                 run.live_run_record(self.name).name,
             )
-            run_tags["evalexport.live_run_id"] = live_run_id
+            run_tags[mlflow_worker.LIVE_RUN_TAG] = live_run_id
         metrics_file = scratch / run.aggregate_metrics.name
         metrics_file.write_bytes(prepared.aggregate_metrics)  # as read, through the gate
         artifacts = [_write_global_config(plan.saved_config, scratch), metrics_file]
