@@ -175,7 +175,9 @@ def read_rollouts(
             yield parsed
 
 
-def _parse_line(run: RunPaths, raw: bytes, line_number: int, ordinal: int | None) -> Rollout | None:
+def _parse_line(
+    run: RunPaths, raw: bytes, line_number: int, ordinal: int | None = None
+) -> Rollout | None:
     """The rollout on one line (the file's row ``ordinal``), ``_BLANK_LINE`` for a blank
     one, ``None`` at the end of the file."""
     if not raw:
