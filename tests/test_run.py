@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,24 @@ def test_missing_aggregate_metrics_name_gyms_reward_profiling_of_this_run(
         "the materialized inputs rollout collection writes beside the rollouts "
         "(aime24_rollouts_materialized_inputs.jsonl)"
     )
+
+
+def test_the_reward_profiling_command_quotes_a_path_a_shell_would_split(tmp_path) -> None:
+    from evalexport.testing.factory import make_run
+
+    run = make_run(tmp_path / "eval runs" / "it's mine", aggregate=False, sidecars=True).run
+    reason = run.missing_file_reason(needs_metrics_and_config=True)
+    assert reason is not None
+    command = shlex.split(reason.split("with no model or server: ", 1)[1])
+    assert command == [
+        "gym",
+        "eval",
+        "profile",
+        "--inputs",
+        str(run.materialized_inputs),
+        "--rollouts",
+        str(run.rollouts),
+    ]
 
 
 def test_gyms_reward_profiling_files_are_this_runs_not_another_runs(make_sample_run) -> None:

@@ -7,6 +7,7 @@ from ``R`` here and nowhere else, so exporters never guess at a path.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -398,8 +399,8 @@ class RunArtifacts:
             else ""
         )
         inputs = self.materialized_inputs
-        given, which = (
-            (str(inputs), "")
+        given, which = (  # the command as a shell takes it, a path with a space quoted
+            (shlex.quote(str(inputs)), "")
             if inputs.is_file()
             else (
                 "INPUTS.jsonl",
@@ -411,7 +412,8 @@ class RunArtifacts:
             f"{apart}. NeMo Gym's rollout collection writes them when it ends; for rollouts "
             "without them, Gym's reward profiling writes the agent-level metrics, read in "
             "their place, with no model or server: "
-            f"gym eval profile --inputs {given} --rollouts {self.rollouts}{which}"
+            f"gym eval profile --inputs {given} --rollouts {shlex.quote(str(self.rollouts))}"
+            f"{which}"
         )
 
     def other_runs_in_directory(self) -> list[Path]:
@@ -497,7 +499,7 @@ class RunArtifacts:
 
     def _own_files(self) -> dict[str, str]:
         """This run's files that NeMo Gym and evalexport name after it, by name: their roles."""
-        roles = {
+        return {
             self.rollouts.name: "rollouts",
             self.agent_metrics.name: "agent-level metrics",
             self.aggregate_metrics.name: "aggregate metrics"
@@ -511,7 +513,6 @@ class RunArtifacts:
             self._sibling("_reward_profiling.jsonl").name: "reward profiling",
             self._sibling("_repeat_level_metrics.json").name: "repeat-level metrics",
         }
-        return roles
 
 
 def _names_rollouts(name: str) -> bool:
