@@ -227,7 +227,7 @@ def _runs_of(client: Any, experiment_id: str, payload: MlflowPayload) -> dict[st
     return runs
 
 
-def _unfinished(runs: dict[str, list[str]]) -> list[tuple[str, str]]:
+def _unfinished_runs(runs: dict[str, list[str]]) -> list[tuple[str, str]]:
     """``(run id, status)`` of each run that did not finish."""
     return [
         (run_id, status) for status, ids in runs.items() if status != "FINISHED" for run_id in ids
@@ -240,7 +240,7 @@ def _delete_unfinished(client: Any, experiment_id: str, runs: dict[str, list[str
     deleted run until ``mlflow gc``); a notice for each. A run the store will not delete is
     marked ``FAILED`` if it still says ``RUNNING``, and its notice says how to delete it."""
     notices = []
-    for run_id, status in _unfinished(runs):
+    for run_id, status in _unfinished_runs(runs):
         said = unfinished(f"MLflow run {run_id}", status)
         try:
             traces = _delete_traces_of(client, experiment_id, run_id)
@@ -338,7 +338,7 @@ def _dry_run(client: Any, payload: MlflowPayload) -> WorkerResult:
     notices = [
         f"{unfinished(f'MLflow run {run_id}', status)}, would be deleted with its traces, so "
         "that the experiment holds this run once"
-        for run_id, status in _unfinished(runs)
+        for run_id, status in _unfinished_runs(runs)
     ]
     if existing and payload["skip_existing"]:
         return skipped_as_held(_at(name, uri), existing, notices)
