@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,12 +96,7 @@ def test_the_samples_table_has_each_rollouts_verdict(example) -> None:
     changed["verdict"] = "unhealthy"
     lines[5] = json.dumps(changed)
     example.rollout_verdicts.write_text("\n".join(lines) + "\n")
-    prepared = prepare(example, rollouts_table=True, health=True)
-    try:
-        assert prepared.rollouts_table is not None
-        table = json.loads((prepared.rollouts_table.parent / "samples.json").read_text())
-    finally:
-        prepared.discard()
+    table, _ = samples_table(example)
     column = table["columns"].index("health_verdict")
     by_key = {(row[0], row[1]): row[column] for row in table["data"]}
     assert len(by_key) == 32
@@ -125,8 +121,9 @@ def test_an_index_that_is_a_list_keys_a_verdict_as_any_other_value_does(example)
     assert len(prepared.health.verdicts) == 32
 
 
-def _samples_verdicts(run: RunArtifacts) -> tuple[list[object], list[str]]:
-    """The samples table's health_verdict column, row by row, and what the reading noted."""
+def samples_table(run: RunArtifacts) -> tuple[dict[str, Any], list[str]]:
+    """The samples table an export of ``run`` sends (Gym's health files read), and what the
+    reading noted of them."""
     prepared = prepare(run, rollouts_table=True, health=True)
     try:
         assert prepared.rollouts_table is not None
@@ -134,12 +131,16 @@ def _samples_verdicts(run: RunArtifacts) -> tuple[list[object], list[str]]:
     finally:
         prepared.discard()
     assert prepared.health is not None
-    column = (
-        table["columns"].index("health_verdict") if "health_verdict" in table["columns"] else None
-    )
-    return [
-        row[column] for row in table["data"]
-    ] if column is not None else [], prepared.health.notes
+    return table, prepared.health.notes
+
+
+def _samples_verdicts(run: RunArtifacts) -> tuple[list[object], list[str]]:
+    """The samples table's health_verdict column, row by row, and what the reading noted."""
+    table, notes = samples_table(run)
+    if "health_verdict" not in table["columns"]:
+        return [], notes
+    column = table["columns"].index("health_verdict")
+    return [row[column] for row in table["data"]], notes
 
 
 def test_rows_without_indices_get_the_verdicts_gym_numbers_them_by(example) -> None:

@@ -308,8 +308,8 @@ def test_gyms_verdicts_of_rows_without_indices_or_sharing_them_reach_the_samples
     and give each of two rows that share a key a verdict line of its own; every row's verdict
     is in the samples table, as Gym gave it (they were left out as "not this run's" for 51 of
     Gym's 141 example runs)."""
-    from evalexport.tables.prepare import prepare
     from evalexport.testing.recorded_shapes import unindexed_row
+    from tests.test_health_files import samples_table
 
     shutil.copytree(EXAMPLE, tmp_path / "run")
     run = RunArtifacts.from_rollouts_path(tmp_path / "run" / "aime24_rollouts.jsonl")
@@ -327,14 +327,8 @@ def test_gyms_verdicts_of_rows_without_indices_or_sharing_them_reach_the_samples
         said = json.loads(line)
         assert said["_ng_rollout_index"] == 0
         gyms[said["_ng_task_index"]] = said["verdict"]
-    prepared = prepare(run, rollouts_table=True, health=True)
-    try:
-        assert prepared.rollouts_table is not None
-        table = json.loads((prepared.rollouts_table.parent / "samples.json").read_text())
-    finally:
-        prepared.discard()
-    assert prepared.health is not None
-    assert prepared.health.notes == []
+    table, notes = samples_table(run)
+    assert notes == []
     column = table["columns"].index("health_verdict")
     expected = [gyms[row.get("_ng_task_index", place)] for place, row in enumerate(rows)]
     assert [row[column] for row in table["data"]] == expected

@@ -57,18 +57,35 @@ print(json.dumps([read(where) for where in sys.argv[4:] or [""]]))
 after the run id (``""``: every trace), in one process (an ``import mlflow`` is seconds)."""
 
 
-def _read_traces(python: Path, uri: str, experiment: str, run_id: str, *wheres: str):
-    """The run's traces matching each filter in ``wheres`` (every trace, with none): one
-    list for each filter, or the one list of every trace."""
+def _mlflow(python: Path, script: str, *arguments: str) -> Any:
+    """What ``script`` prints last, as JSON, run in the mlflow environment ``python``."""
     completed = subprocess.run(
-        [str(python), "-c", READ_TRACES, uri, experiment, run_id, *wheres],
+        [str(python), "-c", script, *arguments],
         capture_output=True,
         text=True,
         check=False,
         timeout=300,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
-    found = json.loads(completed.stdout.splitlines()[-1])
+    return json.loads(completed.stdout.splitlines()[-1])
+
+
+def _traced_export(sample: Any, uri: str, experiment: str) -> list[str]:
+    """The command line of an MLflow export of ``sample`` with traces, its result as JSON."""
+    return [
+        "mlflow",
+        f"+rollouts_jsonl_fpath={sample.rollouts}",
+        f"+mlflow_tracking_uri={uri}",
+        f"+mlflow_experiment_name={experiment}",
+        "+traces=true",
+        "--json",
+    ]
+
+
+def _read_traces(python: Path, uri: str, experiment: str, run_id: str, *wheres: str):
+    """The run's traces matching each filter in ``wheres`` (every trace, with none): one
+    list for each filter, or the one list of every trace."""
+    found = _mlflow(python, READ_TRACES, uri, experiment, run_id, *wheres)
     return found if wheres else found[0]
 
 
@@ -300,18 +317,6 @@ print(json.dumps({
 """Every run of an experiment (status, lifecycle stage) and the number of its traces."""
 
 
-def _mlflow(python: Path, script: str, *arguments: str) -> Any:
-    completed = subprocess.run(
-        [str(python), "-c", script, *arguments],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    return json.loads(completed.stdout.splitlines()[-1])
-
-
 @pytest.mark.downloads
 @pytest.mark.parametrize("left", ["KILLED", "FAILED"])
 def test_a_rerun_deletes_an_unfinished_exports_run_and_traces_so_each_rollout_is_traced_once(
@@ -323,14 +328,7 @@ def test_a_rerun_deletes_an_unfinished_exports_run_and_traces_so_each_rollout_is
     runs and the traces twice over)."""
     sample = make_sample_run("unfinished", tasks=3, repeats=2)
     experiment = f"unfinished-{left}-{sample.canaries.suffix}"
-    arguments = [
-        "mlflow",
-        f"+rollouts_jsonl_fpath={sample.rollouts}",
-        f"+mlflow_tracking_uri={mlflow_server.url}",
-        f"+mlflow_experiment_name={experiment}",
-        "+traces=true",
-        "--json",
-    ]
+    arguments = _traced_export(sample, mlflow_server.url, experiment)
     first = json.loads(cli(*arguments).stdout)
     assert first["status"] == "succeeded", first["message"]
     _mlflow(mlflow_python, UNFINISH, mlflow_server.url, first["run_id"], left)
@@ -374,14 +372,7 @@ def test_mlflows_traces_view_shows_a_rollout_step_by_step(
 
     sample = make_sample_run("viewed", agents=("aime24_math_tool_agent",), tasks=2, repeats=1)
     experiment = f"trace-view-{sample.canaries.suffix}"
-    done = cli(
-        "mlflow",
-        f"+rollouts_jsonl_fpath={sample.rollouts}",
-        f"+mlflow_tracking_uri={mlflow_server.url}",
-        f"+mlflow_experiment_name={experiment}",
-        "+traces=true",
-        "--json",
-    )
+    done = cli(*_traced_export(sample, mlflow_server.url, experiment))
     result = json.loads(done.stdout)
     assert result["status"] == "succeeded", result["message"]
     traces = _read_traces(mlflow_python, mlflow_server.url, experiment, result["run_id"])

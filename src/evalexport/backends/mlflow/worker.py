@@ -264,10 +264,9 @@ def _delete_unfinished(client: Any, experiment_id: str, runs: dict[str, list[str
 
 
 def _delete_traces_of(client: Any, experiment_id: str, run_id: str) -> int:
-    """Delete the traces linked to ``run_id``; how many. Exports log traces from MLflow 3 on."""
-    import mlflow
-
-    if int(mlflow.__version__.split(".")[0]) < 3:
+    """Delete the traces linked to ``run_id``; how many. An MLflow that cannot link traces to
+    a run (:func:`traces_refusal`) holds none an export logged."""
+    if traces_refusal(type(client)) is not None:
         return 0
     trace_ids: list[str] = []
     token = None
