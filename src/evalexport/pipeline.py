@@ -327,7 +327,7 @@ class _Export:
             result, fingerprint = self.read_and_send(gate, delivery)
             if self.dry_run:
                 return result  # described, never marked
-            if self.guard is not None and result.status is ExportStatus.SUCCEEDED:
+            if self.guard is not None and _landed(result):
                 assert fingerprint is not None
                 result = self.guard.marked(result, self.target.where, fingerprint)
         if delivery.signum is None:
@@ -386,6 +386,17 @@ class _Export:
                 return result, fingerprint
             finally:
                 _discard(prepared)
+
+
+def _landed(result: ExportResult) -> bool:
+    """Whether the target holds the run's data, finished, after ``result``: an export that
+    succeeded, or one that found a finished run of the data there (the marker records it, so
+    a rerun skips here rather than ask the target again)."""
+    return result.status is ExportStatus.SUCCEEDED or (
+        result.status is ExportStatus.SKIPPED
+        and result.skip_reason is SkipReason.FOUND_AT_TARGET
+        and bool(result.run_id)
+    )
 
 
 def _gate(config: ExporterConfig) -> contextlib.AbstractContextManager[Egress]:

@@ -45,8 +45,14 @@ class SkipReason(enum.StrEnum):
     DEDUPED = "deduped"
     """The service already holds this content (EvalRDL) and stored nothing new."""
     FOUND_AT_TARGET = "found at target"
-    """The target already holds a run of this run's data (its fingerprint), and
-    ``+skip_existing`` asked to skip rather than export a second copy."""
+    """The target already holds a finished run of this run's data (its fingerprint): one
+    ``+skip_existing`` asks to skip for, one another export made while this one waited for
+    it, or one an earlier export of this run started and another finished. The marker records
+    it, as it records an export."""
+    IN_PROGRESS_AT_TARGET = "in progress at target"
+    """Another export is making a run of this run's data at the target (it holds the run's
+    lease), and ``+skip_existing`` asked to skip rather than wait for it. No marker is
+    written: that export may still fail."""
     NOT_STARTED = "benchmark never started"
     """The NeMo Gym job never started this benchmark (its submission failed): there is no run
     to export, and no export failed."""

@@ -90,9 +90,9 @@ def test_a_stop_signal_ends_the_remote_run_as_killed_and_writes_nothing(
 
     rerun = lab.run(*_export_args(sample_run, mlflow_server.url, experiment))
     assert rerun.exit_code == 0, rerun.output
-    assert "(KILLED), was deleted" in str(rerun.result()["message"])
+    assert str(rerun.result()["message"]).startswith("resumed and finished MLflow run")
     runs = _runs_of(mlflow_python, mlflow_server, experiment, sample_run)
-    assert list(runs) == ["FINISHED"]  # the killed run is deleted: one run of the data
+    assert list(runs) == ["FINISHED"]  # the killed run is resumed: one run of the data
     assert len(runs["FINISHED"]) == 1
 
 
@@ -140,9 +140,9 @@ def test_a_worker_killed_outright_is_reported_and_the_rerun_ends_its_abandoned_r
 
     rerun = lab.run(*_export_args(sample_run, mlflow_server.url, experiment))
     assert rerun.exit_code == 0, rerun.output
-    assert "(RUNNING), was deleted" in str(rerun.result()["message"])  # the result says it
+    assert str(rerun.result()["message"]).startswith("resumed and finished MLflow run")
     runs = _runs_of(mlflow_python, mlflow_server, experiment, sample_run)
-    assert list(runs) == ["FINISHED"]  # the abandoned run is deleted: one run of the data
+    assert list(runs) == ["FINISHED"]  # the abandoned run is resumed: one run of the data
     assert len(runs["FINISHED"]) == 1
 
 

@@ -155,7 +155,14 @@ class OpenedWorker:
 
         variables = {**self._spec.environment, **self._spec.secrets}
         return self._stack.enter_context(
-            started_worker(environment, self._body, variables, self._progress, self._admitted)
+            started_worker(
+                environment,
+                self._body,
+                variables,
+                self._progress,
+                self._admitted,
+                say=lambda text: logger.info("%s: %s", self._exporter, text),
+            )
         )
 
     def not_asked(self, run_dir: str) -> ExportResult | None:

@@ -174,6 +174,7 @@ def started_worker(
     secrets: dict[str, str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     admitted: Admitted = BASE,
+    say: Callable[[str], None] | None = None,
 ) -> Iterator[StartedWorker]:
     """A worker for ``body`` in ``environment``, started now, given its payload later with
     :meth:`StartedWorker.run`. However the block ends, nothing it started outlives it: a worker
@@ -181,7 +182,8 @@ def started_worker(
 
     ``secrets`` (and the worker's own variables) go to the worker's environment only, never
     to disk; of this process's environment the worker is given what ``admitted`` admits
-    (:mod:`.variables`), nothing else.
+    (:mod:`.variables`), nothing else. ``say(text)`` is called with what the worker says
+    while it works (a wait for another export, as it begins).
     """
     with owned_scratch("evalexport-worker-") as workdir:
         runner = workdir / "evalexport_worker_runner.py"
@@ -223,7 +225,7 @@ def started_worker(
                 os.close(report_write)  # the worker's copies are the ones that count
                 os.close(log_write)
             launch.started(process.pid)
-            reports = Reports(report_read, progress)
+            reports = Reports(report_read, progress, say)
             log = LogTail(log_read)
             try:
                 yield StartedWorker(process, workdir, body_copy, reports, log, report_write)

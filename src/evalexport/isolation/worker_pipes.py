@@ -24,11 +24,17 @@ __all__ = ["LogTail", "Reports"]
 @final
 class Reports:
     """The worker's report pipe, read as it writes: ``progress DONE TOTAL`` lines forwarded to
-    ``progress``, and its ``result <json>`` kept."""
+    ``progress``, ``say <json text>`` lines to ``say``, and its ``result <json>`` kept."""
 
-    def __init__(self, fd: int, progress: Callable[[int, int], None] | None) -> None:
+    def __init__(
+        self,
+        fd: int,
+        progress: Callable[[int, int], None] | None,
+        say: Callable[[str], None] | None = None,
+    ) -> None:
         self._result: str | None = None
         self._progress = progress
+        self._say = say
         self.on_success: Callable[[], None] | None = None
         """Called, from the reader's thread, when the worker reports a succeeded result."""
         self._thread = threading.Thread(
@@ -44,6 +50,11 @@ class Reports:
                     self._result = rest.decode("utf-8", errors="replace")
                     if self.on_success is not None and _succeeded(self._result):
                         self.on_success()
+                elif kind == b"say" and self._say is not None:
+                    with contextlib.suppress(Exception):  # not text, or a callback that raises
+                        said = json.loads(rest)
+                        if isinstance(said, str):
+                            self._say(said)
                 elif kind == b"progress" and self._progress is not None:
                     parts = rest.split()
                     if len(parts) == 2 and all(part.isdigit() for part in parts):

@@ -7,7 +7,8 @@ when the payload comes; stdin closing before a request means the parent let it g
 The request arrives as one JSON line on stdin (a ``RunnerRequest`` of
 ``evalexport/workers/protocol.py``), so nothing it holds (a tracking URI with a password, say)
 is ever written to disk. The body is a Python file defining ``run(payload) -> WorkerResult``;
-a body whose ``run`` also takes ``progress`` gets a ``progress(done, total)`` to call. The
+a body whose ``run`` also takes ``progress`` gets a ``progress(done, total)`` to call, and one
+that takes ``say`` a ``say(text)`` that the parent logs at once (a wait, as it begins). The
 protocol module is shipped beside this file, and made importable under its own name
 (``evalexport.workers.protocol``) before the body runs, so the bodies import the types and the
 result builder exactly as the exporters do. Progress and, last, the result go back on the
@@ -129,6 +130,14 @@ def _progress_reporter(fd: int | None) -> Any:
     return progress
 
 
+def _sayer(fd: int | None) -> Any:
+    def say(text: str) -> None:
+        # One line whatever the text holds: JSON escapes its line breaks.
+        _report(fd, f"say {json.dumps(str(text))}")
+
+    return say
+
+
 def _interrupted_result(interruption: Interrupted, orphaned: bool) -> dict[str, Any]:
     """Failed with ``128 + signal``; the message is what the body noted of its cleanup."""
     name = signal.Signals(interruption.signum).name
@@ -179,11 +188,14 @@ def main(argv: list[str]) -> int:
             run = (body or runpy.run_path(request["body"], run_name="evalexport_worker_body"))[
                 "run"
             ]
-            if "progress" in inspect.signature(run).parameters:
-                progress = _progress_reporter(request.get("report_fd"))
-                result = run(request["payload"], progress=progress)
-            else:
-                result = run(request["payload"])
+            parameters = inspect.signature(run).parameters
+            fd = request.get("report_fd")
+            reporters = {
+                name: make(fd)
+                for name, make in (("progress", _progress_reporter), ("say", _sayer))
+                if name in parameters
+            }
+            result = run(request["payload"], **reporters)
         except Exception as error:  # the body's bugs, and SDK errors it did not expect
             traceback.print_exc()
             result = _failed(f"worker error: {type(error).__name__}: {error}")

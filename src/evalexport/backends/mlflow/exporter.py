@@ -46,10 +46,11 @@ from evalexport.gym.health import with_health
 from evalexport.reading.evaluation_times import exported_at
 from evalexport.results import DryRunPlan, ExportResult, PlannedFile
 from evalexport.run import NAMING_RULE, RunArtifacts
-from evalexport.settings import Chosen, chosen
+from evalexport.settings import Chosen, chosen, lease_seconds
 from evalexport.spec import FINGERPRINT_TAG, WorkerDelivery, WorkerSpec
 from evalexport.spec.base import Exporter
 from evalexport.spec.declarations import RowsConfig, Target
+from evalexport.spec.isolated import DEFAULT_TIME_LIMIT
 from evalexport.spec.sdk import Sdk, Surface
 from evalexport.tables.prepare import PreparedRun, prepare, scratch_space_refusal
 from evalexport.tables.samples import SAMPLES_FILE, samples_beside
@@ -134,6 +135,10 @@ class MLflowTarget(Target):
     run_name: str
     store: Path | None
     """The embedded SQLite store the export writes into, if its target is one."""
+    lease_seconds: float
+    """How long a run's lease holds unrenewed (``$EVALEXPORT_LEASE_SECONDS``)."""
+    wait_seconds: float
+    """How long the worker waits for another export of this data, within its time limit."""
 
 
 @dataclass
@@ -177,11 +182,15 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
         ),
     )
 
-    def resolve(self, run: RunArtifacts, config: MLflowConfig) -> MLflowTarget:
+    def resolve(
+        self, run: RunArtifacts, config: MLflowConfig, time_limit: float | None
+    ) -> MLflowTarget:
         """The tracking URI (``+mlflow_tracking_uri``, else ``$MLFLOW_TRACKING_URI``, else the
-        embedded store), the experiment and the run's name; and the worker: MLflow's
-        requirement, bounded waits on a server that is down or dies (SPEC §3.6), the embedded
-        store, which workers write one at a time, and the token."""
+        embedded store), the experiment and the run's name; how long a run's lease holds and
+        how long the worker may wait for another export of this data (within ``time_limit``,
+        the user's, else the worker's own); and the worker: MLflow's requirement, bounded
+        waits on a server that is down or dies (SPEC §3.6), the embedded store, which workers
+        write one at a time, and the token."""
         uri = tracking_uri(config)
         experiment = experiment_name(config, run)
         resolved = resolve_tracking_uri(uri.value)
@@ -189,6 +198,7 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
             Path(resolved.removeprefix("sqlite:///")) if resolved.startswith("sqlite:///") else None
         )
         token = config.mlflow_tracking_token
+        limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
         return MLflowTarget(
             where=resolved,  # plans and markers mask it
             settings={
@@ -220,6 +230,9 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
             experiment=experiment.value,
             run_name=config.mlflow_run_name or run.default_run_name,
             store=store,
+            lease_seconds=lease_seconds(),
+            # The worker gives up waiting in time to say for whom, before it is stopped.
+            wait_seconds=max(limit - 60, limit / 2),
         )
 
     def read(self, run: RunArtifacts, config: MLflowConfig) -> PreparedRun:
@@ -318,6 +331,8 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
             "tracking_uri": target.tracking_uri,
             "fingerprint_tag": FINGERPRINT_TAG,
             "dry_run": config.dry_run,
+            "lease_seconds": target.lease_seconds,
+            "wait_seconds": target.wait_seconds,
             "skip_existing": config.skip_existing,
             "artifact_location": local_artifact_location(target.tracking_uri),
             "store_directory": str(target.store.parent) if target.store else None,
@@ -335,14 +350,17 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
         if config.traces:  # a dry run only asks whether this MLflow can log them
             traces = traces_in(prepared)
             payload["traces"] = str(traces) if traces is not None else ""
-        if (live := gym_live_run(prepared.saved_config.config)) is not None:
+        live, elsewhere = gym_live_run(prepared.saved_config.config, target.tracking_uri)
+        if live is not None:
             payload["live_run"] = live
-        if not live_run_id:
+        if not live_run_id and elsewhere is None:
             return WorkerDelivery(payload, addresses=ADDRESSES)
 
         def with_live_run(result: ExportResult, reported: WorkerResult) -> ExportResult:
-            details = {**result.details, "live_run_id": live_run_id}
-            return result.model_copy(update={"details": details})
+            if live_run_id:
+                details = {**result.details, "live_run_id": live_run_id}
+                result = result.model_copy(update={"details": details})
+            return result.noted([elsewhere] if elsewhere and result else [])
 
         return WorkerDelivery(payload, read_back=with_live_run, addresses=ADDRESSES)
 
@@ -360,15 +378,41 @@ JOB_TAG_PREFIX: Final = "gym_job."
 ``gym_job.benchmark``."""
 
 
-def gym_live_run(config: Mapping[str, object]) -> MlflowLiveRun | None:
-    """Where the evaluation logged live to MLflow, as its config says: NeMo Gym's live
+def gym_live_run(
+    config: Mapping[str, object], tracking_uri: str
+) -> tuple[MlflowLiveRun | None, str | None]:
+    """Where the evaluation logged live to MLflow, as its config says, when that is this
+    export's target (``tracking_uri``); else what the result says of it. NeMo Gym's live
     exporter runs when the global config names ``mlflow_tracking_uri``,
     ``mlflow_experiment_name`` and ``mlflow_run_name`` (``MLFlowConfig.is_available``), and
-    makes its run under that name in that experiment; Gym records nothing else of it."""
+    makes its run under that name in that experiment at that URI; Gym records nothing else of
+    it. The run is looked up only where the config says it lives: a run of that name
+    elsewhere is somebody else's."""
     uri, experiment, name = (config.get(key) for key in _GYM_LIVE_KEYS)
     if not (uri and isinstance(experiment, str) and experiment and isinstance(name, str) and name):
-        return None
-    return MlflowLiveRun(experiment=experiment, run_name=name)
+        return None, None
+    if isinstance(uri, str) and same_tracking_uri(uri, tracking_uri):
+        return MlflowLiveRun(experiment=experiment, run_name=name), None
+    return None, (
+        f"the evaluation also logged this run live to {uri} (run {name!r} of experiment "
+        f"{experiment!r}, as its config says); that is not this export's target, so its run "
+        "is not looked up here"
+    )
+
+
+def same_tracking_uri(first: str, second: str) -> bool:
+    """Whether two tracking URIs name one place as written: scheme and host in any case, a
+    trailing ``/`` or none. An interpolation (``${oc.env:MLFLOW_TRACKING_URI}``) names none."""
+    from urllib.parse import urlsplit
+
+    def spelled(uri: str) -> tuple[str, str, str] | None:
+        if "${" in uri:
+            return None
+        parts = urlsplit(uri.strip())
+        return parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/")
+
+    found = spelled(first)
+    return found is not None and found == spelled(second)
 
 
 _GYM_LIVE_KEYS: Final = ("mlflow_tracking_uri", "mlflow_experiment_name", "mlflow_run_name")

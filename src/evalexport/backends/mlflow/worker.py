@@ -8,10 +8,17 @@ scratch directory. The token, if any, reaches MLflow's REST client as MLFLOW_TRA
 from __future__ import annotations
 
 import base64
+import collections
 import contextlib
 import json
 import os
 import re
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypedDict
 
@@ -25,7 +32,6 @@ from evalexport.workers.protocol import (
     named_option,
     result,
     skipped_as_held,
-    unfinished,
 )
 
 SURFACE: Final = {
@@ -33,15 +39,18 @@ SURFACE: Final = {
     "paths": (
         "mlflow.tracking.MlflowClient",
         "mlflow.tracking.MlflowClient.get_experiment_by_name",
+        "mlflow.tracking.MlflowClient.get_experiment",
         "mlflow.tracking.MlflowClient.create_experiment",
+        "mlflow.tracking.MlflowClient.set_experiment_tag",
         "mlflow.tracking.MlflowClient.create_run",
+        "mlflow.tracking.MlflowClient.get_run",
+        "mlflow.tracking.MlflowClient.update_run",
+        "mlflow.tracking.MlflowClient.set_tag",
         "mlflow.tracking.MlflowClient.log_batch",
         "mlflow.tracking.MlflowClient.log_artifact",
         "mlflow.tracking.MlflowClient.set_terminated",
         "mlflow.tracking.MlflowClient.search_runs",
-        "mlflow.tracking.MlflowClient.delete_run",
         "mlflow.tracking.MlflowClient.search_traces",
-        "mlflow.tracking.MlflowClient.delete_traces",
         "mlflow.tracking.MlflowClient.start_trace",
         "mlflow.tracking.MlflowClient.start_span",
         "mlflow.tracking.MlflowClient.end_span",
@@ -60,12 +69,13 @@ SURFACE: Final = {
     ),
     "reads": {
         "mlflow.tracking.MlflowClient": (),
-        "mlflow.entities.Experiment": ("experiment_id",),
+        "mlflow.entities.Experiment": ("experiment_id", "tags"),
         "mlflow.entities.Run": ("info", "data"),
-        "mlflow.entities.RunInfo": ("run_id", "status", "run_name"),
-        "mlflow.entities.RunData": ("tags",),
+        "mlflow.entities.RunInfo": ("run_id", "status", "run_name", "lifecycle_stage"),
+        "mlflow.entities.RunData": ("tags", "params", "metrics"),
         "mlflow.entities.Trace": ("info",),
-        "mlflow.entities.TraceInfo": ("trace_id",),
+        "mlflow.entities.TraceInfo": ("trace_id", "tags", "assessments"),
+        "mlflow.entities.Assessment": ("name",),
         "mlflow.store.entities.PagedList": ("token",),
         "mlflow.entities.Metric": (),
         "mlflow.entities.Param": (),
@@ -79,11 +89,11 @@ SURFACE: Final = {
         "mlflow.tracking.MlflowClient.start_span": "3",
         "mlflow.tracking.MlflowClient.end_span": "3",
         "mlflow.tracking.MlflowClient.end_trace": "3",
-        # An unfinished run's traces are deleted from MLflow 3 on (_delete_traces_of).
+        # A resumed run's traces are looked up from MLflow 3 on (_traces_present).
         "mlflow.tracking.MlflowClient.search_traces": "3",
-        "mlflow.tracking.MlflowClient.delete_traces": "3",
         "mlflow.entities.Trace": "3",
         "mlflow.entities.TraceInfo": "3",
+        "mlflow.entities.Assessment": "3",
         # Span batches (MLflow's own OTLP ingestion) from 3.4 on; _SpanBatches.of checks.
         "mlflow.tracking.MlflowClient.link_traces_to_run": "3.4",
         "mlflow.tracing.client.TracingClient": "3.4",
@@ -175,9 +185,16 @@ class MlflowPayload(_MlflowPayloadOptions):
     dry_run: bool
     """Only ask the target what an export would find there (runs of this run's data); create
     nothing, not even the experiment."""
+    lease_seconds: float
+    """How long a run's lease (:data:`LEASE_TAG`) holds without being renewed: an export
+    renews its own six times as often; one another host holds that has not changed for this
+    long is taken to have lapsed (``$EVALEXPORT_LEASE_SECONDS``)."""
+    wait_seconds: float
+    """How long the export waits for another export that holds a run of this data, before it
+    fails naming it (within the worker's time limit)."""
     skip_existing: bool
-    """When the experiment already holds a finished run of this run's data, skip instead of
-    logging a second copy."""
+    """When the experiment already holds a finished run of this run's data, or another export
+    is making one, skip instead of logging a second copy or waiting."""
     artifact_location: str | None
     """Where a new experiment keeps its artifacts (``mlartifacts/`` beside an embedded store);
     ``None``: the server's choice."""
@@ -211,80 +228,519 @@ def _experiment_id(client: Any, name: str, artifact_location: str | None) -> str
         return str(experiment.experiment_id)
 
 
-def _runs_of(client: Any, experiment_id: str, payload: MlflowPayload) -> dict[str, list[str]]:
-    """The experiment's runs of this same run's data (its fingerprint tag), by status:
-    ``FINISHED``, an export made from a copy of the run directory, or before its marker was
-    deleted; any other, an earlier export that did not finish (``KILLED``: stopped; ``FAILED``:
-    failed; ``RUNNING``: killed before it could end its run; the guard's lock means none is
-    still going on this machine)."""
+def _runs_of(client: Any, experiment_id: str, payload: MlflowPayload) -> list[Any]:
+    """The experiment's active runs of this same run's data (its fingerprint tag), with their
+    params, metrics and tags: finished exports, exports under way or stopped, and any run
+    someone else tagged so. A deleted run is not among them."""
     tag = payload["fingerprint_tag"]
-    found = client.search_runs(
-        [experiment_id], filter_string=f"tags.`{tag}` = '{payload['run_tags'][tag]}'"
+    return list(
+        client.search_runs(
+            [experiment_id],
+            filter_string=f"tags.`{tag}` = '{payload['run_tags'][tag]}'",
+            max_results=1000,
+        )
     )
-    runs: dict[str, list[str]] = {}
-    for each in found:
-        runs.setdefault(each.info.status, []).append(each.info.run_id)
-    return runs
 
 
-def _unfinished_runs(runs: dict[str, list[str]]) -> list[tuple[str, str]]:
-    """``(run id, status)`` of each run that did not finish."""
-    return [
-        (run_id, status) for status, ids in runs.items() if status != "FINISHED" for run_id in ids
-    ]
+LEASE_TAG: Final = "evalexport.lease"
+"""The run's tag that says which export holds it (docs/reliability.md, "Nothing lost"): the
+export's id, host and process, the status it left the run in and a heartbeat it renews while
+it works. A run without one, or whose status or content is not what its lease says, is not
+evalexport's own unfinished work and is never touched."""
+CLAIM_TAG: Final = "evalexport.claim"
+"""The experiment's tag an export takes, for a moment, before it makes a run of its data or
+takes over one (:class:`_Claim`), so that two exports never make two runs of one run."""
+RUN_TRACE_TAG: Final = "evalexport.run"
+"""The tag of each trace naming the run it was logged for, linked yet or not."""
+_PER_EXPORT_TAGS: Final = frozenset(
+    {"evalexport.exported_at", "evalexport.rollouts", "evalexport.version", LIVE_RUN_TAG}
+)
+"""Tags each export sets its own way: a run another export started keeps that export's."""
+_MLFLOW_TAGS: Final = frozenset({"mlflow.runName", "mlflow.user"})
+"""Tags MLflow itself gives a run the export makes (its name: checked against the lease)."""
+_HOST: Final = socket.gethostname()
 
 
-def _delete_unfinished(client: Any, experiment_id: str, runs: dict[str, list[str]]) -> list[str]:
-    """Delete each run of this data an earlier export left unfinished, with its traces, so that
-    the experiment ends with one run of the data and each rollout's trace once (MLflow keeps a
-    deleted run until ``mlflow gc``); a notice for each. A run the store will not delete is
-    marked ``FAILED`` if it still says ``RUNNING``, and its notice says how to delete it."""
-    notices = []
-    for run_id, status in _unfinished_runs(runs):
-        said = unfinished(f"MLflow run {run_id}", status)
-        try:
-            traces = _delete_traces_of(client, experiment_id, run_id)
-            client.delete_run(run_id)
-        except Exception as error:
-            if status == "RUNNING":
-                with contextlib.suppress(Exception):
-                    client.set_terminated(run_id, "FAILED")
-            notices.append(
-                f"{said}, could not be deleted ({error_text(error, 200)}); delete it with "
-                f"`mlflow runs delete --run-id {run_id}`"
+def _lease_of(run: Any) -> dict[str, Any] | None:
+    """The run's lease, or ``None`` when it has none that reads as one."""
+    try:
+        lease = json.loads(run.data.tags.get(LEASE_TAG, ""))
+    except ValueError:
+        return None
+    needed = ("export", "created_by", "host", "pid", "status", "beat", "name")
+    return lease if isinstance(lease, dict) and all(key in lease for key in needed) else None
+
+
+def _holder(lease: dict[str, Any]) -> str:
+    """Who holds a lease, as a message names them."""
+    return (
+        f"export {lease['export']} (process {lease['pid']} on {lease['host']}, renewed "
+        f"{lease.get('at', 'at an unknown time')})"
+    )
+
+
+class _Expected:
+    """What a run of this data holds when only evalexport wrote it: the payload's params,
+    metrics and tags."""
+
+    def __init__(self, payload: MlflowPayload) -> None:
+        self.params: dict[str, str] = {}
+        self.metrics: dict[str, float] = {}
+        self.tags: dict[str, str] = dict(payload["run_tags"])
+        for batch in payload["batches"]:
+            self.params.update(batch["params"])
+            self.metrics.update(batch["metrics"])
+            self.tags.update(batch["tags"])
+
+    def foreign(self, run: Any) -> str | None:
+        """What of ``run`` is not the export's own (a param, metric or tag someone else wrote,
+        a status or name its lease does not record), or ``None``: only evalexport wrote it."""
+        lease = _lease_of(run)
+        if lease is None:
+            return (
+                "it carries no evalexport lease (made by hand, by another tool, or by an "
+                "evalexport before 0.5)"
             )
-            continue
-        with_traces = f" with its {traces} traces" if traces else ""
+        status = run.info.status
+        if status not in (lease["status"], lease.get("next")):
+            return (
+                f"its status is {status}, not the {lease['status']} its export left it in: "
+                "someone reopened or ended it since"
+            )
+        if run.data.tags.get("mlflow.runName") != lease["name"]:
+            return "it was renamed since its export made it"
+        for key, value in run.data.params.items():
+            if self.params.get(key) != value:
+                return f"its param {key!r} is not one this export logs"
+        for key, value in run.data.metrics.items():
+            if key not in self.metrics or float(self.metrics[key]) != float(value):
+                return f"its metric {key!r} is not one this export logs"
+        for key, value in run.data.tags.items():
+            if key in _PER_EXPORT_TAGS or key in _MLFLOW_TAGS or key == LEASE_TAG:
+                continue
+            if self.tags.get(key) != value:
+                return f"its tag {key!r} is not one this export sets"
+        return None
+
+
+@dataclass
+class _Seen:
+    """A lease as one export watches it: its value, and since when (this machine's clock) it
+    has not changed."""
+
+    value: str
+    since: float
+
+
+class _Watch:
+    """Tells whether a lease (a run's, or the experiment's claim) is still held: a lease of
+    this host whose process is gone is not; any other is, until its value stops changing for
+    the lease's time (measured on this machine's clock, so that no two clocks are compared)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._seen: dict[str, _Seen] = {}
+
+    def held(self, key: str, value: str, lease: dict[str, Any]) -> bool:
+        if lease.get("host") == _HOST and not _alive(lease.get("pid")):
+            return False
+        seen = self._seen.get(key)
+        now = time.monotonic()
+        if seen is None or seen.value != value:
+            self._seen[key] = _Seen(value, now)
+            return True
+        return now - seen.since < self.seconds
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
+
+
+class _Lease:
+    """This export's lease on its run: written when it makes or takes over the run, renewed
+    by a heartbeat thread while it works, and ended with the status it leaves the run in
+    (the status next written to the lease first, so that a stop between the two is still
+    read as this export's own doing)."""
+
+    def __init__(self, client: Any, payload: MlflowPayload) -> None:
+        self.client = client
+        self.export = uuid.uuid4().hex
+        self.seconds = payload["lease_seconds"]
+        self.name = payload["run_name"]
+        self.run_id: str | None = None
+        self._value: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._beats: threading.Thread | None = None
+
+    def value(self, status: str, created_by: str | None = None, **more: Any) -> dict[str, Any]:
+        return {
+            "export": self.export,
+            "created_by": created_by or self.export,
+            "host": _HOST,
+            "pid": os.getpid(),
+            "status": status,
+            "beat": 0,
+            "at": _now(),
+            "name": self.name,
+            **more,
+        }
+
+    def tag(self) -> str:
+        return json.dumps(self._value, sort_keys=True)
+
+    def hold(self, run_id: str, value: dict[str, Any]) -> None:
+        """Hold ``run_id`` (the lease ``value`` written already) and renew it until
+        :meth:`end`."""
+        self.run_id, self._value = run_id, value
+        self._beats = threading.Thread(target=self._renew, daemon=True, name="evalexport-lease")
+        self._beats.start()
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.seconds / 6):
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                self._value = {**self._value, "beat": self._value["beat"] + 1, "at": _now()}
+                with contextlib.suppress(Exception):  # the next beat tries again
+                    self.client.set_tag(self.run_id, LEASE_TAG, self.tag())
+
+    def still_mine(self) -> bool:
+        """Whether the run's lease is still this export's (another export takes over a lease
+        it saw lapse: this one's heartbeat did not reach the server for the lease's time)."""
+        lease = _lease_of(self.client.get_run(self.run_id))
+        return lease is not None and lease["export"] == self.export
+
+    def end_renewing(self) -> None:
+        """Stop renewing a lease another export took over."""
+        self._stop.set()
+
+    def end(self, status: str, end_time: int | None = None) -> None:
+        """Stop renewing; mark the run ``status`` (``FINISHED``, ``FAILED``, ``KILLED``), its
+        lease first saying so."""
+        self._stop.set()
+        with self._lock:
+            self._value = {**self._value, "next": status, "at": _now()}
+            self.client.set_tag(self.run_id, LEASE_TAG, self.tag())
+            self.client.set_terminated(self.run_id, status, end_time=end_time)
+            self._value = {**self._value, "status": status, "at": _now()}
+            self._value.pop("next")
+            self.client.set_tag(self.run_id, LEASE_TAG, self.tag())
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+_CLAIM_WAIT: Final = 1.0
+"""Seconds a claim is left to settle before it is read back (:class:`_Claim`)."""
+_CLAIM_GAP: Final = _CLAIM_WAIT / 2
+"""The longest a claim's read and write may take together for the claim to be trusted."""
+
+
+class _Claim:
+    """The experiment's claim (:data:`CLAIM_TAG`): held by one export at a time while it
+    decides which run to make or take over and does it, so that two exports of one run never
+    make two runs of it. MLflow has no atomic write a client can test and set, so the claim
+    is Fischer's mutual exclusion over a tag: read it free, write it, wait
+    :data:`_CLAIM_WAIT`, read it back; it is held when it still says this export. That holds
+    while a read and a write together take less than the wait, so a claim whose read and
+    write took longer than :data:`_CLAIM_GAP` is not trusted: the export backs off and tries
+    again. An embedded store needs none: its exports take turns under a file lock."""
+
+    def __init__(self, client: Any, experiment_id: str, lease: _Lease, watch: _Watch) -> None:
+        self.client, self.experiment_id, self.lease, self.watch = (
+            client,
+            experiment_id,
+            lease,
+            watch,
+        )
+        self.attempt = ""
+
+    def _read(self) -> tuple[str, dict[str, Any] | None]:
+        value = self.client.get_experiment(self.experiment_id).tags.get(CLAIM_TAG, "")
+        try:
+            claim = json.loads(value)
+        except ValueError:
+            return value, None
+        return value, claim if isinstance(claim, dict) else None
+
+    def holder(self) -> dict[str, Any] | None:
+        """Another export's claim still held, or ``None`` when the claim is free."""
+        value, claim = self._read()
+        if claim is None or claim.get("released") or claim.get("export") == self.lease.export:
+            return None
+        return claim if self.watch.held("claim", value, claim) else None
+
+    def take(self) -> bool:
+        """Whether this export now holds the claim (``False``: another export does, or the
+        store answered too slowly to be sure; try again after a moment)."""
+        started = time.monotonic()
+        if self.holder() is not None:
+            return False
+        self.attempt = uuid.uuid4().hex
+        mine = json.dumps({**self.lease.value("claim"), "attempt": self.attempt}, sort_keys=True)
+        self.client.set_experiment_tag(self.experiment_id, CLAIM_TAG, mine)
+        if time.monotonic() - started > _CLAIM_GAP:
+            time.sleep(3 * _CLAIM_WAIT)  # a slow write may have landed over another's claim
+            return False
+        time.sleep(_CLAIM_WAIT)
+        return self._read()[0] == mine
+
+    def release(self) -> None:
+        claim = self._read()[1]
+        if claim is not None and claim.get("attempt") == self.attempt:
+            released = {**claim, "released": True, "at": _now()}
+            self.client.set_experiment_tag(self.experiment_id, CLAIM_TAG, json.dumps(released))
+
+
+@dataclass
+class _Chosen:
+    """The run an export writes into: a new one, or one it resumes."""
+
+    run_id: str
+    resumed: bool
+    notices: list[str]
+    existing: list[str]
+    """The experiment's finished runs of this data (the export is a second copy of them)."""
+
+
+_POLL: Final = 2.0
+"""Seconds between two looks at a run another export holds."""
+
+
+class _Choice:
+    """Which run an export writes into, decided from the runs of its data the experiment
+    holds (docs/reliability.md, "Nothing lost"): a run another export holds is waited for; a
+    run an earlier export left unfinished and nobody else touched is resumed; a finished one
+    is a copy the export skips for or adds to; a run anybody else wrote to is never touched."""
+
+    def __init__(
+        self, client: Any, experiment_id: str, payload: MlflowPayload, lease: _Lease, say: Any
+    ) -> None:
+        self.client, self.experiment_id, self.payload = client, experiment_id, payload
+        self.lease, self.say = lease, say
+        self.expected = _Expected(payload)
+        self.watch = _Watch(payload["lease_seconds"])
+        self.waited_for: dict[str, Any] = {}
+        """The runs this export waited for, by id, with the lease it saw."""
+        self.uri, self.experiment = payload["tracking_uri"], payload["experiment_name"]
+
+    def classify(self, runs: list[Any]) -> dict[str, list[Any]]:
+        """The runs of this data by what the export may do with them: ``finished`` (a
+        finished export, or one someone reopened since), ``held`` (another export is
+        writing it), ``resumable`` (an earlier export's unfinished work, nobody else's),
+        ``foreign`` (with why: never touched)."""
+        kinds: dict[str, list[Any]] = {"finished": [], "held": [], "resumable": [], "foreign": []}
+        for run in runs:
+            lease = _lease_of(run)
+            if run.info.status == "FINISHED" or (lease and lease["status"] == "FINISHED"):
+                kinds["finished"].append(run)
+            elif (why := self.expected.foreign(run)) is not None:
+                kinds["foreign"].append((run, why))
+            elif (
+                lease is not None
+                and lease["status"] == "RUNNING"
+                and self.watch.held(run.info.run_id, run.data.tags[LEASE_TAG], lease)
+            ):
+                kinds["held"].append(run)
+            else:
+                kinds["resumable"].append(run)
+        return kinds
+
+    def said_of(self, kinds: dict[str, list[Any]]) -> list[str]:
+        """Notices naming the runs of this data the export leaves as they are."""
+        return [
+            f"MLflow run {run.info.run_id} ({run.info.status}) of this run's data is left as it "
+            f"is: {why}"
+            for run, why in kinds["foreign"]
+        ]
+
+    def choose(self, deadline: float) -> _Chosen | WorkerResult:
+        """The run to write into, or the result that ends the export here (a skip, or a
+        failure after waiting past ``deadline`` for another export)."""
+        claim = (
+            None
+            if self.payload["store_directory"]
+            else _Claim(self.client, self.experiment_id, self.lease, self.watch)
+        )
+        said_waiting: set[str] = set()
+        while True:
+            runs = _runs_of(self.client, self.experiment_id, self.payload)
+            kinds = self.classify(runs)
+            ended = self.ended(kinds)
+            if ended is not None:
+                return ended
+            if kinds["held"]:
+                if self.payload["skip_existing"]:
+                    return self.skipped_for_held(kinds["held"][0])
+                for run in kinds["held"]:
+                    self.waited_for[run.info.run_id] = _lease_of(run)
+                    if run.info.run_id not in said_waiting:
+                        said_waiting.add(run.info.run_id)
+                        self.say(
+                            f"waiting for {_holder(_lease_of(run) or {})}, which is exporting "
+                            f"this run's data as MLflow run {run.info.run_id}"
+                        )
+            elif claim is None or claim.take():
+                try:
+                    chosen = self.made(runs, claim)
+                finally:
+                    if claim is not None:
+                        claim.release()
+                if chosen is not None:
+                    return chosen
+                continue  # the experiment changed meanwhile: look again
+            elif (holder := claim.holder()) is not None and "claim" not in said_waiting:
+                said_waiting.add("claim")
+                self.say(f"waiting for {_holder(holder)}, which is making a run in this experiment")
+            if time.monotonic() > deadline:
+                return self.gave_up(kinds)
+            time.sleep(_POLL)
+
+    def ended(self, kinds: dict[str, list[Any]]) -> WorkerResult | None:
+        """A skip: the data is exported already, by an export this one waited for, by one
+        that finished what this run's own earlier export started, or found finished with
+        ``+skip_existing``."""
+        finished = [run.info.run_id for run in kinds["finished"]]
+        if not finished:
+            return None
+        done = next((r for r in kinds["finished"] if r.info.run_id in self.waited_for), None)
+        if done is not None:
+            lease = self.waited_for[done.info.run_id]
+            return skipped_as_held(
+                _at(self.experiment, self.uri),
+                [done.info.run_id],
+                [
+                    f"{_holder(lease)} exported this run's data as MLflow run "
+                    f"{done.info.run_id} while this export waited for it",
+                    *self.said_of(kinds),
+                ],
+            )
+        started = next((r for r in kinds["finished"] if self.started_here(r)), None)
+        if started is not None:
+            lease = _lease_of(started) or {}
+            return skipped_as_held(
+                _at(self.experiment, self.uri),
+                [started.info.run_id],
+                [
+                    f"MLflow run {started.info.run_id}, which an earlier export of this run "
+                    f"started, was finished by {_holder(lease)}",
+                    *self.said_of(kinds),
+                ],
+            )
+        if self.payload["skip_existing"]:
+            return skipped_as_held(_at(self.experiment, self.uri), finished, self.said_of(kinds))
+        return None
+
+    def started_here(self, run: Any) -> bool:
+        """Whether ``run`` was started by an earlier export of this very rollouts file, on this
+        host, and finished by another export: this run's own work, whose marker was never
+        written."""
+        lease = _lease_of(run)
+        return (
+            lease is not None
+            and lease["status"] == "FINISHED"
+            and lease["export"] != lease["created_by"]
+            and lease.get("created_on") == _HOST
+            and run.data.tags.get("evalexport.rollouts")
+            == self.payload["run_tags"].get("evalexport.rollouts")
+        )
+
+    def skipped_for_held(self, run: Any) -> WorkerResult:
+        lease = _lease_of(run) or {}
+        return result(
+            "skipped",
+            SUCCEEDED,
+            f"{_holder(lease)} is exporting this run's data as MLflow run {run.info.run_id} "
+            f"in {_at(self.experiment, self.uri)}; skipped, as {named_option('skip_existing')} "
+            "asks",
+            run_id=run.info.run_id,
+            skip_reason="in progress at target",
+            existing_run_ids=[run.info.run_id],
+        )
+
+    def gave_up(self, kinds: dict[str, list[Any]]) -> WorkerResult:
+        held = kinds["held"] or [None]
+        lease = _lease_of(held[0]) if held[0] is not None else None
+        who = (
+            f"{_holder(lease)}, which holds MLflow run {held[0].info.run_id} of this run's data"
+            if lease is not None and held[0] is not None
+            else "another export, which holds this experiment's claim"
+        )
+        return result(
+            "failed",
+            FAILED,
+            f"MLflow export to {self.uri} gave up waiting for {who}. Run the export again once "
+            f"it has ended, or give {named_option('skip_existing', 'true')} to skip while it "
+            "works",
+        )
+
+    def made(self, runs: list[Any], claim: _Claim | None) -> _Chosen | None:
+        """Under the claim: the run resumed or made, or ``None`` when the runs of this data
+        changed since they were looked at (another export was quicker)."""
+        if claim is not None:
+            again = _runs_of(self.client, self.experiment_id, self.payload)
+            if _signature(again) != _signature(runs):
+                return None
+        kinds = self.classify(runs)
+        notices = self.said_of(kinds)
+        existing = [run.info.run_id for run in kinds["finished"]]
+        if kinds["resumable"]:
+            run = kinds["resumable"][0]
+            notices += [
+                f"MLflow run {other.info.run_id} ({other.info.status}), another unfinished "
+                "export of this run's data, is left as it is"
+                for other in kinds["resumable"][1:]
+            ]
+            return self.resumed(run, notices, existing)
+        value = self.lease.value("RUNNING", created_on=_HOST)
+        created = self.client.create_run(
+            self.experiment_id,
+            start_time=self.payload["start_time_ms"],
+            run_name=self.payload["run_name"],
+            tags={**self.payload["run_tags"], LEASE_TAG: json.dumps(value, sort_keys=True)},
+        )
+        self.lease.hold(created.info.run_id, value)
+        if existing:
+            notices.append(already_held(_at(self.experiment, self.uri), existing, skip=False))
+        return _Chosen(created.info.run_id, False, notices, existing)
+
+    def resumed(self, run: Any, notices: list[str], existing: list[str]) -> _Chosen:
+        """Take over ``run``, an earlier export's unfinished work: its lease this export's,
+        its status ``RUNNING`` again."""
+        earlier = _lease_of(run) or {}
+        run_id = run.info.run_id
+        value = self.lease.value(
+            earlier["status"],
+            created_by=earlier.get("created_by"),
+            created_on=earlier.get("created_on"),
+            next="RUNNING",
+        )
+        self.client.set_tag(run_id, LEASE_TAG, json.dumps(value, sort_keys=True))
+        self.client.update_run(run_id, status="RUNNING")
+        value = {**value, "status": "RUNNING"}
+        value.pop("next")
+        self.client.set_tag(run_id, LEASE_TAG, json.dumps(value, sort_keys=True))
+        self.lease.hold(run_id, value)
         notices.append(
-            f"{said}, was deleted{with_traces}, so that the experiment holds this run once "
-            f"(`mlflow runs restore --run-id {run_id}` brings the run back, not its traces, "
-            "until `mlflow gc`)"
+            f"resumed MLflow run {run_id}, which an earlier export of this run's data left "
+            f"{run.info.status} ({_holder(earlier)}); only what it lacks is added"
         )
-    return notices
+        return _Chosen(run_id, True, notices, existing)
 
 
-def _delete_traces_of(client: Any, experiment_id: str, run_id: str) -> int:
-    """Delete the traces linked to ``run_id``; how many. An MLflow that cannot link traces to
-    a run (:func:`traces_refusal`) holds none an export logged."""
-    if traces_refusal(type(client)) is not None:
-        return 0
-    trace_ids: list[str] = []
-    token = None
-    while True:
-        page = client.search_traces(
-            experiment_ids=[experiment_id],
-            run_id=run_id,
-            max_results=500,
-            page_token=token,
-            include_spans=False,
-        )
-        trace_ids += [trace.info.trace_id for trace in page]
-        token = page.token
-        if not token:
-            break
-    for start in range(0, len(trace_ids), 100):
-        client.delete_traces(experiment_id, trace_ids=trace_ids[start : start + 100])
-    return len(trace_ids)
+def _signature(runs: list[Any]) -> list[tuple[str, str, str | None]]:
+    """What of the runs of this data tells whether they changed: ids, statuses, leases."""
+    return sorted((r.info.run_id, r.info.status, r.data.tags.get(LEASE_TAG)) for r in runs)
 
 
 def _live_runs(client: Any, payload: MlflowPayload) -> list[str]:
@@ -326,32 +782,6 @@ def _live_said(payload: MlflowPayload, runs: list[str], *, would: bool) -> str:
 
 def _at(experiment: str, uri: str) -> str:
     return f"MLflow experiment {experiment!r} at {uri}"
-
-
-def _dry_run(client: Any, payload: MlflowPayload) -> WorkerResult:
-    """What an export would find at the target, asked without changing it."""
-    uri, name = payload["tracking_uri"], payload["experiment_name"]
-    experiment = client.get_experiment_by_name(name)
-    runs = _runs_of(client, str(experiment.experiment_id), payload) if experiment else {}
-    existing = runs.get("FINISHED", [])
-    notices = [
-        f"{unfinished(f'MLflow run {run_id}', status)}, would be deleted with its traces, so "
-        "that the experiment holds this run once"
-        for run_id, status in _unfinished_runs(runs)
-    ]
-    if existing and payload["skip_existing"]:
-        return skipped_as_held(_at(name, uri), existing, notices)
-    # The dry run says what existing_run_ids holds in its own words.
-    if live := _live_runs(client, payload):
-        notices.append(_live_said(payload, live, would=True))
-    return result(
-        "succeeded",
-        ExitCode.OK,
-        f"MLflow at {uri} answers; experiment {name!r} "
-        + ("exists" if experiment is not None else "would be created"),
-        notices=notices,
-        existing_run_ids=existing,
-    )
 
 
 def _store_path(uri: str) -> Path:
@@ -438,18 +868,62 @@ def _no_progress(done: int, total: int) -> None:
     pass
 
 
-def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
-    """Log the run the payload describes to MLflow: its experiment and run (or the one an
-    earlier export left), params, metrics, tags, artifacts and traces; the result names it."""
+def _silent(text: str) -> None:
+    pass
+
+
+def _dry_run(client: Any, payload: MlflowPayload) -> WorkerResult:
+    """What an export would find at the target and do there, asked without changing it."""
+    uri, name = payload["tracking_uri"], payload["experiment_name"]
+    experiment = client.get_experiment_by_name(name)
+    experiment_id = str(experiment.experiment_id) if experiment is not None else ""
+    runs = _runs_of(client, experiment_id, payload) if experiment is not None else []
+    choice = _Choice(client, experiment_id, payload, _Lease(client, payload), _silent)
+    kinds = choice.classify(runs)
+    if (ended := choice.ended(kinds)) is not None:
+        return ended
+    if kinds["held"] and payload["skip_existing"]:
+        return choice.skipped_for_held(kinds["held"][0])
+    notices = choice.said_of(kinds)
+    for run in kinds["held"]:
+        notices.append(
+            f"{_holder(_lease_of(run) or {})} is exporting this run's data as MLflow run "
+            f"{run.info.run_id}: the export would wait for it"
+        )
+    if kinds["resumable"]:
+        run = kinds["resumable"][0]
+        notices.append(
+            f"the export would resume MLflow run {run.info.run_id}, which an earlier export of "
+            f"this run's data left {run.info.status}, adding only what it lacks"
+        )
+    if live := _live_runs(client, payload):
+        notices.append(_live_said(payload, live, would=True))
+    # The dry run says what existing_run_ids holds in its own words.
+    return result(
+        "succeeded",
+        ExitCode.OK,
+        f"MLflow at {uri} answers; experiment {name!r} "
+        + ("exists" if experiment is not None else "would be created"),
+        notices=notices,
+        existing_run_ids=[run.info.run_id for run in kinds["finished"]],
+    )
+
+
+class _LeaseLost(Exception):
+    """Another export took over this export's run: its lease lapsed."""
+
+
+def run(payload: MlflowPayload, progress: Any = _no_progress, say: Any = _silent) -> WorkerResult:
+    """Log the run the payload describes to MLflow: its experiment and run (a new one, or the
+    one an earlier export of this data left unfinished, resumed), params, metrics, tags,
+    artifacts and traces; the result names it. ``say`` reports a wait as it begins."""
     from mlflow.entities import Metric, Param, RunTag
     from mlflow.tracking import MlflowClient
 
     uri = payload["tracking_uri"]
     total = 3 + len(payload["batches"]) + len(payload["artifacts"])
-    run_id = None
+    lease: _Lease | None = None
     traced = 0
-    removed: list[str] = []
-    existing: list[str] = []
     live: list[str] = []
     if "traces" in payload and (refusal := traces_refusal(MlflowClient)) is not None:
         return result("failed", FAILED, f"MLflow export to {uri} refused: {refusal}")
@@ -472,23 +946,19 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
         experiment_id = _experiment_id(
             client, payload["experiment_name"], payload["artifact_location"]
         )
-        earlier = _runs_of(client, experiment_id, payload)
-        removed = _delete_unfinished(client, experiment_id, earlier)
-        existing = earlier.get("FINISHED", [])
-        if existing and payload["skip_existing"]:
-            return skipped_as_held(_at(payload["experiment_name"], uri), existing, removed)
-        live = _live_runs(client, payload)
-        progress(1, total)
-        created = client.create_run(
-            experiment_id,
-            start_time=payload["start_time_ms"],
-            run_name=payload["run_name"],
-            tags={**payload["run_tags"], **({LIVE_RUN_TAG: live[0]} if live else {})},
-        )
-        run_id = created.info.run_id
+        lease = _Lease(client, payload)
+        choice = _Choice(client, experiment_id, payload, lease, say)
+        chosen = choice.choose(time.monotonic() + payload["wait_seconds"])
+        if not isinstance(chosen, _Chosen):
+            return chosen
+        run_id = chosen.run_id
+        if not chosen.resumed and (live := _live_runs(client, payload)):
+            client.set_tag(run_id, LIVE_RUN_TAG, live[0])
         progress(2, total)
         timestamp = payload["end_time_ms"]
         for done, batch in enumerate(payload["batches"], start=3):
+            # Again on a resumed run: a param or tag already there is the same (the run was
+            # checked), and MLflow keeps a metric logged twice alike once.
             client.log_batch(
                 run_id,
                 metrics=[
@@ -499,47 +969,156 @@ def run(payload: MlflowPayload, progress: Any = _no_progress) -> WorkerResult:
             )
             progress(done, total)
         for done, path in enumerate(payload["artifacts"], start=3 + len(payload["batches"])):
-            client.log_artifact(run_id, path)
+            client.log_artifact(run_id, path)  # a resumed run's copy is written again
             progress(done, total)
         if payload.get("traces"):
-            traced = _log_traces(client, uri, experiment_id, run_id, payload["traces"])
-        client.set_terminated(run_id, "FINISHED", end_time=payload["end_time_ms"])
+            present = (
+                _traces_present(client, uri, experiment_id, run_id) if chosen.resumed else None
+            )
+            traced = _log_traces(client, uri, experiment_id, lease, payload["traces"], present)
+        if not lease.still_mine():
+            raise _LeaseLost()
+        lease.end("FINISHED", end_time=payload["end_time_ms"])
+        lease = None
+        unfinished = _not_finished(client, run_id)
+        if unfinished is not None:
+            return result(
+                "failed",
+                FAILED,
+                f"MLflow export to {uri} ended MLflow run {run_id}, but it reads back "
+                f"{unfinished}; no marker is written, so a rerun looks at it again",
+                partial_run_id=run_id,
+            )
         progress(total, total)
     except BaseException as error:  # SDK and connection errors, and a stop signal
         stopped = not isinstance(error, Exception)
-        left = ""
-        if run_id is not None:
-            status = "KILLED" if stopped else "FAILED"
-            try:
-                client.set_terminated(run_id, status)
-                left = f" (run {run_id} is marked {status})"
-            except Exception:
-                left = f" (run {run_id} was left unfinished: the server did not answer)"
+        left = _left(lease, "KILLED" if stopped else "FAILED", error)
         if stopped:
             error.add_note(f"MLflow export to {uri} stopped{left}.")
             raise
+        if isinstance(error, _LeaseLost):
+            return result(
+                "failed",
+                FAILED,
+                f"MLflow export to {uri} failed{left}: another export took over the run as "
+                f"its lease lapsed (this export's heartbeat did not reach the server for "
+                f"{payload['lease_seconds']:g} s); that export finishes it",
+            )
         return result(
             "failed",
             FAILED,
             f"MLflow export to {uri} failed{left}: {_described(error, uri)}",
-            partial_run_id=run_id,
+            partial_run_id=lease.run_id if lease is not None else None,
         )
-    notices = removed + ([_live_said(payload, live, would=False)] if live else [])
-    if existing:
-        notices.append(already_held(_at(payload["experiment_name"], uri), existing, skip=False))
+    notices = chosen.notices + ([_live_said(payload, live, would=False)] if live else [])
     traces: dict[str, Any] = {"traces": traced} if "traces" in payload else {}
+    verb = "resumed and finished" if chosen.resumed else "exported to"
     return result(
         "succeeded",
         SUCCEEDED,
-        f"exported to MLflow run {run_id} in experiment {payload['experiment_name']!r} at {uri}",
+        f"{verb} MLflow run {run_id} in experiment {payload['experiment_name']!r} at {uri}",
         run_id=run_id,
         experiment_id=experiment_id,
         tracking_uri=uri,
         notices=notices,
-        existing_run_ids=existing,
+        existing_run_ids=chosen.existing,
+        resumed=chosen.resumed,
         **traces,
         **_named_live(live),
     )
+
+
+def _left(lease: _Lease | None, status: str, error: BaseException) -> str:
+    """End the run this export holds as ``status``; what the message says of it."""
+    if lease is None or lease.run_id is None:
+        return ""
+    run_id = lease.run_id
+    if isinstance(error, _LeaseLost):
+        lease.end_renewing()
+        return f" (run {run_id} is another export's now)"
+    try:
+        lease.end(status)
+    except Exception:
+        return f" (run {run_id} was left unfinished: the server did not answer)"
+    return f" (run {run_id} is marked {status}; a rerun resumes it)"
+
+
+def _not_finished(client: Any, run_id: str) -> str | None:
+    """How ``run_id`` reads back when it is not a finished, active run; ``None`` when it is."""
+    info = client.get_run(run_id).info
+    if info.status == "FINISHED" and info.lifecycle_stage == "active":
+        return None
+    return f"{info.status} and {info.lifecycle_stage}"
+
+
+def _traces_present(
+    client: Any, uri: str, experiment_id: str, run_id: str
+) -> collections.Counter[Any]:
+    """The traces an earlier export logged for ``run_id``, by task and rollout: each linked
+    to the run and given its reward feedback now where it stopped before (the trace was
+    logged whole, its spans one write), so that only the rollouts it lacks are logged."""
+    found: dict[str, Any] = {}
+    linked: set[str] = set()
+    for trace in _all_traces(
+        client, experiment_id, filter_string=f"tags.`{RUN_TRACE_TAG}` = '{run_id}'"
+    ):
+        found[trace.info.trace_id] = trace
+    for trace in _all_traces(client, experiment_id, run_id=run_id):
+        found[trace.info.trace_id] = trace
+        linked.add(trace.info.trace_id)
+    unlinked = [trace_id for trace_id in found if trace_id not in linked]
+    for start in range(0, len(unlinked), _BATCH_TRACES):
+        client.link_traces_to_run(unlinked[start : start + _BATCH_TRACES], run_id)
+    feedback = _feedback(uri)
+    present: collections.Counter[Any] = collections.Counter()
+    for trace_id, trace in found.items():
+        tags = trace.info.tags
+        present[_trace_key(tags)] += 1
+        rewarded = any(each.name == "reward" for each in trace.info.assessments or [])
+        if "reward" in tags and not rewarded and feedback is not None:
+            feedback(trace_id, float(tags["reward"]))
+    return present
+
+
+def _feedback(uri: str) -> Any:
+    """``feedback(trace_id, reward)``, logging a trace's reward as MLflow's traces carry it
+    (:class:`_SpanBatches`) to ``uri``, or ``None`` before MLflow 3.4, which logs none."""
+    try:
+        import mlflow
+        from mlflow.entities import AssessmentSource
+    except ImportError:
+        return None
+    if not callable(getattr(mlflow, "log_feedback", None)):
+        return None
+    mlflow.set_tracking_uri(uri)  # MLflow's fluent calls go to the global URI
+    source = AssessmentSource(source_type="CODE", source_id="evalexport")
+
+    def feedback(trace_id: str, reward: float) -> None:
+        mlflow.log_feedback(trace_id=trace_id, name="reward", value=reward, source=source)
+
+    return feedback
+
+
+def _all_traces(client: Any, experiment_id: str, **search: Any) -> Iterator[Any]:
+    token = None
+    while True:
+        page = client.search_traces(
+            experiment_ids=[experiment_id],
+            max_results=500,
+            page_token=token,
+            include_spans=False,
+            **search,
+        )
+        yield from page
+        token = page.token
+        if not token:
+            return
+
+
+def _trace_key(tags: Mapping[str, str]) -> tuple[str, str]:
+    """A trace's rollout, as its tags name it: task and rollout index (a row without
+    indices has neither; such rows are told apart by their count)."""
+    return tags.get("task_index", ""), tags.get("rollout_index", "")
 
 
 def traces_refusal(client_class: type) -> str | None:
@@ -564,17 +1143,29 @@ _BATCH_SPANS: Final = 5_000
 _STOP_SIGNALS: Final = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
-def _log_traces(client: Any, uri: str, experiment_id: str, run_id: str, path: str) -> int:
-    """Log each line of ``path`` as a trace linked to ``run_id``; the number logged. The file
-    is streamed, a batch at a time (memory stays flat): where this MLflow ingests spans in
-    batches (``TracingClient.log_spans``, MLflow's own OTLP path), each batch's spans are one
-    write, its traces are linked to the run in one request, and each trace's reward is a
-    feedback assessment; a stop signal waits for the batch under way, so the store holds whole
-    traces only. An older MLflow 3 logs them one span at a time. MLflow sends the traces a
-    client starts to the *global* tracking URI, not the client's: it is set to the export's."""
+def _log_traces(
+    client: Any,
+    uri: str,
+    experiment_id: str,
+    lease: _Lease,
+    path: str,
+    present: collections.Counter[Any] | None = None,
+) -> int:
+    """Log each line of ``path`` as a trace linked to the run ``lease`` holds, tagged with it
+    (:data:`RUN_TRACE_TAG`); the number logged. ``present``: the traces a resumed run holds
+    already, by rollout (:func:`_traces_present`): as many lines of each are not logged
+    again. The file is streamed, a batch at a time (memory stays flat): where this MLflow
+    ingests spans in batches (``TracingClient.log_spans``, MLflow's own OTLP path), each
+    batch's spans are one write, its traces are linked to the run in one request, and each
+    trace's reward is a feedback assessment; a stop signal waits for the batch under way, so
+    the store holds whole traces only. An older MLflow 3 logs them one span at a time. Each
+    batch first makes sure the lease is still this export's, so that no trace is logged by
+    two exports. MLflow sends the traces a client starts to the *global* tracking URI, not
+    the client's: it is set to the export's."""
     import mlflow
 
     mlflow.set_tracking_uri(uri)
+    run_id = str(lease.run_id)
     batches = _SpanBatches.of(uri, client, experiment_id, run_id)
     count = 0
     batch: list[MlflowTrace] = []
@@ -582,38 +1173,47 @@ def _log_traces(client: Any, uri: str, experiment_id: str, run_id: str, path: st
     with Path(path).open(encoding="utf-8") as lines:
         for line in lines:
             trace: MlflowTrace = json.loads(line)
+            trace["tags"][RUN_TRACE_TAG] = run_id
+            key = _trace_key(trace["tags"])
+            if present is not None and present[key] > 0:
+                present[key] -= 1
+                continue
             if batches is None:  # this MLflow (or its server) takes no span batches
+                if count % _BATCH_TRACES == 0 and not lease.still_mine():
+                    raise _LeaseLost()
                 _log_trace_by_spans(client, experiment_id, run_id, trace)
                 count += 1
                 continue
             batch.append(trace)
             spans += len(trace["spans"]) + 1
             if len(batch) >= _BATCH_TRACES or spans >= _BATCH_SPANS:
-                count, batches = _logged(batches, batch, count, client, experiment_id, run_id)
+                count, batches = _logged(lease, batches, batch, count, client, experiment_id)
                 batch, spans = [], 0
     if batch and batches is not None:
-        count, batches = _logged(batches, batch, count, client, experiment_id, run_id)
+        count, batches = _logged(lease, batches, batch, count, client, experiment_id)
     return count
 
 
 def _logged(
+    lease: _Lease,
     batches: _SpanBatches,
     batch: list[MlflowTrace],
     count: int,
     client: Any,
     experiment_id: str,
-    run_id: str,
 ) -> tuple[int, _SpanBatches | None]:
     """``batch`` logged, and the count so far; a server older than 3.4 refuses span batches
     before writing anything (``NotImplementedError``): from the first batch on, its traces are
     then logged one span at a time (the batches ``None``)."""
+    if not lease.still_mine():
+        raise _LeaseLost()
     try:
         return count + batches.log(batch), batches
     except NotImplementedError:
         if count:  # a server does not change its version halfway
             raise
     for trace in batch:
-        _log_trace_by_spans(client, experiment_id, run_id, trace)
+        _log_trace_by_spans(client, experiment_id, str(lease.run_id), trace)
     return count + len(batch), None
 
 

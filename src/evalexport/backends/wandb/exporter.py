@@ -25,7 +25,7 @@ from evalexport.backends.wandb.target import (
     staging_beside_the_run,
     unwritable_reason,
 )
-from evalexport.backends.wandb.worker import WandbOutput, WandbPayload
+from evalexport.backends.wandb.worker import WandbOutput, WandbPayload, run_id_of
 from evalexport.gym.health import VERDICT_KEY
 from evalexport.reading.evaluation_times import exported_at
 from evalexport.results import DryRunPlan, ExportResult, ExportStatus, PlannedFile
@@ -34,6 +34,7 @@ from evalexport.settings import Chosen, chosen
 from evalexport.spec import FINGERPRINT_SUMMARY_KEY, WorkerDelivery, WorkerSpec
 from evalexport.spec.base import Exporter
 from evalexport.spec.declarations import RowsConfig, Target
+from evalexport.spec.isolated import DEFAULT_TIME_LIMIT
 from evalexport.spec.sdk import Sdk, Surface
 from evalexport.tables.prepare import PreparedRun, prepare, scratch_space_refusal
 from evalexport.tables.rollouts import ROLLOUTS_TABLE_KEY
@@ -97,6 +98,9 @@ class WandbTarget(Target):
     mode: Literal["online", "offline"]
     directory: Path
     """Where W&B writes the run (``$WANDB_DIR``, else the current directory): ``<it>/wandb``."""
+    wait_seconds: float
+    """How long the worker waits for another export writing this data's run, within its time
+    limit."""
 
 
 class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
@@ -112,11 +116,15 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
         contract=Surface.declared(wandb_worker.SURFACE),
     )
 
-    def resolve(self, run: RunArtifacts, config: WandbConfig) -> WandbTarget:
+    def resolve(
+        self, run: RunArtifacts, config: WandbConfig, time_limit: float | None
+    ) -> WandbTarget:
         """The project, entity and mode (an option, else W&B's variable, else the benchmark,
         the key's own entity, online); the directory W&B writes into, which must be writable;
-        the worker: wandb's requirement and its key. An online dry run asks the project for
-        runs of this run's data (offline there is no one to ask)."""
+        how long the worker may wait for another export of this data (within ``time_limit``,
+        the user's, else the worker's own); the worker: wandb's requirement and its key. An
+        online dry run asks the project for runs of this run's data (offline there is no one
+        to ask)."""
         chosen_mode = mode(config)
         chosen_project = project_name(config, run)
         chosen_entity = entity(config)
@@ -129,6 +137,7 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
             else f"W&B project {project}"
         )
         key = config.wandb_api_key
+        limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
         return WandbTarget(
             where=where,
             settings={
@@ -155,6 +164,8 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
             entity=chosen_entity.value,
             mode=chosen_mode.value,
             directory=directory,
+            # The worker gives up waiting in time to say for whom, before it is stopped.
+            wait_seconds=max(limit - 60, limit / 2),
         )
 
     def read(self, run: RunArtifacts, config: WandbConfig) -> PreparedRun:
@@ -241,6 +252,8 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
             "samples_table": str(samples) if samples else None,
             "dry_run": config.dry_run,
             "skip_existing": config.skip_existing,
+            "run_id": run_id_of(fingerprint, target.entity, target.project),
+            "wait_seconds": target.wait_seconds,
         }
 
         def with_sync_command(result: ExportResult, reported: WorkerResult) -> ExportResult:

@@ -7,10 +7,12 @@ reaches the SDK as WANDB_API_KEY; online mode without one fails with a message s
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import re
-import shutil
+import time
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypedDict
@@ -42,8 +44,15 @@ class WandbPayload(TypedDict):
     """Only ask the target what an export would find there (online: the project's runs of this
     run's data); create nothing."""
     skip_existing: bool
-    """When the project already holds a finished run of this run's data, skip instead of
-    logging a second copy (online only: an offline run has no server to ask)."""
+    """When the project already holds a finished run of this run's data, or another export is
+    writing one, skip instead of logging a second copy or waiting (online only: an offline run
+    has no server to ask)."""
+    run_id: str
+    """The id of this data's run in this project (:func:`run_id_of`): every export of the
+    data names it, so a rerun continues the run an earlier one left."""
+    wait_seconds: float
+    """How long the export waits for another export writing this data's run, within the
+    worker's time limit."""
 
 
 class WandbOutput(TypedDict):
@@ -70,7 +79,6 @@ SURFACE: Final = {
         "wandb.sdk.wandb_summary.Summary.update",
         "wandb.Api",
         "wandb.Api.runs",
-        "wandb.apis.public.Run.delete",
     ),
     "reads": {
         "wandb.Settings": (),
@@ -78,7 +86,7 @@ SURFACE: Final = {
         "wandb.Artifact": ("name",),
         "wandb.sdk.wandb_run.Run": ("id", "dir", "url", "summary"),
         "wandb.Api": (),
-        "wandb.apis.public.Run": ("id", "state"),
+        "wandb.apis.public.Run": ("id", "state", "json_config", "summary"),
     },
     # How many arguments each call passes by position (wandb.init's keywords moved in 0.19;
     # the worker never passes one by position, so that is no finding).
@@ -97,7 +105,6 @@ SURFACE: Final = {
         "wandb.sdk.wandb_summary.Summary.update": 1,
         "wandb.Api": 0,
         "wandb.Api.runs": 1,
-        "wandb.apis.public.Run.delete": 0,
     },
     "switch": "runs another wandb version of the matrix",
 }
@@ -167,20 +174,32 @@ def _no_progress(done: int, total: int) -> None:
 
 
 def _discard(run: Any, mode: str) -> str:
-    """End a run that was stopped part way: failed online; an offline one is removed, so a
-    later ``wandb sync`` cannot upload half a run beside the complete one a rerun makes."""
+    """End a run that was stopped part way: failed online (a rerun resumes it, under the same
+    id); an offline one is kept as it is and named, never synced (the rerun writes a complete
+    one under the same id)."""
     # The service may be gone already; the run is given up either way.
     with contextlib.suppress(BaseException):
         run.finish(exit_code=1)
     if mode != "offline":
-        return f" (W&B run {run.id} is marked failed)"
-    shutil.rmtree(Path(run.dir).parent, ignore_errors=True)
-    return f" (its offline run directory {Path(run.dir).parent} was removed)"
+        return f" (W&B run {run.id} is marked failed; a rerun resumes it)"
+    return (
+        f" (its offline run directory {Path(run.dir).parent} is unfinished: do not sync it; "
+        "a rerun writes a complete one under the same run id)"
+    )
 
 
 UNFINISHED: Final = ("failed", "crashed", "killed")
 """The states of a run an earlier export did not finish (a ``running`` one may be an export
 going on elsewhere: once W&B stops hearing from it, it is ``crashed``)."""
+
+
+def run_id_of(fingerprint: str, entity: str | None, project: str) -> str:
+    """The id of this run's data's W&B run in ``entity/project``: derived from both, so that
+    every export of the same data to the same project, on any machine, names the same run and
+    a rerun continues it (``wandb.init(id=..., resume="allow")``); a deliberate second copy is
+    ``<id>-2`` (:func:`run_id_of_copy`)."""
+    digest = hashlib.sha256(f"{fingerprint}\n{entity or ''}/{project}".encode()).hexdigest()
+    return f"evx{digest[:21]}"
 
 
 def runs_of(api: Any, path: str, tag: str) -> dict[str, list[Any]]:
@@ -192,64 +211,167 @@ def runs_of(api: Any, path: str, tag: str) -> dict[str, list[Any]]:
     return by_state
 
 
-def _earlier(run: Any, state: str) -> str:
-    return protocol.unfinished(f"W&B run {run.id}", state)
-
-
-def _delete_unfinished(unfinished: list[tuple[Any, str]]) -> list[str]:
-    """Delete each run of this data an earlier export did not finish, so that the project ends
-    with one run of the data; a notice for each."""
-    notices = []
-    for each, state in unfinished:
-        try:
-            each.delete()
-        except Exception as error:
-            notices.append(
-                f"{_earlier(each, state)}, could not be deleted ({protocol.error_text(error, 200)})"
-                "; delete it from the project's runs table"
-            )
-            continue
-        notices.append(
-            f"{_earlier(each, state)}, was deleted, so that the project holds this run once"
-        )
-    return notices
-
-
 def _project_path(payload: WandbPayload) -> str:
     return "/".join(filter(None, [payload["entity"], payload["project"]]))
 
 
-def _looked_up(payload: WandbPayload) -> tuple[list[str], list[str], WorkerResult | None]:
-    """The project's finished runs of this run's data (online), the notices of the unfinished
-    ones deleted (a dry run: that would be), and the result that ends the export here: a dry
-    run's answer, or a skip."""
+def _ours(run: Any, payload: WandbPayload) -> bool:
+    """Whether ``run`` has an id this data's exports give (:func:`run_id_of`)."""
+    base = payload["run_id"]
+    return str(run.id) == base or str(run.id).startswith(f"{base}-")
+
+
+def _foreign(run: Any, payload: WandbPayload) -> str | None:
+    """What of ``run`` is not what an export of this data writes (a config key or summary
+    value someone else added), or ``None``."""
+    if not _ours(run, payload):
+        return "its id is not one an export of this data gives"
+    try:
+        config = set(json.loads(getattr(run, "json_config", "") or "{}"))
+    except ValueError:
+        config = set()
+    if extra := sorted(key for key in config - set(payload["config"]) if not key.startswith("_")):
+        return f"its config key {extra[0]!r} is not one this export logs"
+    summary = set(getattr(run, "summary", None) or {})
+    known = {*payload["summary"], payload["table_key"], payload["samples_key"]}
+    if extra := sorted(key for key in summary - known if not key.startswith("_")):
+        return f"its summary key {extra[0]!r} is not one this export logs"
+    return None
+
+
+@dataclass
+class _Chosen:
+    """The W&B run an export writes into, and what it found."""
+
+    run_id: str
+    resumed: bool
+    existing: list[str]
+    notices: list[str]
+    logged: frozenset[str] = frozenset()
+    """What a resumed run's summary holds already (the tables an earlier export logged)."""
+
+
+_POLL: Final = 5.0
+"""Seconds between two looks at a run another export is writing."""
+
+
+def _looked_up(
+    payload: WandbPayload, say: Any = None, wait: bool = True
+) -> tuple[_Chosen | None, WorkerResult | None]:
+    """Which run the export writes into (online: asked of the project; offline: the data's
+    own id), or the result that ends it here: a dry run's answer, a skip, or a failure after
+    waiting for another export of this data past ``wait_seconds``. Nothing is ever deleted: a
+    run an earlier export left unfinished is resumed, a run anybody else wrote to is left as it
+    is, and a run another export is writing is waited for."""
     if payload["mode"] != "online":
-        return [], [], None
+        return _Chosen(payload["run_id"], False, [], _offline_leftovers(payload)), None
     import wandb
 
     path = _project_path(payload)
-    runs = runs_of(wandb.Api(timeout=30), path, payload["tags"][-1])
-    existing = [str(each.id) for each in runs.get("finished", [])]
-    unfinished = [(each, state) for state in UNFINISHED for each in runs.get(state, [])]
+    where = f"W&B project {path}"
+    api = wandb.Api(timeout=30)
+    deadline = time.monotonic() + payload["wait_seconds"]
+    waited: set[str] = set()
+    while True:
+        runs = runs_of(api, path, payload["tags"][-1])
+        finished = [str(each.id) for each in runs.get("finished", [])]
+        if done := [run_id for run_id in finished if run_id in waited]:
+            return None, protocol.skipped_as_held(
+                where,
+                done,
+                [f"another export finished W&B run {done[0]} while this export waited for it"],
+            )
+        writing = [each for each in runs.get("running", []) if _ours(each, payload)]
+        if not writing or payload["dry_run"]:
+            break
+        if payload["skip_existing"]:
+            return None, result(
+                "skipped",
+                SUCCEEDED,
+                f"another export is writing W&B run {writing[0].id} of this run's data in "
+                f"{where}; skipped, as {protocol.named_option('skip_existing')} asks",
+                run_id=str(writing[0].id),
+                skip_reason="in progress at target",
+                existing_run_ids=[str(writing[0].id)],
+            )
+        if not wait or time.monotonic() > deadline:
+            return None, result(
+                "failed",
+                FAILED,
+                f"W&B export gave up waiting for W&B run {writing[0].id} of this run's data in "
+                f"{where}, which another export is writing (W&B calls a run crashed once it "
+                "stops hearing from it). Run the export again once it has ended, or give "
+                f"{protocol.named_option('skip_existing', 'true')} to skip while it works",
+            )
+        if not waited and say is not None:
+            say(
+                f"waiting for W&B run {writing[0].id} of this run's data, which another export "
+                "is writing"
+            )
+        waited.update(str(each.id) for each in writing)
+        time.sleep(_POLL)
+    notices = [
+        f"W&B run {each.id} ({state}) of this run's data is left as it is: {why}"
+        for state in (*UNFINISHED, "running")
+        for each in runs.get(state, [])
+        if (why := _foreign(each, payload)) is not None
+        and (state != "running" or not _ours(each, payload))
+    ]
+    resumable = [
+        each
+        for state in UNFINISHED
+        for each in runs.get(state, [])
+        if _foreign(each, payload) is None
+    ]
+    if finished and payload["skip_existing"]:
+        return None, protocol.skipped_as_held(where, finished, notices)
+    writing = [each for each in runs.get("running", []) if _ours(each, payload)]
     if payload["dry_run"]:
-        notices = [
-            f"{_earlier(each, state)}, would be deleted, so that the project holds this run once"
-            for each, state in unfinished
-        ]
-    else:
-        notices = _delete_unfinished(unfinished)
-    if existing and payload["skip_existing"]:
-        return existing, notices, protocol.skipped_as_held(f"W&B project {path}", existing, notices)
-    if payload["dry_run"]:  # the dry run says what existing_run_ids holds in its own words
+        if writing:
+            notices.append(
+                f"another export is writing W&B run {writing[0].id} of this run's data: the "
+                "export would wait for it"
+            )
+        elif resumable:
+            notices.append(
+                f"the export would resume W&B run {resumable[0].id}, which an earlier export of "
+                f"this run's data left {resumable[0].state}"
+            )
         answer = result(
-            "succeeded",
-            ExitCode.OK,
-            f"W&B project {path} answers",
-            notices=notices,
-            existing_run_ids=existing,
+            "succeeded", ExitCode.OK, f"{where} answers", notices=notices, existing_run_ids=finished
         )
-        return existing, notices, answer
-    return existing, notices, None
+        return None, answer
+    if resumable:
+        run = resumable[0]
+        notices.append(
+            f"resumed W&B run {run.id}, which an earlier export of this run's data left {run.state}"
+        )
+        logged = frozenset(getattr(run, "summary", None) or {})
+        return _Chosen(str(run.id), True, finished, notices, logged), None
+    taken = {str(each.id) for state_runs in runs.values() for each in state_runs}
+    copy = 1
+    while (run_id := run_id_of_copy(payload["run_id"], copy)) in taken:
+        copy += 1
+    if finished:
+        notices.append(protocol.already_held(where, finished, skip=False))
+    return _Chosen(run_id, False, finished, notices), None
+
+
+def run_id_of_copy(base: str, copy: int) -> str:
+    """The id of copy ``copy`` of a run whose first copy's id is ``base``."""
+    return base if copy == 1 else f"{base}-{copy}"
+
+
+def _offline_leftovers(payload: WandbPayload) -> list[str]:
+    """Notices naming the offline runs of this data an earlier export left in the directory
+    (W&B names an offline run's directory ``offline-run-<time>-<id>``): the same run id, so
+    syncing either adds to one W&B run."""
+    found = sorted(Path(payload["dir"], "wandb").glob(f"offline-run-*-{payload['run_id']}"))
+    return [
+        f"an earlier offline export of this run's data is in {each}, with the same run id: "
+        "sync the new one; syncing both adds to one W&B run"
+        for each in found
+    ]
 
 
 _END: Final = b"]}"
@@ -379,7 +501,9 @@ def _add_streamed(
     return True
 
 
-def _log_tables(wandb: Any, run: Any, payload: WandbPayload) -> dict[str, dict[str, Any]]:
+def _log_tables(
+    wandb: Any, run: Any, payload: WandbPayload, logged: AbstractSet[str] = frozenset()
+) -> dict[str, dict[str, Any]]:
     """Log Gym's ``Rollouts`` table and the typed ``Samples`` table, every row of each: one
     that a run's history keeps whole (``wandb.Table.MAX_ROWS``, 10,000 rows) is logged to it,
     as NeMo Gym logs it; a bigger one, which the history would cut to 10,000 rows without a
@@ -388,7 +512,8 @@ def _log_tables(wandb: Any, run: Any, payload: WandbPayload) -> dict[str, dict[s
     into it from the table file (:func:`_add_streamed`) where its values allow. A table W&B
     refuses to type is logged with mixed types allowed (:func:`_typing_refused`). Returns where
     each table went, with ``notices`` for the user: where a table did not go to the history,
-    and where it could not be typed."""
+    and where it could not be typed. A table in ``logged`` (the summary of a resumed run names
+    it: the earlier export logged it to the history) is not logged to the history again."""
     history: dict[str, Any] = {}
     artifact = None
     kept: dict[str, dict[str, Any]] = {}
@@ -420,8 +545,9 @@ def _log_tables(wandb: Any, run: Any, payload: WandbPayload) -> dict[str, dict[s
             )
         mixed = refused is not None
         if total <= wandb.Table.MAX_ROWS:
-            rows = list(scanned.rows()) if scanned is not None else whole_rows
-            history[key] = typed_table(wandb, columns, rows, mixed=mixed)
+            if key not in logged:
+                rows = list(scanned.rows()) if scanned is not None else whole_rows
+                history[key] = typed_table(wandb, columns, rows, mixed=mixed)
             kept[key] = {"rows": total, "logged": "history", "notices": notices}
             continue
         if artifact is None:
@@ -457,15 +583,17 @@ def _log_tables(wandb: Any, run: Any, payload: WandbPayload) -> dict[str, dict[s
     return kept
 
 
-def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
+def run(payload: WandbPayload, progress: Any = _no_progress, say: Any = None) -> WorkerResult:
     """Log the run the payload describes to W&B (online or offline): its config, summary and
-    tables, or only look for an earlier copy (a dry run); the result names the run."""
+    tables, into the run of this data's id (a rerun continues the one an earlier export left
+    unfinished), or only look at what an export would find (a dry run); the result names the
+    run. ``say`` reports a wait for another export as it begins."""
     import wandb
 
     mode = payload["mode"]
     total = 3 if payload["rollouts_table"] else 2
     try:
-        existing, removed, ended = _looked_up(payload)
+        chosen, ended = _looked_up(payload, say)
     except Exception as error:  # the server or the key: the export would fail here too
         text = protocol.error_text(error)
         return result(
@@ -476,6 +604,9 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
         )
     if ended is not None:
         return ended
+    assert chosen is not None
+    if payload["dry_run"]:  # offline: nothing to ask
+        return result("succeeded", ExitCode.OK, f"W&B ({mode}) would write run {chosen.run_id}")
     progress(0, total)
     run = None
     try:
@@ -483,6 +614,10 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
             project=payload["project"],
             entity=payload["entity"],
             name=payload["name"],
+            id=chosen.run_id,
+            # Online, the run of this id is continued where it exists (resumed) and made where
+            # it does not; offline W&B writes a directory a sync adds to the run of this id.
+            resume="allow" if mode == "online" else None,
             mode=mode,
             dir=payload["dir"],
             config=payload["config"],
@@ -495,7 +630,7 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
         run.summary.update(payload["summary"])
         tables: dict[str, dict[str, Any]] = {}
         if payload["rollouts_table"]:
-            tables = _log_tables(wandb, run, payload)
+            tables = _log_tables(wandb, run, payload, chosen.logged)
             progress(2, total)
         run_id, url, run_dir = run.id, getattr(run, "url", None), run.dir
         run.finish()
@@ -519,10 +654,7 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
         )
     local = run_dir.rsplit("/files", 1)[0]
     where = f"W&B project {_project_path(payload)}"
-    notices = [
-        *removed,
-        *([protocol.already_held(where, existing, skip=False)] if existing else []),
-    ]
+    notices = list(chosen.notices)
     notices += [notice for table in tables.values() for notice in table.pop("notices", [])]
     if not Path(local).is_relative_to(payload["dir"]):
         notices.append(f"W&B wrote the run to {local}, not under {payload['dir']} as asked")
@@ -533,7 +665,7 @@ def run(payload: WandbPayload, progress: Any = _no_progress) -> WorkerResult:
         f"exported to W&B run {run_id} ({mode}): {where}",
         run_id=run_id,
         notices=notices,
-        existing_run_ids=existing,
+        existing_run_ids=chosen.existing,
         output=dict(WandbOutput(offline_run=local if mode == "offline" else None)),
         mode=mode,
         url=url,
