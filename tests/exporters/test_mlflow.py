@@ -433,6 +433,10 @@ def test_a_copy_exported_to_the_same_server_is_said_to_be_a_second_copy_or_skipp
     skipped = export_copy(skip_existing=True)
     assert (skipped.status, skipped.run_id) == (ExportStatus.SKIPPED, first.run_id)
     assert len(read_runs(mlflow_python, mlflow_server.url, "copies")) == 1
+    # The target holds the run's data: the skip is marked, as an export is.
+    (marker,) = copy.run_dir.glob("*_mlflow_export_done")
+    assert first.run_id in marker.read_text()
+    marker.unlink()  # as the marker's message says, to export again
     dry = export_copy(dry_run=True)
     assert dry.status is ExportStatus.SUCCEEDED
     assert f"already holds run {first.run_id}" in dry.message

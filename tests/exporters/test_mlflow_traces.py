@@ -369,11 +369,18 @@ def test_a_server_that_takes_no_span_batches_gets_its_traces_span_by_span() -> N
             }
         ],
     }
-    count, batches = body["_logged"](OldServer(), [trace, trace], 0, Client(), "1", "run")
+
+    class Lease:  # the export's own all along
+        run_id = "run"
+
+        def still_mine(self) -> bool:
+            return True
+
+    count, batches = body["_logged"](Lease(), OldServer(), [trace, trace], 0, Client(), "1")
     assert (count, batches) == (2, None)
     assert calls == ["start rollout 0-0", "span model turn 1", "end"] * 2
     with pytest.raises(NotImplementedError):  # past the first batch it is no version question
-        body["_logged"](OldServer(), [trace], 100, Client(), "1", "run")
+        body["_logged"](Lease(), OldServer(), [trace], 100, Client(), "1")
 
 
 def test_a_stop_signal_in_a_trace_batch_stops_the_worker_once_the_batch_is_in() -> None:

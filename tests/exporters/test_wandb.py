@@ -95,6 +95,32 @@ def test_a_second_export_is_skipped_and_writes_no_run(wandb_python, sample_run, 
     assert len(runs) == 1
 
 
+def test_every_export_of_the_data_writes_the_run_of_its_own_id(
+    wandb_python, sample_run, cli
+) -> None:
+    """The offline run's id is the data's in its project (``run_id_of``): a rerun after a lost
+    marker writes a run of the same id, so ``wandb sync`` of either adds to one W&B run, and
+    the rerun names the earlier directory; nothing is removed."""
+    from evalexport.backends.wandb.worker import run_id_of
+
+    args = ("wandb", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "+wandb_mode=offline")
+    first = cli(*args, "--json")
+    assert first.exit_code == 0, first.output
+    expected = run_id_of(run_fingerprint(sample_run.run), None, "aime24")
+    assert json.loads(first.stdout)["run_id"] == expected
+    for marker in sample_run.run.run_dir.glob("*_export_done"):
+        marker.unlink()
+    second = json.loads(cli(*args, "--json").stdout)
+    assert second["status"] == "succeeded", second["message"]
+    assert second["run_id"] == expected
+    runs = sorted((Path(os.environ["WANDB_DIR"]) / "wandb").glob(f"offline-run-*-{expected}"))
+    assert len(runs) == 2  # the earlier one is kept
+    assert any(
+        f"an earlier offline export of this run's data is in {runs[0]}" in notice
+        for notice in second["notices"]
+    ), second["notices"]
+
+
 def test_the_api_key_and_canaries_leak_nowhere(wandb_python, sample_run, cli) -> None:
     key = "canary0wandb0key0" + "9" * 23
     run = cli(

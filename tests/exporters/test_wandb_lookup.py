@@ -1,11 +1,15 @@
-"""An online W&B export asks the project for runs of this run's data before it makes one
-(``backends/wandb/worker.py``). No W&B server runs here, so the body's lookup is driven with a
-stand-in of ``wandb.Api`` that answers as the public API does (runs with ``id`` and
-``state``, filtered by tag); the call's names are held to the real SDK's by the wandb
-manifests (``contracts/wandb``)."""
+"""An online W&B export asks the project for runs of this run's data before it writes one
+(``backends/wandb/worker.py``): the run of the data's own id (derived from the fingerprint and
+the project) is resumed where an earlier export left it unfinished, waited for while another
+export writes it, and a run anybody else wrote to is left as it is; nothing is ever deleted.
+No W&B server runs here, so the body's lookup is driven with a stand-in of ``wandb.Api`` that
+answers as the public API does (runs with ``id``, ``state``, ``json_config`` and ``summary``,
+filtered by tag); the call's names are held to the real SDK's by the wandb manifests
+(``contracts/wandb``)."""
 
 from __future__ import annotations
 
+import json
 import sys
 import types
 from typing import Any, ClassVar
@@ -15,119 +19,186 @@ import pytest
 from evalexport.backends.wandb import worker as wandb_worker
 
 TAG = "evalexport-0123456789abcdef"
+OURS = wandb_worker.run_id_of("sha256:0123456789abcdef", "team", "aime24")
 
 
 class _Run:
-    def __init__(self, run_id: str, state: str) -> None:
+    def __init__(self, run_id: str, state: str, config: Any = None, summary: Any = None) -> None:
         self.id, self.state = run_id, state
+        self.json_config = json.dumps(config or {"model": {"value": "m"}})
+        self.summary = summary or {"mean/reward": 0.5, "_step": 0}
 
     def delete(self, delete_artifacts: bool = False) -> None:
-        if self.id in _Api.undeletable:
-            raise PermissionError("403 Forbidden: not an admin of this project")
         _Api.deleted.append(self.id)
 
 
 class _Api:
     asked: ClassVar[list[tuple[str, Any]]] = []
     deleted: ClassVar[list[str]] = []
-    undeletable: ClassVar[set[str]] = set()
+    answers: ClassVar[list[list[_Run]]] = []
+    """What each ``runs`` call answers, in turn (the last again when they run out)."""
 
     def __init__(self, timeout: int | None = None) -> None:
         self.timeout = timeout
 
     def runs(self, path: str, filters: Any = None) -> list[_Run]:
         _Api.asked.append((path, filters))
-        return [
-            _Run("r-finished", "finished"),
-            _Run("r-crashed", "crashed"),
-            _Run("r-failed", "failed"),
-            _Run("r-running", "running"),
-        ]
+        return _Api.answers.pop(0) if len(_Api.answers) > 1 else _Api.answers[0]
 
 
 @pytest.fixture
 def wandb_api(monkeypatch: pytest.MonkeyPatch) -> type[_Api]:
-    _Api.asked, _Api.deleted, _Api.undeletable = [], [], set()
+    _Api.asked, _Api.deleted = [], []
+    _Api.answers = [[_Run("r-finished", "finished")]]
     monkeypatch.setitem(sys.modules, "wandb", types.SimpleNamespace(Api=_Api))
+    monkeypatch.setattr(wandb_worker, "_POLL", 0.01)
     return _Api
 
 
-def _payload(**changes: Any) -> dict[str, Any]:
+def _payload(**changes: Any) -> Any:
     return {
         "project": "aime24",
         "entity": "team",
         "mode": "online",
+        "dir": "/nonexistent",
         "tags": ["evalexport", TAG],
+        "config": {"model": "m"},
+        "summary": {"mean/reward": 0.5},
+        "table_key": "Rollouts",
+        "samples_key": "Samples",
         "dry_run": False,
         "skip_existing": False,
+        "run_id": OURS,
+        "wait_seconds": 5.0,
         **changes,
     }
 
 
-def test_only_finished_runs_with_the_fingerprints_tag_are_copies(wandb_api) -> None:
-    existing, _, _ = wandb_worker._looked_up(_payload())
-    assert existing == ["r-finished"]
+def test_the_run_id_is_the_datas_and_the_projects() -> None:
+    """Every export of one run's data to one project names the same run, on any machine;
+    another project or other data names another."""
+    assert OURS == wandb_worker.run_id_of("sha256:0123456789abcdef", "team", "aime24")
+    assert OURS != wandb_worker.run_id_of("sha256:0123456789abcdef", "team", "other")
+    assert OURS != wandb_worker.run_id_of("sha256:ffff", "team", "aime24")
+    assert len(OURS) <= 64 and OURS.isalnum()
+
+
+def test_with_no_run_of_the_data_the_export_writes_the_datas_own_run(wandb_api) -> None:
+    wandb_api.answers = [[]]
+    chosen, ended = wandb_worker._looked_up(_payload())
+    assert ended is None and chosen is not None
+    assert (chosen.run_id, chosen.resumed, chosen.existing) == (OURS, False, [])
     assert wandb_api.asked == [("team/aime24", {"tags": {"$in": [TAG]}})]
 
 
-def test_a_copy_found_is_skipped_when_asked(wandb_api) -> None:
-    existing, _, ended = wandb_worker._looked_up(_payload(skip_existing=True))
-    assert existing == ["r-finished"]
-    assert ended is not None
-    assert (ended["status"], ended["skip_reason"], ended["run_id"]) == (
-        "skipped",
-        "found at target",
-        "r-finished",
-    )
+@pytest.mark.parametrize("state", ["failed", "crashed", "killed"])
+def test_an_unfinished_export_of_the_data_is_resumed_not_deleted(wandb_api, state) -> None:
+    """An interrupted or failed online export (W&B marks its run failed, or crashed when it
+    stops hearing from it): the rerun continues that run under its id (it deleted it)."""
+    wandb_api.answers = [[_Run(OURS, state)]]
+    chosen, ended = wandb_worker._looked_up(_payload())
+    assert ended is None and chosen is not None
+    assert (chosen.run_id, chosen.resumed) == (OURS, True)
+    assert chosen.logged == {"mean/reward", "_step"}
+    assert f"resumed W&B run {OURS}" in chosen.notices[0]
+    assert wandb_api.deleted == []
 
 
-def test_a_dry_run_answers_with_the_copies_and_what_it_would_delete(wandb_api) -> None:
-    _, _, ended = wandb_worker._looked_up(_payload(dry_run=True))
-    assert ended is not None
-    assert ended["status"] == "succeeded"
-    assert ended["existing_run_ids"] == ["r-finished"]
-    # The dry run words the copies itself, from existing_run_ids ("would add a second copy");
-    # the notices say what the export would delete, and nothing is deleted.
-    assert ended["notices"] == [
-        f"an earlier export of this run that did not finish, W&B run r-{state} ({state}), "
-        "would be deleted, so that the project holds this run once"
-        for state in ("failed", "crashed")
+def test_a_run_somebody_else_wrote_to_is_left_as_it_is(wandb_api) -> None:
+    """A run of the data's id with a summary value the export never logs (a user's own), or a
+    run of another id carrying the tag: never touched; the export writes a run of the next id."""
+    wandb_api.answers = [
+        [
+            _Run(OURS, "crashed", summary={"my_own_score": 1.0}),
+            _Run("theirs", "failed"),
+        ]
+    ]
+    chosen, ended = wandb_worker._looked_up(_payload())
+    assert ended is None and chosen is not None
+    assert (chosen.run_id, chosen.resumed) == (f"{OURS}-2", False)
+    assert chosen.notices == [
+        "W&B run theirs (failed) of this run's data is left as it is: its id is not one an "
+        "export of this data gives",
+        f"W&B run {OURS} (crashed) of this run's data is left as it is: its summary key "
+        "'my_own_score' is not one this export logs",
     ]
     assert wandb_api.deleted == []
 
 
-def test_an_export_deletes_the_runs_earlier_exports_did_not_finish(wandb_api) -> None:
-    """After an interrupted or failed online export (W&B marks its run failed, or crashed
-    when it stops hearing from it) the rerun deletes that run, so that the project holds one
-    run of the data; a running one may be an export going on elsewhere and is left."""
-    existing, removed, ended = wandb_worker._looked_up(_payload())
-    assert (existing, ended) == (["r-finished"], None)
-    assert wandb_api.deleted == ["r-failed", "r-crashed"]
-    assert removed == [
-        "an earlier export of this run that did not finish, W&B run r-failed (failed), was "
-        "deleted, so that the project holds this run once",
-        "an earlier export of this run that did not finish, W&B run r-crashed (crashed), was "
-        "deleted, so that the project holds this run once",
+def test_a_finished_copy_is_skipped_when_asked_else_a_second_copy_is_written(wandb_api) -> None:
+    wandb_api.answers = [[_Run(OURS, "finished")]]
+    chosen, ended = wandb_worker._looked_up(_payload(skip_existing=True))
+    assert chosen is None and ended is not None
+    assert (ended["status"], ended["skip_reason"], ended["run_id"]) == (
+        "skipped",
+        "found at target",
+        OURS,
+    )
+    chosen, ended = wandb_worker._looked_up(_payload())
+    assert ended is None and chosen is not None
+    assert (chosen.run_id, chosen.existing) == (f"{OURS}-2", [OURS])
+
+
+def test_a_run_another_export_writes_is_waited_for_then_skipped(wandb_api) -> None:
+    """Two exports of one run at once: the second waits while the first's run is running,
+    saying so, and skips once it has finished (it would have written the run twice)."""
+    wandb_api.answers = [[_Run(OURS, "running")], [_Run(OURS, "running")], [_Run(OURS, "finished")]]
+    said: list[str] = []
+    chosen, ended = wandb_worker._looked_up(_payload(), said.append)
+    assert chosen is None and ended is not None
+    assert (ended["status"], ended["skip_reason"], ended["run_id"]) == (
+        "skipped",
+        "found at target",
+        OURS,
+    )
+    assert said == [
+        f"waiting for W&B run {OURS} of this run's data, which another export is writing"
     ]
 
 
-def test_a_run_the_project_will_not_delete_is_named_and_the_export_goes_on(wandb_api) -> None:
-    wandb_api.undeletable = {"r-crashed"}
-    _, removed, ended = wandb_worker._looked_up(_payload())
-    assert ended is None
-    assert wandb_api.deleted == ["r-failed"]
-    assert removed[1] == (
-        "an earlier export of this run that did not finish, W&B run r-crashed (crashed), could "
-        "not be deleted (403 Forbidden: not an admin of this project); delete it from the "
-        "project's runs table"
+def test_a_run_another_export_writes_is_skipped_with_skip_existing(wandb_api) -> None:
+    wandb_api.answers = [[_Run(OURS, "running")]]
+    chosen, ended = wandb_worker._looked_up(_payload(skip_existing=True))
+    assert ended is not None
+    assert (ended["status"], ended["skip_reason"]) == ("skipped", "in progress at target")
+
+
+def test_waiting_ends_at_the_wait_limit_with_a_failure_naming_the_run(wandb_api) -> None:
+    wandb_api.answers = [[_Run(OURS, "running")]]
+    chosen, ended = wandb_worker._looked_up(_payload(wait_seconds=0.05))
+    assert ended is not None
+    assert ended["status"] == "failed"
+    assert f"gave up waiting for W&B run {OURS}" in ended["message"]
+
+
+def test_a_dry_run_says_what_the_export_would_do_and_changes_nothing(wandb_api) -> None:
+    wandb_api.answers = [[_Run("r-finished", "finished"), _Run(OURS, "crashed")]]
+    chosen, ended = wandb_worker._looked_up(_payload(dry_run=True))
+    assert ended is not None
+    assert ended["status"] == "succeeded"
+    assert ended["existing_run_ids"] == ["r-finished"]
+    assert ended["notices"] == [
+        f"the export would resume W&B run {OURS}, which an earlier export of this run's data "
+        "left crashed"
+    ]
+    assert wandb_api.deleted == []
+
+
+def test_offline_there_is_no_one_to_ask(wandb_api, tmp_path) -> None:
+    (tmp_path / "wandb" / f"offline-run-20261207_010203-{OURS}").mkdir(parents=True)
+    chosen, ended = wandb_worker._looked_up(
+        _payload(mode="offline", skip_existing=True, dir=str(tmp_path))
     )
-
-
-def test_offline_there_is_no_one_to_ask(wandb_api) -> None:
-    assert wandb_worker._looked_up(_payload(mode="offline", skip_existing=True)) == ([], [], None)
+    assert ended is None and chosen is not None
+    assert chosen.run_id == OURS
+    assert "an earlier offline export of this run's data is in" in chosen.notices[0]
     assert wandb_api.asked == []
 
 
 def test_the_lookup_uses_the_entity_the_key_has_when_none_is_given(wandb_api) -> None:
     wandb_worker._looked_up(_payload(entity=None))
     assert wandb_api.asked[0][0] == "aime24"
+
+
+def test_the_worker_deletes_nothing() -> None:
+    assert not [path for path in wandb_worker.SURFACE["paths"] if "delete" in path]
