@@ -111,6 +111,7 @@ def test_a_worker_body_words_its_notices_for_who_asked(tmp_path: Path, rewritten
     assert evalexport.export("mlflow", run.rollouts, **store).status is ExportStatus.SUCCEEDED
     copy = make_run(tmp_path / "copy")  # the same bytes in another directory
     second = evalexport.export("mlflow", copy.rollouts, **store)
-    assert second.status is ExportStatus.SUCCEEDED, second.message
-    assert any("Add skip_existing=true to skip instead" in notice for notice in second.notices)
+    assert second.status is ExportStatus.SKIPPED, second.message
+    assert "second_copy=true exports another copy" in second.message
+    assert "+second_copy" not in second.message
     assert rewritten == []

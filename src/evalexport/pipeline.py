@@ -611,9 +611,8 @@ def _described(exporter: AnyExporter, handed: _Handed, answer: ExportResult | No
     not_asked = answer.target_not_asked if answer is not None else None
     if existing:
         said += (
-            f"; the target already holds run {', '.join(existing)} of this run's data, so the "
-            f"export would add a second copy ({named_option('skip_existing', 'true')} skips "
-            "instead)"
+            f"; the target already holds run {', '.join(existing)} of this run's data, and the "
+            f"export would add a second copy, as {named_option('second_copy')} asks"
         )
     if not_asked is not None:
         said += f"; the target was not asked whether it holds this run's data already ({not_asked})"

@@ -45,10 +45,11 @@ class SkipReason(enum.StrEnum):
     DEDUPED = "deduped"
     """The service already holds this content (EvalRDL) and stored nothing new."""
     FOUND_AT_TARGET = "found at target"
-    """The target already holds a finished run of this run's data (its fingerprint): one
-    ``+skip_existing`` asks to skip for, one another export made while this one waited for
-    it, or one an earlier export of this run started and another finished. The marker records
-    it, as it records an export."""
+    """The target already holds a finished run of this run's data (its fingerprint; made from
+    a copy of the run directory, by an export this one waited for, or before the marker was
+    deleted), which the export skips for unless ``+second_copy=true``; or, with
+    ``+skip_existing``, one someone reopened since. The marker records it, as it records an
+    export."""
     IN_PROGRESS_AT_TARGET = "in progress at target"
     """Another export is making a run of this run's data at the target (it holds the run's
     lease), and ``+skip_existing`` asked to skip rather than wait for it. No marker is
@@ -164,7 +165,7 @@ class ExportResult(BaseModel):
     (it stands, succeeded): whoever runs the next export (a plan's worker) stops."""
     existing_run_ids: list[str] = []
     """The target's runs of this run's data found before this export (by a dry run, or by the
-    export's own lookup): more than none means a second copy, or a skip asked for."""
+    export's own lookup): more than none means a skip, or a second copy asked for."""
     target_not_asked: str | None = None
     """Why a dry run could not ask the target whether it holds this run already."""
     environment: str | None = None

@@ -412,9 +412,12 @@ def test_a_run_tried_on_the_local_store_first_still_reaches_the_server(
     assert f"was exported to {mlflow_server.url} as run {team.run_id}" in again.message
 
 
-def test_a_copy_exported_to_the_same_server_is_said_to_be_a_second_copy_or_skipped(
+def test_a_copy_exported_to_the_same_server_is_skipped_for_or_a_second_copy_when_asked(
     mlflow_server, mlflow_python, sample_run, tmp_path
 ) -> None:
+    """A copy of the run directory (the same bytes) exported to a server that holds the
+    original's run is skipped for, the marker written: the experiment holds the run once. A
+    second copy is made only when asked (``+second_copy=true``), and said."""
     options = {"mlflow_tracking_uri": mlflow_server.url, "mlflow_experiment_name": "copies"}
     first = _export(sample_run, **options)
     assert first.status is ExportStatus.SUCCEEDED, first.message
@@ -427,25 +430,27 @@ def test_a_copy_exported_to_the_same_server_is_said_to_be_a_second_copy_or_skipp
         )
         return export_run(exporter, copy, config)
 
-    dry = export_copy(skip_existing=True, dry_run=True)
+    dry = export_copy(dry_run=True)
     assert (dry.status, dry.skip_reason) == (ExportStatus.SKIPPED, "found at target")
     assert first.run_id in dry.message
-    skipped = export_copy(skip_existing=True)
+    skipped = export_copy()
     assert (skipped.status, skipped.run_id) == (ExportStatus.SKIPPED, first.run_id)
+    assert "second_copy=true exports another copy" in skipped.message
     assert len(read_runs(mlflow_python, mlflow_server.url, "copies")) == 1
     # The target holds the run's data: the skip is marked, as an export is.
     (marker,) = copy.run_dir.glob("*_mlflow_export_done")
     assert first.run_id in marker.read_text()
     marker.unlink()  # as the marker's message says, to export again
-    dry = export_copy(dry_run=True)
+    dry = export_copy(dry_run=True, second_copy=True)
     assert dry.status is ExportStatus.SUCCEEDED
     assert f"already holds run {first.run_id}" in dry.message
-    second = export_copy()
+    assert "would add a second copy, as" in dry.message
+    assert "second_copy asks" in dry.message
+    second = export_copy(second_copy=True)
     assert second.status is ExportStatus.SUCCEEDED
     assert second.existing_run_ids == [first.run_id]
     # The result says it, as the dry run did: the line a user reads and --json alike.
     assert f"already holds run {first.run_id}" in second.message
-    assert "+skip_existing=true" in second.message
     assert len(read_runs(mlflow_python, mlflow_server.url, "copies")) == 2
 
 

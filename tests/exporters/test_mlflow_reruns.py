@@ -23,11 +23,11 @@ pytestmark = pytest.mark.downloads
 LEAVE = r"""
 import json, sys
 from mlflow import MlflowClient
-uri, store, run_id, status, host, pid, gone, unlinked, unrewarded = sys.argv[1:10]
+uri, store, run_id, status, place, pid, gone, unlinked, unrewarded = sys.argv[1:10]
 client = MlflowClient(uri)
 run = client.get_run(run_id)
 lease = json.loads(run.data.tags["evalexport.lease"])
-lease.update(status=status, host=host, pid=int(pid))
+lease.update(status=status, place=place, pid=int(pid))
 client.set_tag(run_id, "evalexport.lease", json.dumps(lease))
 if status == "RUNNING":
     client.update_run(run_id, status="RUNNING")
@@ -142,7 +142,10 @@ from mlflow import MlflowClient
 uri, run_id, beats, then = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 client = MlflowClient(uri)
 lease = json.loads(client.get_run(run_id).data.tags["evalexport.lease"])
-lease.update(status="RUNNING", host="build-42.cluster", pid=4242, export="elsewhere")
+lease.update(
+    status="RUNNING", host="build-42.cluster", place="build-42.cluster/boot/pid", pid=4242,
+    export="elsewhere",
+)
 client.update_run(run_id, status="RUNNING")
 for beat in range(beats):
     lease["beat"] = beat
@@ -214,7 +217,7 @@ def test_a_rerun_resumes_an_unfinished_export_and_adds_only_what_it_lacks(
     _mlflow(
         mlflow_python, LEAVE, mlflow_server.url, mlflow_server.root / "mlflow.db",
         first["run_id"], left,
-        mlflow_worker._HOST, _dead_pid(), 4, 2, 2,
+        mlflow_worker._PLACE, _dead_pid(), 4, 2, 2,
     )  # fmt: skip
     _forget(sample)
 
@@ -242,8 +245,8 @@ def test_a_run_a_user_reopened_is_left_as_it_was(
 ) -> None:
     """A user appended a metric to an exported run (``mlflow.start_run(run_id=...)``) and their
     script crashed (the run is ``FAILED``), then deleted the marker as the skip message says:
-    the rerun leaves that run as it is, with its traces and the user's metric, and exports a
-    second copy, saying so (it deleted the run, its traces and the user's metric)."""
+    the rerun leaves that run as it is, with its traces and the user's metric, and makes a new
+    run, saying why (it deleted the run, its traces and the user's metric)."""
     sample = make_sample_run("reopened", tasks=2, repeats=2)
     experiment = f"reopened-{sample.canaries.suffix}"
     first = _export(cli, sample, mlflow_server.url, experiment)
@@ -254,7 +257,11 @@ def test_a_run_a_user_reopened_is_left_as_it_was(
     rerun = _export(cli, sample, mlflow_server.url, experiment)
     assert rerun["status"] == "succeeded", rerun["message"]
     assert rerun["run_id"] != first["run_id"]
-    assert f"already holds run {first['run_id']}" in rerun["message"]
+    said = (
+        f"MLflow run {first['run_id']} (FAILED) of this run's data is left as it is: its metric "
+        "'my_own_score' is not one this export logs"
+    )
+    assert said in rerun["notices"], rerun["notices"]
     state = _mlflow(mlflow_python, STATE, mlflow_server.url, experiment)
     kept = state["runs"][first["run_id"]]
     assert (kept["status"], kept["stage"]) == ("FAILED", "active")
@@ -354,8 +361,8 @@ def test_an_export_waits_for_another_machines_export_and_skips_once_it_has_finis
         holder.join()
     assert result["status"] == "skipped", result["message"]
     assert result["skip_reason"] == "found at target"
+    assert result["run_id"] == first["run_id"]
     assert "mlflow: waiting for export elsewhere (process 4242 on build-42.cluster" in caplog.text
-    assert "while this export waited for it" in result["message"]
     assert any(sample.run.run_dir.glob("*_mlflow_export_done"))
     state = _mlflow(mlflow_python, STATE, mlflow_server.url, experiment)
     assert list(state["runs"]) == [first["run_id"]]

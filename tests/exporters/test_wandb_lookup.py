@@ -68,6 +68,7 @@ def _payload(**changes: Any) -> Any:
         "samples_key": "Samples",
         "dry_run": False,
         "skip_existing": False,
+        "second_copy": False,
         "run_id": OURS,
         "wait_seconds": 5.0,
         **changes,
@@ -125,18 +126,32 @@ def test_a_run_somebody_else_wrote_to_is_left_as_it_is(wandb_api) -> None:
     assert wandb_api.deleted == []
 
 
-def test_a_finished_copy_is_skipped_when_asked_else_a_second_copy_is_written(wandb_api) -> None:
-    wandb_api.answers = [[_Run(OURS, "finished")]]
-    chosen, ended = wandb_worker._looked_up(_payload(skip_existing=True))
+def test_a_finished_run_of_the_data_is_skipped_for_unless_a_second_copy_is_asked(
+    wandb_api,
+) -> None:
+    """The project holds this data's run: the export skips for it (the marker records it),
+    whatever its id (an earlier evalexport's); ``second_copy`` writes ``<id>-2``."""
+    wandb_api.answers = [[_Run("older-random-id", "finished")]]
+    chosen, ended = wandb_worker._looked_up(_payload())
     assert chosen is None and ended is not None
     assert (ended["status"], ended["skip_reason"], ended["run_id"]) == (
         "skipped",
         "found at target",
-        OURS,
+        "older-random-id",
     )
-    chosen, ended = wandb_worker._looked_up(_payload())
+    wandb_api.answers = [[_Run(OURS, "finished")]]
+    chosen, ended = wandb_worker._looked_up(_payload(second_copy=True))
     assert ended is None and chosen is not None
     assert (chosen.run_id, chosen.existing) == (f"{OURS}-2", [OURS])
+    assert "exporting a second copy, as +second_copy asks" in chosen.notices[-1]
+
+
+def test_a_finished_run_somebody_wrote_to_is_not_this_datas_run(wandb_api) -> None:
+    wandb_api.answers = [[_Run(OURS, "finished", summary={"my_own_score": 1.0})]]
+    chosen, ended = wandb_worker._looked_up(_payload())
+    assert ended is None and chosen is not None
+    assert chosen.run_id == f"{OURS}-2"
+    assert "its summary key 'my_own_score' is not one this export logs" in chosen.notices[0]
 
 
 def test_a_run_another_export_writes_is_waited_for_then_skipped(wandb_api) -> None:
@@ -172,11 +187,11 @@ def test_waiting_ends_at_the_wait_limit_with_a_failure_naming_the_run(wandb_api)
 
 
 def test_a_dry_run_says_what_the_export_would_do_and_changes_nothing(wandb_api) -> None:
-    wandb_api.answers = [[_Run("r-finished", "finished"), _Run(OURS, "crashed")]]
+    wandb_api.answers = [[_Run(OURS, "crashed")]]
     chosen, ended = wandb_worker._looked_up(_payload(dry_run=True))
     assert ended is not None
     assert ended["status"] == "succeeded"
-    assert ended["existing_run_ids"] == ["r-finished"]
+    assert "existing_run_ids" not in ended
     assert ended["notices"] == [
         f"the export would resume W&B run {OURS}, which an earlier export of this run's data "
         "left crashed"

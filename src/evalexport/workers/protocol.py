@@ -30,6 +30,8 @@ __all__ = [
     "named_option",
     "options_given_as_tokens",
     "result",
+    "second_copy",
+    "skipped_as_exported",
     "skipped_as_held",
     "unfinished",
     "worker_result_from",
@@ -205,6 +207,33 @@ def already_held(where: str, existing: list[str], *, skip: bool) -> str:
     return (
         f"{said}; exporting a second copy. Add {named_option('skip_existing', 'true')} to skip "
         "instead"
+    )
+
+
+def second_copy(where: str, existing: list[str]) -> str:
+    """In a worker body: the notice of an export that adds a second copy of this run's data
+    to ``where``, which holds ``existing`` runs of it, because ``second_copy`` asks."""
+    return (
+        f"{where} already holds run {', '.join(existing)} of this run's data (the same "
+        f"fingerprint); exporting a second copy, as {named_option('second_copy')} asks"
+    )
+
+
+def skipped_as_exported(
+    where: str, existing: list[str], notices: list[str] | None = None
+) -> WorkerResult:
+    """In a worker body: the skip of a tracking export whose data ``where`` holds finished
+    already (``existing`` runs): the target holds this run, once; a second copy is asked for
+    with ``second_copy``. The marker records it, as it records an export."""
+    return result(
+        "skipped",
+        SUCCEEDED,
+        f"{where} already holds run {', '.join(existing)} of this run's data (the same "
+        f"fingerprint); skipped ({named_option('second_copy', 'true')} exports another copy)",
+        run_id=existing[0],
+        skip_reason="found at target",
+        existing_run_ids=existing,
+        notices=notices,
     )
 
 

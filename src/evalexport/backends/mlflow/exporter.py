@@ -103,9 +103,15 @@ class MLflowConfig(RowsConfig):
     )
     skip_existing: bool = Field(
         default=False,
-        description="Skip when the experiment already holds a finished run of this run's data "
-        "(the same fingerprint, e.g. exported from a copy of the run directory); default: "
-        "export a second copy and say so.",
+        description="Skip, rather than wait, when another export is making a run of this run's "
+        "data, and skip for a finished one someone reopened since; default: wait for the "
+        "first, make a new run beside the second. A finished run of this data (the same "
+        "fingerprint, e.g. exported from a copy of the run directory) is always skipped for.",
+    )
+    second_copy: bool = Field(
+        default=False,
+        description="Export a second copy even where the experiment holds a finished run of "
+        "this run's data; default: skip for it and write the marker.",
     )
     mlflow_request_timeout: int | None = Field(
         default=None,
@@ -334,6 +340,7 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
             "lease_seconds": target.lease_seconds,
             "wait_seconds": target.wait_seconds,
             "skip_existing": config.skip_existing,
+            "second_copy": config.second_copy,
             "artifact_location": local_artifact_location(target.tracking_uri),
             "store_directory": str(target.store.parent) if target.store else None,
             "experiment_name": target.experiment,

@@ -27,10 +27,11 @@ from evalexport.workers.protocol import (
     SUCCEEDED,
     ExitCode,
     WorkerResult,
-    already_held,
     error_text,
     named_option,
     result,
+    second_copy,
+    skipped_as_exported,
     skipped_as_held,
 )
 
@@ -193,8 +194,11 @@ class MlflowPayload(_MlflowPayloadOptions):
     """How long the export waits for another export that holds a run of this data, before it
     fails naming it (within the worker's time limit)."""
     skip_existing: bool
-    """When the experiment already holds a finished run of this run's data, or another export
-    is making one, skip instead of logging a second copy or waiting."""
+    """Skip, rather than wait or make a new run, when another export is making a run of this
+    data or someone reopened a finished one."""
+    second_copy: bool
+    """Make a new run even where the experiment holds a finished run of this data (by
+    default the export skips for it)."""
     artifact_location: str | None
     """Where a new experiment keeps its artifacts (``mlartifacts/`` beside an embedded store);
     ``None``: the server's choice."""
@@ -261,6 +265,24 @@ _MLFLOW_TAGS: Final = frozenset({"mlflow.runName", "mlflow.user"})
 _HOST: Final = socket.gethostname()
 
 
+def _place() -> str:
+    """Where this process's id means this process: the machine's boot and its process-id
+    namespace (two containers of one host, or two hosts of one name, are two places)."""
+    parts = []
+    for path, read in (
+        ("/proc/sys/kernel/random/boot_id", lambda p: Path(p).read_text().strip()),
+        ("/proc/self/ns/pid", os.readlink),
+    ):
+        try:
+            parts.append(read(path))
+        except OSError:
+            parts.append("?")
+    return f"{_HOST}/{'/'.join(parts)}"
+
+
+_PLACE: Final = _place()
+
+
 def _lease_of(run: Any) -> dict[str, Any] | None:
     """The run's lease, or ``None`` when it has none that reads as one."""
     try:
@@ -292,22 +314,11 @@ class _Expected:
             self.metrics.update(batch["metrics"])
             self.tags.update(batch["tags"])
 
-    def foreign(self, run: Any) -> str | None:
-        """What of ``run`` is not the export's own (a param, metric or tag someone else wrote,
-        a status or name its lease does not record), or ``None``: only evalexport wrote it."""
+    def written_by_others(self, run: Any) -> str | None:
+        """What of ``run`` someone else wrote (a param, metric or tag no export of this data
+        writes, a name its lease does not record), or ``None``."""
         lease = _lease_of(run)
-        if lease is None:
-            return (
-                "it carries no evalexport lease (made by hand, by another tool, or by an "
-                "evalexport before 0.5)"
-            )
-        status = run.info.status
-        if status not in (lease["status"], lease.get("next")):
-            return (
-                f"its status is {status}, not the {lease['status']} its export left it in: "
-                "someone reopened or ended it since"
-            )
-        if run.data.tags.get("mlflow.runName") != lease["name"]:
+        if lease is not None and run.data.tags.get("mlflow.runName") != lease["name"]:
             return "it was renamed since its export made it"
         for key, value in run.data.params.items():
             if self.params.get(key) != value:
@@ -321,6 +332,22 @@ class _Expected:
             if self.tags.get(key) != value:
                 return f"its tag {key!r} is not one this export sets"
         return None
+
+
+def _not_left_by_its_export(run: Any, lease: dict[str, Any] | None) -> str | None:
+    """Why ``run`` (not finished) is not as an export of this data left it, or ``None``."""
+    if lease is None:
+        return (
+            "it carries no evalexport lease (made by hand, by another tool, or by an "
+            "evalexport before 0.5)"
+        )
+    status = run.info.status
+    if status not in (lease["status"], lease.get("next")):
+        return (
+            f"its status is {status}, not the {lease['status']} its export left it in: "
+            "someone reopened or ended it since"
+        )
+    return None
 
 
 @dataclass
@@ -342,7 +369,7 @@ class _Watch:
         self._seen: dict[str, _Seen] = {}
 
     def held(self, key: str, value: str, lease: dict[str, Any]) -> bool:
-        if lease.get("host") == _HOST and not _alive(lease.get("pid")):
+        if lease.get("place") == _PLACE and not _alive(lease.get("pid")):
             return False
         seen = self._seen.get(key)
         now = time.monotonic()
@@ -386,6 +413,7 @@ class _Lease:
             "export": self.export,
             "created_by": created_by or self.export,
             "host": _HOST,
+            "place": _PLACE,
             "pid": os.getpid(),
             "status": status,
             "beat": 0,
@@ -519,9 +547,10 @@ _POLL: Final = 2.0
 
 class _Choice:
     """Which run an export writes into, decided from the runs of its data the experiment
-    holds (docs/reliability.md, "Nothing lost"): a run another export holds is waited for; a
-    run an earlier export left unfinished and nobody else touched is resumed; a finished one
-    is a copy the export skips for or adds to; a run anybody else wrote to is never touched."""
+    holds (docs/reliability.md, "Nothing lost"): a finished one is this data's run, skipped
+    for (``second_copy`` adds another); a run another export holds is waited for; a run an
+    earlier export left unfinished and nobody else touched is resumed; a run anybody else
+    wrote to is never touched."""
 
     def __init__(
         self, client: Any, experiment_id: str, payload: MlflowPayload, lease: _Lease, say: Any
@@ -530,21 +559,38 @@ class _Choice:
         self.lease, self.say = lease, say
         self.expected = _Expected(payload)
         self.watch = _Watch(payload["lease_seconds"])
-        self.waited_for: dict[str, Any] = {}
-        """The runs this export waited for, by id, with the lease it saw."""
         self.uri, self.experiment = payload["tracking_uri"], payload["experiment_name"]
 
     def classify(self, runs: list[Any]) -> dict[str, list[Any]]:
-        """The runs of this data by what the export may do with them: ``finished`` (a
-        finished export, or one someone reopened since), ``held`` (another export is
-        writing it), ``resumable`` (an earlier export's unfinished work, nobody else's),
-        ``foreign`` (with why: never touched)."""
-        kinds: dict[str, list[Any]] = {"finished": [], "held": [], "resumable": [], "foreign": []}
+        """The runs of this data by what the export may do with them: ``finished`` (finished,
+        holding only what exports of this data write), ``touched`` (finished by an export,
+        then written to or reopened by someone else, with why), ``held`` (another export is
+        writing it), ``resumable`` (an earlier export's unfinished work, nobody else's) and
+        ``foreign`` (with why). Only a resumable run is ever written to."""
+        kinds: dict[str, list[Any]] = {
+            "finished": [],
+            "touched": [],
+            "held": [],
+            "resumable": [],
+            "foreign": [],
+        }
         for run in runs:
             lease = _lease_of(run)
-            if run.info.status == "FINISHED" or (lease and lease["status"] == "FINISHED"):
-                kinds["finished"].append(run)
-            elif (why := self.expected.foreign(run)) is not None:
+            others = self.expected.written_by_others(run)
+            finished_by_export = lease is not None and lease["status"] == "FINISHED"
+            if run.info.status == "FINISHED" or finished_by_export:
+                if others is None and run.info.status == "FINISHED":
+                    kinds["finished"].append(run)
+                else:
+                    kinds["touched"].append(
+                        (
+                            run,
+                            others
+                            or f"someone reopened it since its export finished it "
+                            f"({run.info.status})",
+                        )
+                    )
+            elif (why := _not_left_by_its_export(run, lease) or others) is not None:
                 kinds["foreign"].append((run, why))
             elif (
                 lease is not None
@@ -561,8 +607,36 @@ class _Choice:
         return [
             f"MLflow run {run.info.run_id} ({run.info.status}) of this run's data is left as it "
             f"is: {why}"
-            for run, why in kinds["foreign"]
+            for kind in ("touched", "foreign")
+            for run, why in kinds[kind]
         ]
+
+    def ended(self, kinds: dict[str, list[Any]]) -> WorkerResult | None:
+        """The skip that ends the export: the experiment holds this data's run finished (unless
+        a second copy is asked for), or, with ``+skip_existing``, one someone reopened since
+        or one another export is writing."""
+        where = _at(self.experiment, self.uri)
+        finished = [run.info.run_id for run in kinds["finished"]]
+        if finished and not self.payload["second_copy"]:
+            return skipped_as_exported(where, finished, self.said_of(kinds))
+        if not self.payload["skip_existing"]:
+            return None
+        if kinds["touched"]:
+            reopened = [run.info.run_id for run, _ in kinds["touched"]]
+            return skipped_as_held(where, reopened, self.said_of(kinds))
+        if kinds["held"]:
+            run = kinds["held"][0]
+            return result(
+                "skipped",
+                SUCCEEDED,
+                f"{_holder(_lease_of(run) or {})} is exporting this run's data as MLflow run "
+                f"{run.info.run_id} in {where}; skipped, as {named_option('skip_existing')} "
+                "asks",
+                run_id=run.info.run_id,
+                skip_reason="in progress at target",
+                existing_run_ids=[run.info.run_id],
+            )
+        return None
 
     def choose(self, deadline: float) -> _Chosen | WorkerResult:
         """The run to write into, or the result that ends the export here (a skip, or a
@@ -576,14 +650,10 @@ class _Choice:
         while True:
             runs = _runs_of(self.client, self.experiment_id, self.payload)
             kinds = self.classify(runs)
-            ended = self.ended(kinds)
-            if ended is not None:
+            if (ended := self.ended(kinds)) is not None:
                 return ended
             if kinds["held"]:
-                if self.payload["skip_existing"]:
-                    return self.skipped_for_held(kinds["held"][0])
                 for run in kinds["held"]:
-                    self.waited_for[run.info.run_id] = _lease_of(run)
                     if run.info.run_id not in said_waiting:
                         said_waiting.add(run.info.run_id)
                         self.say(
@@ -606,74 +676,12 @@ class _Choice:
                 return self.gave_up(kinds)
             time.sleep(_POLL)
 
-    def ended(self, kinds: dict[str, list[Any]]) -> WorkerResult | None:
-        """A skip: the data is exported already, by an export this one waited for, by one
-        that finished what this run's own earlier export started, or found finished with
-        ``+skip_existing``."""
-        finished = [run.info.run_id for run in kinds["finished"]]
-        if not finished:
-            return None
-        done = next((r for r in kinds["finished"] if r.info.run_id in self.waited_for), None)
-        if done is not None:
-            lease = self.waited_for[done.info.run_id]
-            return skipped_as_held(
-                _at(self.experiment, self.uri),
-                [done.info.run_id],
-                [
-                    f"{_holder(lease)} exported this run's data as MLflow run "
-                    f"{done.info.run_id} while this export waited for it",
-                    *self.said_of(kinds),
-                ],
-            )
-        started = next((r for r in kinds["finished"] if self.started_here(r)), None)
-        if started is not None:
-            lease = _lease_of(started) or {}
-            return skipped_as_held(
-                _at(self.experiment, self.uri),
-                [started.info.run_id],
-                [
-                    f"MLflow run {started.info.run_id}, which an earlier export of this run "
-                    f"started, was finished by {_holder(lease)}",
-                    *self.said_of(kinds),
-                ],
-            )
-        if self.payload["skip_existing"]:
-            return skipped_as_held(_at(self.experiment, self.uri), finished, self.said_of(kinds))
-        return None
-
-    def started_here(self, run: Any) -> bool:
-        """Whether ``run`` was started by an earlier export of this very rollouts file, on this
-        host, and finished by another export: this run's own work, whose marker was never
-        written."""
-        lease = _lease_of(run)
-        return (
-            lease is not None
-            and lease["status"] == "FINISHED"
-            and lease["export"] != lease["created_by"]
-            and lease.get("created_on") == _HOST
-            and run.data.tags.get("evalexport.rollouts")
-            == self.payload["run_tags"].get("evalexport.rollouts")
-        )
-
-    def skipped_for_held(self, run: Any) -> WorkerResult:
-        lease = _lease_of(run) or {}
-        return result(
-            "skipped",
-            SUCCEEDED,
-            f"{_holder(lease)} is exporting this run's data as MLflow run {run.info.run_id} "
-            f"in {_at(self.experiment, self.uri)}; skipped, as {named_option('skip_existing')} "
-            "asks",
-            run_id=run.info.run_id,
-            skip_reason="in progress at target",
-            existing_run_ids=[run.info.run_id],
-        )
-
     def gave_up(self, kinds: dict[str, list[Any]]) -> WorkerResult:
-        held = kinds["held"] or [None]
-        lease = _lease_of(held[0]) if held[0] is not None else None
+        held = kinds["held"]
         who = (
-            f"{_holder(lease)}, which holds MLflow run {held[0].info.run_id} of this run's data"
-            if lease is not None and held[0] is not None
+            f"{_holder(_lease_of(held[0]) or {})}, which holds MLflow run {held[0].info.run_id} "
+            "of this run's data"
+            if held
             else "another export, which holds this experiment's claim"
         )
         return result(
@@ -687,10 +695,10 @@ class _Choice:
     def made(self, runs: list[Any], claim: _Claim | None) -> _Chosen | None:
         """Under the claim: the run resumed or made, or ``None`` when the runs of this data
         changed since they were looked at (another export was quicker)."""
-        if claim is not None:
-            again = _runs_of(self.client, self.experiment_id, self.payload)
-            if _signature(again) != _signature(runs):
-                return None
+        if claim is not None and _signature(
+            _runs_of(self.client, self.experiment_id, self.payload)
+        ) != _signature(runs):
+            return None
         kinds = self.classify(runs)
         notices = self.said_of(kinds)
         existing = [run.info.run_id for run in kinds["finished"]]
@@ -702,7 +710,7 @@ class _Choice:
                 for other in kinds["resumable"][1:]
             ]
             return self.resumed(run, notices, existing)
-        value = self.lease.value("RUNNING", created_on=_HOST)
+        value = self.lease.value("RUNNING")
         created = self.client.create_run(
             self.experiment_id,
             start_time=self.payload["start_time_ms"],
@@ -711,7 +719,7 @@ class _Choice:
         )
         self.lease.hold(created.info.run_id, value)
         if existing:
-            notices.append(already_held(_at(self.experiment, self.uri), existing, skip=False))
+            notices.append(second_copy(_at(self.experiment, self.uri), existing))
         return _Chosen(created.info.run_id, False, notices, existing)
 
     def resumed(self, run: Any, notices: list[str], existing: list[str]) -> _Chosen:
@@ -722,7 +730,6 @@ class _Choice:
         value = self.lease.value(
             earlier["status"],
             created_by=earlier.get("created_by"),
-            created_on=earlier.get("created_on"),
             next="RUNNING",
         )
         self.client.set_tag(run_id, LEASE_TAG, json.dumps(value, sort_keys=True))
@@ -882,8 +889,6 @@ def _dry_run(client: Any, payload: MlflowPayload) -> WorkerResult:
     kinds = choice.classify(runs)
     if (ended := choice.ended(kinds)) is not None:
         return ended
-    if kinds["held"] and payload["skip_existing"]:
-        return choice.skipped_for_held(kinds["held"][0])
     notices = choice.said_of(kinds)
     for run in kinds["held"]:
         notices.append(

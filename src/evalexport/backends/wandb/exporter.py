@@ -79,9 +79,14 @@ class WandbConfig(RowsConfig):
     upload_rollouts: bool = Field(default=True, description="Log the rollouts as a table.")
     skip_existing: bool = Field(
         default=False,
-        description="Online: skip when the project already holds a finished run of this run's "
-        "data (the same fingerprint, e.g. exported from a copy of the run directory); default: "
-        "export a second copy and say so.",
+        description="Online: skip, rather than wait, when another export is writing this run's "
+        "data's run; default: wait for it. A finished run of this data (the same fingerprint, "
+        "e.g. exported from a copy of the run directory) is always skipped for.",
+    )
+    second_copy: bool = Field(
+        default=False,
+        description="Online: export a second copy (run <id>-2) even where the project holds a "
+        "finished run of this run's data; default: skip for it and write the marker.",
     )
     requirement: str | list[str] = Field(
         default="wandb>=0.16,<1",
@@ -252,6 +257,7 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
             "samples_table": str(samples) if samples else None,
             "dry_run": config.dry_run,
             "skip_existing": config.skip_existing,
+            "second_copy": config.second_copy,
             "run_id": run_id_of(fingerprint, target.entity, target.project),
             "wait_seconds": target.wait_seconds,
         }

@@ -44,9 +44,11 @@ class WandbPayload(TypedDict):
     """Only ask the target what an export would find there (online: the project's runs of this
     run's data); create nothing."""
     skip_existing: bool
-    """When the project already holds a finished run of this run's data, or another export is
-    writing one, skip instead of logging a second copy or waiting (online only: an offline run
-    has no server to ask)."""
+    """When another export is writing this data's run, skip instead of waiting (online only:
+    an offline run has no server to ask)."""
+    second_copy: bool
+    """Write a second copy (``<id>-2``) where the project holds a finished run of this data
+    (by default the export skips for it)."""
     run_id: str
     """The id of this data's run in this project (:func:`run_id_of`): every export of the
     data names it, so a rerun continues the run an earlier one left."""
@@ -221,11 +223,9 @@ def _ours(run: Any, payload: WandbPayload) -> bool:
     return str(run.id) == base or str(run.id).startswith(f"{base}-")
 
 
-def _foreign(run: Any, payload: WandbPayload) -> str | None:
-    """What of ``run`` is not what an export of this data writes (a config key or summary
-    value someone else added), or ``None``."""
-    if not _ours(run, payload):
-        return "its id is not one an export of this data gives"
+def _written_by_others(run: Any, payload: WandbPayload) -> str | None:
+    """What of ``run`` someone else wrote (a config key or summary value no export of this
+    data logs), or ``None``."""
     try:
         config = set(json.loads(getattr(run, "json_config", "") or "{}"))
     except ValueError:
@@ -237,6 +237,14 @@ def _foreign(run: Any, payload: WandbPayload) -> str | None:
     if extra := sorted(key for key in summary - known if not key.startswith("_")):
         return f"its summary key {extra[0]!r} is not one this export logs"
     return None
+
+
+def _foreign(run: Any, payload: WandbPayload) -> str | None:
+    """Why an unfinished ``run`` is not an earlier export's of this data to resume, or
+    ``None``."""
+    if not _ours(run, payload):
+        return "its id is not one an export of this data gives"
+    return _written_by_others(run, payload)
 
 
 @dataclass
@@ -256,13 +264,14 @@ _POLL: Final = 5.0
 
 
 def _looked_up(
-    payload: WandbPayload, say: Any = None, wait: bool = True
+    payload: WandbPayload, say: Any = None
 ) -> tuple[_Chosen | None, WorkerResult | None]:
     """Which run the export writes into (online: asked of the project; offline: the data's
     own id), or the result that ends it here: a dry run's answer, a skip, or a failure after
     waiting for another export of this data past ``wait_seconds``. Nothing is ever deleted: a
-    run an earlier export left unfinished is resumed, a run anybody else wrote to is left as it
-    is, and a run another export is writing is waited for."""
+    finished run of this data is skipped for (``second_copy`` adds another), a run another
+    export is writing is waited for, a run an earlier export left unfinished is resumed, a run
+    anybody else wrote to is left as it is."""
     if payload["mode"] != "online":
         return _Chosen(payload["run_id"], False, [], _offline_leftovers(payload)), None
     import wandb
@@ -271,16 +280,22 @@ def _looked_up(
     where = f"W&B project {path}"
     api = wandb.Api(timeout=30)
     deadline = time.monotonic() + payload["wait_seconds"]
-    waited: set[str] = set()
     while True:
         runs = runs_of(api, path, payload["tags"][-1])
-        finished = [str(each.id) for each in runs.get("finished", [])]
-        if done := [run_id for run_id in finished if run_id in waited]:
-            return None, protocol.skipped_as_held(
-                where,
-                done,
-                [f"another export finished W&B run {done[0]} while this export waited for it"],
-            )
+        finished = [
+            str(each.id)
+            for each in runs.get("finished", [])
+            if _written_by_others(each, payload) is None
+        ]
+        notices = [
+            f"W&B run {each.id} ({state}) of this run's data is left as it is: {why}"
+            for state in ("finished", *UNFINISHED, "running")
+            for each in runs.get(state, [])
+            if (why := (_written_by_others if state == "finished" else _foreign)(each, payload))
+            and (state != "running" or not _ours(each, payload))
+        ]
+        if finished and not payload["second_copy"]:
+            return None, protocol.skipped_as_exported(where, finished, notices)
         writing = [each for each in runs.get("running", []) if _ours(each, payload)]
         if not writing or payload["dry_run"]:
             break
@@ -294,7 +309,7 @@ def _looked_up(
                 skip_reason="in progress at target",
                 existing_run_ids=[str(writing[0].id)],
             )
-        if not wait or time.monotonic() > deadline:
+        if time.monotonic() > deadline:
             return None, result(
                 "failed",
                 FAILED,
@@ -303,29 +318,19 @@ def _looked_up(
                 "stops hearing from it). Run the export again once it has ended, or give "
                 f"{protocol.named_option('skip_existing', 'true')} to skip while it works",
             )
-        if not waited and say is not None:
+        if say is not None:
             say(
                 f"waiting for W&B run {writing[0].id} of this run's data, which another export "
                 "is writing"
             )
-        waited.update(str(each.id) for each in writing)
+            say = None  # once
         time.sleep(_POLL)
-    notices = [
-        f"W&B run {each.id} ({state}) of this run's data is left as it is: {why}"
-        for state in (*UNFINISHED, "running")
-        for each in runs.get(state, [])
-        if (why := _foreign(each, payload)) is not None
-        and (state != "running" or not _ours(each, payload))
-    ]
     resumable = [
         each
         for state in UNFINISHED
         for each in runs.get(state, [])
         if _foreign(each, payload) is None
     ]
-    if finished and payload["skip_existing"]:
-        return None, protocol.skipped_as_held(where, finished, notices)
-    writing = [each for each in runs.get("running", []) if _ours(each, payload)]
     if payload["dry_run"]:
         if writing:
             notices.append(
@@ -353,7 +358,7 @@ def _looked_up(
     while (run_id := run_id_of_copy(payload["run_id"], copy)) in taken:
         copy += 1
     if finished:
-        notices.append(protocol.already_held(where, finished, skip=False))
+        notices.append(protocol.second_copy(where, finished))
     return _Chosen(run_id, False, finished, notices), None
 
 
