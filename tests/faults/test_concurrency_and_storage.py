@@ -213,12 +213,13 @@ def test_a_marker_that_cannot_be_written_is_kept_and_the_rerun_finds_the_one_rem
 
 
 @pytest.mark.downloads
-def test_two_copies_exported_at_once_with_skip_existing_leave_one_remote_run(
+def test_two_copies_exported_at_once_leave_one_remote_run(
     lab: FaultLab, mlflow_server, mlflow_python, make_sample_run
 ) -> None:
     """Two copies of one run, each aimed at the same server by another name (127.0.0.1 and
     localhost): the delivery lock is the run's and the exporter's, not the target's spelling,
-    so the second looks up what the first made and skips (#56)."""
+    so the second looks up what the first made and skips for it (#56, #65: without
+    ``+skip_existing``, as a finished run of the data is this data's run)."""
     copies = [make_sample_run(f"copy{i}", seed=7) for i in range(2)]
     spellings = [mlflow_server.url, mlflow_server.url.replace("127.0.0.1", "localhost")]
     assert spellings[0] != spellings[1]
@@ -230,7 +231,6 @@ def test_two_copies_exported_at_once_with_skip_existing_leave_one_remote_run(
                 f"+rollouts_jsonl_fpath={copy.rollouts}",
                 f"+mlflow_tracking_uri={uri}",
                 f"+mlflow_experiment_name={experiment}",
-                "+skip_existing=true",
                 "--json",
             )
             for copy, uri in zip(copies, spellings, strict=True)
