@@ -5,7 +5,8 @@ record per target the run went to (an MLflow store, a server, a W&B project), so
 a local store first still reaches the team's server. Each record carries a fingerprint of the
 run's files, so a later export to that target can tell "nothing changed, skip" from "the run
 changed since, refuse": never a silent skip, never a silent duplicate. Deleting the marker
-exports the run again, to any target.
+has the next export ask the target again (a finished run of the data there is skipped for,
+and marked: SPEC §3.3).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Final, final
 
 from pydantic import ValidationError
 
+from evalexport.callers import named_option
 from evalexport.host.files import write_text_atomically
 from evalexport.host.locks import Waiting, named_lock
 from evalexport.marker import (
@@ -88,7 +90,9 @@ class AlreadyExported:
             exporter,
             str(run.run_dir),
             f"{run.rollouts.name} was exported to {marker.target} as run {marker.remote_run_id} at "
-            f"{marker.exported_at} (delete {self.marker_path} to export it again)",
+            f"{marker.exported_at} (to export it again, delete {self.marker_path}; a run of it "
+            f"still at the target is then skipped for, unless {named_option('second_copy', 'true')}"
+            " asks for another copy)",
             SkipReason.ALREADY_EXPORTED,
             run_id=marker.remote_run_id,
             marker=str(self.marker_path),
