@@ -174,9 +174,11 @@ def _mlflow(python: Path, script: str, *arguments: object) -> Any:
 
 
 def _export(cli: Any, sample: Any, uri: str, experiment: str, *more: str) -> dict[str, Any]:
+    """Export ``sample`` (a sample run, or a rollouts file's path) with traces; its result."""
+    rollouts = getattr(sample, "rollouts", sample)
     run = cli(
         "mlflow",
-        f"+rollouts_jsonl_fpath={sample.rollouts}",
+        f"+rollouts_jsonl_fpath={rollouts}",
         f"+mlflow_tracking_uri={uri}",
         f"+mlflow_experiment_name={experiment}",
         "+traces=true",
@@ -238,6 +240,35 @@ def test_a_rerun_resumes_an_unfinished_export_and_adds_only_what_it_lacks(
     assert state["twice"] == []
     assert state["unrewarded"] == 0
     assert any(sample.run.run_dir.glob("*_mlflow_export_done"))
+
+
+def test_a_copy_resumes_the_run_and_the_originals_rerun_skips_for_it(
+    cli, mlflow_python, mlflow_server, make_sample_run, tmp_path
+) -> None:
+    """A copy of the run directory (another CI job's) resumes the run the original's stopped
+    export left; the run keeps its name, so the original's rerun finds it finished, holding
+    only what exports of this data write, and skips for it (it made a second run)."""
+    import shutil
+
+    sample = make_sample_run("original", tasks=2, repeats=2)
+    experiment = f"copy-resumes-{sample.canaries.suffix}"
+    first = _export(cli, sample, mlflow_server.url, experiment)
+    _mlflow(
+        mlflow_python, LEAVE, mlflow_server.url, mlflow_server.root / "mlflow.db",
+        first["run_id"], "KILLED", mlflow_worker._PLACE, _dead_pid(), 1, 0, 0,
+    )  # fmt: skip
+    _forget(sample)
+    copy = tmp_path / "elsewhere"
+    shutil.copytree(sample.run.run_dir, copy)
+    resumed = _export(cli, copy / sample.rollouts.name, mlflow_server.url, experiment)
+    assert resumed["run_id"] == first["run_id"], resumed["message"]
+    assert resumed["message"].startswith("resumed and finished")
+    again = _export(cli, sample, mlflow_server.url, experiment)
+    assert (again["status"], again["skip_reason"]) == ("skipped", "found at target")
+    assert again["run_id"] == first["run_id"]
+    state = _mlflow(mlflow_python, STATE, mlflow_server.url, experiment)
+    assert list(state["runs"]) == [first["run_id"]]
+    assert state["traces"] == sample.rollout_count
 
 
 def test_a_run_a_user_reopened_is_left_as_it_was(

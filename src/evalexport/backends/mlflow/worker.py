@@ -724,13 +724,15 @@ class _Choice:
 
     def resumed(self, run: Any, notices: list[str], existing: list[str]) -> _Chosen:
         """Take over ``run``, an earlier export's unfinished work: its lease this export's,
-        its status ``RUNNING`` again."""
+        its status ``RUNNING`` again. The run keeps its name (a copy of the run directory
+        names its runs otherwise: the lease records the name the run has)."""
         earlier = _lease_of(run) or {}
         run_id = run.info.run_id
         value = self.lease.value(
             earlier["status"],
             created_by=earlier.get("created_by"),
             next="RUNNING",
+            name=earlier["name"],
         )
         self.client.set_tag(run_id, LEASE_TAG, json.dumps(value, sort_keys=True))
         self.client.update_run(run_id, status="RUNNING")
