@@ -19,7 +19,7 @@ from evalexport.gym.health import (
     RunHealth,
     read_health,
 )
-from evalexport.masking import find_unmasked_secrets
+from evalexport.masking import find_unmasked_secrets, scrub_value
 from evalexport.metrics import flatten_metrics
 from evalexport.run import RunArtifacts, RunFile, RunFileError
 
@@ -126,6 +126,26 @@ def inspect_run(run: RunArtifacts) -> RunInspection:
         speaking_for="evalrdl and any exporter of kind directory"
     ):
         report.problems.append(reason)
+    return _masked(report)
+
+
+def _masked(report: RunInspection) -> RunInspection:
+    """``report`` with what the run's data wrote into it masked as an export masks it on its
+    way out (:func:`~evalexport.masking.scrub_value`): the benchmark and run names a NeMo Gym
+    job's record gives, the metrics' texts, the health verdict, and the problems and refusals that quote the
+    run's files. ``inspect`` shows nothing an export would not send."""
+    report.benchmark = scrub_value(report.benchmark)
+    report.benchmark_source = scrub_value(report.benchmark_source)
+    report.run_name = scrub_value(report.run_name)
+    report.texts = scrub_value(report.texts)
+    report.problems = scrub_value(report.problems)
+    report.health = scrub_value(report.health)
+    if report.atif is not None:
+        report.atif = dataclasses.replace(
+            report.atif,
+            reasons=scrub_value(report.atif.reasons),
+            blockers=scrub_value(report.atif.blockers),
+        )
     return report
 
 
