@@ -44,6 +44,9 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         return FAILED
     report = inspect_run(run)
     decided(OK if report.readable else FAILED)  # before printing: it stands in a pipe
+    if report.run_missing and not arguments.json:  # no report of a run that is not there
+        print(f"evalexport: {report.problems[0]}", file=sys.stderr)
+        return FAILED
     if arguments.json:
         print(json.dumps(report.as_json_data()))  # --json: one line
     else:
