@@ -144,8 +144,8 @@ def inspect_run(run: RunArtifacts) -> RunInspection:
 def _masked(report: RunInspection) -> RunInspection:
     """``report`` with what the run's data wrote into it masked as an export masks it on its
     way out (:func:`~evalexport.masking.scrub_value`): the benchmark and run names a NeMo Gym
-    job's record gives, the metrics' texts, the health verdict, and the problems and refusals that quote the
-    run's files. ``inspect`` shows nothing an export would not send."""
+    job's record gives, the metrics' texts, the health verdict, and the problems and refusals
+    that quote the run's files. ``inspect`` shows nothing an export would not send."""
     report.benchmark = scrub_value(report.benchmark)
     report.benchmark_source = scrub_value(report.benchmark_source)
     report.run_name = scrub_value(report.run_name)
