@@ -47,6 +47,79 @@ def test_inspect_shows_the_job_and_where_each_benchmark_stands(cli, job: SampleJ
     assert job.canaries.found_in(shown.output + json.dumps(data)) == []
 
 
+PLANTED = {
+    "submitted_by": "hf_InspectCanary0123456789abcdefXYZ",
+    "hostname": "https://evaluator:pw-CANARYhost123@login.cluster.example",
+}
+"""Secrets in the job record's identity fields: a token pasted where a name goes, a host
+written with its password. Every export masks them (the egress gate); ``inspect`` too."""
+
+
+def _plant(job: SampleJob, gym_job_id: str | None = None) -> None:
+    record_path = job.directory / "gym-job.json"
+    record = json.loads(record_path.read_text())
+    record.update(PLANTED)
+    if gym_job_id is not None:
+        record["gym_job_id"] = gym_job_id
+    record["benchmarks"][1]["error"] = (
+        "sbatch: error: Batch job submission failed (Authorization: Bearer "
+        "ghp_InspectCanaryErr0123456789abcdefghij)"
+    )
+    record_path.write_text(json.dumps(record))
+
+
+def _found(text: str) -> list[str]:
+    return [
+        secret
+        for secret in (
+            "hf_InspectCanary0123456789abcdefXYZ",
+            "pw-CANARYhost123",
+            "ghp_InspectCanaryErr0123456789abcdefghij",
+        )
+        if secret in text
+    ]
+
+
+def test_inspect_of_a_job_masks_secrets_in_its_records_identity(cli, job: SampleJob) -> None:
+    """``inspect JOB`` shows the record's identity as an export sends it (#65): a secret in
+    ``submitted_by``, ``hostname`` or a benchmark's ``error`` is masked, the rest shown."""
+    _plant(job)
+    shown = cli("inspect", job.directory)
+    assert shown.exit_code == 0, shown.output
+    assert _found(shown.output) == []
+    assert "by hf_**** to cluster-a (slurm, via https://evaluator:****@login.cluster.example)" in (
+        shown.stdout
+    )
+    assert "  gpqa: never started: sbatch: error: Batch job submission failed" in shown.stdout
+    as_json = cli("inspect", job.directory, "--json")
+    assert _found(as_json.output) == []
+    data = json.loads(as_json.stdout)
+    assert data["job"]["submitted_by"] == "hf_****"
+    assert data["job"]["cluster"] == "cluster-a"
+    assert data["benchmarks"][0]["state"] == "Slurm job 4242; rollouts with aggregate metrics"
+
+
+def test_inspect_of_a_jobs_run_masks_the_records_secrets_cli_and_python(
+    cli, job: SampleJob
+) -> None:
+    """A benchmark's run is named by the job's id (its benchmark source, its run name): a
+    secret the record holds there is masked by ``evalexport inspect RUN`` and by
+    ``evalexport.inspect``, as the export masks the run's name."""
+    import evalexport
+
+    _plant(job, gym_job_id="gym-job-20261203 hf_InspectCanary0123456789abcdefXYZ")
+    rollouts = job.job.rollouts("aime24")
+    shown = cli("inspect", rollouts)
+    assert shown.exit_code == 0, shown.output
+    assert _found(shown.output) == []
+    assert "benchmark:     aime24 (named by NeMo Gym job gym-job-20261203 hf_****)" in shown.stdout
+    assert _found(cli("inspect", rollouts, "--json").output) == []
+    report = evalexport.inspect(rollouts)
+    assert report.rollout_count == 4
+    assert _found(json.dumps(report.as_json_data())) == []
+    assert report.run_name == "aime24-gym-job-20261203 hf_****"
+
+
 def test_a_benchmark_whose_run_has_not_come_yet_says_where_to_look(cli, job: SampleJob) -> None:
     job.runs["aime24"].rollouts.unlink()
     shown = cli("inspect", job.directory).stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 
 def test_inspect_reports_files_rollouts_agents_metrics_and_masking(cli, sample_run) -> None:
@@ -71,7 +72,78 @@ def test_inspect_of_malformed_rollouts_exits_1_with_the_line_number(cli, make_sa
 def test_inspect_of_a_missing_run_exits_1(cli, tmp_path) -> None:
     run = cli("inspect", tmp_path / "nowhere" / "x_rollouts.jsonl")
     assert run.exit_code == 1
-    assert "Run directory not found" in run.stdout
+    assert run.stderr == f"evalexport: Run directory not found: {tmp_path / 'nowhere'}\n"
+    assert run.stdout == ""
+
+
+def test_inspect_of_a_missing_rollouts_file_says_so_in_one_line(cli, sample_run) -> None:
+    """No report of a file that is not there (#67): not its benchmark, its run's name or the
+    files of other runs, only the problem, and the rollouts files the directory does hold."""
+    missing = sample_run.run.run_dir / "nonexist_rollouts.jsonl"
+    run = cli("inspect", missing)
+    assert run.exit_code == 1
+    assert run.stdout == ""
+    assert run.stderr == (
+        f"evalexport: Rollouts file not found: {missing}; {sample_run.run.run_dir} holds "
+        "aime24_rollouts.jsonl instead\n"
+    )
+    data = json.loads(cli("inspect", missing, "--json").stdout)
+    assert (data["readable"], data["benchmark"], data["files"]) == (False, "", [])
+    assert data["problems"] == [run.stderr.removeprefix("evalexport: ").rstrip("\n")]
+
+
+def _link_out(path: Path, outside: Path) -> None:
+    """Move the run's file ``path`` to ``outside`` and leave a symlink to it in its place."""
+    outside.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(outside)
+
+
+def test_inspect_reads_no_metrics_file_that_links_out_and_says_every_export_refuses_it(
+    cli, make_sample_run, tmp_path: Path
+) -> None:
+    """``inspect`` reads the run's files through the ingress gate the export uses (#65): the
+    aggregate metrics linking out of the run are not read (their metrics not shown), and the
+    problem names the file and the rule, in the export's words."""
+    import evalexport
+
+    sample = make_sample_run()
+    metrics = sample.run.aggregate_metrics
+    entries = json.loads(metrics.read_text())
+    entries[0]["agent_metrics"]["CANARYoutside"] = 0.5  # a metric read from outside the run
+    metrics.write_text(json.dumps(entries))
+    outside = tmp_path / "outside_metrics.json"
+    _link_out(metrics, outside)
+    run = cli("inspect", sample.rollouts)
+    assert run.exit_code == 0, run.output
+    assert "CANARYoutside" not in run.output
+    assert "metrics (0 after flattening):" in run.stdout
+    problems = run.stdout.split("problems:\n", 1)[1]
+    exported = cli("mlflow", f"+rollouts_jsonl_fpath={sample.rollouts}", "--dry-run")
+    assert exported.exit_code == 1
+    refusal = exported.stdout.strip().removeprefix("failed: ")
+    assert f"  - {refusal[0].upper()}{refusal[1:]}. Every export refuses the run for it" in (
+        problems
+    )
+    assert f"is a symlink to {outside}, outside {sample.run.run_dir}" in refusal
+    assert "(a symlink inside a root points inside it)" in refusal  # the rule
+    report = evalexport.inspect(sample.rollouts)
+    assert report.metrics == {}
+    assert any(f"symlink to {outside}" in problem for problem in report.problems)
+
+
+def test_inspect_reads_no_saved_config_that_links_out(cli, make_sample_run, tmp_path: Path) -> None:
+    sample = make_sample_run(mask_saved_config=False)
+    outside = tmp_path / "outside_config.yaml"
+    _link_out(sample.run.saved_config, outside)
+    data = json.loads(cli("inspect", sample.rollouts, "--json").stdout)
+    assert data["config_status"] == "refused"
+    assert data["unmasked_secret_paths"] == []  # not read, so nothing of it is named
+    (problem,) = [p for p in data["problems"] if "saved config" in p]
+    assert problem.startswith(f"The saved config {sample.run.saved_config} is a symlink to ")
+    shown = cli("inspect", sample.rollouts)
+    assert "saved config: refused" in shown.stdout
+    assert "warning" not in shown.stderr
 
 
 def test_inspect_reports_gaps_and_whether_strict_atif_export_accepts_the_run(

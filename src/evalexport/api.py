@@ -82,9 +82,10 @@ def dry_run(
 def inspect(rollouts: str | os.PathLike[str]) -> RunInspection:
     """What the run holds and what an export would make of it (``evalexport inspect``): its
     files, rollouts, agents, metrics, the saved config's masking, the strict ATIF verdict, and
-    every problem found (``report.problems``), not only the first. ``rollouts`` may be the run
-    directory when it holds one rollouts file; else :class:`~evalexport.run.RunFileError` names
-    the ones it holds."""
+    every problem found (``report.problems``), not only the first, masked as an export masks
+    what it sends. A rollouts file that is not there is that one problem (``readable`` false,
+    ``run_missing`` true). ``rollouts`` may be the run directory when it holds one rollouts
+    file; else :class:`~evalexport.run.RunFileError` names the ones it holds."""
     from evalexport.callers import Caller, asked_from
     from evalexport.inspection import inspect_run
     from evalexport.run import RunArtifacts

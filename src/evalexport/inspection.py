@@ -10,6 +10,7 @@ import dataclasses
 import os
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Literal, final
 
 from evalexport.gym.health import (
@@ -19,13 +20,15 @@ from evalexport.gym.health import (
     RunHealth,
     read_health,
 )
-from evalexport.masking import find_unmasked_secrets
+from evalexport.masking import find_unmasked_secrets, scrub_value
 from evalexport.metrics import flatten_metrics
 from evalexport.run import RunArtifacts, RunFile, RunFileError
 
 __all__ = ["AgentSummary", "AtifVerdict", "RunInspection", "atif_verdict", "inspect_run"]
 
-ConfigStatus = Literal["masked", "unmasked", "missing", "unreadable"]
+ConfigStatus = Literal["masked", "unmasked", "missing", "unreadable", "refused"]
+"""What ``inspect`` says of the saved config; ``refused``: the ingress gate refuses it (a
+symlink out of the run, no regular file), as every export does, so it is not read."""
 _LISTED_REASONS = 3
 
 
@@ -92,6 +95,13 @@ class RunInspection:
     readable: bool = True
     """False when the rollouts themselves cannot be read: nothing could be exported."""
 
+    @property
+    def run_missing(self) -> bool:
+        """Whether there is no run to report on: its directory or its rollouts file is not
+        there (or is no file); :attr:`problems` holds that one reason, and nothing else was
+        read."""
+        return not self.readable and not self.files
+
     def as_json_data(self) -> dict[str, object]:
         """The report as JSON-ready data (what ``inspect --json`` prints)."""
         data = asdict(self)
@@ -105,17 +115,19 @@ class RunInspection:
 def inspect_run(run: RunArtifacts) -> RunInspection:
     """Read every file of ``run`` an exporter would read and report all it finds, not only the
     first problem."""
-    report = RunInspection(
-        rollouts=str(run.rollouts),
-        run_dir=str(run.run_dir),
-        benchmark=run.benchmark,
-        benchmark_source=run.benchmark_source,
-        run_name=run.default_run_name,
-    )
+    report = RunInspection(rollouts=str(run.rollouts), run_dir=str(run.run_dir))
     if not run.run_dir.is_dir():
         report.readable = False
         report.problems.append(f"Run directory not found: {run.run_dir}")
         return report
+    if reason := run.missing_file_reason(needs_metrics_and_config=False):
+        # No run to report on: the one problem, not a report of files that are not its own.
+        report.readable = False
+        report.problems.append(reason + _other_rollouts_hint(run))
+        return _masked(report)
+    report.benchmark = run.benchmark
+    report.benchmark_source = run.benchmark_source
+    report.run_name = run.default_run_name
     report.files = run.files()
     _read_rollouts(run, report)
     if report.readable:
@@ -126,14 +138,40 @@ def inspect_run(run: RunArtifacts) -> RunInspection:
         speaking_for="evalrdl and any exporter of kind directory"
     ):
         report.problems.append(reason)
+    return _masked(report)
+
+
+def _masked(report: RunInspection) -> RunInspection:
+    """``report`` with what the run's data wrote into it masked as an export masks it on its
+    way out (:func:`~evalexport.masking.scrub_value`): the benchmark and run names a NeMo Gym
+    job's record gives, the metrics' texts, the health verdict, and the problems and refusals
+    that quote the run's files. ``inspect`` shows nothing an export would not send."""
+    report.benchmark = scrub_value(report.benchmark)
+    report.benchmark_source = scrub_value(report.benchmark_source)
+    report.run_name = scrub_value(report.run_name)
+    report.texts = scrub_value(report.texts)
+    report.problems = scrub_value(report.problems)
+    report.health = scrub_value(report.health)
+    if report.atif is not None:
+        report.atif = dataclasses.replace(
+            report.atif,
+            reasons=scrub_value(report.atif.reasons),
+            blockers=scrub_value(report.atif.blockers),
+        )
     return report
 
 
+def _other_rollouts_hint(run: RunArtifacts) -> str:
+    """The rollouts files the run's directory does hold, when the one named is not there."""
+    if os.path.lexists(run.rollouts):
+        return ""
+    others = run.other_runs_in_directory()
+    if not others:
+        return ""
+    return f"; {run.run_dir} holds {', '.join(path.name for path in others)} instead"
+
+
 def _read_rollouts(run: RunArtifacts, report: RunInspection) -> None:
-    if reason := run.missing_file_reason(needs_metrics_and_config=False):
-        report.readable = False
-        report.problems.append(reason)
-        return
     counts: Counter[str] = Counter()
     gaps: Counter[str] = Counter()
     reward_sums: defaultdict[str, float] = defaultdict(float)
@@ -235,9 +273,25 @@ def atif_verdict(run: RunArtifacts, gap_codes: list[str]) -> AtifVerdict:
     return AtifVerdict(not reasons, len(strict.rejected), reasons, gaps_allowed, needed, blockers)
 
 
+def _refused(run: RunArtifacts, path: Path, what: str, report: RunInspection) -> bool:
+    """Whether the ingress gate refuses the run's file ``path``, as every export does (a
+    symlink out of the run, no regular file): then it is not read, and the problem names the
+    file and the rule."""
+    reason = run.refused_file_reason(path, what)
+    if reason is None:
+        return False
+    report.problems.append(
+        f"{reason[0].upper()}{reason[1:]}. Every export refuses the run for it, so inspect "
+        "does not read it either"
+    )
+    return True
+
+
 def _read_metrics(run: RunArtifacts, report: RunInspection) -> None:
     if not os.path.lexists(run.aggregate_metrics):
         report.problems.append(run.missing_aggregate_metrics_message())
+        return
+    if _refused(run, run.aggregate_metrics, "aggregate metrics", report):
         return
     try:
         flat = flatten_metrics(run.read_aggregate_metrics())
@@ -251,6 +305,11 @@ def _read_metrics(run: RunArtifacts, report: RunInspection) -> None:
 
 
 def _read_config(run: RunArtifacts, report: RunInspection) -> None:
+    if os.path.lexists(run.saved_config) and _refused(
+        run, run.saved_config, "saved config", report
+    ):
+        report.config_status = "refused"
+        return
     if not run.saved_config.is_file():
         report.config_status = "missing"
         report.problems.append(run.missing_saved_config_message())

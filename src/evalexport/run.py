@@ -301,15 +301,23 @@ class RunArtifacts:
                 (self.aggregate_metrics, "aggregate metrics"),
                 (self.saved_config, "saved config"),
             ):
-                if path.exists() and (problem := reading.not_a_file_reason(path)):
-                    return f"Cannot read the {what}: {problem}"
-                if problem := self.link_out_reason(path, what):
+                if problem := self.refused_file_reason(path, what):
                     return problem
             if not self.aggregate_metrics.is_file():
                 return self.missing_aggregate_metrics_message()
             if not self.saved_config.is_file():
                 return self.missing_saved_config_message()
         return None
+
+    def refused_file_reason(self, path: Path, what: str) -> str | None:
+        """Why the ingress gate refuses ``path``, a file of the run (``what``: ``"aggregate
+        metrics"``, ``"saved config"``), though a name is there: no regular file (a FIFO, a
+        directory), or a symlink out of its directory (:meth:`link_out_reason`); ``None`` when
+        it may be read, or is missing (the caller says that). Every export refuses the run
+        for it, and ``inspect`` says so rather than read it."""
+        if path.exists() and (problem := reading.not_a_file_reason(path)):
+            return f"Cannot read the {what}: {problem}"
+        return self.link_out_reason(path, what)
 
     def link_out_reason(self, path: Path, what: str) -> str | None:
         """Why ``path``, a file of the run, is not read: a symlink out of the directory that

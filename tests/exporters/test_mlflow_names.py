@@ -12,10 +12,12 @@ from evalexport.backends.mlflow.exporter import resolve_tracking_uri
 from evalexport.backends.mlflow.names import (
     MAX_ENTITIES_PER_BATCH,
     MAX_KEY_LENGTH,
+    MAX_LIST_PARAMS,
     MAX_METRICS_PER_BATCH,
     MAX_PARAM_VALUE_LENGTH,
     MAX_PARAMS_TAGS_PER_BATCH,
     flatten_params,
+    params_of,
     plan_batches,
     sanitize_name,
     sanitize_names,
@@ -116,6 +118,75 @@ def test_params_are_the_saved_config_as_gym_flattens_it() -> None:
         "none": "None",
         "long": "x" * MAX_PARAM_VALUE_LENGTH,
     }
+
+
+def test_a_list_up_to_the_limit_keeps_gyms_names_item_by_item() -> None:
+    """Gym names a list's params ``key[i]`` (``key[i].field`` for a record): a list of up to
+    MAX_LIST_PARAMS of them keeps exactly those names."""
+    records = [{"id": i, "split": "test"} for i in range(MAX_LIST_PARAMS // 2)]
+    params = params_of({"tasks": records, "k": [1, [2, 3]]})
+    assert params.lists == []
+    assert params.values["tasks[0].id"] == "0"
+    assert params.values[f"tasks[{MAX_LIST_PARAMS // 2 - 1}].split"] == "test"
+    assert params.values["k[1][1]"] == "3"
+    assert len(params.values) == MAX_LIST_PARAMS + 3
+
+
+def test_a_list_past_the_limit_is_one_param_holding_its_json_and_said(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A config list of 90,000 records was 180,000 params (#65): it is one param under its
+    key, its JSON cut to MLflow's value limit, and a notice names the key and its counts."""
+    records = [{"id": f"task-{i}", "split": "test"} for i in range(90_000)]
+    config = {"benchmark": "aime24", "data": {"tasks": records}, "env": ["A=1"]}
+    params = params_of(config)
+    assert sorted(params.values) == ["benchmark", "data.tasks", "env[0]"]
+    value = params.values["data.tasks"]
+    assert len(value) == MAX_PARAM_VALUE_LENGTH
+    assert value.startswith('[{"id": "task-0", "split": "test"}, {"id": "task-1"')
+    whole = json.dumps(records, ensure_ascii=False)
+    assert value.endswith(f"...[cut: {len(whole)} characters]")
+    (bounded,) = params.lists
+    assert (bounded.key, bounded.items, bounded.params) == ("data.tasks", 90_000, 180_000)
+    notice = bounded.notice()
+    assert "'data.tasks' holds 90,000 items" in notice
+    assert "would log as 180,000 params (data.tasks[0], ...)" in notice
+    assert "logged as one param 'data.tasks' holding its JSON, cut to 6,000" in notice
+    assert "global_config.json" in notice
+    assert flatten_params(config) == params.values
+
+
+def test_a_long_list_that_fits_a_param_is_whole_and_said_uncut() -> None:
+    params = params_of({"ids": list(range(MAX_LIST_PARAMS + 1))})
+    assert json.loads(params.values["ids"]) == list(range(MAX_LIST_PARAMS + 1))
+    assert "cut" not in params.lists[0].notice()
+
+
+def test_the_dry_run_says_a_long_list_is_one_param(cli, make_sample_run) -> None:
+    """The dry run's result, as the export's, ends with the notice (naming the key and its
+    counts), its plan holds the one param, and the batches are those of a config without the
+    list."""
+    import yaml
+
+    sample = make_sample_run()
+    config = sample.run.read_saved_config()
+    plain = json.loads(
+        cli("mlflow", f"+rollouts_jsonl_fpath={sample.rollouts}", "--dry-run", "--json").stdout
+    )
+    config["tasks"] = [{"id": f"task-{i}", "split": "test"} for i in range(3_000)]
+    sample.run.saved_config.write_text(yaml.safe_dump(config))
+    done = cli("mlflow", f"+rollouts_jsonl_fpath={sample.rollouts}", "--dry-run", "--json")
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.stdout)
+    plan = result["plan"]
+    assert "tasks" in plan["param_names"]
+    assert not any(name.startswith("tasks_") for name in plan["param_names"])
+    assert len(plan["param_names"]) == len(plain["plan"]["param_names"]) + 1
+    assert plan["batches"] == plain["plan"]["batches"]
+    (notice,) = [n for n in result["notices"] if "'tasks'" in n]
+    assert "holds 3,000 items" in notice
+    assert "6,000 params (tasks[0], ...)" in notice
+    assert f"Note: {notice}." in result["message"]
 
 
 def test_batches_stay_within_mlflows_limits_and_lose_nothing() -> None:

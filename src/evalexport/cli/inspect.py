@@ -11,6 +11,7 @@ from evalexport.cli._args import FAILED, OK, Arguments, decided, usage_error
 from evalexport.progress import human_size
 
 if TYPE_CHECKING:
+    from evalexport.gym.jobs import GymJob
     from evalexport.inspection import RunInspection
 
 SUMMARY = "show what a run directory holds (files, rollouts, agents, metrics, masking)"
@@ -43,6 +44,9 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         return FAILED
     report = inspect_run(run)
     decided(OK if report.readable else FAILED)  # before printing: it stands in a pipe
+    if report.run_missing and not arguments.json:  # no report of a run that is not there
+        print(f"evalexport: {report.problems[0]}", file=sys.stderr)
+        return FAILED
     if arguments.json:
         print(json.dumps(report.as_json_data()))  # --json: one line
     else:
@@ -63,58 +67,73 @@ def run(arguments: Arguments, rest: list[str]) -> int:
 
 
 def _inspect_job(directory: Path, arguments: Arguments) -> int:
-    """``inspect JOB_DIR``: the job, and where each of its benchmarks stands."""
+    """``inspect JOB_DIR``: the job, and where each of its benchmarks stands, masked as an
+    export masks the job's identity (a field of ``gym-job.json`` may hold a credential: a host
+    written with its password, a token pasted where a name goes)."""
     from evalexport.gym.jobs import GymJob
+    from evalexport.masking import scrub_text
     from evalexport.run import RunFileError
 
     try:
         job = GymJob.load(directory)
     except RunFileError as error:
-        print(f"evalexport: {error}", file=sys.stderr)
+        print(f"evalexport: {scrub_text(str(error))}", file=sys.stderr)
         return FAILED
-    states = job.states()
+    data = _job_data(job)
     if arguments.json:
-        data = {
-            "job_dir": str(job.directory),
-            "job": job.identity,
-            "config": str(job.config) if job.config.is_file() else None,
-            "benchmarks": [
-                {
-                    "benchmark": state.name,
-                    "job_id": state.job_id,
-                    "error": state.error,
-                    "started": state.started,
-                    "rollouts": str(state.rollouts),
-                    "rollouts_exist": state.rollouts_exist,
-                    "metrics_exist": state.metrics_exist,
-                    "state": state.describe(),
-                }
-                for state in states
-            ],
-        }
         print(json.dumps(data))
         return OK
-    record = job.record
-    print(f"NeMo Gym job:  {record.gym_job_id} ({job.directory})")
-    commit = f", commit {record.gym_commit}" if record.gym_commit else ""
-    print(f"gym:           {record.gym_version}{commit}")
-    where = f"{record.cluster} ({record.executor}" + (
-        f", via {record.hostname})" if record.hostname else ")"
+    identity = data["job"]
+    assert isinstance(identity, dict)
+    print(f"NeMo Gym job:  {identity['gym_job_id']} ({data['job_dir']})")
+    commit = f", commit {identity['gym_commit']}" if identity.get("gym_commit") else ""
+    print(f"gym:           {identity['gym_version']}{commit}")
+    where = f"{identity['cluster']} ({identity['executor']}" + (
+        f", via {identity['hostname']})" if identity.get("hostname") else ")"
     )
-    print(f"submitted:     {record.submitted_at} by {record.submitted_by} to {where}")
-    config = job.config if job.config.is_file() else "none (resolved-config.yaml is missing)"
+    print(f"submitted:     {identity['submitted_at']} by {identity['submitted_by']} to {where}")
+    config = data["config"] or "none (resolved-config.yaml is missing)"
     print(f"config:        {config} (masked in every export)")
-    print(f"benchmarks ({len(states)}):")
-    for state in states:
-        print(f"  {state.name}: {state.describe()}")
-    ready = [state.name for state in states if state.rollouts_exist]
+    benchmarks = data["benchmarks"]
+    assert isinstance(benchmarks, list)
+    print(f"benchmarks ({len(benchmarks)}):")
+    for benchmark in benchmarks:
+        print(f"  {benchmark['benchmark']}: {benchmark['state']}")
+    ready = [benchmark for benchmark in benchmarks if benchmark["rollouts_exist"]]
     if ready:
         print(
             f"export: each benchmark as a run, e.g. evalexport mlflow "
-            f"+rollouts_jsonl_fpath={job.rollouts(ready[0])}; the whole job with a plan whose "
-            f"job is {{gym_job: {job.directory}}} (docs/plans.md)"
+            f"+rollouts_jsonl_fpath={ready[0]['rollouts']}; the whole job with a plan whose "
+            f"job is {{gym_job: {data['job_dir']}}} (docs/plans.md)"
         )
     return OK
+
+
+def _job_data(job: GymJob) -> dict[str, object]:
+    """What ``inspect JOB_DIR`` shows of ``job`` (``--json`` as it is, the text from it):
+    masked as the job's identity is masked on its way to any export (``scrub_value``)."""
+    from evalexport.masking import scrub_value
+
+    data: dict[str, object] = {
+        "job_dir": str(job.directory),
+        "job": job.identity,
+        "config": str(job.config) if job.config.is_file() else None,
+        "benchmarks": [
+            {
+                "benchmark": state.name,
+                "job_id": state.job_id,
+                "error": state.error,
+                "started": state.started,
+                "rollouts": str(state.rollouts),
+                "rollouts_exist": state.rollouts_exist,
+                "metrics_exist": state.metrics_exist,
+                "state": state.describe(),
+            }
+            for state in job.states()
+        ],
+    }
+    masked: dict[str, object] = scrub_value(data)
+    return masked
 
 
 def _print_atif_verdict(report: RunInspection) -> None:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO, final
 
 from evalexport.isolation.reaper import TAG_VARIABLE, kill_all, tagged_pids, wait_until_ended
+from evalexport.isolation.variables import BASE
 
 __all__ = [
     "TAG_VARIABLE",
@@ -93,7 +94,7 @@ def _reaper_input() -> tuple[str, IO[bytes] | None]:
         if _owner is None:
             _owner = uuid.uuid4().hex
         if _reaper is None or _reaper.poll() is not None:
-            environment = {k: v for k, v in os.environ.items() if k != TAG_VARIABLE}
+            environment = _reaper_environment()
             try:
                 _reaper = subprocess.Popen(
                     [sys.executable, "-I", str(REAPER), _owner],
@@ -106,6 +107,15 @@ def _reaper_input() -> tuple[str, IO[bytes] | None]:
             except OSError:
                 _reaper = None
         return _owner, (_reaper.stdin if _reaper is not None else None)
+
+
+def _reaper_environment() -> dict[str, str]:
+    """What the reaper is given of our environment: what a worker whose exporter declares
+    nothing is given (:data:`~evalexport.isolation.variables.BASE`), never a token of the
+    caller's shell nor what changes how a process loads (``LD_PRELOAD``). Not the tag, were
+    we tagged ourselves: the reaper is no process of a launch, and a launch's end kills those
+    (it reads its owner from its argument, and other processes' tags from ``/proc``)."""
+    return {k: v for k, v in BASE.given(os.environ).items() if k != TAG_VARIABLE}
 
 
 def _tell_reaper(line: str) -> None:

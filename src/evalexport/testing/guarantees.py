@@ -389,9 +389,11 @@ class ExporterGuarantees:
         self, export: Export, guaranteed_run: SampleRun, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """A variable of the caller's shell the exporter does not declare (an unrelated
-        token, a variable that would redirect another SDK) reaches no worker it starts: a
-        worker is given its environment, not the caller's (:mod:`evalexport.isolation.
-        variables`)."""
+        token, a variable that would redirect another SDK, a name that only looks like the
+        locale's or evalexport's) reaches no worker it starts: a worker is given its
+        environment, not the caller's (:mod:`evalexport.isolation.variables`), and is given
+        evalexport's own variables."""
+        from evalexport.isolation.variables import EVALEXPORT_VARIABLES
         from evalexport.spec.registry import load_exporter
 
         sdk = load_exporter(self.exporter_name).sdk
@@ -399,12 +401,21 @@ class ExporterGuarantees:
         planted = {
             name: f"unrelated-{index}-{guaranteed_run.canaries.suffix}"
             for index, name in enumerate(
-                ("HF_TOKEN", "TRACKIO_SERVER_URL", "EVALEXPORT_GUARANTEE_PROBE_X", "UNRELATED_KEY")
+                (
+                    "HF_TOKEN",
+                    "TRACKIO_SERVER_URL",
+                    "EVALEXPORT_GUARANTEE_PROBE_X",
+                    "LC_SECRET",
+                    "UNRELATED_KEY",
+                )
             )
-            if admitted is None or not admitted.admits(name) or name.startswith("EVALEXPORT_")
+            if admitted is None or not admitted.admits(name)
         }
         for name, value in planted.items():
             monkeypatch.setenv(name, value)
+        own = "EVALEXPORT_PROGRESS_INTERVAL"  # evalexport's own, at its default
+        assert own in EVALEXPORT_VARIABLES
+        monkeypatch.setenv(own, "5")
         launched = _launched_environments(monkeypatch)
         for dry_run, rerun in _DRY_RUN_EXPORT_RERUN:
             export(guaranteed_run, dry_run=dry_run, rerun=rerun)
@@ -413,16 +424,15 @@ class ExporterGuarantees:
                 name
                 for environment in launched
                 for name, value in planted.items()
-                if environment.get(name) == value and not name.startswith("EVALEXPORT_")
+                if environment.get(name) == value
             }
         )
         assert not reached, self._broken(
             f"the worker is given only what its exporter declares, but it saw {reached}"
         )
-        if launched and "EVALEXPORT_GUARANTEE_PROBE_X" in planted:  # and is given its own
-            assert all("EVALEXPORT_GUARANTEE_PROBE_X" in env for env in launched), self._broken(
-                "a worker is given evalexport's own variables"
-            )
+        assert all(env.get(own) == "5" for env in launched), self._broken(
+            "a worker is given evalexport's own variables"
+        )
 
     def test_guarantee_the_run_directory_is_unchanged_but_for_the_marker(
         self, export: Export, guaranteed_run: SampleRun

@@ -19,13 +19,14 @@ from typing import Final
 
 from pydantic import Field, SecretStr, field_validator
 
+from evalexport import egress
 from evalexport._version import __version__
 from evalexport.backends.mlflow import worker as mlflow_worker
 from evalexport.backends.mlflow.names import (
     MAX_TAG_VALUE_LENGTH,
     Batch,
     cut_value,
-    flatten_params,
+    params_of,
     plan_batches,
     sanitize_names,
 )
@@ -244,12 +245,17 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
     def read(self, run: RunArtifacts, config: MLflowConfig) -> PreparedRun:
         """Read the run once; an export that uploads the rollouts writes ``rollouts.json``
         while it reads them (each rollout is a row)."""
-        return prepare(
+        prepared = prepare(
             run,
             rollouts_table=config.upload_rollouts,
             health=True,
             row_files=[TracesFile] if config.traces else [],
         )
+        # A list too long to be a param a leaf: the result says so, the dry run's as the
+        # export's (the gate's notes end both).
+        for bounded in params_of(prepared.saved_config.config).lists:
+            egress.current().note(bounded.notice())
+        return prepared
 
     def plan(
         self, run: RunArtifacts, config: MLflowConfig, target: MLflowTarget, prepared: PreparedRun
@@ -450,7 +456,7 @@ def _plan(prepared: PreparedRun) -> _Plan:
     within MLflow's limits, in batches."""
     flat = prepared.metrics
     saved = prepared.saved_config
-    raw_params = flatten_params(saved.config)
+    raw_params = params_of(saved.config).values
     raw_metrics, raw_texts, collided = with_health(flat.metrics, flat.texts, prepared.health)
     metric_names = sanitize_names(raw_metrics, "metric")
     param_names = sanitize_names(raw_params, "param")

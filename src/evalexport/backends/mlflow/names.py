@@ -12,8 +12,12 @@ Gym's rules, written anew here, in the parent, where the dry run can show them:
   ``str()`` cut to 6000 characters; empty mappings and lists give no param.
 
 Beyond Gym: two names that sanitize alike are told apart by a hash suffix, with a warning (Gym
-sends both and MLflow keeps one). Batches stay within MLflow's limits (``mlflow/utils/
-validation.py``), kept for 2.x and 3.x alike.
+sends both and MLflow keeps one). A list that would give more than :data:`MAX_LIST_PARAMS`
+params (Gym logs one a leaf, whatever their number: a list of 90,000 task records was 180,000
+params, 1,800 requests) is one param under its own key holding its JSON, cut to MLflow's value
+limit, and the result says so (:class:`ListAsOneParam`); the whole list is in
+``global_config.json``. Batches stay within MLflow's limits (``mlflow/utils/validation.py``),
+kept for 2.x and 3.x alike.
 """
 
 from __future__ import annotations
@@ -28,14 +32,18 @@ from typing import Final, final
 __all__ = [
     "MAX_ENTITIES_PER_BATCH",
     "MAX_KEY_LENGTH",
+    "MAX_LIST_PARAMS",
     "MAX_METRICS_PER_BATCH",
     "MAX_PARAMS_TAGS_PER_BATCH",
     "MAX_PARAM_VALUE_LENGTH",
     "MAX_TAG_VALUE_LENGTH",
     "Batch",
+    "ListAsOneParam",
+    "Params",
     "SanitizedNames",
     "cut_value",
     "flatten_params",
+    "params_of",
     "plan_batches",
     "sanitize_name",
     "sanitize_names",
@@ -48,6 +56,11 @@ MAX_KEY_LENGTH = 250
 MAX_PARAM_VALUE_LENGTH = 6000
 MAX_TAG_VALUE_LENGTH = 5000
 """8000 in MLflow 3; 5000 in MLflow 2.x, which the exporter also supports."""
+MAX_LIST_PARAMS: Final = 1000
+"""The most params one list of the saved config gives, named as Gym names them (``key[i]``);
+a list that would give more is one param. The longest list of nemo-gym 0.7.0's 916 config
+files gives 185 (36 items), a run's merged config a few of those: no config of Gym's reaches
+it, so Gym's names hold for every list it writes."""
 
 _INVALID: Final[re.Pattern[str]] = re.compile(r"[^/\w.\- :]")
 _LEADING_DOTS: Final[re.Pattern[str]] = re.compile(r"^\.+")
@@ -107,20 +120,90 @@ def sanitize_names(names: Iterable[str], kind: str) -> SanitizedNames:
     return SanitizedNames(mapping, warnings)
 
 
-def _leaves(value: object, prefix: str) -> Iterator[tuple[str, str]]:
+@final
+@dataclass(frozen=True)
+class ListAsOneParam:
+    """A list of the saved config logged as one param (past :data:`MAX_LIST_PARAMS`)."""
+
+    key: str
+    """Its dotted key, as the config names it (the param's name before sanitizing)."""
+    items: int
+    params: int
+    """The params Gym's live exporter would log for it: one a leaf (``key[i].field``)."""
+    length: int
+    """The characters of its JSON, of which the param holds at most
+    :data:`MAX_PARAM_VALUE_LENGTH`."""
+
+    def notice(self) -> str:
+        """What the result says of it: the key, its count, what was logged instead."""
+        cut = (
+            f", cut to {MAX_PARAM_VALUE_LENGTH:,} of its {self.length:,} characters"
+            if self.length > MAX_PARAM_VALUE_LENGTH
+            else ""
+        )
+        return (
+            f"the saved config's list {self.key!r} holds {self.items:,} items, which NeMo "
+            f"Gym's live MLflow exporter would log as {self.params:,} params "
+            f"({self.key}[0], ...); it is logged as one param {self.key!r} holding its "
+            f"JSON{cut}, as every list past {MAX_LIST_PARAMS:,} params is, and is whole in the "
+            "run's global_config.json artifact"
+        )
+
+
+@final
+@dataclass(frozen=True)
+class Params:
+    """The saved config as params, and the lists logged as one param each."""
+
+    values: dict[str, str]
+    lists: list[ListAsOneParam] = field(default_factory=list)
+
+
+def _leaf_count(value: object) -> int:
+    """The params Gym's flattening makes of ``value``: its leaves (an empty mapping or list
+    makes none), counted without recursion."""
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        else:
+            count += 1
+    return count
+
+
+def _leaves(
+    value: object, prefix: str, lists: list[ListAsOneParam], limit: int
+) -> Iterator[tuple[str, str]]:
     if isinstance(value, Mapping):
         for key, inner in value.items():
-            yield from _leaves(inner, f"{prefix}.{key}" if prefix else str(key))
+            yield from _leaves(inner, f"{prefix}.{key}" if prefix else str(key), lists, limit)
     elif isinstance(value, list):
+        if prefix and (count := _leaf_count(value)) > limit:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+            lists.append(ListAsOneParam(prefix, len(value), count, len(text)))
+            yield prefix, cut_value(text, MAX_PARAM_VALUE_LENGTH)
+            return
         for index, inner in enumerate(value):
-            yield from _leaves(inner, f"{prefix}[{index}]")
+            yield from _leaves(inner, f"{prefix}[{index}]", lists, limit)
     elif prefix:
         yield prefix, str(value)[:MAX_PARAM_VALUE_LENGTH]
 
 
+def params_of(config: Mapping[str, object], list_limit: int = MAX_LIST_PARAMS) -> Params:
+    """The saved config as params, as Gym flattens it (``a.b`` and ``a.list[0]`` keys,
+    ``str()`` values), but a list that would give more than ``list_limit`` params: one param
+    under its key, its JSON cut to MLflow's value limit (:class:`ListAsOneParam`)."""
+    lists: list[ListAsOneParam] = []
+    values = dict(_leaves(config, "", lists, list_limit))
+    return Params(values, lists)
+
+
 def flatten_params(config: Mapping[str, object]) -> dict[str, str]:
-    """The saved config as params: ``a.b`` and ``a.list[0]`` keys, ``str()`` values."""
-    return dict(_leaves(config, ""))
+    """The saved config as params (:func:`params_of`'s values)."""
+    return params_of(config).values
 
 
 def cut_value(value: object, limit: int) -> str:
