@@ -77,6 +77,7 @@ EVALEXPORT_VARIABLES: Final = {
     "EVALEXPORT_WORKER_TIME_LIMIT": "seconds before a worker is stopped",
     "EVALEXPORT_PLUGIN_IMPORT_TIMEOUT": "seconds a plugin's module may take to import",
     "EVALEXPORT_PROGRESS_INTERVAL": "seconds between two progress lines",
+    "EVALEXPORT_LEASE_SECONDS": "seconds a remote run's lease holds unrenewed",
     "EVALEXPORT_PROCESS_TAG": "the launch a process belongs to (set by evalexport)",
     "EVALEXPORT_WORKER_BODY": "a worker's body source file (set by evalexport, read by fakes)",
     "EVALEXPORT_TEST_CACHE_DIR": "the test plugin's cache of SDK environments",
