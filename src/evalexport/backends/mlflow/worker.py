@@ -267,17 +267,14 @@ _HOST: Final = socket.gethostname()
 
 def _place() -> str:
     """Where this process's id means this process: the machine's boot and its process-id
-    namespace (two containers of one host, or two hosts of one name, are two places)."""
-    parts = []
-    for path, read in (
-        ("/proc/sys/kernel/random/boot_id", lambda p: Path(p).read_text().strip()),
-        ("/proc/self/ns/pid", os.readlink),
-    ):
-        try:
-            parts.append(read(path))
-        except OSError:
-            parts.append("?")
-    return f"{_HOST}/{'/'.join(parts)}"
+    namespace (two containers of one host, or two hosts of one name, are two places); ``""``
+    where they cannot be told (no ``/proc``): a lease's process is then never looked for."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+    return f"{_HOST}/{boot}/{namespace}"
 
 
 _PLACE: Final = _place()
@@ -369,7 +366,7 @@ class _Watch:
         self._seen: dict[str, _Seen] = {}
 
     def held(self, key: str, value: str, lease: dict[str, Any]) -> bool:
-        if lease.get("place") == _PLACE and not _alive(lease.get("pid")):
+        if _PLACE and lease.get("place") == _PLACE and not _alive(lease.get("pid")):
             return False
         seen = self._seen.get(key)
         now = time.monotonic()
