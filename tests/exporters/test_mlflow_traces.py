@@ -165,6 +165,19 @@ def test_a_row_without_ng_trajectory_is_traced_from_its_conversation() -> None:
     assert len(set(starts)) == 3
 
 
+@pytest.mark.parametrize("total", [None, 0])
+def test_a_usage_without_its_total_gets_the_sum_of_its_counts(total) -> None:
+    """Gym's rows record input and output tokens and no total, or a total of 0; MLflow's UI
+    shows the trace's total (it showed ``total_tokens: 0`` beside 2,660 and 2,841)."""
+    row = _tool_row()
+    row["response"] = {
+        "output": [],
+        "usage": {"input_tokens": 2660, "output_tokens": 2841, "total_tokens": total},
+    }
+    usage = trace_of(_rollout(row))["attributes"]["mlflow.chat.tokenUsage"]
+    assert usage == {"input_tokens": 2660, "output_tokens": 2841, "total_tokens": 5501}
+
+
 def test_an_aviary_row_is_traced_from_its_last_transition_which_holds_the_others() -> None:
     """Gym's aviary agent with ``return_transitions`` records a list of conversations (one a
     step) as ``response.output``; its trace was empty (no span, no input)."""

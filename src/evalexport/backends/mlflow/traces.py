@@ -129,6 +129,10 @@ def _usage(record: Mapping[str, Any]) -> dict[str, int] | None:
         "total_tokens": usage.get("total_tokens"),
     }
     kept = {key: value for key, value in counts.items() if isinstance(value, int)}
+    parts = [kept.get("input_tokens"), kept.get("output_tokens")]
+    if not kept.get("total_tokens") and all(part is not None for part in parts):
+        # Gym's rows record a total of 0 beside their counts; MLflow's UI shows the total.
+        kept["total_tokens"] = sum(part for part in parts if part is not None)
     return kept or None
 
 
