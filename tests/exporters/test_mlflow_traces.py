@@ -298,6 +298,43 @@ def test_every_rollout_is_one_trace_linked_to_the_run_and_a_rerun_adds_none(
 
 
 @pytest.mark.downloads
+def test_the_guides_search_of_the_traces_runs_as_written(
+    cli, mlflow_server, make_sample_run
+) -> None:
+    """docs/exporters/mlflow.md's block, run with the MLflow the export used (it named
+    ``search_traces(run_id=...)`` alone, which MLflow 3.17 refuses, and a tag search that
+    looked in the active experiment only)."""
+    import re
+    import sys
+
+    sample = make_sample_run("searched", tasks=3, repeats=2)
+    result = json.loads(cli(*_traced_export(sample, mlflow_server.url, "searched")).stdout)
+    assert result["status"] == "succeeded", result["message"]
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "exporters" / "mlflow.md").read_text()
+    (block,) = re.findall(
+        r"<!-- tested: tests/exporters/test_mlflow_traces.py -->\n```python\n(.*?)```", guide, re.S
+    )
+    block = block.replace(
+        '"sqlite:///mlruns.db", "RUN_ID"', f"{mlflow_server.url!r}, {result['run_id']!r}"
+    )
+    block += "import json\nprint(json.dumps([len(traces), len(failures), len(solved)]))\n"
+    ran = subprocess.run(
+        [sys.executable, "-m", "evalexport", "envs", "run", "mlflow", "python", "-c", block],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    found, failed, solved = json.loads(ran.stdout.splitlines()[-1])
+    rewards = [json.loads(line)["reward"] for line in sample.rollouts.read_text().splitlines()]
+    assert found == sample.rollout_count
+    assert (failed, solved) == (rewards.count(0.0), rewards.count(1.0))
+    assert failed
+    assert solved
+
+
+@pytest.mark.downloads
 @pytest.mark.browser
 def test_mlflows_traces_view_shows_a_rollout_step_by_step(
     cli, mlflow_python, mlflow_server, make_sample_run, tmp_path
