@@ -364,6 +364,7 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
         if config.traces:  # a dry run only asks whether this MLflow can log them
             traces = traces_in(prepared)
             payload["traces"] = str(traces) if traces is not None else ""
+            payload["traces_count"] = prepared.rollout_count if traces is not None else 0
         live, elsewhere = gym_live_run(prepared.saved_config.config, target.tracking_uri)
         if live is not None:
             payload["live_run"] = live

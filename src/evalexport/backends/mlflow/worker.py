@@ -174,6 +174,8 @@ class _MlflowPayloadOptions(TypedDict, total=False):
     """With ``+traces=true``: a file of one :class:`MlflowTrace` JSON line a rollout, each
     logged as a trace linked to the run (``""`` in a dry run, which only checks that this
     MLflow can)."""
+    traces_count: int
+    """How many lines ``traces`` holds: each is a step of the worker's progress."""
 
 
 class MlflowPayload(_MlflowPayloadOptions):
@@ -271,7 +273,7 @@ def _place() -> str:
     where they cannot be told (no ``/proc``): a lease's process is then never looked for."""
     try:
         boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-        namespace = os.readlink("/proc/self/ns/pid")
+        namespace = str(Path("/proc/self/ns/pid").readlink())
     except OSError:
         return ""
     return f"{_HOST}/{boot}/{namespace}"
@@ -925,7 +927,8 @@ def run(payload: MlflowPayload, progress: Any = _no_progress, say: Any = _silent
     from mlflow.tracking import MlflowClient
 
     uri = payload["tracking_uri"]
-    total = 3 + len(payload["batches"]) + len(payload["artifacts"])
+    steps = 3 + len(payload["batches"]) + len(payload["artifacts"])
+    total = steps + payload.get("traces_count", 0)  # a trace is a step: the long part
     lease: _Lease | None = None
     traced = 0
     live: list[str] = []
@@ -979,7 +982,15 @@ def run(payload: MlflowPayload, progress: Any = _no_progress, say: Any = _silent
             present = (
                 _traces_present(client, uri, experiment_id, run_id) if chosen.resumed else None
             )
-            traced = _log_traces(client, uri, experiment_id, lease, payload["traces"], present)
+            traced = _log_traces(
+                client,
+                uri,
+                experiment_id,
+                lease,
+                payload["traces"],
+                present,
+                lambda done: progress(steps + done, total),
+            )
         if not lease.still_mine():
             raise _LeaseLost()
         lease.end("FINISHED", end_time=payload["end_time_ms"])
@@ -1154,6 +1165,7 @@ def _log_traces(
     lease: _Lease,
     path: str,
     present: collections.Counter[Any] | None = None,
+    progress: Any = None,
 ) -> int:
     """Log each line of ``path`` as a trace linked to the run ``lease`` holds, tagged with it
     (:data:`RUN_TRACE_TAG`); the number logged. ``present``: the traces a resumed run holds
@@ -1165,17 +1177,21 @@ def _log_traces(
     the store holds whole traces only. An older MLflow 3 logs them one span at a time. Each
     batch first makes sure the lease is still this export's, so that no trace is logged by
     two exports. MLflow sends the traces a client starts to the *global* tracking URI, not
-    the client's: it is set to the export's."""
+    the client's: it is set to the export's. ``progress(done)`` is told the lines done (logged
+    or present already) after each batch."""
     import mlflow
 
     mlflow.set_tracking_uri(uri)
     run_id = str(lease.run_id)
+    told = progress or (lambda done: None)
+    lines_done = 0
     batches = _SpanBatches.of(uri, client, experiment_id, run_id)
     count = 0
     batch: list[MlflowTrace] = []
     spans = 0
     with Path(path).open(encoding="utf-8") as lines:
         for line in lines:
+            lines_done += 1
             trace: MlflowTrace = json.loads(line)
             trace["tags"][RUN_TRACE_TAG] = run_id
             key = _trace_key(trace["tags"])
@@ -1187,14 +1203,17 @@ def _log_traces(
                     raise _LeaseLost()
                 _log_trace_by_spans(client, experiment_id, run_id, trace)
                 count += 1
+                told(lines_done)
                 continue
             batch.append(trace)
             spans += len(trace["spans"]) + 1
             if len(batch) >= _BATCH_TRACES or spans >= _BATCH_SPANS:
                 count, batches = _logged(lease, batches, batch, count, client, experiment_id)
                 batch, spans = [], 0
+                told(lines_done)
     if batch and batches is not None:
         count, batches = _logged(lease, batches, batch, count, client, experiment_id)
+    told(lines_done)
     return count
 
 
