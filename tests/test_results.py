@@ -97,3 +97,19 @@ def test_a_receipt_is_shown_while_the_same_name_in_details_is_masked() -> None:
     )
     assert result.receipts == {"upload_token": "upl-0123456789abcdef"}
     assert result.details == {"upload_token": "****", "api_token": "****"}
+
+
+def test_a_results_json_keeps_the_details_keys_0_4_had() -> None:
+    """0.4.0's ``--json`` carried ``details.notices`` and ``details.environment``; they moved
+    to typed fields and were dropped from the JSON, silently breaking a script reading them
+    (#67). The JSON carries both, the fields and the deprecated keys."""
+    import json
+
+    from evalexport.results import ExportResult
+
+    result = ExportResult.succeeded("mlflow", "/runs/a", "exported").noted(["a table was cut"])
+    result = result.model_copy(update={"environment": "/cache/envs/mlflow-py3.11-0123"})
+    data = json.loads(result.model_dump_json())
+    assert data["notices"] == data["details"]["notices"] == ["a table was cut"]
+    assert data["environment"] == data["details"]["environment"] == "/cache/envs/mlflow-py3.11-0123"
+    assert ExportResult.model_validate(data).notices == ["a table was cut"]  # it reads back

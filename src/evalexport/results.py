@@ -11,7 +11,15 @@ import enum
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from evalexport.masking import scrub_text, scrub_value
 from evalexport.workers.exit_codes import ExitCode
@@ -198,6 +206,22 @@ class ExportResult(BaseModel):
     @classmethod
     def _scrub_notices(cls, notices: list[str]) -> list[str]:
         return [scrub_text(notice) for notice in notices]
+
+    @model_serializer(mode="wrap")
+    def _with_details_as_0_4_had_them(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """The result as JSON (``--json``, a plan's report) keeps 0.4.0's keys of ``details``
+        beside the typed fields that replaced them: ``details.notices`` and
+        ``details.environment`` (deprecated; removed in 0.6.0: read ``notices`` and
+        ``environment``), so a script reading them goes on working."""
+        data = handler(self)
+        if isinstance(data, dict) and isinstance(details := data.get("details"), dict):
+            kept = dict(details)
+            if self.notices:
+                kept.setdefault("notices", list(self.notices))
+            if self.environment is not None:
+                kept.setdefault("environment", self.environment)
+            data["details"] = kept
+        return data
 
     @model_validator(mode="after")
     def _exit_code_matches_status(self) -> ExportResult:
