@@ -78,16 +78,18 @@ def _payload(**changes: Any) -> Any:
 def test_the_run_id_is_the_datas_and_the_projects() -> None:
     """Every export of one run's data to one project names the same run, on any machine;
     another project or other data names another."""
-    assert OURS == wandb_worker.run_id_of("sha256:0123456789abcdef", "team", "aime24")
-    assert OURS != wandb_worker.run_id_of("sha256:0123456789abcdef", "team", "other")
-    assert OURS != wandb_worker.run_id_of("sha256:ffff", "team", "aime24")
-    assert len(OURS) <= 64 and OURS.isalnum()
+    assert wandb_worker.run_id_of("sha256:0123456789abcdef", "team", "aime24") == OURS
+    assert wandb_worker.run_id_of("sha256:0123456789abcdef", "team", "other") != OURS
+    assert wandb_worker.run_id_of("sha256:ffff", "team", "aime24") != OURS
+    assert len(OURS) <= 64
+    assert OURS.isalnum()
 
 
 def test_with_no_run_of_the_data_the_export_writes_the_datas_own_run(wandb_api) -> None:
     wandb_api.answers = [[]]
     chosen, ended = wandb_worker._looked_up(_payload())
-    assert ended is None and chosen is not None
+    assert ended is None
+    assert chosen is not None
     assert (chosen.run_id, chosen.resumed, chosen.existing) == (OURS, False, [])
     assert wandb_api.asked == [("team/aime24", {"tags": {"$in": [TAG]}})]
 
@@ -98,7 +100,8 @@ def test_an_unfinished_export_of_the_data_is_resumed_not_deleted(wandb_api, stat
     stops hearing from it): the rerun continues that run under its id (it deleted it)."""
     wandb_api.answers = [[_Run(OURS, state)]]
     chosen, ended = wandb_worker._looked_up(_payload())
-    assert ended is None and chosen is not None
+    assert ended is None
+    assert chosen is not None
     assert (chosen.run_id, chosen.resumed) == (OURS, True)
     assert chosen.logged == {"mean/reward", "_step"}
     assert f"resumed W&B run {OURS}" in chosen.notices[0]
@@ -115,7 +118,8 @@ def test_a_run_somebody_else_wrote_to_is_left_as_it_is(wandb_api) -> None:
         ]
     ]
     chosen, ended = wandb_worker._looked_up(_payload())
-    assert ended is None and chosen is not None
+    assert ended is None
+    assert chosen is not None
     assert (chosen.run_id, chosen.resumed) == (f"{OURS}-2", False)
     assert chosen.notices == [
         "W&B run theirs (failed) of this run's data is left as it is: its id is not one an "
@@ -133,7 +137,8 @@ def test_a_finished_run_of_the_data_is_skipped_for_unless_a_second_copy_is_asked
     whatever its id (an earlier evalexport's); ``second_copy`` writes ``<id>-2``."""
     wandb_api.answers = [[_Run("older-random-id", "finished")]]
     chosen, ended = wandb_worker._looked_up(_payload())
-    assert chosen is None and ended is not None
+    assert chosen is None
+    assert ended is not None
     assert (ended["status"], ended["skip_reason"], ended["run_id"]) == (
         "skipped",
         "found at target",
@@ -141,7 +146,8 @@ def test_a_finished_run_of_the_data_is_skipped_for_unless_a_second_copy_is_asked
     )
     wandb_api.answers = [[_Run(OURS, "finished")]]
     chosen, ended = wandb_worker._looked_up(_payload(second_copy=True))
-    assert ended is None and chosen is not None
+    assert ended is None
+    assert chosen is not None
     assert (chosen.run_id, chosen.existing) == (f"{OURS}-2", [OURS])
     assert "exporting a second copy, as +second_copy asks" in chosen.notices[-1]
 
@@ -149,7 +155,8 @@ def test_a_finished_run_of_the_data_is_skipped_for_unless_a_second_copy_is_asked
 def test_a_finished_run_somebody_wrote_to_is_not_this_datas_run(wandb_api) -> None:
     wandb_api.answers = [[_Run(OURS, "finished", summary={"my_own_score": 1.0})]]
     chosen, ended = wandb_worker._looked_up(_payload())
-    assert ended is None and chosen is not None
+    assert ended is None
+    assert chosen is not None
     assert chosen.run_id == f"{OURS}-2"
     assert "its summary key 'my_own_score' is not one this export logs" in chosen.notices[0]
 
@@ -160,7 +167,8 @@ def test_a_run_another_export_writes_is_waited_for_then_skipped(wandb_api) -> No
     wandb_api.answers = [[_Run(OURS, "running")], [_Run(OURS, "running")], [_Run(OURS, "finished")]]
     said: list[str] = []
     chosen, ended = wandb_worker._looked_up(_payload(), said.append)
-    assert chosen is None and ended is not None
+    assert chosen is None
+    assert ended is not None
     assert (ended["status"], ended["skip_reason"], ended["run_id"]) == (
         "skipped",
         "found at target",
@@ -173,14 +181,14 @@ def test_a_run_another_export_writes_is_waited_for_then_skipped(wandb_api) -> No
 
 def test_a_run_another_export_writes_is_skipped_with_skip_existing(wandb_api) -> None:
     wandb_api.answers = [[_Run(OURS, "running")]]
-    chosen, ended = wandb_worker._looked_up(_payload(skip_existing=True))
+    _chosen, ended = wandb_worker._looked_up(_payload(skip_existing=True))
     assert ended is not None
     assert (ended["status"], ended["skip_reason"]) == ("skipped", "in progress at target")
 
 
 def test_waiting_ends_at_the_wait_limit_with_a_failure_naming_the_run(wandb_api) -> None:
     wandb_api.answers = [[_Run(OURS, "running")]]
-    chosen, ended = wandb_worker._looked_up(_payload(wait_seconds=0.05))
+    _chosen, ended = wandb_worker._looked_up(_payload(wait_seconds=0.05))
     assert ended is not None
     assert ended["status"] == "failed"
     assert f"gave up waiting for W&B run {OURS}" in ended["message"]
@@ -188,7 +196,7 @@ def test_waiting_ends_at_the_wait_limit_with_a_failure_naming_the_run(wandb_api)
 
 def test_a_dry_run_says_what_the_export_would_do_and_changes_nothing(wandb_api) -> None:
     wandb_api.answers = [[_Run(OURS, "crashed")]]
-    chosen, ended = wandb_worker._looked_up(_payload(dry_run=True))
+    _chosen, ended = wandb_worker._looked_up(_payload(dry_run=True))
     assert ended is not None
     assert ended["status"] == "succeeded"
     assert "existing_run_ids" not in ended
@@ -204,7 +212,8 @@ def test_offline_there_is_no_one_to_ask(wandb_api, tmp_path) -> None:
     chosen, ended = wandb_worker._looked_up(
         _payload(mode="offline", skip_existing=True, dir=str(tmp_path))
     )
-    assert ended is None and chosen is not None
+    assert ended is None
+    assert chosen is not None
     assert chosen.run_id == OURS
     assert "an earlier offline export of this run's data is in" in chosen.notices[0]
     assert wandb_api.asked == []
