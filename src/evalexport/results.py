@@ -211,7 +211,7 @@ class ExportResult(BaseModel):
     def _with_details_as_0_4_had_them(self, handler: SerializerFunctionWrapHandler) -> Any:
         """The result as JSON (``--json``, a plan's report) keeps 0.4.0's keys of ``details``
         beside the typed fields that replaced them: ``details.notices`` and
-        ``details.environment`` (deprecated; removed in 0.6.0: read ``notices`` and
+        ``details.environment`` (deprecated; removed at 1.0: read ``notices`` and
         ``environment``), so a script reading them goes on working."""
         data = handler(self)
         if isinstance(data, dict) and isinstance(details := data.get("details"), dict):
