@@ -197,7 +197,20 @@ def shared_mlflow_server(mlflow_env_python: Path, tmp_path_factory: pytest.TempP
 
 
 @pytest.fixture
-def mlflow_server(shared_mlflow_server: MLflowServer, mlflow_python: Path) -> MLflowServer:
+def mlflow_server(
+    shared_mlflow_server: MLflowServer,
+    mlflow_python: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> MLflowServer:
+    """The session's server, an experiment of this test's own its default
+    (``$MLFLOW_EXPERIMENT_NAME``): an export that names none lands there, not in the
+    benchmark's experiment every test shares (a finished run of the same data there is
+    skipped for, and tests export the same sample run)."""
+    import hashlib
+
+    own = hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:12]
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", f"test-{own}")
     return shared_mlflow_server
 
 
