@@ -27,6 +27,7 @@ __all__ = [
     "TextKind",
     "is_secret_key",
     "key_words",
+    "names_a_parameter",
     "names_a_secret",
     "names_a_vocabulary_token",
 ]
@@ -58,6 +59,9 @@ secret."""
 SECRET_NAMES: Final = frozenset({("client", "key", "data")})
 """Whole names, as words, that no word rule reaches: kubeconfig's ``client-key-data`` (a
 private key in base64)."""
+_GLUED_WORDS: Final = ("password", "passwd", "secret", "passphrase")
+"""Secret words that end a longer word (libpq's ``PGPASSWORD``); ``secretary``,
+``passwordless`` end otherwise."""
 CONFIG_WORDS: Final = frozenset({"credential", "credentials", "cookie", "cookies", "authorization"})
 """Words that make a saved config's key secret wherever they stand (``credentials_file``), as
 0.4.0 read them; a row's ``__sso_cookie_checker`` is a page's, not a secret."""
@@ -87,6 +91,22 @@ def names_a_secret(name: str, kind: TextKind) -> bool:
     return _names_in_config(name) if kind == STRUCTURED else _names_in_row(name)
 
 
+def names_a_parameter(name: str, kind: TextKind) -> bool:
+    """Whether a URL's query or fragment parameter ``name`` says a secret follows: as any
+    name reads where it sits (:func:`names_a_secret`), and a bare ``key`` (Google's
+    ``?key=…``), ``sig`` or a ``…signature`` (Azure's and AWS's signed URLs), which a URL
+    uses for nothing else."""
+    return names_a_secret(name, kind) or _names_a_signature(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_a_signature(name: str) -> bool:
+    words = key_words(name)
+    while len(words) > 1 and words[-1].isdigit():
+        words.pop()
+    return words == ["key"] or words[-1:] in (["sig"], ["signature"])
+
+
 @functools.lru_cache(maxsize=16384)  # a run's rows repeat their keys
 def _names_a_secret(text: str) -> bool:
     """The words of a key, told against the rule (remembered)."""
@@ -99,6 +119,8 @@ def _names_a_secret(text: str) -> bool:
         return True  # an environment variable's name: OPENAI_KEY, NVIDIA_KEY
     if SECRET_WORDS.intersection(words) or tuple(words) in SECRET_NAMES:
         return True
+    if any(word.endswith(_GLUED_WORDS) for word in words):
+        return True  # a word glued to another: PGPASSWORD, DBPASSWD, MYSECRET
     if words[-1] in SECRET_LAST_WORDS:
         # "input_cost_per_token" is a price, not a token.
         return not (len(words) > 1 and words[-2] == "per")

@@ -33,6 +33,7 @@ from evalexport.masking.names import (
     TextKind,
     is_secret_key,
     key_words,
+    names_a_parameter,
     names_a_secret,
 )
 from evalexport.masking.shapes import (
@@ -186,7 +187,7 @@ _LINE_VALUE = re.compile(r"[^\n]*")
 _ESCAPED_LINE_VALUE = re.compile(r"[^\n\"\\]*")
 _INLINE_VALUE = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'\\]+")
 _HEADER_CREDENTIAL = re.compile(r"[^\s\"'\\]*")
-_FLAG_VALUE = re.compile(r"\s+(?P<value>\"[^\"\s]*\"|'[^'\s]*'|[^\s\"'-][^\s\"']*)")
+_FLAG_VALUE = re.compile(r"\s+(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'-][^\s\"']*)")
 _SCHEME_WORD = re.compile(r"(?i:bearer|basic|token|digest|bot)[ \t]+")
 _TRAILING = ".,;:!?…)]}>"
 
@@ -211,7 +212,13 @@ def _after_a_name(found: _Scan, at: int, anchor: str) -> None:
     name = text[start:stop].rstrip(".-")
     stop = start + len(name)
     bare = name.lstrip("-")
-    if not bare or not names_a_secret(bare, found.kind):
+    if not bare:
+        return
+    if _in_a_query(text, start):  # /v1/data?token=…: a URL's, relative or not
+        if names_a_parameter(bare, found.kind) and (assigned := _PARAMETER_VALUE.match(text, stop)):
+            _judge(found, assigned.span("value"), structured=True)
+        return
+    if not names_a_secret(bare, found.kind):
         return
     structured = found.kind == STRUCTURED
     header = key_words(bare)[-1:] == ["authorization"]
@@ -237,6 +244,24 @@ def _after_a_name(found: _Scan, at: int, anchor: str) -> None:
         if text[value[0]] in "\"'":
             value = (value[0] + 1, value[1] - 1)  # the quotes are kept
         _judge(found, value, structured=structured)
+
+
+def _in_a_query(text: str, start: int) -> bool:
+    """Whether the name at ``start`` is a URL's query or fragment parameter: after ``?``,
+    ``&``, ``;`` or ``#`` in a run of URL characters holding a ``/``."""
+    if start == 0 or text[start - 1] not in "?&;#":
+        return False
+    at = start - 1
+    while at > 0 and start - at < _MAX_URL_BEFORE and not _ENDS_A_URL(text[at - 1]):
+        at -= 1
+        if text[at] == "/":
+            return True
+    return False
+
+
+_MAX_URL_BEFORE: Final = 512
+_ENDS_A_URL: Final = re.compile(r"[\s\"'<>\\]").match
+_PARAMETER_VALUE: Final = re.compile(r"=(?P<value>[^&#\s;\"'<>\\]*)")
 
 
 def _judge_pair(found: _Scan, span: Span, *, structured: bool, header: bool) -> None:
@@ -278,9 +303,10 @@ def _after_a_colon(found: _Scan, start: int, value_at: int, name: str) -> None:
     escaped_line = begins is not None and text[max(0, begins - 2) : begins] == "\\n"
     structured = found.kind == STRUCTURED
     if key_words(name)[-1:] == ["authorization"]:
-        quoted = start > 0 and text[start - 1] in "\"'"
-        if structured or own_line or escaped_line or quoted:
-            _judge(found, _credential(text, value_at), structured=True)
+        quote = text[start - 1] if start > 0 and text[start - 1] in "\"'" else ""
+        if structured or own_line or escaped_line or quote:
+            ends = quote or ("\\n" if escaped_line else "\n" if own_line else "")
+            _judge(found, _credential(text, value_at, ends), structured=True)
             return
     elif (own_line or escaped_line) and structured:
         rest = run_end(_ESCAPED_LINE_VALUE if escaped_line else _LINE_VALUE, text, value_at)
@@ -291,16 +317,18 @@ def _after_a_colon(found: _Scan, start: int, value_at: int, name: str) -> None:
         _judge(found, word.span(), structured=False, trim=True)
 
 
-def _credential(text: str, at: int) -> Span:
+def _credential(text: str, at: int, ends: str) -> Span:
     """Where an ``Authorization`` header's credential stands, its value starting at ``at``:
-    after a quote and a scheme (``"Bearer …"``), up to the closing quote, or the word's end."""
+    after a quote and a scheme (``"Bearer …"``), up to the closing quote, or ``ends`` (the
+    header's own end: the quote that opened it, its line's end), or the word's end."""
     quote = text[at] if at < len(text) and text[at] in "\"'" else ""
     start = at + len(quote)
     if (scheme := _SCHEME_WORD.match(text, start)) is not None:
         start = scheme.end()
-    if quote:
-        stop = text.find(quote, start)
-        return start, (stop if stop >= 0 else len(text))
+    if quote or ends:
+        stop = text.find(quote or ends, start)
+        stop = len(text) if stop < 0 else stop
+        return start, start + len(text[start:stop].rstrip(" \t\r"))
     return start, run_end(_HEADER_CREDENTIAL, text, start)
 
 
@@ -322,9 +350,9 @@ def _judge(found: _Scan, span: Span, *, structured: bool, trim: bool = False) ->
 # --- URLs ------------------------------------------------------------------------------------
 
 _SCHEME = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}\Z")
-# A user part holds no character RFC 3986 leaves out of one ('"', "<", "{", ...): JSON text
-# such as '"https://schema.org","@type"' holds no user.
-_USER = re.compile(r"[^:/?#@\s\"'<>\\{}|^`]*")
+# A user part holds no quote or backslash: JSON text such as '"https://schema.org","@type"'
+# holds no user.
+_USER = re.compile(r"[^:/?#@\s\"'\\`]*")
 _URL_REST = re.compile(r"[^\s\"'<>\\]*")
 # A parameter's value ends before a quote: "'https://h/?api_key=V'" keeps its closing quote.
 _PARAMETER = re.compile(r"[?&;#](?P<name>[^=&#\s;?]{1,64})=(?P<value>[^&#\s;]*)")
@@ -357,8 +385,7 @@ def _in_a_url(found: _Scan, at: int, anchor: str) -> None:
                 found.spans.append((start, user_end))  # GitHub's https://TOKEN:x-oauth-basic@
             host = end + 1
     elif text.startswith("@", user_end) and user_end > start:
-        user = text[start:user_end]
-        if user != MASK and not _USER_TEMPLATE.search(user) and looks_like_credential(user):
+        if _is_a_secret_user(text[start:user_end], found.kind):
             found.spans.append((start, user_end))
         host = user_end + 1
     if host >= found.url_end:
@@ -367,8 +394,23 @@ def _in_a_url(found: _Scan, at: int, anchor: str) -> None:
     found.url_read = found.url_end
     for parameter in _PARAMETER.finditer(text, start, found.url_end):
         value = parameter["value"]
-        if names_a_secret(parameter["name"], found.kind) and not is_no_value(value):
+        if names_a_parameter(parameter["name"], found.kind) and not is_no_value(value):
             found.spans.append(parameter.span("value"))
+
+
+def _is_a_secret_user(user: str, kind: TextKind) -> bool:
+    """Whether a URL's user part, alone before its host, is masked: in a saved config any
+    user but none (``<token>``, ``$USER``) and Git's own ``git`` (``ssh://git@github.com``), as
+    0.4.0 masked them; in a row one that looks like a credential (``https://ghp_…@``,
+    ``https://john7@``), not a name."""
+    if user == MASK or _USER_TEMPLATE.search(user):
+        return False
+    if kind == STRUCTURED:
+        return user not in _PUBLIC_USERS and not is_no_value(user)
+    return looks_like_credential(user)
+
+
+_PUBLIC_USERS: Final = frozenset({"git"})
 
 
 def _is_a_password(password: str) -> bool:

@@ -60,10 +60,10 @@ _NO_VALUE_WORDS: Final = frozenset({"none", "null", "nil", "undefined", "~"})
 _PLACEHOLDERS: Final = frozenset({"value", "VALUE", "...", "…", "VAL", "X", "TOKEN", "KEY"})
 """What usage texts write after ``key=`` (``+key=value``, ``HF_TOKEN=...``): never a secret."""
 # Where a value comes from, written whole: an interpolation, a template, a shell or format
-# variable, a placeholder in angle brackets ("${oc.env:X}", "{{ token }}", "$HF_TOKEN", "$1",
-# "%(token)s", "<access_key>"), or a run of x's.
+# variable, a placeholder in angle brackets ("${oc.env:X}", "{{ token }}", "{token}",
+# "$HF_TOKEN", "$1", "%(token)s", "<access_key>"), or a run of x's.
 _REFERENCE = re.compile(
-    r"\$\{[^{}]+\}|\{\{.*\}\}|\{%.*%\}|\$\([^()]*\)|\$[A-Za-z_]\w*|\$\d+"
+    r"\$\{[^{}]+\}|\{\{.*\}\}|\{%.*%\}|\{[A-Za-z_]\w*\}|\$\([^()]*\)|\$[A-Za-z_]\w*|\$\d+"
     r"|%\([^()]*\)[a-z]?|<[^<>]*>|x+|X+",
     re.DOTALL,
 )
@@ -180,7 +180,7 @@ def looks_like_bearer_credential(value: str, *, generated: bool) -> bool:
     """Whether ``value`` after ``Bearer`` is a credential: in free text when it looks
     generated (:func:`looks_generated`: ``Bearer 10-year`` is a bond), in structured text when
     it has a credential's look or is 12 characters long (0.4.0's reading)."""
-    if value[:1] in "{$<" or is_no_value(value):
+    if is_no_value(value) or value.startswith(("{{", "${", "$(")):
         return False
     if generated:
         return looks_generated(value)
@@ -193,10 +193,14 @@ _BASE64_LOOK = re.compile(r"[A-Za-z0-9+/]*[0-9+/=]")
 def looks_like_basic_credential(value: str, *, generated: bool) -> bool:
     """Whether ``value`` after ``Basic`` (base64, RFC 7617) is a credential: it decodes to
     ``user:password`` (``Basic 12345678`` decodes to bytes no person typed); in structured
-    text also any base64 run holding a digit, ``+``, ``/`` or ``=``."""
+    text also any base64 run holding a digit, ``+``, ``/`` or ``=``, or 20 characters long
+    (0.4.0's reading, but for words no base64 holds: ``Basic single-step``)."""
     if _decodes_to_user_and_password(value):
         return True
-    return not generated and _BASE64_LOOK.match(value) is not None
+    return not generated and (_BASE64_LOOK.match(value) is not None or len(value) >= _BASIC_RUN)
+
+
+_BASIC_RUN = 20
 
 
 def _decodes_to_user_and_password(value: str) -> bool:
