@@ -50,8 +50,9 @@ class RowsMasked:
             return None
         return (
             f"secrets were masked in {self.rows} row{'s' if self.rows != 1 else ''} "
-            "(secret-named keys at any depth, secret-shaped texts, JSON held in texts: "
-            f"docs/reliability.md, 'What leaves'); {named_option('mask_rows', 'false')} sends rows "
+            "(secret-named keys at any depth, URLs' credentials, generated-looking secrets in "
+            "text, JSON held in texts: docs/reliability.md, 'What is masked where'); "
+            f"{named_option('mask_rows', 'false')} sends rows "
             "as they are"
         )
 

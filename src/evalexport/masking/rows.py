@@ -41,16 +41,15 @@ def masked_json_text(masking: ValueMasking, text: str) -> str | None:
     path (module docstring)."""
     if _HIDING.search(text) is not None:
         return None
-    hits = _anchors_found(lowered(text))
-    if not hits:
+    anchors = _Anchors(lowered(text))
+    if not anchors.next:
         return text
     if text.lstrip()[:1] not in ("{", "[", '"'):
         return None
     pieces: list[str] = []
     done = 0
-    index = 0
-    while index < len(hits):
-        at = hits[index][0]
+    while anchors.next:
+        at = min(anchors.next.values())
         opening = _opening_quote(text, at)
         if opening is None:
             return None
@@ -58,49 +57,65 @@ def masked_json_text(masking: ValueMasking, text: str) -> str | None:
             held, end = _SCAN_STRING(text, opening + 1)
         except ValueError:
             return None
-        found = set()
-        while index < len(hits) and hits[index][0] < end:
-            found.add(hits[index][1])
-            index += 1
+        found = anchors.before(end)
         colon = run_end(_SPACE, text, end)
-        if text.startswith(":", colon):  # a mapping's key
-            if masking.text(held, found) != held:
-                return None  # a key the rules change: the parsed path keeps keys apart
-            if not names_a_secret(held, masking.kind):
-                continue
-            start = run_end(_SPACE, text, colon + 1)
-            try:
-                value, stop = _DECODER.raw_decode(text, start)
-            except ValueError:
-                return None
-            masked = masking.under_secret_key(value, names_a_vocabulary_token(held))
-            if masked is not value and masked != value:
-                pieces += [text[done:start], _encoded(masked)]
-                done = stop
-            while index < len(hits) and hits[index][0] < stop:
-                index += 1  # held under the key, masked with it
-        else:
+        if not text.startswith(":", colon):  # a string in an array or a mapping's value
             masked_text = masking.text(held, found)
             if masked_text != held:
                 pieces += [text[done:opening], _encoded(masked_text)]
                 done = end
+            anchors.skip(end)
+            continue
+        if masking.text(held, found) != held:
+            return None  # a key the rules change: the parsed path keeps keys apart
+        if not names_a_secret(held, masking.kind):
+            anchors.skip(end)
+            continue
+        start = run_end(_SPACE, text, colon + 1)
+        try:
+            value, stop = _DECODER.raw_decode(text, start)
+        except ValueError:
+            return None
+        masked = masking.under_secret_key(value, names_a_vocabulary_token(held))
+        if masked is not value and masked != value:
+            pieces += [text[done:start], _encoded(masked)]
+            done = stop
+        anchors.skip(stop)  # what the key holds is masked with it
     return "".join(pieces) + text[done:] if pieces else text
 
 
-def _anchors_found(text: str) -> list[tuple[int, str]]:
-    """Where each anchor stands in ``text`` (lower-cased), in order: a last word only where
-    no lower-case letter follows it."""
-    hits: list[tuple[int, str]] = []
-    for anchor in ANCHORS:
-        last = anchor in LAST_WORD_ANCHORS
-        at = text.find(anchor)
-        while at >= 0:
-            after = at + len(anchor)
-            if not (last and after < len(text) and "a" <= text[after] <= "z"):
-                hits.append((at, anchor))
-            at = text.find(anchor, after)
-    hits.sort()
-    return hits
+class _Anchors:
+    """Where each anchor stands next in a lower-cased text: the text is looked through once
+    per anchor, each search taking up where the last string read ended."""
+
+    def __init__(self, lowered: str) -> None:
+        self._text = lowered
+        self.next: dict[str, int] = {}
+        for anchor in ANCHORS:
+            self._find(anchor, 0)
+
+    def _find(self, anchor: str, start: int) -> None:
+        """The anchor's next place at ``start`` or after (a last word only where no
+        lower-case letter follows it), or none."""
+        text = self._text
+        at = text.find(anchor, start)
+        if anchor in LAST_WORD_ANCHORS:
+            while at >= 0 and at + len(anchor) < len(text) and "a" <= text[at + len(anchor)] <= "z":
+                at = text.find(anchor, at + len(anchor))
+        if at < 0:
+            self.next.pop(anchor, None)
+        else:
+            self.next[anchor] = at
+
+    def before(self, end: int) -> set[str]:
+        """The anchors standing before ``end``."""
+        return {anchor for anchor, at in self.next.items() if at < end}
+
+    def skip(self, end: int) -> None:
+        """Move past ``end``: each anchor to its next place from there."""
+        for anchor, at in list(self.next.items()):
+            if at < end:
+                self._find(anchor, end)
 
 
 def _opening_quote(text: str, at: int) -> int | None:

@@ -153,7 +153,7 @@ class _Scan:
     """One text being looked through: what the rules read, the spans they found, and what
     they remember so that no part of the text is read twice by one rule."""
 
-    __slots__ = ("kind", "lowered", "names", "spans", "text", "url_end", "url_read")
+    __slots__ = ("kind", "loose_end", "lowered", "names", "spans", "text", "url_end", "url_read")
 
     def __init__(self, text: str, kind: TextKind) -> None:
         self.text = text
@@ -166,11 +166,15 @@ class _Scan:
         """Where the run of URL characters last read ends (``http://a://b://…``)."""
         self.url_read = -1
         """How far the URL parameters have been read."""
+        self.loose_end = -1
+        """Where the run a URL's password may hold last read ends."""
 
 
 # --- after a secret's name -------------------------------------------------------------------
 
-_NAME_REST = re.compile(r"[\w.-]*")
+_NAME_CHARACTERS: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
+"""What a name is made of, read back from an anchor (as the word rule reads names: ASCII)."""
+_NAME_REST = re.compile(r"[A-Za-z0-9_.-]*")
 _MAX_NAME = 128
 _LINE_PREFIX = re.compile(r"[ \t]*(?:-[ \t]+)?\Z")
 _PAIR_VALUE = {
@@ -200,11 +204,10 @@ def _after_a_name(found: _Scan, at: int, anchor: str) -> None:
         after = at + len(anchor)
         if after < len(text) and "a" <= found.lowered[after] <= "z":
             return  # "tokens", "keyboard", "author": no last word
-    start = at
-    while start > 0 and at - start < _MAX_NAME and _is_name_character(text[start - 1]):
-        if start > 1 and text[start - 2] == "\\" and text[start - 1].isalpha():
-            break  # "\\npassword:": an escaped line break ends before the name
-        start -= 1
+    before = text[max(0, at - _MAX_NAME) : at]
+    start = at - (len(before) - len(before.rstrip(_NAME_CHARACTERS)))
+    if 0 < start < at and text[start - 1] == "\\" and text[start].isalpha():
+        start += 1  # "\\npassword:": an escaped line break ends before the name
     if start in found.names:
         return  # found by another of its words
     found.names.add(start)
@@ -286,10 +289,6 @@ def _closed(value: str) -> int:
 _OPENERS: Final = {",": "\0", ";": "\0", ")": "(", "]": "[", "}": "{"}
 
 
-def _is_name_character(character: str) -> bool:
-    return character.isalnum() or character in "_.-"
-
-
 def _after_a_colon(found: _Scan, start: int, value_at: int, name: str) -> None:
     """``name: value``: a header's or YAML's line of its own (the rest of the line), or a
     name in running text (the next word). An ``Authorization`` header is a header wherever
@@ -354,6 +353,9 @@ _SCHEME = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}\Z")
 # holds no user.
 _USER = re.compile(r"[^:/?#@\s\"'\\`]*")
 _URL_REST = re.compile(r"[^\s\"'<>\\]*")
+_LOOSE_URL = re.compile(r"[^\s\"]*")
+"""How far a URL's password may run (:func:`_host_at`): to a blank or a double quote."""
+_PARAMETER_START = re.compile(r"[?&;#]")
 # A parameter's value ends before a quote: "'https://h/?api_key=V'" keeps its closing quote.
 _PARAMETER = re.compile(r"[?&;#](?P<name>[^=&#\s;?]{1,64})=(?P<value>[^&#\s;]*)")
 _URL_TEMPLATE = re.compile(r"\{\{|\{%|\$\{|\$\(|%\(|^<[^<>]*>$")
@@ -370,9 +372,18 @@ def _in_a_url(found: _Scan, at: int, anchor: str) -> None:
     (``https://ghp_…@github.com``, not ``ssh://git@``), and its query's and fragment's
     secret-named parameters (``?token=****``), in any text: no prose writes these."""
     text = found.text
+    start = at + 3
+    if start >= found.loose_end:
+        found.loose_end = run_end(_LOOSE_URL, text, start)
+    if start >= found.url_end:
+        found.url_end = run_end(_URL_REST, text, start)
+    if (
+        text.find("@", start, found.loose_end) < 0
+        and _PARAMETER_START.search(text, start, found.url_end) is None
+    ):
+        return  # no userinfo, no parameter: a URL like most
     if _SCHEME.search(text, max(0, at - 32), at) is None:
         return
-    start = at + 3
     user_end = run_end(_USER, text, start)
     host = start
     if text.startswith(":", user_end):

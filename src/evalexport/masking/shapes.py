@@ -204,6 +204,8 @@ _BASIC_RUN = 20
 
 
 def _decodes_to_user_and_password(value: str) -> bool:
+    if value.islower() or value.isupper() or value.isdigit():
+        return False  # "arithmetic", "ABCDEFGH", "12345678": base64 of text mixes its cases
     try:
         decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
         text = decoded.decode("utf-8")
