@@ -94,17 +94,16 @@ def names_a_secret(name: str, kind: TextKind) -> bool:
 def names_a_parameter(name: str, kind: TextKind) -> bool:
     """Whether a URL's query or fragment parameter ``name`` says a secret follows: as any
     name reads where it sits (:func:`names_a_secret`), and a bare ``key`` (Google's
-    ``?key=…``), ``sig`` or a ``…signature`` (Azure's and AWS's signed URLs), which a URL
-    uses for nothing else."""
-    return names_a_secret(name, kind) or _names_a_signature(name)
+    ``?key=…``), which a URL uses for nothing else."""
+    return names_a_secret(name, kind) or _names_a_bare_key(name)
 
 
 @functools.lru_cache(maxsize=4096)
-def _names_a_signature(name: str) -> bool:
+def _names_a_bare_key(name: str) -> bool:
     words = key_words(name)
     while len(words) > 1 and words[-1].isdigit():
         words.pop()
-    return words == ["key"] or words[-1:] in (["sig"], ["signature"])
+    return words == ["key"]
 
 
 @functools.lru_cache(maxsize=16384)  # a run's rows repeat their keys

@@ -20,7 +20,13 @@ import re
 from typing import TYPE_CHECKING, Final
 
 from evalexport.masking.names import names_a_secret, names_a_vocabulary_token
-from evalexport.masking.rules import ANCHORS, LAST_WORD_ANCHORS, lowered, run_end
+from evalexport.masking.rules import (
+    ANCHORS,
+    LAST_WORD_ANCHORS,
+    ends_a_last_word,
+    lowered,
+    run_end,
+)
 
 if TYPE_CHECKING:
     from evalexport.masking.values import ValueMasking
@@ -41,7 +47,8 @@ def masked_json_text(masking: ValueMasking, text: str) -> str | None:
     path (module docstring)."""
     if _HIDING.search(text) is not None:
         return None
-    anchors = _Anchors(lowered(text))
+    lower = lowered(text)
+    anchors = _Anchors(lower)
     if not anchors.next:
         return text
     if text.lstrip()[:1] not in ("{", "[", '"'):
@@ -60,7 +67,8 @@ def masked_json_text(masking: ValueMasking, text: str) -> str | None:
         found = anchors.before(end)
         colon = run_end(_SPACE, text, end)
         if not text.startswith(":", colon):  # a string in an array or a mapping's value
-            masked_text = masking.text(held, found)
+            held_lower = _SCAN_STRING(lower, opening + 1)[0]  # JSON's escapes are lower-case
+            masked_text = masking.text(held, found, held_lower)
             if masked_text != held:
                 pieces += [text[done:opening], _encoded(masked_text)]
                 done = end
@@ -100,7 +108,7 @@ class _Anchors:
         text = self._text
         at = text.find(anchor, start)
         if anchor in LAST_WORD_ANCHORS:
-            while at >= 0 and at + len(anchor) < len(text) and "a" <= text[at + len(anchor)] <= "z":
+            while at >= 0 and not ends_a_last_word(text, at + len(anchor), anchor):
                 at = text.find(anchor, at + len(anchor))
         if at < 0:
             self.next.pop(anchor, None)

@@ -10,7 +10,7 @@ in **free** text (a row's prose, answers, code) only a value that looks generate
 (:func:`~evalexport.masking.shapes.looks_generated`), but for the positions no prose shares
 (a URL's userinfo and query, an ``Authorization:`` header), masked as in structured text.
 
-Every rule starts at an anchor (a word of a secret's name, ``://``, a scheme, a prefix) found
+Every rule starts at an anchor (a word of a secret's name, ``@``, a scheme, a prefix) found
 by plain substring search in the text lower-cased, so a text costs a few scans at the speed of
 ``str.find`` and the rules' patterns run only where an anchor stands: linear in the text,
 whatever it holds (a saved config may hold a 1 MB few-shot prompt, a row a 20 KB answer).
@@ -53,10 +53,12 @@ __all__ = [
     "KEY_QUALIFIERS",
     "KNOWN_CREDENTIAL",
     "LAST_WORD_ANCHORS",
+    "LAST_WORD_GOES_ON",
     "MASK",
     "SECRET_LAST_WORDS",
     "SECRET_NAMES",
     "SECRET_WORDS",
+    "ends_a_last_word",
     "is_interpolation",
     "is_secret_key",
     "key_words",
@@ -70,41 +72,53 @@ __all__ = [
 
 Span = tuple[int, int]
 
-NAME_ANCHORS: Final = ("secret", "passw", "pwd", "passphrase", "credential", "cookie", "authoriz")
+NAME_ANCHORS: Final = ("secret", "pass", "pwd", "credential", "cookie")
 """Lower-cased, each found anywhere: every secret name holds one of these or of
-:data:`LAST_WORD_ANCHORS`."""
+:data:`LAST_WORD_ANCHORS` (``pass``: ``password``, ``passwd``, ``passphrase``)."""
 LAST_WORD_ANCHORS: Final = ("token", "key", "auth")
 """Lower-cased, each found where no lower-case letter follows (``hf_token``, ``apiKey``,
-``X-Auth``, not ``tokens``, ``keyboard``, ``author``)."""
+``X-Auth``, not ``tokens``, ``keyboard``, ``author``), or where its word goes on as a secret
+name's does (:data:`LAST_WORD_GOES_ON`)."""
+LAST_WORD_GOES_ON: Final = {"key": "data", "auth": "oriz"}
+"""``clientKeyData`` (kubeconfig's), ``authorization``: an anchor followed by these letters is
+one too."""
 PREFIX_ANCHORS: Final = ("sk-", "hf_", "ghp_", "github_pat_", "glpat-", "xoxb-", "nvapi-", "akia")
-ANCHORS: Final = (
-    *NAME_ANCHORS,
-    *LAST_WORD_ANCHORS,
-    "keydata",  # kubeconfig's clientKeyData
-    "://",
-    "bearer",
-    "basic",
-    *PREFIX_ANCHORS,
-)
+ANCHORS: Final = (*NAME_ANCHORS, *LAST_WORD_ANCHORS, "@", "bearer", "basic", *PREFIX_ANCHORS)
 """Every anchor a rule starts from, lower-cased: a text that holds none is one no rule
-changes (:func:`evalexport.masking.values.may_hold_secret` looks for them)."""
+changes (:func:`evalexport.masking.values.may_hold_secret` looks for them). A URL's query is
+read from its parameters' names, its userinfo from the ``@`` before its host."""
+
+
+def ends_a_last_word(lowered: str, after: int, anchor: str) -> bool:
+    """Whether a last-word anchor ending at ``after`` ends a word there (no lower-case letter
+    follows), or goes on as a secret name's word does (:data:`LAST_WORD_GOES_ON`)."""
+    if after >= len(lowered) or not "a" <= lowered[after] <= "z":
+        return True
+    goes_on = LAST_WORD_GOES_ON.get(anchor)
+    return goes_on is not None and lowered.startswith(goes_on, after)
 
 
 def mask_text(
-    text: str, kind: TextKind = STRUCTURED, anchors: Collection[str] | None = None
+    text: str,
+    kind: TextKind = STRUCTURED,
+    anchors: Collection[str] | None = None,
+    lower: str | None = None,
 ) -> str:
     """``text`` with each secret it holds masked, as a text of ``kind`` reads (module
-    docstring); structured by default, the strict reading. ``anchors``: the only anchors
-    (:data:`ANCHORS`) the text may hold, when the caller found them (a row's string)."""
+    docstring); structured by default, the strict reading. A caller that found them (a row's
+    string) may give the only anchors (:data:`ANCHORS`) the text may hold, and the text
+    :func:`lowered`."""
     if not text:
         return text
-    spans = secret_spans(text, kind, anchors)
+    spans = secret_spans(text, kind, anchors, lower)
     return _masked(text, spans) if spans else text
 
 
-def secret_spans(text: str, kind: TextKind, anchors: Collection[str] | None = None) -> list[Span]:
+def secret_spans(
+    text: str, kind: TextKind, anchors: Collection[str] | None = None, lower: str | None = None
+) -> list[Span]:
     """Where ``text`` holds secrets, as a text of ``kind`` reads: the spans to mask."""
-    scan = _Scan(text, kind)
+    scan = _Scan(text, kind, lower)
     for rule_anchors, rule in _RULES:
         for anchor in rule_anchors:
             if anchors is not None and anchor not in anchors:
@@ -153,21 +167,15 @@ class _Scan:
     """One text being looked through: what the rules read, the spans they found, and what
     they remember so that no part of the text is read twice by one rule."""
 
-    __slots__ = ("kind", "loose_end", "lowered", "names", "spans", "text", "url_end", "url_read")
+    __slots__ = ("kind", "lowered", "names", "spans", "text")
 
-    def __init__(self, text: str, kind: TextKind) -> None:
+    def __init__(self, text: str, kind: TextKind, lower: str | None) -> None:
         self.text = text
-        self.lowered = lowered(text)
+        self.lowered = lowered(text) if lower is None else lower
         self.kind: TextKind = kind
         self.spans: list[Span] = []
         self.names: set[int] = set()
         """Where each name looked at starts: a name found by two of its words is read once."""
-        self.url_end = -1
-        """Where the run of URL characters last read ends (``http://a://b://…``)."""
-        self.url_read = -1
-        """How far the URL parameters have been read."""
-        self.loose_end = -1
-        """Where the run a URL's password may hold last read ends."""
 
 
 # --- after a secret's name -------------------------------------------------------------------
@@ -200,10 +208,10 @@ def _after_a_name(found: _Scan, at: int, anchor: str) -> None:
     """A secret's name at the anchor, and the value its syntax puts after it (module
     docstring): a pair, an assignment, a flag's value, a header or a ``name: value``."""
     text = found.text
-    if anchor in LAST_WORD_ANCHORS:
-        after = at + len(anchor)
-        if after < len(text) and "a" <= found.lowered[after] <= "z":
-            return  # "tokens", "keyboard", "author": no last word
+    if anchor in LAST_WORD_ANCHORS and not ends_a_last_word(
+        found.lowered, at + len(anchor), anchor
+    ):
+        return  # "tokens", "keyboard", "author": no last word
     before = text[max(0, at - _MAX_NAME) : at]
     start = at - (len(before) - len(before.rstrip(_NAME_CHARACTERS)))
     if 0 < start < at and text[start - 1] == "\\" and text[start].isalpha():
@@ -264,6 +272,7 @@ def _in_a_query(text: str, start: int) -> bool:
 
 _MAX_URL_BEFORE: Final = 512
 _ENDS_A_URL: Final = re.compile(r"[\s\"'<>\\]").match
+# A parameter's value ends before a quote: "'https://h/?api_key=V'" keeps its closing quote.
 _PARAMETER_VALUE: Final = re.compile(r"=(?P<value>[^&#\s;\"'<>\\]*)")
 
 
@@ -352,12 +361,6 @@ _SCHEME = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}\Z")
 # A user part holds no quote or backslash: JSON text such as '"https://schema.org","@type"'
 # holds no user.
 _USER = re.compile(r"[^:/?#@\s\"'\\`]*")
-_URL_REST = re.compile(r"[^\s\"'<>\\]*")
-_LOOSE_URL = re.compile(r"[^\s\"]*")
-"""How far a URL's password may run (:func:`_host_at`): to a blank or a double quote."""
-_PARAMETER_START = re.compile(r"[?&;#]")
-# A parameter's value ends before a quote: "'https://h/?api_key=V'" keeps its closing quote.
-_PARAMETER = re.compile(r"[?&;#](?P<name>[^=&#\s;?]{1,64})=(?P<value>[^&#\s;]*)")
 _URL_TEMPLATE = re.compile(r"\{\{|\{%|\$\{|\$\(|%\(|^<[^<>]*>$")
 _USER_TEMPLATE = re.compile(r"\{\{|\{%|\$\{|\$\(|%\(|^\$(?:[A-Za-z_]\w*|\d+)$|^<[^<>]*>$")
 _MAX_PASSWORD = 512
@@ -366,47 +369,46 @@ _HOST_ENDS = frozenset("/?#:")
 _RANDOM_USER = 16
 
 
-def _in_a_url(found: _Scan, at: int, anchor: str) -> None:
-    """A URL at ``://``: its password (``scheme://user:****@host``, a password holding
-    ``@``, ``/``, ``?`` or ``#`` included), a user part that is a token by itself
-    (``https://ghp_…@github.com``, not ``ssh://git@``), and its query's and fragment's
-    secret-named parameters (``?token=****``), in any text: no prose writes these."""
+def _at_a_user(found: _Scan, at: int, anchor: str) -> None:
+    """A URL's userinfo, at an ``@``: its password (``scheme://user:****@host``, a password
+    holding ``@``, ``/``, ``?`` or ``#`` included) and a user part that is a token by itself
+    (``https://ghp_…@github.com``, not ``ssh://git@``), in any text: no prose writes these.
+    (A URL's query is read from its parameters' names: :func:`_after_a_name`.)"""
     text = found.text
-    start = at + 3
-    if start >= found.loose_end:
-        found.loose_end = run_end(_LOOSE_URL, text, start)
-    if start >= found.url_end:
-        found.url_end = run_end(_URL_REST, text, start)
-    if (
-        text.find("@", start, found.loose_end) < 0
-        and _PARAMETER_START.search(text, start, found.url_end) is None
-    ):
-        return  # no userinfo, no parameter: a URL like most
-    if _SCHEME.search(text, max(0, at - 32), at) is None:
-        return
+    bound = max(0, at - _MAX_PASSWORD - _MAX_USER)
+    scheme_end = text.rfind("://", bound, at)
+    for _ in range(_SCHEMES_LOOKED_AT):  # "https://u:ab://cd@host": each URL it may end
+        if scheme_end < 0:
+            return
+        if _SCHEME.search(text, max(0, scheme_end - 32), scheme_end) is not None:
+            _userinfo(found, scheme_end + 3, at)
+        scheme_end = text.rfind("://", bound, scheme_end)
+
+
+_MAX_USER: Final = 128
+_SCHEMES_LOOKED_AT: Final = 4
+
+
+def _userinfo(found: _Scan, start: int, at: int) -> None:
+    """The userinfo of a URL whose authority starts at ``start``, if it ends at the ``@`` at
+    ``at``: its spans noted."""
+    text = found.text
     user_end = run_end(_USER, text, start)
-    host = start
-    if text.startswith(":", user_end):
-        password_at = user_end + 1
-        end = _host_at(text, password_at)
-        if end is not None and _is_a_password(text[password_at:end]):
-            found.spans.append((password_at, end))
-            user = text[start:user_end]
-            if len(user) >= _RANDOM_USER and looks_random(user):
-                found.spans.append((start, user_end))  # GitHub's https://TOKEN:x-oauth-basic@
-            host = end + 1
-    elif text.startswith("@", user_end) and user_end > start:
+    if user_end == at > start:
         if _is_a_secret_user(text[start:user_end], found.kind):
             found.spans.append((start, user_end))
-        host = user_end + 1
-    if host >= found.url_end:
-        found.url_end = run_end(_URL_REST, text, host)
-    start = max(host, found.url_read)
-    found.url_read = found.url_end
-    for parameter in _PARAMETER.finditer(text, start, found.url_end):
-        value = parameter["value"]
-        if names_a_parameter(parameter["name"], found.kind) and not is_no_value(value):
-            found.spans.append(parameter.span("value"))
+        return
+    if not (user_end < at and text.startswith(":", user_end)):
+        return
+    password_at = user_end + 1
+    end = _host_at(text, password_at)
+    if end is None or end < at:
+        return
+    if _is_a_password(text[password_at:end]):
+        found.spans.append((password_at, end))
+        user = text[start:user_end]
+        if len(user) >= _RANDOM_USER and looks_random(user):
+            found.spans.append((start, user_end))  # GitHub's https://TOKEN:x-oauth-basic@
 
 
 def _is_a_secret_user(user: str, kind: TextKind) -> bool:
@@ -509,8 +511,8 @@ def _after_a_prefix(found: _Scan, at: int, anchor: str) -> None:
 
 
 _RULES: Final[tuple[tuple[tuple[str, ...], Callable[[_Scan, int, str], None]], ...]] = (
-    ((*NAME_ANCHORS, *LAST_WORD_ANCHORS, "keydata"), _after_a_name),
-    (("://",), _in_a_url),
+    ((*NAME_ANCHORS, *LAST_WORD_ANCHORS), _after_a_name),
+    (("@",), _at_a_user),
     (("bearer", "basic"), _after_a_scheme),
     (PREFIX_ANCHORS, _after_a_prefix),
 )

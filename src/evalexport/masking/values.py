@@ -24,7 +24,14 @@ from evalexport.masking.names import (
     names_a_vocabulary_token,
 )
 from evalexport.masking.rows import masked_json_text
-from evalexport.masking.rules import ANCHORS, LAST_WORD_ANCHORS, MASK, is_interpolation, mask_text
+from evalexport.masking.rules import (
+    ANCHORS,
+    LAST_WORD_ANCHORS,
+    LAST_WORD_GOES_ON,
+    MASK,
+    is_interpolation,
+    mask_text,
+)
 from evalexport.masking.vocabulary import is_vocabulary_marker
 
 __all__ = [
@@ -37,7 +44,7 @@ __all__ = [
 ]
 
 # What every text masking can change holds, lower-cased (ASCII only, as the rules read names):
-# an anchor of the rules (a word of a secret's name, "://", an auth scheme, a credential's
+# an anchor of the rules (a word of a secret's name, "@", an auth scheme, a credential's
 # prefix: rules.ANCHORS), or "\u" or "\/", escapes that may spell one in JSON text a string
 # holds. tests/property/test_egress_prefilter.py holds mask_value to it.
 _ANYWHERE: Final = (
@@ -48,7 +55,15 @@ _ANYWHERE: Final = (
 # The last words of a secret key (its name ends there: "hf_token", "x-api-key", "api_key_2"),
 # each a literal a search finds at the speed of a byte scan. "tokens", "keyboard": no name.
 _LAST_WORDS: Final = tuple(
-    re.compile(word.encode() + rb"(?![a-z])").search for word in LAST_WORD_ANCHORS
+    re.compile(
+        word.encode()
+        + (
+            rb"(?!(?!" + LAST_WORD_GOES_ON[word].encode() + rb")[a-z])"
+            if word in LAST_WORD_GOES_ON
+            else rb"(?![a-z])"
+        )
+    ).search
+    for word in LAST_WORD_ANCHORS
 )
 
 
@@ -191,13 +206,16 @@ class ValueMasking:
             return _items(value, lambda item: self.under_secret_key(item, keep_markers))
         return value
 
-    def text(self, text: str, anchors: Collection[str] | None = None) -> str:
+    def text(
+        self, text: str, anchors: Collection[str] | None = None, lower: str | None = None
+    ) -> str:
         """A text masked by the text rules, or as the JSON it holds; the known secrets
-        removed. ``anchors``: the rules' anchors the text may hold (all, by default)."""
+        removed. A caller that found them may give the rules' anchors the text may hold and
+        the text lower-cased (:func:`~evalexport.masking.rules.mask_text`)."""
         masked = text
         if text:
             nested = self.nested_json(text) if _looks_like_json(text) else None
-            masked = mask_text(text, self.kind, anchors) if nested is None else nested
+            masked = mask_text(text, self.kind, anchors, lower) if nested is None else nested
         masked = self.known(masked)
         return text if masked == text else masked
 
