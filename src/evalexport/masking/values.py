@@ -257,9 +257,16 @@ class ValueMasking:
 
 
 def _looks_like_json(text: str) -> bool:
-    """Whether ``text`` may be a JSON object or array (a tool call's ``arguments``)."""
-    stripped = text.strip()
-    return stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]")
+    """Whether ``text`` may be a JSON object or array (a tool call's ``arguments``): looked at
+    its ends, never copied (a row's answer is tens of kilobytes)."""
+    first, last = text[:1], text[-1:]
+    if first.isspace():
+        first = text.lstrip()[:1]
+    if first not in ("{", "["):
+        return False
+    if last.isspace():
+        last = text.rstrip()[-1:]
+    return last in ("}", "]")
 
 
 def _encoded_like(value: object, original: str) -> str:
