@@ -300,6 +300,14 @@ ADVERSARIAL_MOTIFS = [
     "<",
     "${",
     "x" * 100 + " ",
+    # A secret's name before each value: each value runs into the next name (#65).
+    "token=x",
+    "?token=x",
+    "password: x",
+    '"token": "x',
+    "--token x",
+    "a\nkey: v ",
+    "x@",
 ]
 ADVERSARIAL_TEXTS = [
     *(motif * (1_000_000 // len(motif)) for motif in ADVERSARIAL_MOTIFS),
@@ -322,8 +330,9 @@ def test_masking_a_megabyte_of_any_shape_does_not_hang(tmp_path) -> None:
     texts = tmp_path / "texts.json"
     texts.write_text(json.dumps(ADVERSARIAL_TEXTS))
     code = (
-        "import json, sys; from evalexport.masking import mask_config\n"
-        "for text in json.load(open(sys.argv[1])): mask_config({'prompt': text})"
+        "import json, sys; from evalexport.masking import mask_config, mask_value\n"
+        "for text in json.load(open(sys.argv[1])):\n"
+        "    mask_config({'prompt': text}); mask_value(text, kind='free')"
     )
     subprocess.run([sys.executable, "-c", code, str(texts)], check=True, timeout=120)
 

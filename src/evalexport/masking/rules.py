@@ -19,6 +19,7 @@ What the rules find is a list of spans, each masked as one ``****`` (overlapping
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Collection
 from typing import Final
@@ -164,10 +165,10 @@ def _masked(text: str, spans: list[Span]) -> str:
 
 
 class _Scan:
-    """One text being looked through: what the rules read, the spans they found, and what
-    they remember so that no part of the text is read twice by one rule."""
+    """One text being looked through: what the rules read, the spans they found, and where
+    the names already read start."""
 
-    __slots__ = ("kind", "lowered", "names", "spans", "text")
+    __slots__ = ("kind", "lowered", "names", "spans", "text", "values")
 
     def __init__(self, text: str, kind: TextKind, lower: str | None) -> None:
         self.text = text
@@ -176,6 +177,29 @@ class _Scan:
         self.spans: list[Span] = []
         self.names: set[int] = set()
         """Where each name looked at starts: a name found by two of its words is read once."""
+        self.values: list[list[int]] = []
+        """Where the values read after names stand, merged and in order: a name inside one
+        (``token=x?token=x?…``) is part of that value, and a million of them are read once."""
+
+    def in_a_value(self, at: int) -> bool:
+        """Whether ``at`` stands inside a value already read."""
+        index = bisect.bisect_right(self.values, [at, _END]) - 1
+        return index >= 0 and at < self.values[index][1]
+
+    def read_value(self, start: int, stop: int) -> None:
+        """Note the value read from ``start`` to ``stop``."""
+        index = bisect.bisect_left(self.values, [start, -1])
+        self.values.insert(index, [start, stop])
+        merged: list[list[int]] = []
+        for span in self.values[max(0, index - 1) : index + 2]:
+            if merged and span[0] <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], span[1])
+            else:
+                merged.append(span)
+        self.values[max(0, index - 1) : index + 2] = merged
+
+
+_END: Final = 1 << 62
 
 
 # --- after a secret's name -------------------------------------------------------------------
@@ -212,6 +236,8 @@ def _after_a_name(found: _Scan, at: int, anchor: str) -> None:
         found.lowered, at + len(anchor), anchor
     ):
         return  # "tokens", "keyboard", "author": no last word
+    if found.in_a_value(at):
+        return
     before = text[max(0, at - _MAX_NAME) : at]
     start = at - (len(before) - len(before.rstrip(_NAME_CHARACTERS)))
     if 0 < start < at and text[start - 1] == "\\" and text[start].isalpha():
@@ -259,19 +285,17 @@ def _after_a_name(found: _Scan, at: int, anchor: str) -> None:
 
 def _in_a_query(text: str, start: int) -> bool:
     """Whether the name at ``start`` is a URL's query or fragment parameter: after ``?``,
-    ``&``, ``;`` or ``#`` in a run of URL characters holding a ``/``."""
+    ``&``, ``;`` or ``#`` in a run of URL characters holding a ``/`` (looked for in the 512
+    characters before it, by C's own searches: a text of a million ``?token=`` stays linear)."""
     if start == 0 or text[start - 1] not in "?&;#":
         return False
-    at = start - 1
-    while at > 0 and start - at < _MAX_URL_BEFORE and not _ENDS_A_URL(text[at - 1]):
-        at -= 1
-        if text[at] == "/":
-            return True
-    return False
+    bound = max(0, start - _MAX_URL_BEFORE)
+    begins = max(text.rfind(end, bound, start) for end in _ENDS_A_URL) + 1
+    return text.find("/", max(begins, bound), start) >= 0
 
 
 _MAX_URL_BEFORE: Final = 512
-_ENDS_A_URL: Final = re.compile(r"[\s\"'<>\\]").match
+_ENDS_A_URL: Final = (" ", "\t", "\n", "\r", '"', "'", "<", ">", "\\")
 # A parameter's value ends before a quote: "'https://h/?api_key=V'" keeps its closing quote.
 _PARAMETER_VALUE: Final = re.compile(r"=(?P<value>[^&#\s;\"'<>\\]*)")
 
@@ -344,6 +368,7 @@ def _judge(found: _Scan, span: Span, *, structured: bool, trim: bool = False) ->
     """Mask ``span`` when it holds a value (a structured position) or a generated-looking one
     (free text); ``trim``: a sentence's punctuation after an unquoted value stays."""
     start, stop = span
+    found.read_value(start, stop)
     value = found.text[start:stop]
     if structured:
         if not is_no_value(value):
