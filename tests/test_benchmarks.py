@@ -59,3 +59,23 @@ def test_the_wandb_benchmark_times_both_contestants_on_a_small_run(
     assert row["worker_rss_mb"] > 0
     assert row["worker_anonymous_mb"] > 0
     assert "1 MB" in capsys.readouterr().out
+
+
+def test_every_row_of_the_masking_benchmark_holds_secrets_the_gate_masks(tmp_path: Path) -> None:
+    """``benchmarks/masking.py --rows`` measures issue #65's worst case only while each of its
+    rows holds secret-shaped text that the rows' masking finds."""
+    import json
+
+    from evalexport.egress import Egress
+
+    masking = _benchmark("masking")
+    rollouts, count = masking.make_worst_case_run(tmp_path / "run", 1)
+    gate = Egress(secrets=())
+    lines = rollouts.read_text().splitlines()
+    assert len(lines) == count > 10
+    for number, line in enumerate(lines, 1):
+        row = json.loads(line)
+        secret = f"{row['_ng_task_index']:08d}Zq7Lm2Xc9Vb"  # in the prompt, answer, header, call
+        assert line.count(secret) == 4
+        assert secret not in gate.row(json.dumps(row, ensure_ascii=False), number)
+    assert gate.rows_masked().rows == count

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from evalexport.masking import (
+    FREE,
     MASK,
     find_unmasked_secrets,
     is_secret_key,
@@ -299,6 +300,14 @@ ADVERSARIAL_MOTIFS = [
     "<",
     "${",
     "x" * 100 + " ",
+    # A secret's name before each value: each value runs into the next name (#65).
+    "token=x",
+    "?token=x",
+    "password: x",
+    '"token": "x',
+    "--token x",
+    "a\nkey: v ",
+    "x@",
 ]
 ADVERSARIAL_TEXTS = [
     *(motif * (1_000_000 // len(motif)) for motif in ADVERSARIAL_MOTIFS),
@@ -321,8 +330,9 @@ def test_masking_a_megabyte_of_any_shape_does_not_hang(tmp_path) -> None:
     texts = tmp_path / "texts.json"
     texts.write_text(json.dumps(ADVERSARIAL_TEXTS))
     code = (
-        "import json, sys; from evalexport.masking import mask_config\n"
-        "for text in json.load(open(sys.argv[1])): mask_config({'prompt': text})"
+        "import json, sys; from evalexport.masking import mask_config, mask_value\n"
+        "for text in json.load(open(sys.argv[1])):\n"
+        "    mask_config({'prompt': text}); mask_value(text, kind='free')"
     )
     subprocess.run([sys.executable, "-c", code, str(texts)], check=True, timeout=120)
 
@@ -418,7 +428,8 @@ def test_a_masked_value_keeps_the_quote_that_closes_it(text: str, masked: str) -
 
 def test_code_and_prose_of_nemo_gyms_rows_are_left_as_they_are() -> None:
     """Texts from the example rows of nemo-gym 0.7.0's wheel that name secrets without holding
-    one (code, prose, placeholders): a text's secret must look like one (#56)."""
+    one (code, prose, placeholders): in a row (free text) a secret must look like one (#56,
+    #65; a saved config's strings are structured text, read by the names)."""
     kept = [
         "        password: Optional[str] = None,",
         "client_cert=None, client_key=None, cookies=None, use_gssapi=False",
@@ -437,4 +448,4 @@ def test_code_and_prose_of_nemo_gyms_rows_are_left_as_they_are() -> None:
         'credential="<access_key>")',
     ]
     for text in kept:
-        assert mask_text(text) == text, text
+        assert mask_text(text, FREE) == text, text

@@ -1,7 +1,8 @@
-"""Masking never over-masks NeMo Gym's own rows (#56): every example row of nemo-gym 0.7.0's
-wheel (2,139 rows of 145 resources servers: tool schemas with a ``key`` field, code that names
-``password=None``, pages about Bearer tokens) goes through the egress gate unchanged, and a
-secret planted in one is masked and nothing else."""
+"""Masking never over-masks NeMo Gym's own rows (#56, #65): every example row of nemo-gym
+0.7.0's wheel (2,139 rows of 145 resources servers: tool schemas with a ``key`` field, code that
+names ``password=None``, pages about Bearer tokens) goes through the egress gate, as free text,
+unchanged but for the one secret-named URL parameter they hold, and a secret planted in one is
+masked and nothing else."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from evalexport.masking import FREE, MASK
 from evalexport.masking.values import mask_value
 from evalexport.testing.gym import GymOracle
 
@@ -31,10 +33,18 @@ def _rows(gym_oracle: GymOracle) -> list[tuple[str, dict[str, object]]]:
 
 
 def test_every_example_row_of_gym_goes_out_unchanged(gym_oracle: GymOracle) -> None:
+    """All but nvarc's ``llm_uri``, whose query holds ``api_key=sk-serve``: a URL's query is a
+    position no prose shares, masked by its name in any text (#65)."""
     rows = _rows(gym_oracle)
     assert len(rows) > 2000
-    changed = [where for where, row in rows if mask_value(row) is not row]
-    assert changed == []
+    changed = [(where, row) for where, row in rows if mask_value(row, kind=FREE) is not row]
+    assert {where for where, _ in changed} == {"nvarc/example.jsonl"}
+    for _, row in changed:
+        masked = mask_value(row, kind=FREE)
+        uri = row["metadata"]["llm_uri"]
+        assert masked["metadata"]["llm_uri"] == uri.replace("api_key=sk-serve", f"api_key={MASK}")
+        masked["metadata"]["llm_uri"] = uri
+        assert masked == row
 
 
 def test_a_secret_planted_in_a_gym_row_is_masked_and_nothing_else(gym_oracle: GymOracle) -> None:
@@ -43,7 +53,7 @@ def test_a_secret_planted_in_a_gym_row_is_masked_and_nothing_else(gym_oracle: Gy
     )
     planted = json.loads(json.dumps(row))
     planted["responses_create_params"]["extra_headers"] = {"Authorization": "Bearer tok-12345678"}
-    masked = mask_value(planted)
+    masked = mask_value(planted, kind=FREE)
     assert masked["responses_create_params"]["extra_headers"] == {"Authorization": "****"}
     del masked["responses_create_params"]["extra_headers"]
     assert masked == row, where

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final, final
 
 from evalexport.callers import named_option
+from evalexport.masking.names import FREE, STRUCTURED, TextKind
 from evalexport.masking.scrubbing import secrets_known
 from evalexport.masking.values import ValueMasking, may_hold_secret, secret_forms
 
@@ -49,8 +50,9 @@ class RowsMasked:
             return None
         return (
             f"secrets were masked in {self.rows} row{'s' if self.rows != 1 else ''} "
-            "(secret-named keys at any depth, secret-shaped texts, JSON held in texts: "
-            f"docs/reliability.md, 'What leaves'); {named_option('mask_rows', 'false')} sends rows "
+            "(secret-named keys at any depth, URLs' credentials, generated-looking secrets in "
+            "text, JSON held in texts: docs/reliability.md, 'What is masked where'); "
+            f"{named_option('mask_rows', 'false')} sends rows "
             "as they are"
         )
 
@@ -59,14 +61,19 @@ class RowsMasked:
 class Egress:
     """The masking everything an export sends passes, made once per export by the pipeline
     (:func:`sending`): the rules of SPEC §2 and the secrets the export knows (``secrets``: by
-    default those known now, :func:`~evalexport.masking.scrubbing.secrets_known`).
-    ``mask_rows=False`` leaves the rows' content as it is but for the known secrets."""
+    default those known now, :func:`~evalexport.masking.scrubbing.secrets_known`). What it
+    is handed as a value (a config, a payload, a document) is structured text; the rows
+    (the tables' cells, the traces' lines) are free text (:data:`~evalexport.masking.names.
+    TextKind`). ``mask_rows=False`` leaves the rows' content as it is but for the known
+    secrets."""
 
     def __init__(self, *, mask_rows: bool = True, secrets: Sequence[str] | None = None) -> None:
         self.mask_rows = mask_rows
         self.secrets: tuple[str, ...] = tuple(secrets_known() if secrets is None else secrets)
         """The secrets removed from everything the gate passes, as given."""
-        self._masking = ValueMasking(secret_forms(self.secrets))
+        forms = secret_forms(self.secrets)
+        self._masking = ValueMasking(forms, STRUCTURED)
+        self._row_masking = ValueMasking(forms, FREE)
         self._lock = threading.Lock()
         self._rows: set[int] = set()
         """The line numbers of the rollouts in which anything was masked."""
@@ -83,14 +90,12 @@ class Egress:
 
     def row(self, text: str, line: int) -> str:
         """The JSON text of a row that leaves (a table's cell, a trace's line), made of the
-        rollout on ``line`` of the rollouts file: masked as the value it holds when the rules
-        apply to rows, else only rid of the known secrets; the rollout counted when anything
-        changed. A text that needs nothing (:func:`~evalexport.masking.values.
-        may_hold_secret`) costs a few byte scans."""
-        if self.mask_rows and may_hold_secret(text):
-            masked = self._masking.json_text(text)
-        else:
-            masked = self._masking.known(text)
+        rollout on ``line`` of the rollouts file: masked as the value it holds, as free text,
+        when the rules apply to rows, else only rid of the known secrets; the rollout counted
+        when anything changed. A text costs a few scans for the rules' anchors, and each
+        string holding one is masked where it stands (:mod:`evalexport.masking.rows`)."""
+        rows = self._row_masking
+        masked = rows.json_text(text) if self.mask_rows else rows.known(text)
         if masked != text:
             self.count([line])
         return masked
@@ -98,7 +103,7 @@ class Egress:
     def row_value(self, value: Any, line: int) -> Any:
         """A row as a value (one too long to hold as one text): masked as :meth:`row` masks
         its text."""
-        masked = self._masking.value(value) if self.mask_rows else self._known_value(value)
+        masked = self._row_masking.value(value) if self.mask_rows else self._known_value(value)
         if masked is not value:
             self.count([line])
         return masked
@@ -224,10 +229,11 @@ class SecretScan:
         self.found: dict[Path, int] = {}
         """Each file holding secret-shaped text, and how many of its lines do."""
 
-    def read(self, path: Path, handle: BinaryIO) -> None:
+    def read(self, path: Path, handle: BinaryIO, kind: TextKind = STRUCTURED) -> None:
         """Read the rest of ``handle`` (the file ``path``), a megabyte at a time, and count
-        its lines that hold secret-shaped text."""
-        masking = ValueMasking(())
+        its lines that hold secret-shaped text, as text of ``kind`` reads (a rollouts file's
+        lines are rows: free text; any other file is structured)."""
+        masking = ValueMasking((), kind)
         pending = b""
         lines = 0
         while chunk := handle.read(_SCAN_CHUNK):

@@ -1,229 +1,463 @@
-"""The masking rules (SPEC §2): which keys name a secret, and which text carries one by its
-shape, whatever key it sits under. Deliberately word-based: ``hf_token`` and ``accessToken``
-are secrets, ``max_tokens`` and ``key_metrics`` are not.
+"""The text rules (SPEC §2): where in a string a secret stands, and whether it is one.
 
-Pure functions of their arguments; :mod:`.configs` applies them to a run's config, and
-:mod:`.scrubbing` to anything about to leave the process.
+A secret stands after a secret's name (``NAME=value``, ``--name value``, ``name: value``,
+``"name": "value"``), in a URL (its userinfo, its query), after an auth scheme (``Bearer``,
+``Basic``) or behind an issuer's prefix (``sk-``, ``hf_``, ``AKIA``…). Whether it is one
+depends on the text's kind (:data:`~evalexport.masking.names.TextKind`): in **structured**
+text (a saved config's strings, a payload's, a message) a name's position is masked whatever
+its value looks like, unless it holds none (:func:`~evalexport.masking.shapes.is_no_value`);
+in **free** text (a row's prose, answers, code) only a value that looks generated is
+(:func:`~evalexport.masking.shapes.looks_generated`), but for the positions no prose shares
+(a URL's userinfo and query, an ``Authorization:`` header), masked as in structured text.
+
+Every rule starts at an anchor (a word of a secret's name, ``@``, a scheme, a prefix) found
+by plain substring search in the text lower-cased, so a text costs a few scans at the speed of
+``str.find`` and the rules' patterns run only where an anchor stands: linear in the text,
+whatever it holds (a saved config may hold a 1 MB few-shot prompt, a row a 20 KB answer).
+What the rules find is a list of spans, each masked as one ``****`` (overlapping spans as one).
 """
 
 from __future__ import annotations
 
-import functools
+import bisect
 import re
+from collections.abc import Callable, Collection
 from typing import Final
 
+from evalexport.masking.names import (
+    FREE,
+    KEY_QUALIFIERS,
+    SECRET_LAST_WORDS,
+    SECRET_NAMES,
+    SECRET_WORDS,
+    STRUCTURED,
+    TextKind,
+    is_secret_key,
+    key_words,
+    names_a_parameter,
+    names_a_secret,
+)
+from evalexport.masking.shapes import (
+    KNOWN_CREDENTIAL,
+    MASK,
+    is_interpolation,
+    is_no_value,
+    looks_generated,
+    looks_like_basic_credential,
+    looks_like_bearer_credential,
+    looks_like_credential,
+    looks_random,
+)
+
 __all__ = [
+    "ANCHORS",
+    "KEY_QUALIFIERS",
     "KNOWN_CREDENTIAL",
+    "LAST_WORD_ANCHORS",
+    "LAST_WORD_GOES_ON",
     "MASK",
+    "SECRET_LAST_WORDS",
+    "SECRET_NAMES",
     "SECRET_WORDS",
+    "ends_a_last_word",
     "is_interpolation",
     "is_secret_key",
     "key_words",
     "looks_like_credential",
     "looks_random",
+    "lowered",
     "mask_text",
+    "run_end",
+    "secret_spans",
 ]
 
-MASK = "****"
+Span = tuple[int, int]
 
-SECRET_WORDS: Final = frozenset(
-    {"secret", "secrets", "password", "passwords", "passwd", "pwd", "passphrase"}
-)
-"""Words that make a key secret wherever they stand in it (``db.password``, ``client_secret``)."""
-SECRET_LAST_WORDS: Final = frozenset(
-    {"token", "auth", "apikey", "credential", "credentials", "cookie", "cookies", "authorization"}
-)
-"""Words that make a key secret as its last word (``hf_token``, ``Proxy-Authorization``,
-``Set-Cookie``), never before another (``token_count``, ``cookie_checker``)."""
-KEY_QUALIFIERS: Final = frozenset(
-    {"api", "access", "secret", "private", "client", "master", "signing", "encryption", "ssh"}
-)
-"""The words before a last word ``key`` that make it a credential (``api_key``, ``ssh-key``);
-``key`` alone names a dictionary's key in NeMo Gym's rows (a document's, a record's), not a
-secret."""
-SECRET_NAMES: Final = frozenset({("client", "key", "data")})
-"""Whole names, as words, that no word rule reaches: kubeconfig's ``client-key-data`` (a
-private key in base64)."""
-_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
-_INTERPOLATION = re.compile(r"\$\{[^{}]+\}")
+NAME_ANCHORS: Final = ("secret", "pass", "pwd", "credential", "cookie")
+"""Lower-cased, each found anywhere: every secret name holds one of these or of
+:data:`LAST_WORD_ANCHORS` (``pass``: ``password``, ``passwd``, ``passphrase``)."""
+LAST_WORD_ANCHORS: Final = ("token", "key", "auth")
+"""Lower-cased, each found where no lower-case letter follows (``hf_token``, ``apiKey``,
+``X-Auth``, not ``tokens``, ``keyboard``, ``author``), or where its word goes on as a secret
+name's does (:data:`LAST_WORD_GOES_ON`)."""
+LAST_WORD_GOES_ON: Final = {"key": "data", "auth": "oriz"}
+"""``clientKeyData`` (kubeconfig's), ``authorization``: an anchor followed by these letters is
+one too."""
+PREFIX_ANCHORS: Final = ("sk-", "hf_", "ghp_", "github_pat_", "glpat-", "xoxb-", "nvapi-", "akia")
+ANCHORS: Final = (*NAME_ANCHORS, *LAST_WORD_ANCHORS, "@", "bearer", "basic", *PREFIX_ANCHORS)
+"""Every anchor a rule starts from, lower-cased: a text that holds none is one no rule
+changes (:func:`evalexport.masking.values.may_hold_secret` looks for them). A URL's query is
+read from its parameters' names, its userinfo from the ``@`` before its host."""
 
-# Every pattern below is linear in the text it scans, whatever the text holds (a saved config
-# may hold a 1 MB few-shot prompt): a URL scheme starts only where no scheme character precedes
-# it and is at most 32 characters long, and no lazy or nested repetition backtracks over a line.
-_SCHEME = r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://"
-# A URL's user part and ":": its password follows, up to the first "@" that a host follows, so
-# a password may itself hold "@", and "/", "?" or "#" (base64 passwords often hold "/"; RFC
-# 3986 wants them escaped, people do not). Found by scanning (:func:`_mask_url_passwords`), in
-# time linear in the text: a pattern with a lazy run and a lookahead backtracks quadratically.
-# A user part holds no character RFC 3986 leaves out of one ('"', "<", "{", ...): JSON text
-# such as '"https://schema.org","@type"' holds no user.
-_USER_CHARACTER = r"[^:/?#@\s\"'<>\\{}|^`]"
-_URL_USERINFO = re.compile(rf"(?P<head>{_SCHEME}(?P<user>{_USER_CHARACTER}*):)")
+
+def ends_a_last_word(lowered: str, after: int, anchor: str) -> bool:
+    """Whether a last-word anchor ending at ``after`` ends a word there (no lower-case letter
+    follows), or goes on as a secret name's word does (:data:`LAST_WORD_GOES_ON`)."""
+    if after >= len(lowered) or not "a" <= lowered[after] <= "z":
+        return True
+    goes_on = LAST_WORD_GOES_ON.get(anchor)
+    return goes_on is not None and lowered.startswith(goes_on, after)
+
+
+def mask_text(
+    text: str,
+    kind: TextKind = STRUCTURED,
+    anchors: Collection[str] | None = None,
+    lower: str | None = None,
+) -> str:
+    """``text`` with each secret it holds masked, as a text of ``kind`` reads (module
+    docstring); structured by default, the strict reading. A caller that found them (a row's
+    string) may give the only anchors (:data:`ANCHORS`) the text may hold, and the text
+    :func:`lowered`."""
+    if not text:
+        return text
+    spans = secret_spans(text, kind, anchors, lower)
+    return _masked(text, spans) if spans else text
+
+
+def secret_spans(
+    text: str, kind: TextKind, anchors: Collection[str] | None = None, lower: str | None = None
+) -> list[Span]:
+    """Where ``text`` holds secrets, as a text of ``kind`` reads: the spans to mask."""
+    scan = _Scan(text, kind, lower)
+    for rule_anchors, rule in _RULES:
+        for anchor in rule_anchors:
+            if anchors is not None and anchor not in anchors:
+                continue
+            at = scan.lowered.find(anchor)
+            while at >= 0:
+                rule(scan, at, anchor)
+                at = scan.lowered.find(anchor, at + 1)
+    return scan.spans
+
+
+def lowered(text: str) -> str:
+    """``text`` with its ASCII letters lower-cased, every character where it was (``İ`` would
+    become two under ``str.lower``)."""
+    if text.isascii():
+        return text.lower()
+    return text.encode("utf-8", "surrogatepass").lower().decode("utf-8", "surrogatepass")
+
+
+def run_end(run: re.Pattern[str], text: str, at: int) -> int:
+    """Where the run of characters ``run`` matches (a pattern that matches the empty text
+    too), starting at ``at``, ends."""
+    match = run.match(text, at)
+    return at if match is None else match.end()
+
+
+def _masked(text: str, spans: list[Span]) -> str:
+    """``text`` with each span, overlapping ones as one, replaced by ``****``."""
+    merged: list[list[int]] = []
+    for start, stop in sorted(spans):
+        if start >= stop:
+            continue
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], stop)
+        else:
+            merged.append([start, stop])
+    pieces: list[str] = []
+    done = 0
+    for start, stop in merged:
+        pieces += [text[done:start], MASK]
+        done = stop
+    return "".join(pieces) + text[done:]
+
+
+class _Scan:
+    """One text being looked through: what the rules read, the spans they found, and where
+    the names already read start."""
+
+    __slots__ = ("kind", "lowered", "names", "spans", "text", "values")
+
+    def __init__(self, text: str, kind: TextKind, lower: str | None) -> None:
+        self.text = text
+        self.lowered = lowered(text) if lower is None else lower
+        self.kind: TextKind = kind
+        self.spans: list[Span] = []
+        self.names: set[int] = set()
+        """Where each name looked at starts: a name found by two of its words is read once."""
+        self.values: list[list[int]] = []
+        """Where the values read after names stand, merged and in order: a name inside one
+        (``token=x?token=x?…``) is part of that value, and a million of them are read once."""
+
+    def in_a_value(self, at: int) -> bool:
+        """Whether ``at`` stands inside a value already read."""
+        index = bisect.bisect_right(self.values, [at, _END]) - 1
+        return index >= 0 and at < self.values[index][1]
+
+    def read_value(self, start: int, stop: int) -> None:
+        """Note the value read from ``start`` to ``stop``."""
+        index = bisect.bisect_left(self.values, [start, -1])
+        self.values.insert(index, [start, stop])
+        merged: list[list[int]] = []
+        for span in self.values[max(0, index - 1) : index + 2]:
+            if merged and span[0] <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], span[1])
+            else:
+                merged.append(span)
+        self.values[max(0, index - 1) : index + 2] = merged
+
+
+_END: Final = 1 << 62
+
+
+# --- after a secret's name -------------------------------------------------------------------
+
+_NAME_CHARACTERS: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
+"""What a name is made of, read back from an anchor (as the word rule reads names: ASCII)."""
+_NAME_REST = re.compile(r"[A-Za-z0-9_.-]*")
+_MAX_NAME = 128
+_LINE_PREFIX = re.compile(r"[ \t]*(?:-[ \t]+)?\Z")
+_PAIR_VALUE = {
+    '"': re.compile(r"\s*:\s*\"(?P<value>(?:[^\"\\]|\\.)*)\"", re.DOTALL),
+    "'": re.compile(r"\s*:\s*'(?P<value>(?:[^'\\]|\\.)*)'", re.DOTALL),
+}
+_ESCAPED_PAIR_VALUE = re.compile(r'\\"\s*:\s*\\"(?P<value>(?:[^"\\]|\\[^"])*)\\"')
+_ASSIGNED = re.compile(
+    r"[ \t]*=(?!=)[ \t]*(?P<value>(?:[rRbBuUfF]{1,2}(?=[\"']))?(?:\"[^\"\n]*\"|'[^'\n]*')"
+    r"|[^\s\"'&#]+)"
+)
+_COLON = re.compile(r"[ \t]*:(?!:|//)[ \t]*")
+_LINE_VALUE = re.compile(r"[^\n]*")
+_ESCAPED_LINE_VALUE = re.compile(r"[^\n\"\\]*")
+_INLINE_VALUE = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'\\]+")
+_HEADER_CREDENTIAL = re.compile(r"[^\s\"'\\]*")
+_FLAG_VALUE = re.compile(r"\s+(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'-][^\s\"']*)")
+_SCHEME_WORD = re.compile(r"(?i:bearer|basic|token|digest|bot)[ \t]+")
+_TRAILING = ".,;:!?…)]}>"
+
+
+def _after_a_name(found: _Scan, at: int, anchor: str) -> None:
+    """A secret's name at the anchor, and the value its syntax puts after it (module
+    docstring): a pair, an assignment, a flag's value, a header or a ``name: value``."""
+    text = found.text
+    if anchor in LAST_WORD_ANCHORS and not ends_a_last_word(
+        found.lowered, at + len(anchor), anchor
+    ):
+        return  # "tokens", "keyboard", "author": no last word
+    if found.in_a_value(at):
+        return
+    before = text[max(0, at - _MAX_NAME) : at]
+    start = at - (len(before) - len(before.rstrip(_NAME_CHARACTERS)))
+    if 0 < start < at and text[start - 1] == "\\" and text[start].isalpha():
+        start += 1  # "\\npassword:": an escaped line break ends before the name
+    if start in found.names:
+        return  # found by another of its words
+    found.names.add(start)
+    stop = run_end(_NAME_REST, text, at)
+    name = text[start:stop].rstrip(".-")
+    stop = start + len(name)
+    bare = name.lstrip("-")
+    if not bare:
+        return
+    if _in_a_query(text, start):  # /v1/data?token=…: a URL's, relative or not
+        if names_a_parameter(bare, found.kind) and (assigned := _PARAMETER_VALUE.match(text, stop)):
+            _judge(found, assigned.span("value"), structured=True)
+        return
+    if not names_a_secret(bare, found.kind):
+        return
+    structured = found.kind == STRUCTURED
+    header = key_words(bare)[-1:] == ["authorization"]
+    quote = text[start - 1] if start else ""
+    if quote and quote in "\"'" and text.startswith(quote, stop):
+        if (pair := _PAIR_VALUE[quote].match(text, stop + 1)) is not None:
+            _judge_pair(found, pair.span("value"), structured=structured, header=header)
+        return
+    if text.startswith('\\"', stop) and text[max(0, start - 2) : start] == '\\"':
+        if (escaped := _ESCAPED_PAIR_VALUE.match(text, stop)) is not None:
+            _judge_pair(found, escaped.span("value"), structured=structured, header=header)
+        return
+    if (assigned := _ASSIGNED.match(text, stop)) is not None:
+        value = assigned.span("value")
+        value = (value[0], value[0] + _closed(assigned["value"]))
+        _judge(found, value, structured=structured, trim=not structured)
+        return
+    if (colon := _COLON.match(text, stop)) is not None:
+        _after_a_colon(found, start, colon.end(), bare)
+        return
+    if len(name) - len(bare) in (1, 2) and (flag := _FLAG_VALUE.match(text, stop)) is not None:
+        value = flag.span("value")
+        if text[value[0]] in "\"'":
+            value = (value[0] + 1, value[1] - 1)  # the quotes are kept
+        _judge(found, value, structured=structured)
+
+
+def _in_a_query(text: str, start: int) -> bool:
+    """Whether the name at ``start`` is a URL's query or fragment parameter: after ``?``,
+    ``&``, ``;`` or ``#`` in a run of URL characters holding a ``/`` (looked for in the 512
+    characters before it, by C's own searches: a text of a million ``?token=`` stays linear)."""
+    if start == 0 or text[start - 1] not in "?&;#":
+        return False
+    bound = max(0, start - _MAX_URL_BEFORE)
+    begins = max(text.rfind(end, bound, start) for end in _ENDS_A_URL) + 1
+    return text.find("/", max(begins, bound), start) >= 0
+
+
+_MAX_URL_BEFORE: Final = 512
+_ENDS_A_URL: Final = (" ", "\t", "\n", "\r", '"', "'", "<", ">", "\\")
+# A parameter's value ends before a quote: "'https://h/?api_key=V'" keeps its closing quote.
+_PARAMETER_VALUE: Final = re.compile(r"=(?P<value>[^&#\s;\"'<>\\]*)")
+
+
+def _judge_pair(found: _Scan, span: Span, *, structured: bool, header: bool) -> None:
+    """A quoted pair's value (``"api_key": "…"``); an ``Authorization`` header's scheme kept
+    (``"Authorization": "Bearer ****"``). In free text a pair is code (``headers={
+    'Authorization': 'Bearer foobar'}`` in a test), read by the value's shape."""
+    start, stop = span
+    if header and (scheme := _SCHEME_WORD.match(found.text, start, stop)) is not None:
+        start = scheme.end()
+    _judge(found, (start, stop), structured=structured)
+
+
+def _closed(value: str) -> int:
+    """The length of an unquoted value without the punctuation that closes what holds it
+    (``[DB_PASSWORD=x]``, ``f(token=x)``, ``a=x, b=y``): a closer it does not open."""
+    end = len(value)
+    while end and value[end - 1] in ",;)]}" and _OPENERS[value[end - 1]] not in value[: end - 1]:
+        end -= 1
+    return end
+
+
+_OPENERS: Final = {",": "\0", ";": "\0", ")": "(", "]": "[", "}": "{"}
+
+
+def _after_a_colon(found: _Scan, start: int, value_at: int, name: str) -> None:
+    """``name: value``: a header's or YAML's line of its own (the rest of the line), or a
+    name in running text (the next word). An ``Authorization`` header is a header wherever
+    a config writes it, and in a row on a line of its own or in quotes (``-H "Authorization:
+    Bearer …"``); its scheme and quotes are kept, its credential masked unless it is none
+    (``Bearer {{ token }}``)."""
+    text = found.text
+    line = _LINE_PREFIX.search(text, max(0, start - 64), start)
+    begins = None if line is None else line.start()
+    own_line = begins is not None and (begins == 0 or text[begins - 1] == "\n")
+    escaped_line = begins is not None and text[max(0, begins - 2) : begins] == "\\n"
+    structured = found.kind == STRUCTURED
+    if key_words(name)[-1:] == ["authorization"]:
+        quote = text[start - 1] if start > 0 and text[start - 1] in "\"'" else ""
+        if structured or own_line or escaped_line or quote:
+            ends = quote or ("\\n" if escaped_line else "\n" if own_line else "")
+            _judge(found, _credential(text, value_at, ends), structured=True)
+            return
+    elif (own_line or escaped_line) and structured:
+        rest = run_end(_ESCAPED_LINE_VALUE if escaped_line else _LINE_VALUE, text, value_at)
+        value = text[value_at:rest].rstrip(" \t\r")
+        _judge(found, (value_at, value_at + len(value)), structured=True)
+        return
+    if (word := _INLINE_VALUE.match(text, value_at)) is not None:
+        _judge(found, word.span(), structured=False, trim=True)
+
+
+def _credential(text: str, at: int, ends: str) -> Span:
+    """Where an ``Authorization`` header's credential stands, its value starting at ``at``:
+    after a quote and a scheme (``"Bearer …"``), up to the closing quote, or ``ends`` (the
+    header's own end: the quote that opened it, its line's end), or the word's end."""
+    quote = text[at] if at < len(text) and text[at] in "\"'" else ""
+    start = at + len(quote)
+    if (scheme := _SCHEME_WORD.match(text, start)) is not None:
+        start = scheme.end()
+    if quote or ends:
+        stop = text.find(quote or ends, start)
+        stop = len(text) if stop < 0 else stop
+        return start, start + len(text[start:stop].rstrip(" \t\r"))
+    return start, run_end(_HEADER_CREDENTIAL, text, start)
+
+
+def _judge(found: _Scan, span: Span, *, structured: bool, trim: bool = False) -> None:
+    """Mask ``span`` when it holds a value (a structured position) or a generated-looking one
+    (free text); ``trim``: a sentence's punctuation after an unquoted value stays."""
+    start, stop = span
+    found.read_value(start, stop)
+    value = found.text[start:stop]
+    if structured:
+        if not is_no_value(value):
+            found.spans.append(span)
+        return
+    if looks_generated(value):
+        if trim and value[:1] not in "\"'":
+            stop = start + len(value.rstrip(_TRAILING))
+        found.spans.append((start, stop))
+
+
+# --- URLs ------------------------------------------------------------------------------------
+
+_SCHEME = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}\Z")
+# A user part holds no quote or backslash: JSON text such as '"https://schema.org","@type"'
+# holds no user.
+_USER = re.compile(r"[^:/?#@\s\"'\\`]*")
+_URL_TEMPLATE = re.compile(r"\{\{|\{%|\$\{|\$\(|%\(|^<[^<>]*>$")
+_USER_TEMPLATE = re.compile(r"\{\{|\{%|\$\{|\$\(|%\(|^\$(?:[A-Za-z_]\w*|\d+)$|^<[^<>]*>$")
 _MAX_PASSWORD = 512
 """The longest URL password looked for (a generated one is 20 to 64 characters)."""
 _HOST_ENDS = frozenset("/?#:")
-# A user part alone (https://TOKEN@host) is a credential whatever its length: a host is never
-# reached as a bare user name by an evaluation config, but tokens are, short ones too.
-_URL_USER = re.compile(rf"(?P<head>{_SCHEME})(?P<user>{_USER_CHARACTER}+)(?=@)")
-# A parameter's value ends before a quote: "'https://h/?api_key=V'" keeps its closing quote.
-_QUERY_PARAM = re.compile(r"(?P<head>[?&;](?P<name>[^=&#\s;?]{1,64})=)(?P<value>[^&#\s\"']*)")
-# A value may be a Python string literal with a prefix (api_key=b"...", HF_TOKEN=r'...').
-_ASSIGNMENT = re.compile(
-    # A name starts a word, or follows a sentence's end glued to it ("... $1000$.api_key=").
-    r"(?:(?<![\w.-])|(?<=[0-9$)\]}]\.))(?P<head>(?P<name>-{0,2}[A-Za-z_][\w.-]*)=)"
-    r"(?P<value>(?:[rRbBuUfF]{1,2}(?=[\"']))?(?:\"[^\"]*\"|'[^']*')|[^\s\"'&#]+)"
-)
-# HTTP's own spelling; the credential may hold "," and must look like one: a digit or one of
-# "-_~+/=" or an inner ".", or 20 characters, so "the Bearer of news." and "Bearer
-# authentication" stay prose. Basic's credential is base64 (RFC 7617): "Basic (1 ms)" and
-# "Basic floating-point" are not one.
-_CREDENTIAL_LOOK = r"(?=[^\s\"'\\]*(?:[0-9\-_~+/=]|\.[^\s\"'.\\]))"
-_BEARER = re.compile(
-    r"\b(?P<head>(?:Bearer|BEARER)\s+)"
-    rf"(?P<value>(?:{_CREDENTIAL_LOOK}|(?=[^\s\"',.\\]{{20}}))(?![{{$<])[^\s\"'\\]+)"
-    r"|\b(?P<basic>(?:Basic|BASIC)\s+)"
-    r"(?P<basic_value>(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})(?![^\s\"',;)])"
-)
-_AUTHORIZATION_VALUE = re.compile(
-    r"(?P<head>\bauthorization\s*:\s*(?:bearer\s+|basic\s+|token\s+)?)(?P<value>[^\s\"'\\]+)",
-    re.IGNORECASE,
-)
-# "--hf-token VALUE": a secret-named flag followed by its value as the next word, or quoted.
-_FLAG_VALUE = re.compile(
-    r"(?<![\w-])(?P<head>--?(?P<name>[A-Za-z][\w-]*)\s+)"
-    r"(?P<value>\"[^\"\s]*\"|'[^'\s]*'|[^\s\"'-][^\s\"']*)"
-)
-# "X-Api-Key: value" header lines and "name: value" lines of YAML text inside a string.
-_HEADER_LINE = re.compile(
-    r"(?m)^(?P<head>[ \t]*(?P<name>[A-Za-z][\w.-]*)[ \t]*:[ \t]*)(?P<value>\S(?:[^\n]*\S)?)[ \t\r]*$"
-)
-# The same lines after an escaped line break: JSON-encoded text ("a\\napi_key: VALUE").
-_ESCAPED_HEADER_LINE = re.compile(
-    r"(?<=\\n)(?P<head>[ \t]*(?P<name>[A-Za-z][\w.-]*)[ \t]*:[ \t]*)"
-    r"(?P<value>[^\s\"\\](?:[^\n\"\\]*[^\s\"\\])?)"
-)
-# "\"api_key\": \"value\"" pairs of JSON text inside a string.
-_JSON_PAIR = re.compile(
-    r"(?P<head>[\"'](?P<name>[A-Za-z_][\w.-]{0,63})[\"']\s*:\s*(?P<quote>[\"']))"
-    r"(?P<value>(?:[^\"'\\]|\\.)*)(?P=quote)"
-)
-# The same pairs in JSON text that is itself inside a JSON string (escaped quotes):
-# '{\\"api_key\\": \\"VALUE\\"}' in a tool call's arguments logged as text.
-_ESCAPED_JSON_PAIR = re.compile(
-    r'(?P<head>\\"(?P<name>[A-Za-z_][\w.-]{0,63})\\"\s*:\s*\\")'
-    r'(?P<value>(?:[^"\\]|\\[^"])*)(?=\\")'
-)
-# A credential by its issuer's prefix (OpenAI, Hugging Face, GitHub, GitLab, Slack, NVIDIA, AWS).
-KNOWN_CREDENTIAL = re.compile(
-    r"(?<![A-Za-z0-9_-])(?P<head>"
-    r"sk-(?=[A-Za-z0-9_-]{16})|hf_(?=[A-Za-z0-9]{16})|ghp_(?=[A-Za-z0-9]{16})"
-    r"|github_pat_(?=[A-Za-z0-9_]{16})|glpat-(?=[A-Za-z0-9_-]{16})|xoxb-(?=[A-Za-z0-9-]{16})"
-    r"|nvapi-(?=[A-Za-z0-9_-]{16})"
-    r"|AKIA(?=[0-9A-Z]{16}(?![0-9A-Za-z]))"
-    r")(?P<value>[A-Za-z0-9_-]+)"
-)
+_RANDOM_USER = 16
 
 
-def key_words(key: str) -> list[str]:
-    """A key's words, lower case, in any spelling: ``hfApiToken``, ``HF_API_TOKEN`` and
-    ``hf-api-token`` are ``["hf", "api", "token"]``."""
-    return [word.lower() for word in _WORD.findall(key)]
+def _at_a_user(found: _Scan, at: int, anchor: str) -> None:
+    """A URL's userinfo, at an ``@``: its password (``scheme://user:****@host``, a password
+    holding ``@``, ``/``, ``?`` or ``#`` included) and a user part that is a token by itself
+    (``https://ghp_…@github.com``, not ``ssh://git@``), in any text: no prose writes these.
+    (A URL's query is read from its parameters' names: :func:`_after_a_name`.)"""
+    text = found.text
+    bound = max(0, at - _MAX_PASSWORD - _MAX_USER)
+    scheme_end = text.rfind("://", bound, at)
+    for _ in range(_SCHEMES_LOOKED_AT):  # "https://u:ab://cd@host": each URL it may end
+        if scheme_end < 0:
+            return
+        if _SCHEME.search(text, max(0, scheme_end - 32), scheme_end) is not None:
+            _userinfo(found, scheme_end + 3, at)
+        scheme_end = text.rfind("://", bound, scheme_end)
 
 
-def is_secret_key(key: object) -> bool:
-    """Whether a key names a secret (``hf_token``, ``apiKey``, ``x-api-key``, ``api_key_2``,
-    ``OPENAI_KEY``, ``client-key-data``): the one rule of SPEC §2, for a config's keys, a
-    row's, a header's and a ``NAME=value`` in text alike. Matched as whole words
-    (:data:`SECRET_WORDS`, :data:`SECRET_LAST_WORDS`, :data:`KEY_QUALIFIERS`,
-    :data:`SECRET_NAMES`), never as a substring: ``max_tokens``, ``key_metrics`` and ``key``
-    are not secret."""
-    return _names_a_secret(str(key))
+_MAX_USER: Final = 128
+_SCHEMES_LOOKED_AT: Final = 4
 
 
-@functools.lru_cache(maxsize=16384)  # a run's rows repeat their keys
-def _names_a_secret(text: str) -> bool:
-    """The words of a key, told against the rule (remembered)."""
-    words = key_words(text)
-    while len(words) > 1 and words[-1].isdigit():  # numbered: api_key_2, hf_token2
-        words.pop()
-    if not words:
+def _userinfo(found: _Scan, start: int, at: int) -> None:
+    """The userinfo of a URL whose authority starts at ``start``, if it ends at the ``@`` at
+    ``at``: its spans noted."""
+    text = found.text
+    user_end = run_end(_USER, text, start)
+    if user_end == at > start:
+        if _is_a_secret_user(text[start:user_end], found.kind):
+            found.spans.append((start, user_end))
+        return
+    if not (user_end < at and text.startswith(":", user_end)):
+        return
+    password_at = user_end + 1
+    end = _host_at(text, password_at)
+    if end is None or end < at:
+        return
+    if _is_a_password(text[password_at:end]):
+        found.spans.append((password_at, end))
+        user = text[start:user_end]
+        if len(user) >= _RANDOM_USER and looks_random(user):
+            found.spans.append((start, user_end))  # GitHub's https://TOKEN:x-oauth-basic@
+
+
+def _is_a_secret_user(user: str, kind: TextKind) -> bool:
+    """Whether a URL's user part, alone before its host, is masked: in a saved config any
+    user but none (``<token>``, ``$USER``) and Git's own ``git`` (``ssh://git@github.com``), as
+    0.4.0 masked them; in a row one that looks like a credential (``https://ghp_…@``,
+    ``https://john7@``), not a name."""
+    if user == MASK or _USER_TEMPLATE.search(user):
         return False
-    if words[-1] == "key" and len(words) > 1 and text.isupper():
-        return True  # an environment variable's name: OPENAI_KEY, NVIDIA_KEY
-    if SECRET_WORDS.intersection(words) or tuple(words) in SECRET_NAMES:
-        return True
-    if words[-1] in SECRET_LAST_WORDS:
-        # "input_cost_per_token" is a price, not a token.
-        return not (len(words) > 1 and words[-2] == "per")
-    if words[-1] == "key":
-        return len(words) > 1 and words[-2] in KEY_QUALIFIERS
-    return False
+    if kind == STRUCTURED:
+        return user not in _PUBLIC_USERS and not is_no_value(user)
+    return looks_like_credential(user)
 
 
-def is_interpolation(value: str) -> bool:
-    """Whether ``value`` is an interpolation (``${oc.env:HF_TOKEN}``): where a secret comes
-    from, never the secret, so it is kept as written."""
-    return _INTERPOLATION.fullmatch(value.strip()) is not None
+_PUBLIC_USERS: Final = frozenset({"git"})
 
 
-def mask_text(text: str) -> str:
-    """Mask the secrets a string carries by its shape, whatever key it sits under."""
-    if not text:
-        return text
-    text = _mask_url_passwords(text)
-    text = _URL_USER.sub(_mask_url_user, text)
-    text = _QUERY_PARAM.sub(_mask_named, text)
-    text = _ASSIGNMENT.sub(_mask_assignment, text)
-    text = _FLAG_VALUE.sub(_mask_flag, text)
-    text = _JSON_PAIR.sub(lambda m: _mask_named(m, tail=m["quote"]), text)
-    if '\\"' in text:
-        text = _ESCAPED_JSON_PAIR.sub(_mask_named, text)
-    if ":" in text:
-        text = _AUTHORIZATION_VALUE.sub(_mask_authorization, text)
-        text = _HEADER_LINE.sub(_mask_named, text)
-        if "\\n" in text:
-            text = _ESCAPED_HEADER_LINE.sub(_mask_named, text)
-    text = _BEARER.sub(lambda m: (m["head"] or m["basic"]) + MASK, text)
-    return KNOWN_CREDENTIAL.sub(_mask_known_credential, text)
-
-
-def _mask_url_passwords(text: str) -> str:
-    """``scheme://user:****@host``: each URL password masked; a user part that is itself a
-    token (GitHub's ``https://TOKEN:x-oauth-basic@``) is masked too."""
-    if "://" not in text:
-        return text
-    pieces: list[str] = []
-    done = 0
-    for match in _URL_USERINFO.finditer(text):
-        start = match.end()
-        if start < done:
-            continue  # inside a password already masked
-        at = _host_at(text, start)
-        if at is None:
-            continue
-        password = text[start:at]
-        if password.endswith("/") and password.rstrip("/").isdigit():
-            continue  # host:port/@scope/pkg: a port, then a path
-        if _URL_TEMPLATE.search(password):
-            # "https://user:<token>@host", "https://u:${TOKEN}@host": a placeholder. Not a
-            # bare "$0" or "$ecret": as a password they are as likely real, and are masked.
-            continue
-        user = match["user"]
-        head = match["head"]
-        if len(user) >= _RANDOM_RUN and looks_random(user):
-            head = head.removesuffix(user + ":") + MASK + ":"
-        pieces += [text[done : match.start()], head, MASK]
-        done = at
-    return "".join(pieces) + text[done:] if pieces else text
-
-
-def _mask_url_user(match: re.Match[str]) -> str:
-    """``scheme://****@host`` when the user part alone looks like a credential (a token as
-    the user: ``https://ghp_…@github.com``); ``ssh://git@host`` names a user, not a secret."""
-    user = match["user"]
-    if user == MASK or _TEMPLATE.search(user) or not looks_like_credential(user):
-        return match[0]
-    return match["head"] + MASK
+def _is_a_password(password: str) -> bool:
+    """Whether what stands between a URL's user and its host is a password: not a port and
+    a path (``host:4873/@scope/pkg``), not a placeholder (``<token>``, ``${TOKEN}``; a bare
+    ``$0`` or ``$ecret`` is as likely real), not masked already."""
+    if password.endswith("/") and password.rstrip("/").isdigit():
+        return False
+    return password != MASK and _URL_TEMPLATE.search(password) is None
 
 
 def _host_at(text: str, start: int) -> int | None:
@@ -261,104 +495,49 @@ def _port_or_none(text: str, end: int) -> bool:
     )
 
 
-def _mask_known_credential(match: re.Match[str]) -> str:
-    """A well-known prefix masks what follows only when that looks generated, not written:
-    ``sk-proj-…`` keys hold digits or long random runs; ``sk-learn-VISIBLE`` is words."""
-    if match["head"] == "AKIA" or looks_random(match["value"]):
-        return match["head"] + MASK
-    return match[0]
+# --- auth schemes and issuers' prefixes ------------------------------------------------------
+
+_SCHEMES: Final = {"Bearer", "BEARER", "Basic", "BASIC"}
+_BEARER_VALUE = re.compile(r"\s+(?P<value>[^\s\"'\\]+)")
+# Basic's credential is base64 (RFC 7617): "Basic (1 ms)" and "Basic floating-point" are not.
+_BASIC_VALUE = re.compile(r"\s+(?P<value>[A-Za-z0-9+/]{8,}={0,2})(?![^\s\"',;)\\])")
 
 
-_RANDOM_RUN = 16
-_SEPARATORS = re.compile(r"[-_.]")
+def _after_a_scheme(found: _Scan, at: int, anchor: str) -> None:
+    """``Bearer <credential>``, ``Basic <base64>`` in HTTP's own spelling, wherever they
+    stand (:func:`~evalexport.masking.shapes.looks_like_bearer_credential`,
+    :func:`~evalexport.masking.shapes.looks_like_basic_credential`)."""
+    text = found.text
+    word = text[at : at + len(anchor)]
+    if word not in _SCHEMES or (at > 0 and (text[at - 1].isalnum() or text[at - 1] == "_")):
+        return
+    free = found.kind == FREE
+    end = at + len(word)
+    if word.lower() == "bearer":
+        if (bearer := _BEARER_VALUE.match(text, end)) is not None:
+            value = bearer["value"]
+            if looks_like_bearer_credential(value, generated=free):
+                stop = bearer.end()
+                if free:
+                    stop = bearer.start("value") + len(value.rstrip(_TRAILING))
+                found.spans.append((bearer.start("value"), stop))
+    elif (basic := _BASIC_VALUE.match(text, end)) is not None and looks_like_basic_credential(
+        basic["value"], generated=free
+    ):
+        found.spans.append(basic.span("value"))
 
 
-def looks_random(text: str) -> bool:
-    """Whether ``text`` reads as generated: it holds a digit, or a run of 16 characters with no
-    separator. Generated keys of 16 or more characters almost surely do; words joined by
-    ``-`` or ``_`` do not."""
-    if any(character.isdigit() for character in text):
-        return True
-    return any(len(part) >= _RANDOM_RUN for part in _SEPARATORS.split(text))
+def _after_a_prefix(found: _Scan, at: int, anchor: str) -> None:
+    """A credential by its issuer's prefix (:data:`KNOWN_CREDENTIAL`), masked when what
+    follows looks generated (``sk-proj-…``), not written (``sk-learn-VISIBLE``)."""
+    match = KNOWN_CREDENTIAL.match(found.text, at)
+    if match is not None and (match["head"] == "AKIA" or looks_random(match["value"])):
+        found.spans.append(match.span("value"))
 
 
-_STRING_PREFIX = re.compile(r"^[rRbBuUfF]{1,2}(?=[\"'])")
-_NOT_A_VALUE: Final = frozenset(
-    {"none", "null", "nil", "true", "false", "undefined", "nan", "n/a", "na", "empty"}
+_RULES: Final[tuple[tuple[tuple[str, ...], Callable[[_Scan, int, str], None]], ...]] = (
+    ((*NAME_ANCHORS, *LAST_WORD_ANCHORS), _after_a_name),
+    (("@",), _at_a_user),
+    (("bearer", "basic"), _after_a_scheme),
+    (PREFIX_ANCHORS, _after_a_prefix),
 )
-"""What code and configs write for "no value"; never a secret."""
-# A template, a shell or format variable, a placeholder in angle brackets: where a value
-# comes from, never the value ("{{ my_token }}", "$HF_TOKEN", "%(token)s", "<access_key>").
-_TEMPLATE = re.compile(r"\{\{|\{%|\$\{|\$\(|%\(|^\$(?:[A-Za-z_]\w*|\d+)$|^<[^<>]*>$")
-_URL_TEMPLATE = re.compile(r"\{\{|\{%|\$\{|\$\(|%\(|^<[^<>]*>$")
-_WORDS_ONLY = re.compile(r"[A-Z]?[a-z]+(?:[A-Z][a-z]+)*|[A-Z]+")
-"""An identifier made of words (``getPasswordFromVault``, ``MAXLEN``): code, not a key."""
-_CODE_ENDS = "([{,;)"
-
-
-def looks_like_credential(value: str, name: str = "") -> bool:
-    """Whether a value written after a secret name in text (``api_key=VALUE``, ``--token
-    VALUE``, ``password: VALUE``) looks like a live credential: it holds a digit, or a run of
-    20 characters that is not words; and it is no "no value" (``None``, ``''``), no template
-    or variable, no placeholder, not the name itself (``client_key=client_key``) and no code
-    (``self.token``, ``os.environ[``). Text is code, prose and data as often as it is a
-    config: a secret's shape, not its name alone, says it is one (SPEC §2). A value under a
-    secret key in structured data is masked whatever it looks like."""
-    unprefixed = _STRING_PREFIX.sub("", value.strip())
-    quoted = unprefixed[:1] in ("'", '"')
-    core = unprefixed.strip("\"'").strip()
-    if not quoted:
-        core = core.rstrip(_CODE_ENDS)
-    if not core or MASK in core or core in _PLACEHOLDERS or core.lower() in _NOT_A_VALUE:
-        return False
-    if is_interpolation(core) or _TEMPLATE.search(core):
-        return False
-    if core.lower() == name.lower().lstrip("-"):
-        return False
-    if not quoted and _BLANK.search(core):
-        return False  # words, code: a credential written bare is one run of characters
-    if any(character.isdigit() for character in core):
-        return True
-    return any(
-        len(part) >= _CREDENTIAL_RUN and not _WORDS_ONLY.fullmatch(part)
-        for part in _SEPARATORS.split(core)
-    )
-
-
-_CREDENTIAL_RUN = 20
-_BLANK = re.compile(r"\s")
-
-
-def _mask_named(match: re.Match[str], tail: str = "") -> str:
-    """``head + ****`` when the match's ``name`` is secret and its value looks like a live
-    credential (:func:`looks_like_credential`)."""
-    if not is_secret_key(match["name"]) or not looks_like_credential(match["value"], match["name"]):
-        return match[0]
-    return match["head"] + MASK + tail
-
-
-def _mask_authorization(match: re.Match[str]) -> str:
-    """``Authorization: [scheme] ****`` when what follows looks like a credential."""
-    value = match["value"]
-    if not looks_like_credential(value) and len(value.strip("\"'")) < _CREDENTIAL_RUN:
-        return match[0]
-    return match["head"] + MASK
-
-
-def _mask_flag(match: re.Match[str]) -> str:
-    """``--name ****``, or ``--name '****'`` for a quoted value: its quotes are kept."""
-    value = match["value"]
-    quote = value[0] if value[:1] in ("'", '"') else ""
-    masked = _mask_named(match, tail=quote)
-    return masked if masked == match[0] else masked.replace(match["head"], match["head"] + quote, 1)
-
-
-_PLACEHOLDERS: Final = frozenset({"value", "VALUE", "...", "VAL", "X", "TOKEN", "KEY"})
-"""What usage texts write after ``key=`` (``+key=value``, ``HF_TOKEN=...``): never a secret."""
-
-
-def _mask_assignment(match: re.Match[str]) -> str:
-    name = match["name"].lstrip("-")
-    if not is_secret_key(name) or not looks_like_credential(match["value"], name):
-        return match[0]
-    return match["head"] + MASK

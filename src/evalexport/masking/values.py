@@ -1,8 +1,10 @@
 """The one masking function (SPEC §2): :func:`mask_value` masks a value of any shape (a config,
-a row, a trace, a payload) by the rules of :mod:`.rules`, at any depth, and in the JSON texts
-strings hold (a tool call's ``arguments``); :func:`may_hold_secret` tells, at the speed of a
-few byte scans, the texts it cannot change, so a big run's rows are masked without a scan of
-every string by every rule.
+a payload, a row, a trace) by the rules of :mod:`.rules`, at any depth, and in the JSON texts
+strings hold (a tool call's ``arguments``), as a text of its kind reads
+(:data:`~evalexport.masking.names.TextKind`: a config's strings are structured, a row's free
+text); :func:`may_hold_secret` tells, at the speed of a few byte scans, the texts it cannot
+change, and a JSON text is masked where its strings need it (:mod:`.rows`), never parsed and
+written again whole.
 
 Pure functions of their arguments. :mod:`evalexport.egress` applies them to everything an
 export sends; :mod:`.configs` to a run's config as it is saved.
@@ -12,11 +14,25 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final
 
-from evalexport.masking.rules import MASK, is_interpolation, is_secret_key, mask_text
-from evalexport.masking.vocabulary import is_vocabulary_marker, names_a_vocabulary_token
+from evalexport.masking.names import (
+    STRUCTURED,
+    TextKind,
+    names_a_secret,
+    names_a_vocabulary_token,
+)
+from evalexport.masking.rows import masked_json_text
+from evalexport.masking.rules import (
+    ANCHORS,
+    LAST_WORD_ANCHORS,
+    LAST_WORD_GOES_ON,
+    MASK,
+    is_interpolation,
+    mask_text,
+)
+from evalexport.masking.vocabulary import is_vocabulary_marker
 
 __all__ = [
     "ValueMasking",
@@ -28,34 +44,26 @@ __all__ = [
 ]
 
 # What every text masking can change holds, lower-cased (ASCII only, as the rules read names):
-# a word of a secret key's name (SPEC §2), a URL's "://", an HTTP scheme's name, a well-known
-# credential's prefix, or "\u", an escape that may spell any of them in JSON text a string
-# holds. tests/property/test_masking_properties.py holds mask_value to it.
+# an anchor of the rules (a word of a secret's name, "@", an auth scheme, a credential's
+# prefix: rules.ANCHORS), or "\u" or "\/", escapes that may spell one in JSON text a string
+# holds. tests/property/test_egress_prefilter.py holds mask_value to it.
 _ANYWHERE: Final = (
-    b"secret",
-    b"passw",
-    b"pwd",
-    b"passphrase",
-    b"credential",
-    b"cookie",
-    b"authoriz",
-    b"://",
-    b"bearer",
-    b"basic",
-    b"sk-",
-    b"hf_",
-    b"ghp_",
-    b"github_pat_",
-    b"glpat-",
-    b"xoxb-",
-    b"nvapi-",
-    b"akia",
+    *(anchor.encode() for anchor in ANCHORS if anchor not in LAST_WORD_ANCHORS),
     b"\\u",
+    b"\\/",
 )
 # The last words of a secret key (its name ends there: "hf_token", "x-api-key", "api_key_2"),
 # each a literal a search finds at the speed of a byte scan. "tokens", "keyboard": no name.
 _LAST_WORDS: Final = tuple(
-    re.compile(word + rb"(?![a-z])").search for word in (b"token", b"key", b"auth")
+    re.compile(
+        word.encode()
+        + (
+            rb"(?!(?!" + LAST_WORD_GOES_ON[word].encode() + rb")[a-z])"
+            if word in LAST_WORD_GOES_ON
+            else rb"(?![a-z])"
+        )
+    ).search
+    for word in LAST_WORD_ANCHORS
 )
 
 
@@ -116,33 +124,36 @@ def secret_forms(secrets: Sequence[str]) -> tuple[str, ...]:
     return tuple(sorted(forms, key=len, reverse=True))
 
 
-def mask_value(value: Any, secrets: Sequence[str] = ()) -> Any:
-    """``value`` masked (SPEC §2); the input is never changed, and what masking leaves as it
-    is, is returned as it is (the same object).
+def mask_value(value: Any, secrets: Sequence[str] = (), *, kind: TextKind = STRUCTURED) -> Any:
+    """``value`` masked (SPEC §2), its texts read as ``kind`` says (``"structured"``, a
+    config's or a payload's; ``"free"``, a row's or a trace's); the input is never changed,
+    and what masking leaves as it is, is returned as it is (the same object).
 
-    A secret-named key (:func:`~evalexport.masking.rules.is_secret_key`) has each text under it
-    masked whole (a bare interpolation and, under a vocabulary key, a vocabulary marker
-    excepted), a JSON Schema under it walked by the same rules; every other text has the
-    secrets its shape shows masked (:func:`~evalexport.masking.rules.mask_text`), and a text
-    that is a JSON object or array is masked as the value it holds. Keys are masked as texts.
-    ``secrets`` (the values an export knows: its tokens) are replaced wherever they are.
-    Mappings become dicts and sequences lists where anything changed.
+    A secret-named key (:func:`~evalexport.masking.names.names_a_secret`, as ``kind`` reads
+    names) has each text under it masked whole (a bare interpolation and, under a vocabulary
+    key, a vocabulary marker excepted), a JSON Schema under it walked by the same rules; every
+    other text has its secrets masked by the text rules (:func:`~evalexport.masking.rules.
+    mask_text`), and a text that is a JSON object or array is masked as the value it holds
+    (its keys are a mapping's keys). Keys are masked as texts. ``secrets`` (the values an
+    export knows: its tokens) are replaced wherever they are. Mappings become dicts and
+    sequences lists where anything changed.
     """
-    return ValueMasking(secret_forms(secrets)).value(value)
+    return ValueMasking(secret_forms(secrets), kind).value(value)
 
 
-def mask_json_text(text: str, secrets: Sequence[str] = ()) -> str:
+def mask_json_text(text: str, secrets: Sequence[str] = (), *, kind: TextKind = STRUCTURED) -> str:
     """A JSON document's text (a table's cell, a trace's line) with :func:`mask_value` applied
     to what it holds (:meth:`ValueMasking.json_text`)."""
-    return ValueMasking(secret_forms(secrets)).json_text(text)
+    return ValueMasking(secret_forms(secrets), kind).json_text(text)
 
 
 class ValueMasking:
-    """:func:`mask_value` with its secrets' forms made once (:func:`secret_forms`), for a
-    caller that masks many values with the same secrets (an export's gate)."""
+    """:func:`mask_value` with its secrets' forms made once (:func:`secret_forms`) and its
+    texts' kind, for a caller that masks many values alike (an export's gate)."""
 
-    def __init__(self, secrets: tuple[str, ...]) -> None:
+    def __init__(self, secrets: tuple[str, ...], kind: TextKind = STRUCTURED) -> None:
         self.secrets = secrets
+        self.kind: TextKind = kind
 
     def value(self, value: Any) -> Any:
         """``value`` masked; the same object where nothing changed."""
@@ -159,7 +170,7 @@ class ValueMasking:
         masked: dict[Any, Any] = {}
         changed = not isinstance(value, dict)
         for key, item in value.items():
-            if isinstance(key, str) and is_secret_key(key):
+            if isinstance(key, str) and names_a_secret(key, self.kind):
                 new = self.under_secret_key(item, names_a_vocabulary_token(key))
             else:
                 new = self.value(item)
@@ -195,18 +206,30 @@ class ValueMasking:
             return _items(value, lambda item: self.under_secret_key(item, keep_markers))
         return value
 
-    def text(self, text: str) -> str:
-        """A text masked by its shape, or as the JSON it holds; the known secrets removed."""
+    def text(
+        self, text: str, anchors: Collection[str] | None = None, lower: str | None = None
+    ) -> str:
+        """A text masked by the text rules, or as the JSON it holds; the known secrets
+        removed. A caller that found them may give the rules' anchors the text may hold and
+        the text lower-cased (:func:`~evalexport.masking.rules.mask_text`)."""
         masked = text
-        if text and may_hold_secret(text):
-            nested = self.nested_json(text)
-            masked = mask_text(text) if nested is None else nested
+        if text:
+            nested = self.nested_json(text) if _looks_like_json(text) else None
+            masked = mask_text(text, self.kind, anchors, lower) if nested is None else nested
         masked = self.known(masked)
         return text if masked == text else masked
 
     def json_text(self, text: str) -> str:
-        """A JSON document's text masked as the value it holds, re-encoded compactly only
-        where anything changed; a text that is not JSON is masked as text."""
+        """A JSON document's text masked as the value it holds: each string that needs it
+        masked where it stands (:func:`~evalexport.masking.rows.masked_json_text`), the rest
+        kept byte for byte; a text that is not JSON is masked as text."""
+        masked = masked_json_text(self, text)
+        return self.parsed_json_text(text) if masked is None else self.known(masked)
+
+    def parsed_json_text(self, text: str) -> str:
+        """:meth:`json_text` by parsing the text whole, masking the value and writing it again
+        compactly where anything changed: the reference the fast path is held to, and where
+        it goes when a text is beyond it."""
         try:
             held = json.loads(text)
         except (ValueError, RecursionError):
@@ -218,9 +241,9 @@ class ValueMasking:
 
     def nested_json(self, text: str) -> str | None:
         """``text`` masked as the JSON object or array it is, or ``None`` when it is none."""
+        if not may_hold_secret(text):
+            return text  # nothing in it a rule reads, held as JSON or not
         stripped = text.strip()
-        if not (stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]")):
-            return None
         try:
             held = json.loads(stripped)
         except (ValueError, RecursionError):
@@ -231,6 +254,19 @@ class ValueMasking:
         if masked is held:
             return text
         return _encoded_like(masked, stripped)
+
+
+def _looks_like_json(text: str) -> bool:
+    """Whether ``text`` may be a JSON object or array (a tool call's ``arguments``): looked at
+    its ends, never copied (a row's answer is tens of kilobytes)."""
+    first, last = text[:1], text[-1:]
+    if first.isspace():
+        first = text.lstrip()[:1]
+    if first not in ("{", "["):
+        return False
+    if last.isspace():
+        last = text.rstrip()[-1:]
+    return last in ("}", "]")
 
 
 def _encoded_like(value: object, original: str) -> str:

@@ -1,56 +1,71 @@
-"""A model's vocabulary, which looks like secrets and holds none: ``eos_token`` is a word of
-it where ``hf_token`` is a credential, ``<|eot_id|>`` a tokenizer's special token."""
+"""Words that look like secrets and hold none where they sit (SPEC §2, docs/reliability.md): a
+model's vocabulary (``eos_token`` is a word of it where ``hf_token`` is a credential,
+``<|eot_id|>`` a tokenizer's special token), counts and scores of tokens and passwords, and the
+names of secrets, not their values. Data in one place: :data:`NOT_SECRET_NAMES`.
+"""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final
 
-from evalexport.masking.rules import KNOWN_CREDENTIAL, SECRET_WORDS, key_words, looks_random
+from evalexport.masking.shapes import KNOWN_CREDENTIAL, looks_random
 
-__all__ = ["is_vocabulary_marker", "names_a_vocabulary_token"]
+__all__ = ["NOT_SECRET_NAMES", "is_vocabulary_marker", "is_vocabulary_name"]
+
+NOT_SECRET_NAMES: Final = (
+    # A model's vocabulary: its special tokens and its tokenizer, never a credential.
+    "*_tokens",
+    "eos_token",
+    "bos_token",
+    "pad_token",
+    "unk_token",
+    "sep_token",
+    "cls_token",
+    "mask_token",
+    "stop_token",
+    "eot_token",
+    "eom_token",
+    "image_token",
+    "abstention_token",
+    "*_start_token",
+    "*_end_token",
+    "tokenizer*",
+    # What is measured of a secret is no secret: a password's strength, a score, a count.
+    "*_score",
+    "*_scores",
+    "password_strength*",
+    # A secret's name is not its value: Kubernetes' secret_name, a game's secret_santa.
+    "secret_name",
+    "secret_names",
+    "secret_santa",
+)
+"""The names that are no secret in a row, as words joined by ``_`` (``eosToken`` and
+``EOS-TOKEN`` are ``eos_token``), each a pattern (``*``: any words) matched against the whole name or its
+last words (``eos_token`` is also ``tokenizer.eos_token``'s). In a row (free text, SPEC §2)
+the value under such a name is masked by its shape alone; ``hf_token``, ``access_token`` and
+``api_key`` are never among them. A saved config reads them as 0.4.0 did, as secrets (a
+vocabulary marker under a ``…_token`` key kept: :func:`is_vocabulary_marker`)."""
+
+_PATTERN: Final = re.compile(
+    "|".join(
+        f"(?:.*_)?{re.escape(pattern).replace(re.escape('*'), '.*')}"
+        for pattern in NOT_SECRET_NAMES
+    )
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def is_vocabulary_name(words: str) -> bool:
+    """Whether a name, as its words joined by ``_`` (lower case), is in the vocabulary
+    (:data:`NOT_SECRET_NAMES`)."""
+    return _PATTERN.fullmatch(words) is not None
 
 
 # A vocabulary marker such as "[IDK]", "</s>" or "<|eot_id|>": a tokenizer's special token, in
 # brackets, with no space. A credential never looks like one.
 _MARKER = re.compile(r"\[[^\s\[\]]{1,62}\]|<[^\s<>]{1,62}>")
-
-
-_CREDENTIAL_TOKENS: Final = frozenset(
-    {
-        "access",
-        "api",
-        "auth",
-        "bearer",
-        "refresh",
-        "session",
-        "id",
-        "oauth",
-        "client",
-        "personal",
-        "private",
-        "hf",
-        "github",
-        "gh",
-        "gitlab",
-        "slack",
-        "service",
-        "gateway",
-    }
-)
-"""Words that make "<word>_token" a credential whatever its value looks like."""
-
-
-def names_a_vocabulary_token(key: object) -> bool:
-    """``abstention_token``, ``eos_token``: "token" is also a word of a model's vocabulary;
-    ``access_token`` and ``hf_token`` are credentials."""
-    words = key_words(str(key))
-    return (
-        bool(words)
-        and words[-1] == "token"
-        and not SECRET_WORDS.intersection(words)
-        and not (len(words) > 1 and words[-2] in _CREDENTIAL_TOKENS)
-    )
 
 
 def is_vocabulary_marker(value: str) -> bool:

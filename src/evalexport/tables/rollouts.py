@@ -6,8 +6,9 @@ One column, ``Rollout``, one row per rollout holding the rollout as compact JSON
 logged live.
 
 Each cell passes the export's egress gate (:mod:`evalexport.egress`) as it is written: the
-rules of SPEC §2 (secret-named keys at any depth, secret-shaped texts, JSON held in texts)
-and the secrets the export knows; a cell that holds nothing to mask costs a few byte scans.
+rules of SPEC §2 as a row reads them (free text: secret-named keys at any depth, URLs'
+credentials, generated-looking secrets, JSON held in texts) and the secrets the export knows;
+a cell costs a few scans for the rules' anchors, and only its strings holding one are read.
 """
 
 from __future__ import annotations

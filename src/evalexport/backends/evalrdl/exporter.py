@@ -21,6 +21,7 @@ from evalexport import egress, reading
 from evalexport.backends.evalrdl import worker as evalrdl_worker
 from evalexport.backends.evalrdl.worker import EvalRDLPayload
 from evalexport.egress import SecretScan
+from evalexport.masking import FREE
 from evalexport.progress import human_size
 from evalexport.results import DryRunPlan, PlannedFile
 from evalexport.run import RunArtifacts, RunFileError
@@ -154,8 +155,8 @@ class EvalRDLExporter(Exporter[EvalRDLConfig, None]):
                     raise RunFileError(reading.too_long_message(run.rollouts, line_number))
                 if not raw.isspace():
                     records = True
-                    scan.read(run.rollouts, io.BytesIO(raw))
-                    scan.read(run.rollouts, handle)  # the rest, through the same open
+                    scan.read(run.rollouts, io.BytesIO(raw), FREE)  # rows: free text
+                    scan.read(run.rollouts, handle, FREE)  # the rest, through the same open
                     return
 
         if reason := run.unreadable_file_reason(
