@@ -64,10 +64,14 @@ def split_everything(monkeypatch: pytest.MonkeyPatch) -> list[split_read.SecondP
 
 
 def _read(run: SampleRun, **options: Any) -> dict[str, object]:
-    with known_secrets([SECRET]):
+    from evalexport.egress import Egress, sending
+
+    with known_secrets([SECRET]), sending(Egress()) as gate:
         prepared = prepare(run.run, rollouts_table=True, **options)
     try:
-        return _described(prepared)
+        # The rows masked, the count the result says: the helper's lines counted as its own
+        # (they were counted as this process's, and a split read said about half).
+        return {**_described(prepared), "masked": gate.masked_lines()}
     finally:
         prepared.discard()
 
@@ -148,6 +152,7 @@ def test_a_split_read_writes_what_the_sequential_reader_writes(
     assert done is not None
     assert 0 < done.rollouts < run.rollout_count
     assert split == sequential  # the scratch too: the helper's rows removed once joined
+    assert split["masked"] == sequential["masked"] != []  # the helper's row, by its line
     rows = json.loads(split["rollouts.json"])["data"]  # type: ignore[arg-type]
     assert len(rows) == run.rollout_count
     for name in ("rollouts.json", "samples.json"):

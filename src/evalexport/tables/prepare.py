@@ -84,9 +84,10 @@ def prepare(
                     pass
                 return
             rows_after = second.rows if second is not None else None
-            write_table_rows(samples.rows(rollouts), table, gate, rows_after)
+            last = _LastLine()
+            write_table_rows(samples.rows(last.of(rollouts)), table, gate, rows_after)
             if second is not None:
-                second.absorb_samples(samples, gate)
+                second.absorb_samples(samples, gate, lines_before=last.number)
                 second.discard()
             samples.write(scratch / SAMPLES_FILE)
         except RowTooDeep as error:
@@ -161,3 +162,16 @@ def for_payload(
         return prepared, prepared.rollouts_table if rollouts_table else None
     table = write_rollouts_table(run, scratch / "rollouts.json") if rollouts_table else None
     return read_run(run), table
+
+
+class _LastLine:
+    """The line number of the last rollout this process read (the helper's part goes on
+    from there)."""
+
+    def __init__(self) -> None:
+        self.number = 0
+
+    def of(self, rollouts: Iterator[Rollout]) -> Iterator[Rollout]:
+        for rollout in rollouts:
+            self.number = rollout.line_number
+            yield rollout

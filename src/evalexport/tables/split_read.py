@@ -176,12 +176,14 @@ class SecondPart:
         """Its rows of the rollouts table, if its part was taken."""
         return self.directory / ROWS_FILE if self.taken else None
 
-    def absorb_samples(self, samples: SamplesTable, gate: Egress) -> None:
+    def absorb_samples(self, samples: SamplesTable, gate: Egress, lines_before: int) -> None:
         """Its rows of the samples table joined to ``samples``, and what its gate masked
-        counted in ``gate``, if its part was taken."""
+        counted in ``gate``, if its part was taken. The helper numbers its lines from its
+        part's start: they go on from ``lines_before``, the last line this process read (they
+        were counted as this process's own, and the result said half the rows)."""
         if self.taken and self.done is not None:
             samples.absorb(self.directory / SamplesTable.ROWS_FILE, self.done.samples)
-            gate.count(self.done.masked_lines)
+            gate.count(line + lines_before for line in self.done.masked_lines)
 
     def discard(self) -> None:
         """Remove its rows, once joined (the scratch holds the tables twice meanwhile)."""
