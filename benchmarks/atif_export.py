@@ -55,7 +55,9 @@ from pathlib import Path
 from typing import Final
 
 from evalexport.testing.factory import make_rollout, make_two_turn_rollout
-from evalexport.testing.gym import ensure_gym_environment
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: its tests' kit
+from tests.support.gym import ensure_gym_environment
 
 AGENT = "aime24_math_tool_agent"
 SHAPES = {

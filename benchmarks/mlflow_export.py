@@ -41,12 +41,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from evalexport.spec.options import parse_options
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: its tests' kit
 
 FLOOR_BODY = """
 def run(payload):
@@ -260,7 +263,7 @@ def big_run(sizes: list[int], repeat: int = 3) -> None:
     from evalexport.backends.mlflow.exporter import MLflowExporter
     from evalexport.isolation import EnvironmentSpec, ensure_environment, run_worker
     from evalexport.run import RunArtifacts
-    from evalexport.testing.mlflow_server import MLflowServer
+    from tests.support.mlflow_server import MLflowServer
 
     exporter = MLflowExporter()
     requirement = exporter.Config.model_fields["requirement"].default
@@ -619,8 +622,8 @@ def main() -> None:
     from evalexport.isolation import EnvironmentSpec, ensure_environment, run_worker
     from evalexport.pipeline import export_run
     from evalexport.run import RunArtifacts
-    from evalexport.testing.mlflow_server import MLflowServer
-    from evalexport.testing.proxy import FailingProxy
+    from tests.support.mlflow_server import MLflowServer
+    from tests.support.proxy import FailingProxy
 
     exporter = MLflowExporter()
     requirement = exporter.Config.model_fields["requirement"].default

@@ -24,9 +24,12 @@ import json
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 from evalexport.testing.factory import CanarySecrets, make_run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: its tests' kit
 
 EXAMPLES = Path(__file__).resolve().parent
 MATH_SERVER = "aime24_math_with_judge"
@@ -59,7 +62,7 @@ def write_gyms_files(rollouts: Path, agent: str) -> None:
     metrics (its math server's aggregation, :meth:`GymOracle.aggregate_math`), the health
     reports (``run_health_checks``, as ``gym eval run`` runs it after collection) and one
     failed attempt (an HTTP 502 of the agent, as rollout collection records it)."""
-    from evalexport.testing.gym import GymOracle, ensure_gym_environment
+    from tests.support.gym import GymOracle, ensure_gym_environment
 
     directory = os.environ.get("EVALEXPORT_GYM_ENV_DIR") or str(
         EXAMPLES.parent / ".venv" / "test-cache" / "gym" / "env"

@@ -18,9 +18,11 @@ from pathlib import Path
 
 from evalexport.backends.mlflow.exporter import MLflowConfig
 from evalexport.isolation import EnvironmentSpec, ensure_environment
-from evalexport.testing.browser import rendered_showing, screenshot, trace_view_url
 from evalexport.testing.factory import make_run
-from evalexport.testing.mlflow_server import MLflowServer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: its tests' kit
+from tests.support.browser import rendered_showing, screenshot, trace_view_url
+from tests.support.mlflow_server import MLflowServer
 
 ROOT = Path(__file__).resolve().parents[1]
 FIRST_TRACE = """

@@ -15,11 +15,45 @@ import pytest
 
 from evalexport.cli import main
 from evalexport.interrupts import STOP_SIGNALS
-from evalexport.testing.mlflow_server import MLflowServer
-from evalexport.testing.plugin import TEST_CACHE_VARIABLE, kept_test_cache
+from evalexport.testing.plugin import (
+    TEST_CACHE_VARIABLE,
+    Switches,
+    add_switches,
+    kept_test_cache,
+    mark_switches,
+    skip_unswitched,
+)
+from tests.support.gym import GymOracle
+from tests.support.mlflow_server import MLflowServer
 from tests.support.shared_server import shared_server, stop_left_behind
 
 pytest_plugins = ["pytester"]
+
+REPOSITORY_SWITCHES: Switches = {
+    "gym": ("--with_gym", "runs NeMo Gym 0.7.0 as the test oracle"),
+    "slurm": ("--with_slurm", "starts a one-node Slurm cluster (root, slurm-wlm and munge)"),
+    "browser": ("--with_browser", "opens a page in a headless Chromium (Debian's chromium)"),
+    "faults": (
+        "--with_faults",
+        "breaks real exports on purpose (MLflow servers killed or down, stop signals, "
+        "parallel exports into one store, full disks): minutes of CPU",
+    ),
+}
+"""This repository's own switches, besides the public plugin's (``--with_downloads``,
+``--with_<sdk>_sdk``): what only evalexport's own tests need (docs/testing.md)."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_switches(parser, REPOSITORY_SWITCHES)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    mark_switches(config, REPOSITORY_SWITCHES)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    skip_unswitched(config, items, REPOSITORY_SWITCHES)
+
 
 PLUGIN_SITE = Path(__file__).parent / "support" / "plugin_site"
 
@@ -221,3 +255,36 @@ def own_mlflow_server(mlflow_python: Path, tmp_path: Path):
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def gym_oracle(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    evalexport_download_cache: Path,
+) -> Iterator[GymOracle]:
+    """NeMo Gym's own code, answering in a worker (see :mod:`evalexport.testing.gym`).
+
+    The environment is built once per session (about a minute), or kept across sessions in
+    ``$EVALEXPORT_GYM_ENV_DIR`` when that is set, else under ``$EVALEXPORT_TEST_CACHE_DIR``
+    when that is (built under a lock: parallel test processes build it once). Use it from tests marked
+    ``gym``. When it cannot be built the test fails: the switch asked for it.
+    """
+    from evalexport.testing.gym import GymOracle, ensure_gym_environment
+
+    if not request.config.getoption("--with_gym"):
+        pytest.skip("runs NeMo Gym 0.7.0 as the test oracle; run with --with_gym to include it")
+    configured = os.environ.get("EVALEXPORT_GYM_ENV_DIR")
+    kept = kept_test_cache("gym")
+    if configured:
+        directory = Path(configured)
+    elif kept is not None:
+        directory = kept / "env"
+    else:
+        directory = tmp_path_factory.mktemp("gym") / "env"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("UV_CACHE_DIR", str(evalexport_download_cache / "uv"))
+        python = ensure_gym_environment(directory)
+    oracle = GymOracle(python)
+    yield oracle
+    oracle.close()

@@ -12,7 +12,7 @@ import pytest
 
 from evalexport.metrics import flatten_metrics
 from evalexport.reading import parse_aggregate_metrics
-from evalexport.testing.gym import GymOracle
+from tests.support.gym import GymOracle
 
 
 def _as_reward_profiling_writes_it(aggregate: list[dict[str, object]]) -> list[dict[str, object]]:

@@ -453,7 +453,7 @@ def test_list_says_what_atif_reads(cli) -> None:
 
 
 def test_inspect_of_a_gym_jobs_benchmark_directory_inspects_its_run(cli, tmp_path) -> None:
-    from evalexport.testing.jobs import make_gym_job
+    from tests.support.jobs import make_gym_job
 
     job = make_gym_job(tmp_path / "evals", tasks=1, repeats=1)
     shown = cli("inspect", job.directory / "aime24")

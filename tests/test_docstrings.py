@@ -18,7 +18,7 @@ _SCRIPTS = (
     "evalexport.__main__",
     "evalexport.workers.",
     "evalexport.contracts.surface_extractor",
-    "evalexport.testing.gym.oracle_worker",
+    "tests.support.gym.oracle_worker",
     "evalexport.isolation.reaper",
 )
 

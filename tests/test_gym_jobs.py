@@ -2,7 +2,7 @@
 benchmark's run named by its benchmark with the job's identity and masked config, the whole
 job exported by one plan, a benchmark that never started reported as such.
 
-The jobs here are written by hand in Gym's shape (:mod:`evalexport.testing.jobs`);
+The jobs here are written by hand in Gym's shape (:mod:`tests.support.jobs`);
 ``tests/exporters/test_gym_runs.py`` makes them with Gym's own Slurm executor and exports
 them to MLflow and W&B.
 """
@@ -17,8 +17,8 @@ import pytest
 from evalexport.gym.jobs import GymJob
 from evalexport.host.files import RunFileError
 from evalexport.run import RunArtifacts
-from evalexport.testing.gym import GymOracle
-from evalexport.testing.jobs import NOT_STARTED, SampleJob, make_gym_job
+from tests.support.gym import GymOracle
+from tests.support.jobs import NOT_STARTED, SampleJob, make_gym_job
 
 
 @pytest.fixture
@@ -169,7 +169,7 @@ def test_the_job_records_own_fields_pass_the_egress_gate(
     """The job's identity goes to ``gym_job.*`` tags through the egress gate: a record field
     holding a secret's shape (a host written with its credentials) is masked, the rest kept
     (#56)."""
-    from evalexport.testing.mlflow_server import read_runs
+    from tests.support.mlflow_server import read_runs
 
     record_path = job.directory / "gym-job.json"
     record = json.loads(record_path.read_text())

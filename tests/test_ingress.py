@@ -33,7 +33,7 @@ from evalexport.ingress import (
     load_json,
     load_yaml,
 )
-from evalexport.testing.jobs import SampleJob, make_gym_job
+from tests.support.jobs import SampleJob, make_gym_job
 
 ALIAS_BOMB = "".join(
     f"{name}: &{name} [{', '.join([f'*{previous}'] * 9) if previous else ', '.join(['lol'] * 9)}]\n"

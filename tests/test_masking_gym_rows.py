@@ -13,7 +13,7 @@ import pytest
 
 from evalexport.masking import FREE, MASK
 from evalexport.masking.values import mask_value
-from evalexport.testing.gym import GymOracle
+from tests.support.gym import GymOracle
 
 pytestmark = [pytest.mark.downloads, pytest.mark.gym]
 

@@ -16,9 +16,9 @@ import pytest
 
 from evalexport.pipeline import export_run
 from evalexport.spec.options import parse_options
-from evalexport.testing.gym import find_python_313
 from evalexport.testing.wheels import wheel_from_tree
 from tests.conftest import session_environment
+from tests.support.gym import find_python_313
 
 FAKES = Path(__file__).resolve().parents[2] / "fakes"
 CONTRACTS = Path(__file__).resolve().parents[2] / "contracts"

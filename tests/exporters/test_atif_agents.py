@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evalexport.testing.factory import make_run
-from evalexport.testing.gym import GymOracle
+from tests.support.gym import GymOracle
 from tests.trajectory.parity import tree
 
 SIMPLE, TOOL = "aime24_math_simple_agent", "aime24_math_tool_agent"

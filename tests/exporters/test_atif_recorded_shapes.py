@@ -1,5 +1,5 @@
 """The shapes Gym's agents really record without ``ng_trajectory`` (#58), each from a row
-built as Gym writes it (``evalexport.testing.recorded_shapes``): refused strictly and by
+built as Gym writes it (``tests.support.recorded_shapes``): refused strictly and by
 ``recorded_conversations`` alone, naming the relaxation that takes it; converted whole with it,
 the trajectory holding what the row holds; valid for the ``atif`` models, for harbor's
 validator (``--with_downloads``), and under ``--with_gym`` a row Gym's own models accept, whose
@@ -18,7 +18,7 @@ import atif
 import pytest
 
 from evalexport.testing import recorded_shapes
-from evalexport.testing.gym import GymOracle
+from tests.support.gym import GymOracle
 
 SHAPES: dict[str, tuple[Callable[[int], dict[str, Any]], str]] = {
     "later user turns": (recorded_shapes.game_row, "later_turns"),

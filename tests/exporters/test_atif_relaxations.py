@@ -15,10 +15,10 @@ import atif
 import pytest
 
 from evalexport.testing import recorded_shapes
-from evalexport.testing.gym import GymOracle
 from evalexport.testing.gym_shapes import AgentRun, ToolUse, input_message
-from evalexport.testing.harness_shapes import failed_trajectory, interleaved_trajectory
 from evalexport.trajectory.relaxations import RELAXATIONS
+from tests.support.gym import GymOracle
+from tests.support.harness_shapes import failed_trajectory, interleaved_trajectory
 from tests.trajectory.strategies import edit_items
 from tests.trajectory.test_token_ids import _row as token_row
 

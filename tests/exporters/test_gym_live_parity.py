@@ -35,9 +35,9 @@ from evalexport.backends.wandb.exporter import FINGERPRINT_KEY, WandbExporter
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
 from evalexport.spec.options import parse_options
-from evalexport.testing.gym import GymOracle
-from evalexport.testing.mlflow_server import read_runs
 from tests.exporters.wandb_support import read_offline_run
+from tests.support.gym import GymOracle
+from tests.support.mlflow_server import read_runs
 
 pytestmark = [pytest.mark.gym, pytest.mark.downloads]
 

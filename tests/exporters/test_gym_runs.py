@@ -20,9 +20,9 @@ import pytest
 
 from evalexport.metrics import flatten_metrics
 from evalexport.run import RunArtifacts
-from evalexport.testing.gym import GymOracle
-from evalexport.testing.mlflow_server import read_runs
 from tests.exporters.wandb_support import read_offline_run
+from tests.support.gym import GymOracle
+from tests.support.mlflow_server import read_runs
 
 pytestmark = [pytest.mark.downloads, pytest.mark.gym]
 
@@ -172,7 +172,7 @@ def test_gyms_health_verdicts_reach_wandb(
 
 
 def test_a_hand_written_job_record_is_one_gym_loads(gym_oracle: GymOracle, tmp_path) -> None:
-    from evalexport.testing.jobs import make_gym_job
+    from tests.support.jobs import make_gym_job
 
     written = make_gym_job(tmp_path, tasks=1, repeats=1)
     loaded = gym_oracle.load_job_record(written.job.record_path)
@@ -183,7 +183,7 @@ def test_a_hand_written_job_record_is_one_gym_loads(gym_oracle: GymOracle, tmp_p
 def test_a_gym_job_goes_to_mlflow_and_wandb_in_one_plan_each_benchmark_once(
     cli, gym_oracle: GymOracle, mlflow_server, mlflow_python, wandb_python, canaries, tmp_path
 ) -> None:
-    from evalexport.testing.jobs import NOT_STARTED, make_gym_job
+    from tests.support.jobs import NOT_STARTED, make_gym_job
 
     made = make_gym_job(
         tmp_path / "evals",
@@ -308,7 +308,7 @@ def test_gyms_verdicts_of_rows_without_indices_or_sharing_them_reach_the_samples
     and give each of two rows that share a key a verdict line of its own; every row's verdict
     is in the samples table, as Gym gave it (they were left out as "not this run's" for 51 of
     Gym's 141 example runs)."""
-    from evalexport.testing.recorded_shapes import unindexed_row
+    from tests.support.recorded_shapes import unindexed_row
     from tests.test_health_files import samples_table
 
     shutil.copytree(EXAMPLE, tmp_path / "run")

@@ -20,8 +20,8 @@ from evalexport.pipeline import export_run
 from evalexport.reading import prepare
 from evalexport.results import ExportStatus
 from evalexport.spec.options import parse_options
-from evalexport.testing.mlflow_server import read_runs
-from evalexport.testing.proxy import FailingProxy
+from tests.support.mlflow_server import read_runs
+from tests.support.proxy import FailingProxy
 
 pytestmark = pytest.mark.downloads
 

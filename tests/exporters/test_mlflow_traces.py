@@ -181,7 +181,7 @@ def test_a_usage_without_its_total_gets_the_sum_of_its_counts(total) -> None:
 def test_an_aviary_row_is_traced_from_its_last_transition_which_holds_the_others() -> None:
     """Gym's aviary agent with ``return_transitions`` records a list of conversations (one a
     step) as ``response.output``; its trace was empty (no span, no input)."""
-    from evalexport.testing.recorded_shapes import transitions_row
+    from tests.support.recorded_shapes import transitions_row
 
     trace = trace_of(_rollout(transitions_row(3)))
     assert [(s["name"], s["type"]) for s in trace["spans"]] == [
@@ -196,7 +196,7 @@ def test_an_aviary_row_is_traced_from_its_last_transition_which_holds_the_others
 def test_a_row_without_indices_is_named_by_its_line_and_tagged_with_what_it_has() -> None:
     """Gym's own example files hold rows without ``_ng_task_index`` and ``_ng_rollout_index``
     (58 of 0.7.0's): their traces were all ``rollout None-None``, tagged ``None``."""
-    from evalexport.testing.recorded_shapes import game_row, unindexed_row
+    from tests.support.recorded_shapes import game_row, unindexed_row
 
     trace = trace_of(Rollout(line_number=7, record=unindexed_row(game_row(0))))
     assert trace["name"] == "rollout at line 7"
@@ -363,7 +363,7 @@ def test_mlflows_traces_view_shows_a_rollout_step_by_step(
     """What a user sees: the run's trace opened in MLflow's UI, in a real headless Chromium,
     shows the rollout and its spans (its model turns and its tool call) and its reward, a
     feedback assessment."""
-    from evalexport.testing.browser import (
+    from tests.support.browser import (
         rendered_showing,
         screenshot,
         trace_view_url,

@@ -117,7 +117,7 @@ def test_the_conversation_is_readable_turns_tool_calls_and_final_answer(tmp_path
 def test_an_aviary_rows_conversation_is_read_from_its_last_transition(tmp_path: Path) -> None:
     """Gym's aviary agent with ``return_transitions``: ``response.output`` is a list of
     conversations, the last holding the others (its columns were 0 turns, 0 tool calls)."""
-    from evalexport.testing.recorded_shapes import transitions_row
+    from tests.support.recorded_shapes import transitions_row
 
     table = _table([transitions_row(0)], tmp_path)
     at = table["columns"].index("turns")

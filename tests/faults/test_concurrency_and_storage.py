@@ -14,9 +14,9 @@ from evalexport.guard import run_fingerprint
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
 from evalexport.spec.options import parse_options
-from evalexport.testing.mlflow_server import read_runs
-from evalexport.testing.proxy import FailingProxy
 from tests.faults.conftest import FaultLab, read_only, run_files
+from tests.support.mlflow_server import read_runs
+from tests.support.proxy import FailingProxy
 
 # The fault-injection tests of real MLflow exports take minutes: --with_faults (CI) runs them.
 pytestmark = pytest.mark.faults

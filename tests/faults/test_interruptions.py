@@ -20,9 +20,9 @@ import yaml
 
 from evalexport.backends.mlflow.exporter import FINGERPRINT_TAG
 from evalexport.guard import run_fingerprint
-from evalexport.testing.mlflow_server import read_runs
-from evalexport.testing.proxy import FailingProxy
 from tests.faults.conftest import FaultLab, as_from_a_terminal, run_files
+from tests.support.mlflow_server import read_runs
+from tests.support.proxy import FailingProxy
 
 # The fault-injection tests of real MLflow exports take minutes: --with_faults (CI) runs them.
 pytestmark = [pytest.mark.downloads, pytest.mark.faults]

@@ -144,7 +144,7 @@ def test_a_stop_after_the_worker_finished_its_run_keeps_the_marker_and_one_remot
     cli, mlflow_server, mlflow_python, sample_run, monkeypatch, caplog
 ) -> None:
     from evalexport.isolation import delivery
-    from evalexport.testing.mlflow_server import read_runs
+    from tests.support.mlflow_server import read_runs
 
     # The worker has ended its run FINISHED and exited; the result is being read.
     monkeypatch.setattr(delivery._Reading, "of", _stopped_before(delivery._Reading.of))

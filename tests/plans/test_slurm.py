@@ -111,7 +111,7 @@ def test_without_slurm_on_path_the_error_says_so(cli, write_plan, tmp_path, monk
 def test_a_job_array_exports_to_atif_and_a_real_mlflow_server(
     cli, slurm, mlflow_server, mlflow_python, job_runs, tmp_path
 ) -> None:
-    from evalexport.testing.mlflow_server import read_runs
+    from tests.support.mlflow_server import read_runs
 
     local_runs = tmp_path / "local-copy"
     shutil.copytree(job_runs, local_runs)

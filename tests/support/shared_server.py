@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from evalexport.testing.mlflow_server import MLflowServer
+from tests.support.mlflow_server import MLflowServer
 from tests.support.processes import alive
 
 STATE_NAME = "mlflow-server.json"

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evalexport.testing.gym import GymOracle
+from tests.support.gym import GymOracle
 from tests.trajectory.golden_cases import cases
 from tests.trajectory.parity import rejected_lines
 

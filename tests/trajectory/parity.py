@@ -11,7 +11,7 @@ from evalexport.backends.atif.exporter import AtifConfig, AtifExporter
 from evalexport.pipeline import export_run
 from evalexport.results import ExportResult, ExportStatus
 from evalexport.run import RunArtifacts
-from evalexport.testing.gym import GymExport, GymOracle
+from tests.support.gym import GymExport, GymOracle
 
 
 def tree(root: Path) -> dict[str, str]:

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from evalexport.testing.factory import make_rollout, make_run, make_two_turn_rollout
-from evalexport.testing.gym import GymOracle
+from tests.support.gym import GymOracle
 from tests.trajectory.parity import compare
 from tests.trajectory.strategies import (
     FAULTS,

@@ -15,10 +15,10 @@ from typing import Any
 import atif
 import pytest
 
-from evalexport.testing.gym import GymOracle
-from evalexport.testing.harness_shapes import failed_trajectory, interleaved_trajectory
 from evalexport.trajectory.convert import TrajectoryIdentity, convert_rollout
 from evalexport.trajectory.steps import TrajectoryError
+from tests.support.gym import GymOracle
+from tests.support.harness_shapes import failed_trajectory, interleaved_trajectory
 from tests.trajectory.parity import compare
 
 IDENTITY = TrajectoryIdentity(session_id="s", agent_version="1.0")

@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalexport.testing.factory import make_rollout, make_two_turn_rollout
-from evalexport.testing.gym import GymOracle
 from evalexport.trajectory import record
 from evalexport.trajectory.record import RecordError, validate_record
 from evalexport.trajectory.record_schema import model_of
+from tests.support.gym import GymOracle
 from tests.trajectory.strategies import agent_runs
 
 STRUCTS = [

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from evalexport.testing.gym import GymOracle
 from evalexport.testing.gym_shapes import AgentRun, input_message
 from evalexport.trajectory.convert import TrajectoryIdentity, convert_rollout
 from evalexport.trajectory.files import convert_file
 from evalexport.trajectory.relaxations import RELAXATIONS, Relaxations
 from evalexport.trajectory.steps import TrajectoryError
+from tests.support.gym import GymOracle
 
 IDENTITY = TrajectoryIdentity(session_id="s", agent_version="1.0")
 

@@ -14,10 +14,10 @@ from typing import Any
 import atif
 import pytest
 
-from evalexport.testing.gym import GymOracle
 from evalexport.testing.gym_shapes import AgentRun, ToolUse, generation_tokens, input_message
 from evalexport.trajectory.convert import TrajectoryIdentity, convert_rollout
 from evalexport.trajectory.steps import TrajectoryError
+from tests.support.gym import GymOracle
 
 IDENTITY = TrajectoryIdentity(session_id="s", agent_version="1.0")
 RELAX = ["token_ids"]

@@ -1,16 +1,16 @@
-"""Test support for evalexport and for projects that export with it. Every module here is
-public; this repository's own fixtures live in its ``tests/support/``.
+"""Test support for projects that export with evalexport: what a plugin author's tests need.
+Every module here is public; what only evalexport's own tests use (NeMo Gym as an oracle, an
+``mlflow server`` per test, fault proxies, a headless browser, Gym jobs, recorded agent shapes)
+lives in the repository's ``tests/support/``, not in the installed package.
 
 - :mod:`~evalexport.testing.plugin`: the pytest plugin, loaded through the ``pytest11`` entry
-  point: the ``--with_*`` switches, the isolation fixture, ``make_sample_run``, ``gym_oracle``.
-- :mod:`~evalexport.testing.factory` and :mod:`~evalexport.testing.gym_shapes`: run
-  directories shaped as NeMo Gym writes them, with canary secrets (no pytest imported, so
-  scripts and benchmarks use them too); :mod:`~evalexport.testing.gym`: NeMo Gym's own code as
-  a test oracle.
-- :mod:`~evalexport.testing.mlflow_server`: a real ``mlflow server`` on 127.0.0.1 for a test,
-  and ``read_runs`` to read what a store holds.
-- :mod:`~evalexport.testing.proxy`: ``FailingProxy``, a TCP proxy that drops, delays or holds
-  a tracking server's traffic, for fault tests.
+  point: the ``--with_downloads`` and ``--with_<sdk>_sdk`` switches (and the three steps a
+  project takes to add its own), the isolation fixture, ``make_sample_run``, ``served_sdk``.
+- :mod:`~evalexport.testing.factory`, :mod:`~evalexport.testing.gym_shapes` and
+  :mod:`~evalexport.testing.sample_rows`: run directories shaped as NeMo Gym writes them, with
+  canary secrets (no pytest imported, so scripts and benchmarks use them too).
+- :mod:`~evalexport.testing.guarantees`: the guarantee suite every exporter inherits.
+- :mod:`~evalexport.testing.recording`: what a fake SDK records of the worker's calls.
 - :mod:`~evalexport.testing.wheels`: wheels built on the fly (a fake SDK's tree, a tiny SDK),
   installable with no package index.
 """

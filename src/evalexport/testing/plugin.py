@@ -9,37 +9,25 @@ the same switches and fixtures by installing it:
     ``--with_evalrdl_sdk`` runs the EvalRDL contract tests against the real SDK instead of the
     fake; ``--with_mlflow_sdk`` / ``--with_wandb_sdk`` add the other SDK versions of the matrix
     (they need the index too); a plugin's SDK gets its own, with the help its surface gives.
-``--with_gym``
-    run the tests that hold evalexport to NeMo Gym 0.7.0's own code (its ``TrajectoryRecord``
-    and its ATIF exporter), in an environment built from the index (fixture ``gym_oracle``).
-
-``--with_slurm``
-    run the tests that start a one-node Slurm cluster (as root, with Debian's slurm-wlm and
-    munge installed).
-``--with_browser``
-    run the tests that look at a page as a user would, in a headless Chromium (Debian's
-    ``chromium``): MLflow's Traces view of an export's traces.
-``--with_faults``
-    run the fault-injection tests that break real exports on purpose (servers killed or down
-    mid-export, stop signals, parallel exports into one store, full disks); they take minutes,
-    so the README's test command leaves them to CI.
-
 Fixtures: ``evalexport_isolation`` (a temporary HOME, caches, stores, no tokens),
 ``make_sample_run``/``sample_run`` (finished runs with canary secrets), ``canaries``,
 ``served_sdk`` (an isolated exporter's SDK for the worker: its fake, rebuilt from its source
-for each test session and recorded, or the real one under ``--with_<sdk>_sdk``),
-``exporter_options`` (for :class:`~evalexport.testing.guarantees.ExporterGuarantees`) and
-``gym_oracle``.
+for each test session and recorded, or the real one under ``--with_<sdk>_sdk``) and
+``exporter_options`` (for :class:`~evalexport.testing.guarantees.ExporterGuarantees`).
 
-A test marked ``downloads``, ``<sdk>_sdk``, ``gym``, ``slurm``, ``browser`` or ``faults`` is skipped unless its switch is on, and the skip reason names the switch. A test whose
-switch is on fails, never skips, when what it needs is missing: the switch asked for it.
+A test marked ``downloads`` or ``<sdk>_sdk`` is skipped unless its switch is on, and the skip
+reason names the switch. A test whose switch is on fails, never skips, when what it needs is
+missing: the switch asked for it. A project with switches of its own (evalexport's own test
+suite: ``--with_gym``, ``--with_slurm``, ``--with_browser``, ``--with_faults``) declares them
+with :func:`add_switches`, :func:`mark_switches` and :func:`skip_unswitched` from its
+``conftest.py``, the same three steps this plugin takes for its own.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,12 +37,14 @@ from evalexport.masking import is_secret_variable
 
 if TYPE_CHECKING:
     from evalexport.testing.factory import CanarySecrets, SampleRun
-    from evalexport.testing.gym import GymOracle
+
+Switches = dict[str, tuple[str, str]]
+"""Marker name -> (command-line switch, what the marked tests need)."""
 
 
-def switches() -> dict[str, tuple[str, str]]:
-    """Marker name -> (command-line switch, what the marked tests need): the fixed ones, and
-    ``--with_<sdk>_sdk`` for every SDK an installed exporter declares."""
+def switches() -> Switches:
+    """The plugin's switches: ``--with_downloads``, and ``--with_<sdk>_sdk`` for every SDK an
+    installed exporter declares."""
     from evalexport.contracts.installed import declared_surfaces
 
     sdks = {
@@ -64,14 +54,6 @@ def switches() -> dict[str, tuple[str, str]]:
     return {
         "downloads": ("--with_downloads", "builds an environment from the package index"),
         **sdks,
-        "gym": ("--with_gym", "runs NeMo Gym 0.7.0 as the test oracle"),
-        "slurm": ("--with_slurm", "starts a one-node Slurm cluster (root, slurm-wlm and munge)"),
-        "browser": ("--with_browser", "opens a page in a headless Chromium (Debian's chromium)"),
-        "faults": (
-            "--with_faults",
-            "breaks real exports on purpose (MLflow servers killed or down, stop signals, "
-            "parallel exports into one store, full disks): minutes of CPU",
-        ),
     }
 
 
@@ -101,10 +83,10 @@ _STORE_VARIABLES = (
 )
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add the ``--with_*`` switches."""
+def add_switches(parser: pytest.Parser, declared: Switches) -> None:
+    """Add a ``--with_*`` option per switch (from ``pytest_addoption``)."""
     group = parser.getgroup("evalexport", "evalexport contract tests")
-    for marker, (switch, needs) in SWITCHES.items():
+    for marker, (switch, needs) in declared.items():
         group.addoption(
             switch,
             action="store_true",
@@ -113,17 +95,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         )
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Register a marker per switch, saying which switch runs its tests."""
-    for marker, (switch, needs) in SWITCHES.items():
+def mark_switches(config: pytest.Config, declared: Switches) -> None:
+    """Register a marker per switch, saying which switch runs its tests (from
+    ``pytest_configure``)."""
+    for marker, (switch, needs) in declared.items():
         config.addinivalue_line(
             "markers", f"{marker}: the test {needs}; skipped unless {switch} is given"
         )
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip the marked tests whose switch is off, naming the switch."""
-    for marker, (switch, needs) in SWITCHES.items():
+def skip_unswitched(config: pytest.Config, items: list[pytest.Item], declared: Switches) -> None:
+    """Skip the marked tests whose switch is off, naming the switch (from
+    ``pytest_collection_modifyitems``)."""
+    for marker, (switch, needs) in declared.items():
         if config.getoption(switch):
             continue
         skip = pytest.mark.skip(reason=f"{needs}; run with {switch} to include it")
@@ -132,6 +116,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             # like a marker (tests/faults/) or a parameter whose id is one ([faults]).
             if item.get_closest_marker(marker) is not None:
                 item.add_marker(skip)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add the ``--with_*`` switches."""
+    add_switches(parser, SWITCHES)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register a marker per switch, saying which switch runs its tests."""
+    mark_switches(config, SWITCHES)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the marked tests whose switch is off, naming the switch."""
+    skip_unswitched(config, items, SWITCHES)
 
 
 TEST_CACHE_VARIABLE = "EVALEXPORT_TEST_CACHE_DIR"
@@ -158,39 +157,6 @@ def evalexport_download_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One package-download cache for the whole test session, never the developer's own: kept
     across sessions under ``$EVALEXPORT_TEST_CACHE_DIR`` when that is set."""
     return kept_test_cache("downloads") or tmp_path_factory.mktemp("download-cache")
-
-
-@pytest.fixture(scope="session")
-def gym_oracle(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    evalexport_download_cache: Path,
-) -> Iterator[GymOracle]:
-    """NeMo Gym's own code, answering in a worker (see :mod:`evalexport.testing.gym`).
-
-    The environment is built once per session (about a minute), or kept across sessions in
-    ``$EVALEXPORT_GYM_ENV_DIR`` when that is set, else under ``$EVALEXPORT_TEST_CACHE_DIR``
-    when that is (built under a lock: parallel test processes build it once). Use it from tests marked
-    ``gym``. When it cannot be built the test fails: the switch asked for it.
-    """
-    from evalexport.testing.gym import GymOracle, ensure_gym_environment
-
-    if not request.config.getoption("--with_gym"):
-        pytest.skip("runs NeMo Gym 0.7.0 as the test oracle; run with --with_gym to include it")
-    configured = os.environ.get("EVALEXPORT_GYM_ENV_DIR")
-    kept = kept_test_cache("gym")
-    if configured:
-        directory = Path(configured)
-    elif kept is not None:
-        directory = kept / "env"
-    else:
-        directory = tmp_path_factory.mktemp("gym") / "env"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("UV_CACHE_DIR", str(evalexport_download_cache / "uv"))
-        python = ensure_gym_environment(directory)
-    oracle = GymOracle(python)
-    yield oracle
-    oracle.close()
 
 
 @pytest.fixture

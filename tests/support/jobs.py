@@ -4,7 +4,7 @@
 ``resolved-config.yaml`` (canary secrets among the host values, as Gym resolves them into it in
 clear text) and, for each benchmark that started, a finished run at
 ``<job>/<benchmark>/artifacts/rollouts.jsonl`` (:func:`evalexport.testing.factory.make_run`).
-Given a :class:`~evalexport.testing.gym.GymOracle`, Gym's own Slurm executor writes the record,
+Given a :class:`~tests.support.gym.GymOracle`, Gym's own Slurm executor writes the record,
 the config and the benchmark directories (nothing is queued); without one they are written by
 hand in the same shape (the ``--with_gym`` tests hold the hand-written record to Gym's
 ``SubmissionRecord.load``).
@@ -26,7 +26,7 @@ from evalexport.gym.jobs import JOB_CONFIG_NAME, JOB_RECORD_NAME, GymJob
 from evalexport.testing.factory import CanarySecrets, SampleRun, make_run
 
 if TYPE_CHECKING:
-    from evalexport.testing.gym import GymOracle
+    from tests.support.gym import GymOracle
 
 __all__ = ["SampleJob", "make_gym_job", "submit_config"]
 

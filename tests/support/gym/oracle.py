@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
-from evalexport.testing.lines import exchange_line
+from tests.support.lines import exchange_line
 
 __all__ = ["GymExport", "GymOracle"]
 

@@ -11,14 +11,14 @@ this record, what does Gym's ``export_rollouts_to_atif`` write for this file.
 
 from __future__ import annotations
 
-from evalexport.testing.gym.environment import (
+from tests.support.gym.environment import (
     GYM_IMPORT_REQUIREMENTS,
     GYM_REQUIREMENT,
     GymEnvironmentError,
     ensure_gym_environment,
     find_python_313,
 )
-from evalexport.testing.gym.oracle import GymExport, GymOracle
+from tests.support.gym.oracle import GymExport, GymOracle
 
 __all__ = [
     "GYM_IMPORT_REQUIREMENTS",

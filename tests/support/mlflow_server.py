@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalexport.testing.lines import exchange_line
+from tests.support.lines import exchange_line
 
 READ_RUNS = """
 import json, os, sys, traceback
