@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from evalexport.testing.plugin import Switches, add_switches, mark_switches, skip_unswitched
+
 # No example database in the checkout, no wall-clock deadline on a loaded CI machine.
 settings.register_profile("evalexport", database=None, deadline=None)
 settings.load_profile("evalexport")
@@ -15,3 +17,29 @@ settings.load_profile("evalexport")
 @pytest.fixture(autouse=True)
 def _isolated(evalexport_isolation: Path) -> Path:
     return evalexport_isolation
+
+
+REPOSITORY_SWITCHES: Switches = {
+    "gym": ("--with_gym", "runs NeMo Gym 0.7.0 as the test oracle"),
+    "slurm": ("--with_slurm", "starts a one-node Slurm cluster (root, slurm-wlm and munge)"),
+    "browser": ("--with_browser", "opens a page in a headless Chromium (Debian's chromium)"),
+    "faults": (
+        "--with_faults",
+        "breaks real exports on purpose (MLflow servers killed or down, stop signals, "
+        "parallel exports into one store, full disks): minutes of CPU",
+    ),
+}
+"""This repository's own switches, besides the public plugin's (``--with_downloads``,
+``--with_<sdk>_sdk``): what only evalexport's own tests need (docs/testing.md)."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_switches(parser, REPOSITORY_SWITCHES)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    mark_switches(config, REPOSITORY_SWITCHES)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    skip_unswitched(config, items, REPOSITORY_SWITCHES)

@@ -15,45 +15,12 @@ import pytest
 
 from evalexport.cli import main
 from evalexport.interrupts import STOP_SIGNALS
-from evalexport.testing.plugin import (
-    TEST_CACHE_VARIABLE,
-    Switches,
-    add_switches,
-    kept_test_cache,
-    mark_switches,
-    skip_unswitched,
-)
+from evalexport.testing.plugin import TEST_CACHE_VARIABLE, kept_test_cache
 from tests.support.gym import GymOracle
 from tests.support.mlflow_server import MLflowServer
 from tests.support.shared_server import shared_server, stop_left_behind
 
 pytest_plugins = ["pytester"]
-
-REPOSITORY_SWITCHES: Switches = {
-    "gym": ("--with_gym", "runs NeMo Gym 0.7.0 as the test oracle"),
-    "slurm": ("--with_slurm", "starts a one-node Slurm cluster (root, slurm-wlm and munge)"),
-    "browser": ("--with_browser", "opens a page in a headless Chromium (Debian's chromium)"),
-    "faults": (
-        "--with_faults",
-        "breaks real exports on purpose (MLflow servers killed or down, stop signals, "
-        "parallel exports into one store, full disks): minutes of CPU",
-    ),
-}
-"""This repository's own switches, besides the public plugin's (``--with_downloads``,
-``--with_<sdk>_sdk``): what only evalexport's own tests need (docs/testing.md)."""
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    add_switches(parser, REPOSITORY_SWITCHES)
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    mark_switches(config, REPOSITORY_SWITCHES)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    skip_unswitched(config, items, REPOSITORY_SWITCHES)
-
 
 PLUGIN_SITE = Path(__file__).parent / "support" / "plugin_site"
 
