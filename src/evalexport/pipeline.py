@@ -177,35 +177,39 @@ def export_run(
             interrupted_by=signal_name(interruption.signum),
         )
     except (SettingError, OptionError) as error:  # a setting, or an option a read found wrong
-        return _failed(exporter, run, str(error), exit_code=ExitCode.USAGE)
+        return ExportResult.failed(
+            exporter.name, str(run.run_dir), str(error), exit_code=ExitCode.USAGE
+        )
     except LockWaitTimeout as error:  # before OSError: a TimeoutError is one
-        return _failed(
-            exporter,
-            run,
+        return ExportResult.failed(
+            exporter.name,
+            str(run.run_dir),
             f"Gave up waiting: {error} (the wait is at most the worker's time limit; "
             f"{TIME_LIMIT_VARIABLE} sets it)",
         )
     except (RunFileError, ExportFailure) as error:
-        return _failed(exporter, run, str(error), **error.details)
+        return ExportResult.failed(exporter.name, str(run.run_dir), str(error), **error.details)
     except OSError as error:  # a file that cannot be read or written is no exporter bug
         where = f" {error.filename}" if error.filename else ""
-        return _failed(
-            exporter,
-            run,
+        return ExportResult.failed(
+            exporter.name,
+            str(run.run_dir),
             f"Cannot access{where}: {error.strerror or error} (in the {exporter.name} export)",
         )
     except RecursionError:
-        return _failed(exporter, run, "A file of the run is nested too deeply to read.")
+        return ExportResult.failed(
+            exporter.name, str(run.run_dir), "A file of the run is nested too deeply to read."
+        )
     except SystemExit as error:  # a plugin that exits: its export fails, the caller goes on
-        return _failed(
-            exporter,
-            run,
+        return ExportResult.failed(
+            exporter.name,
+            str(run.run_dir),
             f"the {exporter.name} exporter called sys.exit({error.code!r}) during the export",
         )
     except Exception as error:  # an exporter bug must still end in a result
-        return _failed(
-            exporter,
-            run,
+        return ExportResult.failed(
+            exporter.name,
+            str(run.run_dir),
             f"unexpected error in the {exporter.name} exporter: {type(error).__name__}: {error}",
         )
 
@@ -301,7 +305,7 @@ class _Export:
             )
             return finished.said_as_dry_run() if self.dry_run else finished
         if reason := prerequisite_failure(exporter, run, target, self.guard):
-            return _failed(exporter, run, reason)
+            return ExportResult.failed(exporter.name, str(run.run_dir), reason)
         return None
 
     def guarded(self) -> ExportResult:
@@ -349,7 +353,11 @@ class _Export:
         if isinstance(earlier, guard.AlreadyExported):
             skipped = earlier.skipped(self.exporter.name, self.run)
             return skipped.said_as_dry_run() if self.dry_run else skipped
-        return _failed(self.exporter, self.run, earlier.message()) if earlier else None
+        return (
+            ExportResult.failed(self.exporter.name, str(self.run.run_dir), earlier.message())
+            if earlier
+            else None
+        )
 
     def read_and_send(self, gate: Egress, delivery: Landing) -> tuple[ExportResult, str | None]:
         """Stages 6 and 7: the worker opened, the run read once, then described (a dry run)
@@ -627,20 +635,3 @@ def _described(exporter: AnyExporter, handed: _Handed, answer: ExportResult | No
         **plan.counts,
     )
     return described.noted(answer.notices if answer is not None else [])
-
-
-def _failed(
-    exporter: AnyExporter,
-    run: RunArtifacts,
-    message: str,
-    exit_code: ExitCode = ExitCode.FAILED,
-    **details: object,
-) -> ExportResult:
-    return ExportResult(
-        exporter=exporter.name,
-        status=ExportStatus.FAILED,
-        exit_code=exit_code,
-        message=message,
-        run_dir=str(run.run_dir),
-        details=details,
-    )

@@ -2,7 +2,7 @@
 the variables their SDKs read credentials from. Derived, never listed by hand, so a new
 exporter (or a plugin) is known everywhere these are used once it is installed.
 
-A built-in's surface is read off its worker body's ``SURFACE`` (``workers/<name>_worker.py``),
+A built-in's surface is read off its worker body's ``SURFACE`` (``backends/<name>/worker.py``),
 which imports nothing heavy: the pytest plugin declares the ``--with_<sdk>_sdk`` switches at
 every pytest start without importing an exporter, unless a plugin exporter is installed."""
 

@@ -2,7 +2,7 @@
 the exit codes (SPEC §3.4).
 
 Both sides import this module, and ``mypy --strict`` checks that they agree. Each worker body
-defines its own payload type beside its ``run`` (``MlflowPayload`` in ``mlflow_worker.py``),
+defines its own payload type beside its ``run`` (``MlflowPayload`` in ``backends/mlflow/worker.py``),
 which its exporter imports from there. Standard library only: the launcher ships a
 copy beside the runner and the body, and the runner makes it importable under this same name
 inside an SDK's environment, where evalexport is not installed.
