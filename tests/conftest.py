@@ -230,14 +230,14 @@ def gym_oracle(
     tmp_path_factory: pytest.TempPathFactory,
     evalexport_download_cache: Path,
 ) -> Iterator[GymOracle]:
-    """NeMo Gym's own code, answering in a worker (see :mod:`evalexport.testing.gym`).
+    """NeMo Gym's own code, answering in a worker (see :mod:`tests.support.gym`).
 
     The environment is built once per session (about a minute), or kept across sessions in
     ``$EVALEXPORT_GYM_ENV_DIR`` when that is set, else under ``$EVALEXPORT_TEST_CACHE_DIR``
     when that is (built under a lock: parallel test processes build it once). Use it from tests marked
     ``gym``. When it cannot be built the test fails: the switch asked for it.
     """
-    from evalexport.testing.gym import GymOracle, ensure_gym_environment
+    from tests.support.gym import ensure_gym_environment
 
     if not request.config.getoption("--with_gym"):
         pytest.skip("runs NeMo Gym 0.7.0 as the test oracle; run with --with_gym to include it")

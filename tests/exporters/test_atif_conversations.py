@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evalexport.testing import gym as gym_testing
+from tests.support import gym as gym_testing
 
 AGENT = "aime24_math_tool_agent"
 RELAX = "+relax=[recorded_conversations]"

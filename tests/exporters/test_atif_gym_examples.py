@@ -13,10 +13,10 @@ from pathlib import Path
 import atif
 import pytest
 
-from evalexport.testing import gym as gym_testing
 from evalexport.trajectory.convert import TrajectoryIdentity
 from evalexport.trajectory.files import convert_file
 from evalexport.trajectory.relaxations import RELAXATIONS
+from tests.support import gym as gym_testing
 
 STILL_REFUSED = {
     "benchmarks/flores200/data/example_rollouts.jsonl": "cannot be represented without precision",

@@ -17,7 +17,7 @@ from typing import Any
 import atif
 import pytest
 
-from evalexport.testing import recorded_shapes
+from tests.support import recorded_shapes
 from tests.support.gym import GymOracle
 
 SHAPES: dict[str, tuple[Callable[[int], dict[str, Any]], str]] = {

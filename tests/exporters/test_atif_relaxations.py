@@ -14,9 +14,9 @@ from typing import Any
 import atif
 import pytest
 
-from evalexport.testing import recorded_shapes
 from evalexport.testing.gym_shapes import AgentRun, ToolUse, input_message
 from evalexport.trajectory.relaxations import RELAXATIONS
+from tests.support import recorded_shapes
 from tests.support.gym import GymOracle
 from tests.support.harness_shapes import failed_trajectory, interleaved_trajectory
 from tests.trajectory.strategies import edit_items

@@ -51,7 +51,8 @@ def test_an_older_gym_run_exports_its_agent_level_metrics_to_mlflow(
         f"+mlflow_tracking_uri={mlflow_server.url}",
     )
     assert exported.exit_code == 0, exported.output
-    (stored,) = read_runs(mlflow_python, mlflow_server.url, "ether0")
+    # the mlflow_server fixture gives each test an experiment of its own ($MLFLOW_EXPERIMENT_NAME)
+    (stored,) = read_runs(mlflow_python, mlflow_server.url, os.environ["MLFLOW_EXPERIMENT_NAME"])
     assert stored["run_name"] == "ether0-resources_servers"
     flat = json.loads(run.agent_metrics.read_text())[0]
     expected = {
@@ -218,9 +219,15 @@ def test_a_gym_job_goes_to_mlflow_and_wandb_in_one_plan_each_benchmark_once(
     gym_job_id = job.record.gym_job_id
 
     def runs_of_this_job(benchmark: str) -> list[dict[str, Any]]:
-        # The session's server holds other tests' runs of these benchmarks: this job's are tagged.
-        every = read_runs(mlflow_python, mlflow_server.url, benchmark)
-        return [run for run in every if run["tags"].get("gym_job.gym_job_id") == gym_job_id]
+        # Both benchmarks land in this test's own experiment ($MLFLOW_EXPERIMENT_NAME, set by
+        # the mlflow_server fixture); each run is tagged with its job and benchmark.
+        every = read_runs(mlflow_python, mlflow_server.url, os.environ["MLFLOW_EXPERIMENT_NAME"])
+        return [
+            run
+            for run in every
+            if run["tags"].get("gym_job.gym_job_id") == gym_job_id
+            and run["tags"].get("gym_job.benchmark") == benchmark
+        ]
 
     for benchmark in ("aime24", "gpqa"):
         (stored,) = runs_of_this_job(benchmark)
