@@ -5,7 +5,8 @@ every secret position in ``secrets.jsonl`` is masked, and every look-alike in
 A ``config`` entry is a saved config's fragment: masked as it is saved (``save_run_config``),
 as an exporter reads it (``mask_config_reporting``) and as a payload leaves
 (``Egress.payload``). A ``row`` entry is part of a rollout: masked as a table's cell leaves
-(``Egress.row``, the JSON text masked where it needs it) and as a long row does
+(``Egress.row``, the JSON text masked where it needs it), as a table's row does
+(``Egress.row_record``, the value masked and then written) and as a long row does
 (``Egress.row_value``). A secret must be absent from what leaves, as written and as JSON
 escapes it at any depth; a look-alike must come out byte for byte.
 
@@ -70,7 +71,11 @@ def _row_leaves(value: Any) -> list[str]:
     """What a row becomes on its ways out (a table's cell, a long row), as texts."""
     gate = Egress(secrets=())
     row = _row(value)
-    return [gate.row(_compact(row), 1), _compact(gate.row_value(row, 1))]
+    return [
+        gate.row(_compact(row), 1),
+        gate.row_record(row, 1, _compact),
+        _compact(gate.row_value(row, 1)),
+    ]
 
 
 def test_the_corpus_keeps_its_size() -> None:
@@ -117,5 +122,6 @@ def test_a_look_alike_leaves_as_it_came(entry: dict[str, Any], tmp_path: Path) -
         gate = Egress(secrets=())
         text = _compact(_row(value))
         assert gate.row(text, 1) == text
+        assert gate.row_record(_row(value), 1, _compact) == text
         assert gate.row_value(_row(value), 1) == _row(value)
         assert gate.rows_masked().rows == 0

@@ -84,3 +84,77 @@ def test_a_text_beyond_the_fast_path_goes_the_parsed_way() -> None:
         "api_key=sk-abcdefghijklmnop1234 (not JSON)",
     ]:
         assert masking.json_text(text) == masking.parsed_json_text(text), text
+
+
+_CANARY = "CANARYknown0001"
+
+
+def _gate_pair(mask_rows: bool) -> tuple[Any, Any]:
+    from evalexport.egress import Egress
+
+    return Egress(mask_rows=mask_rows, secrets=[_CANARY]), Egress(
+        mask_rows=mask_rows, secrets=[_CANARY]
+    )
+
+
+@settings(max_examples=1500)
+@given(VALUES | ROWS, st.booleans())
+def test_a_row_masked_as_its_value_is_its_text_masked(value: Any, mask_rows: bool) -> None:
+    """``Egress.row_record`` (the tables' rows: the value masked, then written once) gives
+    ``Egress.row`` of the row's text byte for byte, and counts the row alike."""
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    by_text, by_value = _gate_pair(mask_rows)
+    assert by_value.row_record(value, 7, encode) == by_text.row(encode(value), 7)
+    assert by_value.masked_lines() == by_text.masked_lines()
+
+
+@settings(max_examples=500)
+@given(ROWS)
+def test_a_row_masked_as_its_value_is_written_by_its_own_encoder(row: dict[str, Any]) -> None:
+    """msgspec writes a strict row's cell (``tables.rollouts``): the value masked then written
+    by msgspec holds what the text masked holds."""
+    import msgspec
+
+    encode = msgspec.json.Encoder()
+
+    def written(value: Any) -> str:
+        return encode.encode(value).decode()
+
+    by_text, by_value = _gate_pair(True)
+    masked = by_value.row_record(row, 3, written)
+    assert json.loads(masked) == json.loads(by_text.row(written(row), 3))
+    assert by_value.masked_lines() == by_text.masked_lines()
+
+
+def test_a_row_deeper_than_the_walk_is_masked_as_its_text() -> None:
+    """A row nested deeper than Python's recursion lets a walk go is masked by the text's own
+    path, as before."""
+    deep: Any = {"api_key": "sk-abcdefghijklmnop1234"}
+    for _ in range(600):  # JSON's encoder writes it; a walk three frames a level does not
+        deep = [deep]
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    by_text, by_value = _gate_pair(True)
+    assert by_value.row_record(deep, 1, encode) == by_text.row(encode(deep), 1)
+    assert "sk-abcdefghijklmnop1234" not in by_value.row_record(deep, 1, encode)
+
+
+@settings(max_examples=300)
+@given(st.lists(VALUES, min_size=2, max_size=8), KINDS)
+def test_what_a_masking_remembers_never_changes_what_it_gives(
+    values: list[Any], kind: TextKind
+) -> None:
+    """One :class:`ValueMasking` masks many values (an export's gate remembers its short texts
+    and keys): each comes out as a fresh one masks it, however often it has been seen, and
+    after it forgot them all."""
+    from evalexport.masking import values as module
+
+    shared = ValueMasking(secret_forms([_CANARY]), kind)
+    for value in [*values, *values]:
+        fresh = ValueMasking(secret_forms([_CANARY]), kind).value(value)
+        assert shared.value(value) == fresh
+    module._REMEMBERED_TEXTS, remembered = 1, module._REMEMBERED_TEXTS
+    try:
+        for value in values:
+            assert shared.value(value) == ValueMasking(secret_forms([_CANARY]), kind).value(value)
+    finally:
+        module._REMEMBERED_TEXTS = remembered

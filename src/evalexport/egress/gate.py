@@ -6,7 +6,7 @@ import contextlib
 import contextvars
 import json
 import threading
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final, final
@@ -99,6 +99,28 @@ class Egress:
         if masked != text:
             self.count([line])
         return masked
+
+    def row_record(self, value: Any, line: int, encode: Callable[[Any], str]) -> str:
+        """The JSON text of a row given as the value it holds, as ``encode`` writes a value
+        (one with no text of its own yet: a table's row, written from the rollout read):
+        :meth:`row` of ``encode(value)``, but with the value masked before it is written,
+        each string read once where it stands (no text looked through for the strings that
+        need it, none of them written twice) and the text written once. The result is
+        :meth:`row`'s parsed path (:meth:`~evalexport.masking.values.ValueMasking.
+        parsed_json_text`), which its fast path equals (``tests/property/
+        test_row_masking.py``), written by ``encode``."""
+        if not self.mask_rows:
+            return self.row(encode(value), line)
+        rows = self._row_masking
+        try:
+            masked = rows.value(value)
+        except RecursionError:  # deeper than the walk goes: the text's own path
+            return self.row(encode(value), line)
+        text = encode(masked)
+        known = rows.known(text)
+        if known is not text or (masked is not value and masked != value):
+            self.count([line])
+        return known
 
     def row_value(self, value: Any, line: int) -> Any:
         """A row as a value (one too long to hold as one text): masked as :meth:`row` masks

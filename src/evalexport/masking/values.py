@@ -154,9 +154,23 @@ class ValueMasking:
     def __init__(self, secrets: tuple[str, ...], kind: TextKind = STRUCTURED) -> None:
         self.secrets = secrets
         self.kind: TextKind = kind
+        self._short: dict[str, str] = {}
+        """Each short text masked so far (:meth:`text`) and what it became: a run's rows
+        repeat their keys and short values (``"role"``, ``"assistant"``) in every row."""
+        self._keys: dict[str, tuple[bool, bool, str | None]] = {}
+        """How each short key was read (:meth:`_key`)."""
 
     def value(self, value: Any) -> Any:
         """``value`` masked; the same object where nothing changed."""
+        kind = type(value)  # a parsed row's own types first, told without an ABC's check
+        if kind is str:
+            return self.text(value)
+        if kind is dict:
+            return self.mapping(value)
+        if kind is list:
+            return _items(value, self.value)
+        if kind in _SCALARS:
+            return value
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
@@ -169,19 +183,37 @@ class ValueMasking:
         """A mapping masked: each key's value by the key's rule, each key as a text."""
         masked: dict[Any, Any] = {}
         changed = not isinstance(value, dict)
+        keys = self._keys
         for key, item in value.items():
-            if isinstance(key, str) and names_a_secret(key, self.kind):
-                new = self.under_secret_key(item, names_a_vocabulary_token(key))
+            if type(key) is str and (read := keys.get(key)) is not None:
+                secret, keep_markers, shown = read
+            elif isinstance(key, str):
+                secret, keep_markers, shown = self._key(key)
             else:
-                new = self.value(item)
-            shown = self.text(key) if isinstance(key, str) else key
-            if shown is not key:
+                secret, keep_markers, shown = False, False, None
+            new = self.under_secret_key(item, keep_markers) if secret else self.value(item)
+            if shown is None:
+                shown = key
+            else:
                 changed = True
                 while shown in masked or (shown != key and shown in value):
                     shown += "*"  # two keys that mask alike: both kept
             changed = changed or new is not item
             masked[shown] = new
         return masked if changed else value
+
+    def _key(self, key: str) -> tuple[bool, bool, str | None]:
+        """How a mapping's key is read (remembered for the next mapping that holds it):
+        whether it names a secret, whether a vocabulary marker under it is kept, and the key
+        as it is shown (``None``: as it is)."""
+        secret = names_a_secret(key, self.kind)
+        shown = self.text(key)
+        read = (secret, secret and names_a_vocabulary_token(key), None if shown is key else shown)
+        if type(key) is str and len(key) <= _REMEMBERED:
+            if len(self._keys) >= _REMEMBERED_TEXTS:
+                self._keys.clear()
+            self._keys[key] = read
+        return read
 
     def known(self, text: str) -> str:
         """``text`` with only the known secrets removed (no rule applied)."""
@@ -212,6 +244,16 @@ class ValueMasking:
         """A text masked by the text rules, or as the JSON it holds; the known secrets
         removed. A caller that found them may give the rules' anchors the text may hold and
         the text lower-cased (:func:`~evalexport.masking.rules.mask_text`)."""
+        if len(text) <= _REMEMBERED and anchors is None:
+            remembered = self._short.get(text)
+            if remembered is None:
+                if len(self._short) >= _REMEMBERED_TEXTS:
+                    self._short.clear()
+                remembered = self._short[text] = self._masked_text(text, None, None)
+            return text if remembered == text else remembered
+        return self._masked_text(text, anchors, lower)
+
+    def _masked_text(self, text: str, anchors: Collection[str] | None, lower: str | None) -> str:
         masked = text
         if text:
             nested = self.nested_json(text) if _looks_like_json(text) else None
@@ -254,6 +296,14 @@ class ValueMasking:
         if masked is held:
             return text
         return _encoded_like(masked, stripped)
+
+
+_SCALARS: Final = frozenset({int, float, bool, type(None)})
+"""JSON's other values: nothing in them to mask."""
+_REMEMBERED: Final = 256
+"""The longest text :meth:`ValueMasking.text` remembers (keys, roles, ids, short values)."""
+_REMEMBERED_TEXTS: Final = 1 << 15
+"""How many it remembers at most: past that it forgets them all and starts again."""
 
 
 def _looks_like_json(text: str) -> bool:

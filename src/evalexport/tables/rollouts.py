@@ -134,7 +134,8 @@ def _write_row(handle: TextIO, rollout: Rollout, gate: Egress) -> None:
             handle.write(piece)
         handle.write('"]')
     else:
-        text = gate.row(_compact(row, rollout.strict_json), rollout.line_number)
+        encode = _strict_compact if rollout.strict_json else _COMPACT.encode
+        text = gate.row_record(row, rollout.line_number, encode)
         handle.write("[" + _as_string(text) + "]")
 
 
@@ -154,6 +155,11 @@ def _compact(row: object, strict_json: bool) -> str:
         except Exception:  # a value a hook put in the record, say: json's verdict stands
             pass
     return _COMPACT.encode(row)
+
+
+def _strict_compact(row: object) -> str:
+    """:func:`_compact` of a row read as strict JSON."""
+    return _compact(row, True)
 
 
 @functools.cache

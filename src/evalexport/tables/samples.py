@@ -110,7 +110,7 @@ class SamplesTable:
                     rows.write(_ENCODER.encode({"keys": keys}) + "\n")
                     self._note_keys(keys)
                     last = keys
-                rows.write(gate.row(_ENCODER.encode(values), rollout.line_number) + "\n")
+                rows.write(gate.row_record(values, rollout.line_number, _ENCODER.encode) + "\n")
                 self._count += 1
                 yield rollout
 
