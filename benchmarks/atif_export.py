@@ -265,7 +265,7 @@ def breakdown(rows_per_shape: int = 2000) -> None:
     export's work on a line (file written and hashed). A stage's cost is its figure less the
     one before it. The bare ``json.loads`` of the same lines is the reference.
     """
-    from evalexport.trajectory import files
+    from evalexport.backends.atif import files
     from evalexport.trajectory.convert import (
         ConvertedTrajectory,
         TrajectoryIdentity,

@@ -9,8 +9,8 @@ from pathlib import Path
 import atif
 import pytest
 
+from evalexport.backends.atif.files import convert_file
 from evalexport.trajectory.convert import TrajectoryIdentity
-from evalexport.trajectory.files import convert_file
 from tests.trajectory.parity import tree
 
 TOOL_AGENT = "aime24_math_tool_agent"

@@ -186,8 +186,8 @@ def test_gyms_own_example_runs_convert_or_are_refused_naming_the_line_and_the_it
 ) -> None:
     """NeMo Gym 0.7.0's own example rollouts (none records ng_trajectory), every relaxation
     offered and +agent_name for rows that name no agent (cvdp's)."""
+    from evalexport.backends.atif.files import convert_file
     from evalexport.trajectory.convert import TrajectoryIdentity
-    from evalexport.trajectory.files import convert_file
     from evalexport.trajectory.relaxations import RELAXATIONS
 
     rollouts = Path(gym_oracle.site_packages) / example

@@ -13,9 +13,9 @@ from pathlib import Path
 import atif
 import pytest
 
+from evalexport.backends.atif.files import convert_file
 from evalexport.testing import gym as gym_testing
 from evalexport.trajectory.convert import TrajectoryIdentity
-from evalexport.trajectory.files import convert_file
 from evalexport.trajectory.relaxations import RELAXATIONS
 
 STILL_REFUSED = {

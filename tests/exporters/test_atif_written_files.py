@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from evalexport.trajectory import file_outcome, files
-from evalexport.trajectory.manifest import staged_output_problem
+from evalexport.backends.atif import file_outcome, files
+from evalexport.backends.atif.manifest import staged_output_problem
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "aime24" / "aime24_rollouts.jsonl"
 DUPLICATED_KEYS = [(0, 8), (0, 1), (0, 9), (0, 8)]

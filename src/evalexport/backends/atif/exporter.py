@@ -26,6 +26,8 @@ from typing import Any, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from evalexport.backends.atif.files import ConvertedRow, FileConversion, convert_file
+from evalexport.backends.atif.manifest import MANIFEST_NAME, ManifestWriter, staged_output_problem
 from evalexport.backends.atif.staging import StagedTrajectories, stage_beside
 from evalexport.callers import named_option
 from evalexport.interrupts import deferred, landed
@@ -34,8 +36,6 @@ from evalexport.results import DryRunPlan, ExportFailure, ExportResult, PlannedF
 from evalexport.run import RunArtifacts
 from evalexport.spec.base import Exporter, ExporterConfig, OptionError, Target
 from evalexport.trajectory.convert import ATIF_SCHEMA_VERSION, GYM_GAP_CODES, TrajectoryIdentity
-from evalexport.trajectory.files import ConvertedRow, FileConversion, convert_file
-from evalexport.trajectory.manifest import MANIFEST_NAME, ManifestWriter, staged_output_problem
 from evalexport.trajectory.relaxations import RELAXATIONS, Relaxation
 
 __all__ = ["AtifConfig", "AtifExporter", "AtifTarget", "StagedTrajectories"]

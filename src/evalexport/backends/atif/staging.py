@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, final
 
+from evalexport.backends.atif.file_outcome import FileConversion
 from evalexport.interrupts import deferred
 from evalexport.results import ExportFailure
-from evalexport.trajectory.files import FileConversion
 
 __all__ = ["StagedTrajectories", "stage_beside"]
 

@@ -18,8 +18,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Final, Self
 
+from evalexport.trajectory.images import IMAGE_DIRECTORY
+
 __all__ = [
-    "IMAGE_DIRECTORY",
     "MANIFEST_NAME",
     "RELAXED_NAME",
     "ManifestWriter",
@@ -32,8 +33,6 @@ RELAXED_NAME: Final = "relaxed.jsonl"
 """Beside the manifest, only when some row needed them: each such trajectory's allowed gap
 codes and relaxations (evalexport's, not Gym's: Gym's ingress refuses a manifest line with
 any key of its own)."""
-IMAGE_DIRECTORY: Final = "images"
-"""Where an export's image files go, beside its trajectories (``images`` relaxed)."""
 _NOT_TRAJECTORIES: Final = frozenset({MANIFEST_NAME, RELAXED_NAME})
 _BLOCK: Final = 1024 * 1024
 

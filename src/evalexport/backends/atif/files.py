@@ -28,8 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, final
 
+from evalexport.backends.atif.file_outcome import (
+    ConvertedRow,
+    FileConversion,
+    FirstLines,
+    Rejection,
+)
+from evalexport.backends.atif.pool_workers import leave_ctrl_c_to_the_parent
 from evalexport.callers import Caller, asked_from, current_caller
-from evalexport.host.files import MAX_LINE_BYTES, open_regular
+from evalexport.reading import MAX_LINE_BYTES, open_regular
 from evalexport.trajectory.convert import (
     ConvertedTrajectory,
     TrajectoryIdentity,
@@ -38,11 +45,7 @@ from evalexport.trajectory.convert import (
     options_that_accept,
     row_indices,
 )
-from evalexport.trajectory.file_outcome import ConvertedRow, FileConversion, FirstLines, Rejection
-from evalexport.trajectory.manifest import IMAGE_DIRECTORY
-from evalexport.trajectory.pool_workers import (
-    leave_ctrl_c_to_the_parent,
-)
+from evalexport.trajectory.images import IMAGE_DIRECTORY
 from evalexport.trajectory.relaxations import Relaxation, Relaxations, known_relaxations
 from evalexport.trajectory.steps import TrajectoryError
 from evalexport.trajectory.strict_json import loads_strict_line
@@ -309,7 +312,7 @@ def convert_file(
     will fail then), but every line is still checked so all rejected rows are named.
     ``output=None`` converts in memory only, as a dry run does. ``progress(bytes_read,
     total_bytes)`` is called after each chunk. ``allowed_gaps`` and ``relaxations`` are
-    :func:`.convert.convert_rollout`'s. ``agent``: convert only the rows of that agent
+    :func:`~evalexport.trajectory.convert.convert_rollout`'s. ``agent``: convert only the rows of that agent
     (``agent_ref.name``), as if the file held them alone; the others are counted in
     :attr:`FileConversion.other_agents`. A line that cannot be read names no agent, and is
     rejected whichever agent is asked for.

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from evalexport.trajectory.file_outcome import ConvertedRow, FirstLines
+from evalexport.backends.atif.file_outcome import ConvertedRow, FirstLines
 from evalexport.trajectory.relaxations import RELAXATIONS
 
 

@@ -208,5 +208,5 @@ class Rejection(NamedTuple):
 
     reason: str
     options: tuple[str, ...] | None
-    """``allow_gaps:CODE`` and ``relax:NAME`` the row needs (:func:`.convert.options_that_accept`),
+    """``allow_gaps:CODE`` and ``relax:NAME`` the row needs (:func:`~evalexport.trajectory.convert.options_that_accept`),
     or ``None`` when no option accepts it."""
