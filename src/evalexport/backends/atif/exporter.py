@@ -156,10 +156,10 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
             with ManifestWriter(staging) as manifest:
 
                 def add_to_manifest(row: ConvertedRow) -> None:
-                    manifest.add(row.manifest_line(), row.relaxed_line())
+                    manifest.add(row.manifest_line(), row.relaxed_line(), row.size)
 
                 conversion = self._convert(run, config, staging, add_to_manifest)
-            staged = dataclasses.replace(staged, conversion=conversion)
+            staged = dataclasses.replace(staged, conversion=conversion, sizes=manifest.sizes)
         except BaseException:  # refused rows, a stop signal: nothing is left behind
             staged.discard()
             raise
@@ -247,7 +247,7 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
         conversion = prepared.conversion
         prepared.disown()
         if problem := staged_output_problem(
-            prepared.staging, conversion.converted, conversion.images
+            prepared.staging, conversion.converted, prepared.sizes, conversion.images
         ):
             return self.failed(
                 run,

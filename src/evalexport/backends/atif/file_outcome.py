@@ -31,6 +31,8 @@ class ConvertedRow(NamedTuple):
     task_index: int
     rollout_index: int
     sha256: str
+    size: int
+    """The trajectory file's length in bytes: what the output's check holds the file to."""
     gap_codes: tuple[str, ...]
     relaxations: tuple[str, ...] = ()
     images: tuple[str, ...] = ()

@@ -16,6 +16,7 @@ order, to write its manifest line.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -91,7 +92,11 @@ class _Job:
     """Who asked for the export: a pool's worker words its refusals for them."""
 
 
-def _convert_line(line_number: int, raw: bytes | None, job: _Job) -> _Outcome:
+def _convert_line(
+    line_number: int, raw: bytes | None, job: _Job, directory: int | None = None
+) -> _Outcome:
+    """One line's outcome; its trajectory file written into the open ``directory`` (the
+    output's, ``None`` converting in memory)."""
     where = f"line {line_number}"
     if raw is None:
         return (
@@ -101,7 +106,7 @@ def _convert_line(line_number: int, raw: bytes | None, job: _Job) -> _Outcome:
             f"{where}: longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB, the longest line "
             "evalexport reads; the file is not read past it",
         )
-    if not raw.strip():
+    if not raw or raw.isspace():  # (``strip`` would copy the line to say so)
         return line_number, None, None, f"{where}: blank JSONL records are not supported"
     try:
         row = loads_strict_line(raw)
@@ -162,16 +167,23 @@ def _convert_line(line_number: int, raw: bytes | None, job: _Job) -> _Outcome:
         data = converted.encode()
     except (TypeError, ValueError) as error:
         return line_number, label, key, f"{where}: the ATIF trajectory is not valid JSON ({error})"
-    return line_number, label, key, _write(line_number, converted, data, job.output)
+    return line_number, label, key, _write(line_number, converted, data, directory, job.output)
 
 
 def _write(
-    line_number: int, converted: ConvertedTrajectory, data: bytes, output: Path | None
+    line_number: int,
+    converted: ConvertedTrajectory,
+    data: bytes,
+    directory: int | None,
+    output: Path | None,
 ) -> ConvertedRow:
-    if output is not None:
+    """The trajectory's ``data`` written whole into the open ``directory`` (``output``'s),
+    its images beside it, and the row's manifest facts: the hash and length of those very
+    bytes."""
+    if directory is not None and output is not None:
         # A duplicate key may overwrite a file here: the export then fails and is discarded.
-        # A duplicate key may overwrite a file here: the export then fails and is discarded.
-        _write_all(os.open(output / converted.file_name, _CREATE, 0o644), data)
+        # Opened relative to the directory: half the cost of a path's open, file after file.
+        _write_all(os.open(converted.file_name, _CREATE, 0o644, dir_fd=directory), data)
         if converted.images:
             _write_images(converted.images, output / IMAGE_DIRECTORY)
     return ConvertedRow(
@@ -180,6 +192,7 @@ def _write(
         converted.task_index,
         converted.rollout_index,
         hashlib.sha256(data).hexdigest(),
+        len(data),
         converted.gap_codes,
         converted.relaxations,
         tuple(converted.images),
@@ -209,8 +222,24 @@ def _write_all(descriptor: int, data: bytes) -> None:
 
 
 def _convert_chunk(first_line: int, lines: list[bytes | None], job: _Job) -> list[_Outcome]:
-    with asked_from(job.caller):
-        return [_convert_line(first_line + offset, raw, job) for offset, raw in enumerate(lines)]
+    with asked_from(job.caller), _opened(job.output) as directory:
+        return [
+            _convert_line(first_line + offset, raw, job, directory)
+            for offset, raw in enumerate(lines)
+        ]
+
+
+@contextlib.contextmanager
+def _opened(output: Path | None) -> Iterator[int | None]:
+    """The output directory, open for the files written into it (``None`` for none)."""
+    if output is None:
+        yield None
+        return
+    directory = os.open(output, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield directory
+    finally:
+        os.close(directory)
 
 
 def _lines(handle: BinaryIO) -> Iterator[tuple[bytes | None, int]]:
@@ -289,9 +318,19 @@ def _result(future: Future[list[_Outcome]], held: Deferred) -> list[_Outcome]:
 
 
 def default_workers(path: Path) -> int:
-    """Processes to convert ``path`` with: one for small files, else one per core."""
+    """Processes to convert ``path`` with: one for small files, else one per core this
+    process may run on (``taskset``, a Slurm allocation: not the machine's count)."""
     size = path.stat().st_size
-    return 1 if size < POOL_THRESHOLD_BYTES else max(1, min(os.cpu_count() or 1, 8))
+    return 1 if size < POOL_THRESHOLD_BYTES else max(1, min(usable_cores(), 8))
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the system says, else the
+    machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
 
 
 def convert_file(

@@ -8,6 +8,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, final
@@ -29,6 +30,8 @@ class StagedTrajectories:
     staging: Path | None = None
     created_parents: tuple[Path, ...] = ()
     """The output's parent directories this export created, deepest first."""
+    sizes: Sequence[int] = ()
+    """The length of each trajectory file the staged manifest names, in its order."""
 
     def disown(self) -> None:
         """Remove the record of the staging's owner, which is not the output's to keep."""
