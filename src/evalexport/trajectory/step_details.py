@@ -180,8 +180,12 @@ def final_metrics(groups: list[AgentGroup], total_steps: int) -> dict[str, objec
             ("total_completion_tokens", "completion_tokens"),
             ("total_cached_tokens", "cached_tokens"),
         ):
-            values = [metric.get(name) for metric in metrics if metric is not None]
-            if all(value is not None for value in values):
+            values: list[int] = [
+                value
+                for metric in metrics
+                if metric is not None and (value := metric.get(name)) is not None
+            ]
+            if len(values) == len(metrics):
                 final[key] = sum(values)
     final["total_steps"] = total_steps
     return final
