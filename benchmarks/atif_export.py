@@ -40,7 +40,7 @@ It prints, from the median of ``--repeat`` rounds (the contestants taking turns)
 contestant's seconds, trajectories/s and peak RSS (of the largest process), and each one's time
 as a ratio to the floor measured in the same round; evalexport's peak memory from the smallest
 file to the largest. The exporters' outputs are compared file for file with Gym's (evalexport's
-own record of the export, ``.evalexport-atif.json``, aside).
+own record of the export, ``.evalexport-atif``, aside).
 
 Files are written under the system's temporary directory (``TMPDIR``): its file system is
 measured too. ``--drop-caches`` (root) empties the page cache before each contestant, for
@@ -128,7 +128,7 @@ SHAPES: Final[dict[str, Callable[[random.Random, int, int], dict[str, Any]]]] = 
     "trajectory": make_trajectory_rollout,
 }
 DEFAULT_FILES: Final = ("trajectory:20000rows", "two-turn:105MB", "tool-agent:50MB")
-OWN_RECORD: Final = ".evalexport-atif.json"
+OWN_RECORD: Final = ".evalexport-atif"
 """evalexport's record of an export, beside Gym's files in its output (not Gym's)."""
 
 _MEASURE = """

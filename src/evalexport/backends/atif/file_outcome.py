@@ -96,6 +96,9 @@ class FileConversion:
     rows that need it."""
     accepted_by_no_option: int = 0
     """Rejected rows no ``+allow_gaps`` or ``+relax`` accepts (a repeated key among them)."""
+    rollouts_sha256: str = ""
+    """``sha256:<hex>`` of the rollouts file's bytes, hashed as they were read for the
+    conversion (what the export's record names the run by)."""
 
     def options_advice(self) -> str:
         """The options that would accept the rejected rows, said as the user would give them,

@@ -37,7 +37,7 @@ from evalexport.backends.atif.file_outcome import (
 )
 from evalexport.backends.atif.pool_workers import leave_ctrl_c_to_the_parent
 from evalexport.callers import Caller, asked_from, current_caller
-from evalexport.reading import MAX_LINE_BYTES, open_regular
+from evalexport.reading import MAX_LINE_BYTES, Digest, open_regular
 from evalexport.trajectory.convert import (
     ConvertedTrajectory,
     TrajectoryIdentity,
@@ -242,11 +242,12 @@ def _opened(output: Path | None) -> Iterator[int | None]:
         os.close(directory)
 
 
-def _lines(handle: BinaryIO) -> Iterator[tuple[bytes | None, int]]:
-    """``(line, its length)`` of each line, and ``None`` for a line longer than
-    :data:`MAX_LINE_BYTES`, where reading stops: such a line is no rollout, and what follows
-    it (a 20 GiB file without a newline) is not read."""
+def _lines(handle: BinaryIO, digest: Digest) -> Iterator[tuple[bytes | None, int]]:
+    """``(line, its length)`` of each line, each fed to ``digest`` as it is read, and
+    ``None`` for a line longer than :data:`MAX_LINE_BYTES`, where reading stops: such a line
+    is no rollout, and what follows it (a 20 GiB file without a newline) is not read."""
     while raw := handle.readline(MAX_LINE_BYTES + 1):
+        digest.update(raw)
         if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
             yield raw, len(raw)
             continue
@@ -254,12 +255,13 @@ def _lines(handle: BinaryIO) -> Iterator[tuple[bytes | None, int]]:
         return
 
 
-def _chunks(path: Path) -> Iterator[tuple[int, list[bytes | None], int]]:
-    """``(first line number, lines, bytes read so far)`` in chunks of about a megabyte."""
+def _chunks(path: Path, digest: Digest) -> Iterator[tuple[int, list[bytes | None], int]]:
+    """``(first line number, lines, bytes read so far)`` in chunks of about a megabyte, the
+    bytes fed to ``digest`` as they are read."""
     with open_regular(path) as handle:
         line_number, size, done = 1, 0, 0
         chunk: list[bytes | None] = []
-        for raw, length in _lines(handle):
+        for raw, length in _lines(handle, digest):
             chunk.append(raw)
             size += length
             if size >= _CHUNK_BYTES:
@@ -271,9 +273,11 @@ def _chunks(path: Path) -> Iterator[tuple[int, list[bytes | None], int]]:
             yield line_number, chunk, done + size
 
 
-def _outcomes(path: Path, job: _Job, workers: int) -> Iterator[tuple[list[_Outcome], int]]:
+def _outcomes(
+    path: Path, job: _Job, workers: int, digest: Digest
+) -> Iterator[tuple[list[_Outcome], int]]:
     if workers <= 1:
-        for first, lines, done in _chunks(path):
+        for first, lines, done in _chunks(path, digest):
             yield _convert_chunk(first, lines, job), done
         return
     from evalexport.interrupts import deferred
@@ -291,7 +295,7 @@ def _outcomes(path: Path, job: _Job, workers: int) -> Iterator[tuple[list[_Outco
         ) as pool,
     ):
         try:
-            for first, lines, done in _chunks(path):
+            for first, lines, done in _chunks(path, digest):
                 held.raise_held()
                 pending.append((pool.submit(_convert_chunk, first, lines, job), done))
                 if len(pending) >= workers * _IN_FLIGHT_PER_WORKER:
@@ -360,7 +364,8 @@ def convert_file(
     result = FileConversion()
     first_lines = FirstLines()
     job = _Job(identity, frozenset(allowed_gaps), output, known_relaxations(relaxations), agent)
-    for outcomes, read in _outcomes(path, job, workers or default_workers(path)):
+    digest = hashlib.sha256()
+    for outcomes, read in _outcomes(path, job, workers or default_workers(path), digest):
         for line_number, label, key, outcome in outcomes:
             if outcome is None:  # another agent's row, left out
                 result.other_agents[str(label)] += 1
@@ -404,4 +409,5 @@ def convert_file(
                 on_row(outcome)
         if progress is not None:
             progress(read, total)
+    result.rollouts_sha256 = f"sha256:{digest.hexdigest()}"
     return result

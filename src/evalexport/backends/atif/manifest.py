@@ -4,13 +4,14 @@ staged output is exactly what its manifest says.
 Before a staging directory becomes the output, every ``manifest.jsonl`` line must name a
 distinct trajectory file of the length whose bytes were hashed for its ``expected_sha256``,
 the directory must hold those files and no others (but ``relaxed.jsonl``, which records the
-rows written beyond Gym's strict profile), and their number must be the number of trajectories
-the export is about to report. The conversion is built to make this so; this check is what
-lets the result say "wrote N" without trusting that: a mismatch is a failed export that writes
-nothing. It reads no trajectory back: each file's hash was taken of the very bytes written,
-whole, to it (:mod:`.files`), and the check asks the file system for each file's length
-(a file another row wrote over, or one cut short, is caught by its name or its length), at
-a tenth of the cost of hashing every file again.
+rows written beyond Gym's strict profile, and evalexport's record of the export,
+:mod:`.identity`), and their number must be the number of trajectories the export is about to
+report. The conversion is built to make this so; this check is what lets the result say "wrote
+N" without trusting that: a mismatch is a failed export that writes nothing. It reads no
+trajectory back: each file's hash was taken of the very bytes written, whole, to it
+(:mod:`.files`), and the check asks the file system for each file's length (a file another row
+wrote over, or one cut short, is caught by its name or its length), at a tenth of the cost of
+hashing every file again.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Final, Self
 
+from evalexport.backends.atif.identity import RECORD_NAME
 from evalexport.trajectory.images import IMAGE_DIRECTORY
 
 __all__ = [
@@ -40,7 +42,9 @@ RELAXED_NAME: Final = "relaxed.jsonl"
 """Beside the manifest, only when some row needed them: each such trajectory's allowed gap
 codes and relaxations (evalexport's, not Gym's: Gym's ingress refuses a manifest line with
 any key of its own)."""
-_NOT_TRAJECTORIES: Final = frozenset({MANIFEST_NAME, RELAXED_NAME})
+_NOT_TRAJECTORIES: Final = frozenset({MANIFEST_NAME, RELAXED_NAME, RECORD_NAME})
+"""Beside the trajectories: Gym's manifest, and evalexport's ``relaxed.jsonl`` and record of
+the export (:mod:`.identity`)."""
 _BLOCK: Final = 1024 * 1024
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Final, final
 
 from evalexport.backends.atif.file_outcome import FileConversion
+from evalexport.backends.atif.identity import ExportRecord
 from evalexport.interrupts import deferred
 from evalexport.results import ExportFailure
 
@@ -24,7 +25,8 @@ __all__ = ["StagedTrajectories", "stage_beside"]
 @dataclass(frozen=True)
 class StagedTrajectories:
     """ATIF's one read of a run: every row converted, its files and manifest written into a
-    staging sibling of the output for an export (``staging``), in memory for a dry run."""
+    staging sibling of the output for an export (``staging``), in memory for a dry run; or, for
+    a rerun into this export's output, its record (``exported_before``)."""
 
     conversion: FileConversion
     staging: Path | None = None
@@ -32,6 +34,9 @@ class StagedTrajectories:
     """The output's parent directories this export created, deepest first."""
     sizes: Sequence[int] = ()
     """The length of each trajectory file the staged manifest names, in its order."""
+    exported_before: ExportRecord | None = None
+    """A rerun's: the record of this very export, which its output holds already (nothing is
+    staged then)."""
 
     def disown(self) -> None:
         """Remove the record of the staging's owner, which is not the output's to keep."""
