@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import atif
@@ -445,6 +446,23 @@ def test_a_pool_of_processes_writes_the_same_files_in_the_same_order(
         assert len(list(output.iterdir())) == 480
     assert rows[1] == rows[2]
     assert tree(tmp_path / "1") == tree(tmp_path / "2")
+
+
+def test_the_pool_takes_the_cores_this_process_may_use_not_the_machines(
+    tmp_path, monkeypatch
+) -> None:
+    """Under ``taskset -c 1`` or a one-core Slurm allocation a large file converts in one
+    process: a second process on the same core only adds the pool's cost."""
+    from evalexport.backends.atif import files
+
+    big = tmp_path / "big_rollouts.jsonl"
+    with big.open("wb") as handle:
+        handle.truncate(files.POOL_THRESHOLD_BYTES + 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {1}, raising=False)
+    assert files.default_workers(big) == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert files.default_workers(big) == 2
 
 
 def test_progress_is_reported_up_to_the_whole_file(atif_run) -> None:
