@@ -329,7 +329,8 @@ def measure(
     directory = directory / f"{shape}-{size}"
     directory.mkdir()
     rollouts = directory / "bench_rollouts.jsonl"
-    rows = write_rollouts(rollouts, *_size(size), shape)
+    target_bytes, row_count = _size(size)
+    rows = write_rollouts(rollouts, target_bytes, shape, rows=row_count)
     size_mb = rollouts.stat().st_size / 1e6
     programs = contestants(gym_python, before)
     reference = directory / "reference"  # the files every exporter writes: the floor writes them
