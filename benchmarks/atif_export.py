@@ -1,31 +1,46 @@
 """ATIF export throughput: a bare JSON parse, NeMo Gym's own exporter and evalexport, side by side.
 
-    python benchmarks/atif_export.py [--small-mb 50] [--large-mb 200] [--two-turn-mb 105]
-                                     [--repeat 3] [--gym-env DIR] [--drop-caches] [--breakdown]
+    python benchmarks/atif_export.py [--files SHAPE:SIZE ...] [--repeat 3] [--gym-env DIR]
+                                     [--before SRC] [--drop-caches] [--breakdown]
 
 Generates rollouts files of real-shaped NeMo Gym records, every record one Gym's
-``TrajectoryRecord`` accepts, in two shapes:
+``TrajectoryRecord`` accepts, in three shapes:
 
 * ``tool-agent``: ~10 KB rows of a math agent that reasons and makes parallel tool calls, as
   rollout collection dumps them (full request and response bodies, ``null`` for unset fields),
-  at ``--small-mb`` and ``--large-mb``;
+  beside the row's own request and response;
 * ``two-turn``: ~5.6 KB rows of a two-turn agent with one tool call and reasoning, as Gym's own
-  exporter tests build them, at ``--two-turn-mb``.
+  exporter tests build them;
+* ``trajectory``: ~9.7 KB rows that hold what a trajectory is built from and nothing else (the
+  indices, ``agent_ref``, ``ng_trajectory``), made by the factory's Gym agent
+  (:class:`evalexport.testing.gym_shapes.AgentRun`, as Gym's simple agent records a run): a
+  system and a user message, a turn that reasons and makes two parallel tool calls, a turn that
+  reasons and answers, each model call captured with its request and response
+  (:func:`make_trajectory_rollout`; ``tests/trajectory/test_gym_parity.py`` holds the shape to
+  Gym's own models and exporter under ``--with_gym``).
+
+``--files`` names the files, each ``SHAPE:SIZE`` with a size in rows (``20000rows``) or
+megabytes (``105MB``, ``1GB``); the default is the ``trajectory`` shape at 20,000 rows and the
+two others at their usual sizes. Every file is measured in the one run.
 
 On each file, in fresh child processes, it times:
 
-* ``json.loads`` of every line, and nothing else: the floor any exporter stands on;
+* ``json.loads`` of every line, and nothing else: the parse any exporter stands on;
 * the same, writing for each line the very trajectory file the exporters write (their bytes
-  read before the clock starts, from a reference export made first): the floor with the file
-  system's share, which on some machines is most of an export's time;
+  read before the clock starts, from a reference export made first): **the floor**, the parse
+  with the file system's share, which on some machines is most of an export's time;
 * ``nemo_gym.atif_export.export_rollouts_to_atif``, in a NeMo Gym 0.7.0 environment (built on
   first use in ``--gym-env``, default ``~/.cache/evalexport/gym-benchmark-env``, ~420 MB);
-* ``evalexport atif``, as installed here.
+* evalexport in one process, and evalexport with its pool of processes (one a core this
+  benchmark may use: run under ``taskset -c 0,1`` for two), side by side;
+* with ``--before SRC``, evalexport as it was (``SRC``: the ``src`` directory of an earlier
+  checkout, put first on ``PYTHONPATH``), for a before and after in the same run.
 
-It prints trajectories/s, MB/s (from the median of ``--repeat`` rounds, the contestants taking
-turns) and peak RSS (of the largest process) of each, evalexport's speed as
-a ratio to Gym's and to the bare parse, and evalexport's peak memory growth from the small file
-to the large one. The two exporters' outputs are compared file for file, too.
+It prints, from the median of ``--repeat`` rounds (the contestants taking turns), each
+contestant's seconds, trajectories/s and peak RSS (of the largest process), and each one's time
+as a ratio to the floor measured in the same round; evalexport's peak memory from the smallest
+file to the largest. The exporters' outputs are compared file for file with Gym's (evalexport's
+own record of the export, ``.evalexport-atif``, aside).
 
 Files are written under the system's temporary directory (``TMPDIR``): its file system is
 measured too. ``--drop-caches`` (root) empties the page cache before each contestant, for
@@ -44,6 +59,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -52,18 +68,71 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from evalexport.testing.factory import make_rollout, make_two_turn_rollout
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: its tests' kit
+from evalexport.testing.gym_shapes import AgentRun, ToolUse, input_message
 from tests.support.gym import ensure_gym_environment
 
 AGENT = "aime24_math_tool_agent"
-SHAPES = {
+_CASES = ("ledger", "relay", "orbit", "harbor", "quartz", "meadow", "signal", "lantern")
+
+
+def make_trajectory_rollout(rng: random.Random, task: int, rollout: int) -> dict[str, Any]:
+    """A row that holds what its trajectory is built from (indices, ``agent_ref``,
+    ``ng_trajectory``), its ``ng_trajectory`` as Gym's simple agent records a run: a system and
+    a user message; turn 1 reasons and makes two parallel tool calls, whose outputs follow;
+    turn 2 reasons and answers; both model calls captured with their request, response,
+    metadata and token counts; every unset field ``null``, as rollout collection dumps it."""
+    case = _CASES[(task + rollout) % len(_CASES)]
+    run = AgentRun(
+        f"task-{task}",
+        f"rollout-{task}-{rollout}",
+        [
+            input_message("system", "Use the tools when a record must be read or searched."),
+            input_message("user", f"Do the two {case} records of case {task} agree?"),
+        ],
+        model="nvidia/nemotron-nano-9b-v2",
+        started_at=1_787_713_200.0 + 60 * task + rollout,
+    )
+    run.turn(
+        reasoning=f"Search the {case} index and read record {rollout} before comparing.",
+        tools=[
+            ToolUse("search", {"query": f"{case} {task}", "top_k": 2}, f"2 hits for {case}"),
+            ToolUse("read", {"path": f"/records/{case}/{rollout}.txt"}, f"{case}: {rng.random()}"),
+        ],
+        finish_reason="tool_calls",
+        prompt_tokens=310 + rng.randint(0, 40),
+        completion_tokens=60 + rng.randint(0, 80),
+        cached_tokens=0,
+    )
+    run.turn(
+        reasoning="Both records hold the same value; say so.",
+        answer=[f"The two {case} records of case {task} agree."],
+        finish_reason="stop",
+        prompt_tokens=430 + rng.randint(0, 40),
+        completion_tokens=40 + rng.randint(0, 60),
+        cached_tokens=256,
+    )
+    return {
+        "_ng_task_index": task,
+        "_ng_rollout_index": rollout,
+        "agent_ref": {"type": "responses_api_agents", "name": "simple_agent"},
+        "ng_trajectory": run.record(resolved=rng.random() < 0.5),
+    }
+
+
+SHAPES: Final[dict[str, Callable[[random.Random, int, int], dict[str, Any]]]] = {
     "tool-agent": lambda rng, task, rollout: make_rollout(rng, task, rollout, AGENT),
     "two-turn": make_two_turn_rollout,
+    "trajectory": make_trajectory_rollout,
 }
+DEFAULT_FILES: Final = ("trajectory:20000rows", "two-turn:105MB", "tool-agent:50MB")
+OWN_RECORD: Final = ".evalexport-atif"
+"""evalexport's record of an export, beside Gym's files in its output (not Gym's)."""
+
 _MEASURE = """
 import json, resource, sys, time
 start = time.perf_counter()
@@ -120,6 +189,14 @@ def run(rollouts, output):
 )
 EVALEXPORT = (
     """
+import os
+WORKERS = int(os.environ.get("ATIF_BENCHMARK_WORKERS", "0"))
+if WORKERS:  # one process, or a pool of this many, whatever the file's size
+    try:
+        from evalexport.backends.atif import files
+    except ImportError:  # evalexport before the file work moved (--before)
+        from evalexport.trajectory import files
+    files.default_workers = lambda path: WORKERS
 from evalexport.backends.atif.exporter import AtifExporter
 from evalexport.spec.options import parse_options
 from evalexport.run import RunArtifacts
@@ -134,19 +211,31 @@ def run(rollouts, output):
 """
     + _MEASURE
 )
+FLOOR: Final = "json.loads+files"
+GYM_NAME: Final = "NeMo Gym 0.7.0"
+ONE_PROCESS: Final = "evalexport 1 process"
 
 
-def write_rollouts(path: Path, target_bytes: int, shape: str) -> int:
+def pool_name(workers: int) -> str:
+    return f"evalexport pool of {workers}"
+
+
+def write_rollouts(
+    path: Path, target_bytes: int | None, shape: str, *, rows: int | None = None
+) -> int:
+    """Write ``rows`` rows of ``shape`` (or rows until ``target_bytes``); return how many.
+
+    Each row has its own ``(task, rollout)`` key: four rollouts a task."""
     rng = random.Random(7)
-    written = rows = 0
+    written = count = 0
     with path.open("w", encoding="utf-8") as handle:
-        while written < target_bytes:
-            task, rollout = divmod(rows, 4)
+        while (count < rows) if rows is not None else (written < (target_bytes or 0)):
+            task, rollout = divmod(count, 4)
             line = json.dumps(SHAPES[shape](rng, task, rollout), ensure_ascii=False) + "\n"
             handle.write(line)
             written += len(line.encode())
-            rows += 1
-    return rows
+            count += 1
+    return count
 
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
@@ -160,6 +249,7 @@ def _run(
     reference: Path,
     *,
     drop_caches: bool = False,
+    environment: dict[str, str] | None = None,
 ) -> dict[str, float]:
     os.sync()  # the previous contestant's writes must not be flushed on this one's time
     if drop_caches:
@@ -169,6 +259,7 @@ def _run(
         capture_output=True,
         text=True,
         check=False,
+        env={**os.environ, **(environment or {})},
     )
     if completed.returncode != 0:
         raise SystemExit(f"benchmark child failed:\n{completed.stderr[-3000:]}")
@@ -176,72 +267,127 @@ def _run(
     return figures
 
 
-CONTESTANTS: Final = ("bare json.loads", "json.loads+files", "NeMo Gym 0.7.0", "evalexport")
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def contestants(
+    gym_python: Path, before: Path | None
+) -> dict[str, tuple[str, str, dict[str, str]]]:
+    """Each contestant's ``(python, program, environment)``, in the order they take turns."""
+    ours = sys.executable
+    entries: dict[str, tuple[str, str, dict[str, str]]] = {
+        "bare json.loads": (ours, BARE, {}),
+        FLOOR: (ours, BARE_WITH_FILES, {}),
+        GYM_NAME: (str(gym_python), GYM, {}),
+    }
+    if before is not None:
+        path = os.pathsep.join(filter(None, (str(before), os.environ.get("PYTHONPATH"))))
+        entries["evalexport before, 1 process"] = (
+            ours,
+            EVALEXPORT,
+            {"PYTHONPATH": path, "ATIF_BENCHMARK_WORKERS": "1"},
+        )
+        if usable_cores() > 1:
+            entries[f"evalexport before, pool of {usable_cores()}"] = (
+                ours,
+                EVALEXPORT,
+                {"PYTHONPATH": path, "ATIF_BENCHMARK_WORKERS": str(usable_cores())},
+            )
+    entries[ONE_PROCESS] = (ours, EVALEXPORT, {"ATIF_BENCHMARK_WORKERS": "1"})
+    if usable_cores() > 1:
+        workers = str(usable_cores())
+        entries[pool_name(usable_cores())] = (ours, EVALEXPORT, {"ATIF_BENCHMARK_WORKERS": workers})
+    return entries
+
+
+def _same_files(gym_out: Path, our_out: Path) -> bool:
+    """Whether ``our_out`` holds Gym's files, byte for byte (evalexport's own record aside)."""
+    comparison = filecmp.dircmp(gym_out, our_out, ignore=[OWN_RECORD])
+    if comparison.left_only or comparison.right_only:
+        return False
+    return all(
+        filecmp.cmp(gym_out / file, our_out / file, shallow=False)
+        for file in comparison.common_files
+    )
 
 
 def measure(
     directory: Path,
     shape: str,
-    megabytes: int,
+    size: str,
     gym_python: Path,
     *,
     repeat: int = 1,
     drop_caches: bool = False,
+    before: Path | None = None,
 ) -> dict[str, dict[str, float]]:
     """Each contestant's figures on one generated file: the median time of ``repeat`` rounds
-    (the contestants take turns in each round) and the largest peak RSS."""
-    directory = directory / f"{shape}-{megabytes}"
+    (the contestants take turns in each round), its median ratio to the floor's time in the
+    same round, and the largest peak RSS."""
+    directory = directory / f"{shape}-{size}"
     directory.mkdir()
     rollouts = directory / "bench_rollouts.jsonl"
-    rows = write_rollouts(rollouts, megabytes * 1_000_000, shape)
+    target_bytes, row_count = _size(size)
+    rows = write_rollouts(rollouts, target_bytes, shape, rows=row_count)
     size_mb = rollouts.stat().st_size / 1e6
-    programs = dict(
-        zip(
-            CONTESTANTS,
-            (
-                (sys.executable, BARE),
-                (sys.executable, BARE_WITH_FILES),
-                (str(gym_python), GYM),
-                (sys.executable, EVALEXPORT),
-            ),
-            strict=True,
-        )
-    )
+    programs = contestants(gym_python, before)
     reference = directory / "reference"  # the files every exporter writes: the floor writes them
     _run(sys.executable, EVALEXPORT, rollouts, reference, reference)
-    seconds: dict[str, list[float]] = {name: [] for name in CONTESTANTS}
-    peaks: dict[str, list[float]] = {name: [] for name in CONTESTANTS}
+    seconds: dict[str, list[float]] = {name: [] for name in programs}
+    ratios: dict[str, list[float]] = {name: [] for name in programs}
+    peaks: dict[str, list[float]] = {name: [] for name in programs}
     same = True
     for _ in range(repeat):
-        for name, (python, program) in programs.items():
-            output = directory / name.split()[0]
-            figures = _run(python, program, rollouts, output, reference, drop_caches=drop_caches)
+        outputs = {}
+        for index, (name, (python, program, environment)) in enumerate(programs.items()):
+            output = outputs[name] = directory / f"out-{index}"
+            figures = _run(
+                python,
+                program,
+                rollouts,
+                output,
+                reference,
+                drop_caches=drop_caches,
+                environment=environment,
+            )
             assert figures["count"] == rows, (name, figures, rows)
             seconds[name].append(figures["seconds"])
             peaks[name].append(figures["peak_rss_kib"] / 1024)
-        gym_out, our_out = directory / "NeMo", directory / "evalexport"
-        comparison = filecmp.dircmp(gym_out, our_out)
-        same = same and not (comparison.left_only or comparison.right_only)
-        same = same and all(
-            filecmp.cmp(gym_out / file, our_out / file, shallow=False)
-            for file in comparison.common_files
-        )
-        for name in CONTESTANTS:  # a large run's 100,000 files must not crowd the next one
-            shutil.rmtree(directory / name.split()[0], ignore_errors=True)
-    results = {}
-    for name in CONTESTANTS:
+        for name in programs:
+            ratios[name].append(seconds[name][-1] / seconds[FLOOR][-1])
+            if name.startswith("evalexport"):
+                same = same and _same_files(outputs[GYM_NAME], outputs[name])
+        for output in outputs.values():  # a large run's files must not crowd the next one
+            shutil.rmtree(output, ignore_errors=True)
+    results: dict[str, dict[str, float]] = {}
+    for name in programs:
         median = statistics.median(seconds[name])
         results[name] = {
             "file_mb": size_mb,
             "rows": rows,
             "seconds": median,
+            "to_floor": statistics.median(ratios[name]),
             "per_s": rows / median,
-            "mb_per_s": size_mb / median,
             "peak_rss_mib": max(peaks[name]),
+            "same_files_as_gym": float(same),
         }
-    results["evalexport"]["same_files_as_gym"] = float(same)
     shutil.rmtree(directory)
     return results
+
+
+def _size(size: str) -> tuple[int | None, int | None]:
+    """``(target bytes, rows)`` of ``20000rows``, ``105MB`` or ``1GB``."""
+    matched = re.fullmatch(r"(\d+)(rows|MB|GB)", size, flags=re.IGNORECASE)
+    if matched is None:
+        raise SystemExit(f"a size is a number of rows or MB or GB (20000rows, 105MB): {size!r}")
+    number, unit = int(matched.group(1)), matched.group(2).lower()
+    if unit == "rows":
+        return None, number
+    return number * (1_000_000 if unit == "mb" else 1_000_000_000), None
 
 
 def _cpu_per_line(work: Callable[[int, bytes], object], lines: list[bytes]) -> float:
@@ -264,10 +410,11 @@ def breakdown(rows_per_shape: int = 2000) -> None:
     Each figure is a pipeline one stage longer than the one before, run over every line:
     reading the line as strict JSON, then validating its ``ng_trajectory`` record, then
     converting it to an ATIF document, then encoding the file's bytes, then the whole of the
-    export's work on a line (file written and hashed). A stage's cost is its figure less the
-    one before it. The bare ``json.loads`` of the same lines is the reference.
+    export's work on a line (the file written and hashed). A stage's cost is its figure less
+    the one before it. The bare ``json.loads`` of the same lines, and of the same lines with
+    their files written (the floor's work), are the reference.
     """
-    from evalexport.trajectory import files
+    from evalexport.backends.atif import files
     from evalexport.trajectory.convert import (
         ConvertedTrajectory,
         TrajectoryIdentity,
@@ -301,10 +448,14 @@ def breakdown(rows_per_shape: int = 2000) -> None:
         }
         with tempfile.TemporaryDirectory(prefix="atif-breakdown-") as output:
             job = files._Job(identity, frozenset(), Path(output))
-            figures["+ write file and sha256"] = _cpu_per_line(
-                lambda number, line: files._convert_line(number, line, job),  # noqa: B023
-                lines,
-            )
+            directory = os.open(output, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                figures["+ write file and sha256"] = _cpu_per_line(
+                    lambda number, line: files._convert_line(number, line, job, directory),  # noqa: B023
+                    lines,
+                )
+            finally:
+                os.close(directory)
         size = sum(map(len, lines)) / len(lines)
         print(f"{shape}: {len(lines)} rows of {size / 1e3:.1f} KB, microseconds of CPU per row")
         for name, micros in figures.items():
@@ -313,14 +464,24 @@ def breakdown(rows_per_shape: int = 2000) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--small-mb", type=int, default=50)
-    parser.add_argument("--large-mb", type=int, default=200)
-    parser.add_argument("--two-turn-mb", type=int, default=105)
+    parser.add_argument(
+        "--files",
+        nargs="+",
+        default=list(DEFAULT_FILES),
+        metavar="SHAPE:SIZE",
+        help=f"the files to measure, in one run (shapes: {', '.join(SHAPES)}); default: "
+        f"{' '.join(DEFAULT_FILES)}",
+    )
     parser.add_argument(
         "--gym-env", type=Path, default=Path.home() / ".cache" / "evalexport" / "gym-benchmark-env"
     )
     parser.add_argument(
         "--repeat", type=int, default=3, help="rounds per file; times are their medians"
+    )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="the src directory of an earlier evalexport, measured beside this one",
     )
     parser.add_argument("--breakdown", action="store_true", help=breakdown.__doc__)
     parser.add_argument(
@@ -334,60 +495,56 @@ def main() -> None:
     if args.breakdown:
         breakdown()
         return
+    files = [entry.split(":", 1) for entry in args.files]
+    for entry in files:
+        if len(entry) != 2 or entry[0] not in SHAPES:
+            raise SystemExit(f"--files takes SHAPE:SIZE with a shape of {', '.join(SHAPES)}")
+        _size(entry[1])
     gym_python = ensure_gym_environment(args.gym_env)
     started = time.perf_counter()
-    measured: list[tuple[str, int, dict[str, dict[str, float]]]] = []
+    measured: list[tuple[str, str, dict[str, dict[str, float]]]] = []
     with tempfile.TemporaryDirectory(prefix="atif-bench-") as scratch:
-        for shape, size in (
-            ("tool-agent", args.small_mb),
-            ("tool-agent", args.large_mb),
-            ("two-turn", args.two_turn_mb),
-        ):
-            measured.append(
-                (
-                    shape,
-                    size,
-                    measure(
-                        Path(scratch),
-                        shape,
-                        size,
-                        gym_python,
-                        repeat=args.repeat,
-                        drop_caches=args.drop_caches,
-                    ),
-                )
+        for shape, size in files:
+            figures = measure(
+                Path(scratch),
+                shape,
+                size,
+                gym_python,
+                repeat=args.repeat,
+                drop_caches=args.drop_caches,
+                before=args.before,
             )
+            measured.append((shape, size, figures))
+    print(f"{usable_cores()} usable cores; medians of {args.repeat} rounds")
     print(
-        f"{'file':>7} {'shape':<11} {'contestant':<16} {'traj/s':>8} {'MB/s':>7} {'seconds':>8} "
-        f"{'peak RSS MiB':>13}"
+        f"{'file':>8} {'shape':<11} {'contestant':<28} {'traj/s':>7} {'seconds':>8} "
+        f"{'to floor':>9} {'peak RSS MiB':>13}"
     )
-    for shape, _size, results in measured:
+    for shape, _size_text, results in measured:
         for name, row in results.items():
             print(
-                f"{row['file_mb']:5.0f}MB {shape:<11} {name:<16} {row['per_s']:8.0f} "
-                f"{row['mb_per_s']:7.2f} {row['seconds']:8.2f} {row['peak_rss_mib']:13.1f}"
+                f"{row['file_mb']:6.0f}MB {shape:<11} {name:<28} {row['per_s']:7.0f} "
+                f"{row['seconds']:8.2f} {row['to_floor']:8.2f}x {row['peak_rss_mib']:13.1f}"
             )
     print()
     for shape, size, results in measured:
-        ours, gym, bare, floor = (
-            results["evalexport"],
-            results["NeMo Gym 0.7.0"],
-            results["bare json.loads"],
-            results["json.loads+files"],
+        floor = results[FLOOR]
+        ours = {name: row for name, row in results.items() if name.startswith("evalexport")}
+        said = "; ".join(
+            f"{name} {row['to_floor']:.2f}x the floor ({results[GYM_NAME]['seconds'] / row['seconds']:.1f}x Gym's speed)"
+            for name, row in ours.items()
         )
         print(
-            f"{shape} {size} MB ({ours['rows']:.0f} rows of "
-            f"{ours['file_mb'] * 1e6 / ours['rows'] / 1e3:.1f} KB): evalexport is "
-            f"{ours['per_s'] / gym['per_s']:.1f}x Gym's throughput and takes "
-            f"{ours['seconds'] / bare['seconds']:.2f}x the bare parse's time "
-            f"({ours['seconds'] / floor['seconds']:.2f}x parse and files); "
-            f"same files as Gym: {'yes' if ours['same_files_as_gym'] else 'NO'}"
+            f"{shape} {size} ({floor['rows']:.0f} rows of "
+            f"{floor['file_mb'] * 1e6 / floor['rows'] / 1e3:.1f} KB, floor {floor['seconds']:.2f} s): "
+            f"{said}; same files as Gym: "
+            f"{'yes' if all(row['same_files_as_gym'] for row in ours.values()) else 'NO'}"
         )
-    small, large = (results["evalexport"] for _, _, results in measured[:2])
+    by_size = sorted(measured, key=lambda entry: entry[2][FLOOR]["file_mb"])
+    small, large = by_size[0][2][ONE_PROCESS], by_size[-1][2][ONE_PROCESS]
     print(
-        f"evalexport peak memory {small['peak_rss_mib']:.1f} -> {large['peak_rss_mib']:.1f} MiB "
-        f"({large['peak_rss_mib'] / small['peak_rss_mib']:.2f}x for "
-        f"{large['file_mb'] / small['file_mb']:.1f}x the file); "
+        f"evalexport (1 process) peak memory {small['peak_rss_mib']:.1f} -> "
+        f"{large['peak_rss_mib']:.1f} MiB for {small['file_mb']:.0f} -> {large['file_mb']:.0f} MB; "
         f"total benchmark time {time.perf_counter() - started:.0f} s"
     )
 

@@ -22,7 +22,7 @@ def _benchmark(name: str) -> ModuleType:
     return module
 
 
-@pytest.mark.parametrize("shape", ["tool-agent", "two-turn"])
+@pytest.mark.parametrize("shape", ["tool-agent", "two-turn", "trajectory"])
 def test_each_atif_contestant_but_gym_converts_every_row_of_a_small_file(
     tmp_path: Path, shape: str
 ) -> None:

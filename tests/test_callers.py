@@ -90,8 +90,8 @@ def test_the_command_line_keeps_its_tokens(cli, tmp_path: Path) -> None:
 
 
 def test_a_conversion_pool_words_its_refusals_for_who_asked(tmp_path: Path) -> None:
+    from evalexport.backends.atif.files import convert_file
     from evalexport.trajectory.convert import TrajectoryIdentity
-    from evalexport.trajectory.files import convert_file
 
     gaps = make_run(tmp_path / "gaps", agents=(TOOL_AGENT,), tasks=60, rows_with_gaps=range(240))
     identity = TrajectoryIdentity(session_id="s", agent_version="1")

@@ -245,8 +245,8 @@ def _gap_codes(trajectory: dict[str, object]) -> set[str]:
 def atif_verdict(run: RunArtifacts, gap_codes: list[str]) -> AtifVerdict:
     """Convert the run in memory as strict ATIF export does; if it refuses rows, convert it
     again with its gaps allowed and every relaxation offered, and report those it used."""
+    from evalexport.backends.atif.files import convert_file
     from evalexport.trajectory.convert import TrajectoryIdentity
-    from evalexport.trajectory.files import convert_file
     from evalexport.trajectory.relaxations import RELAXATIONS
 
     identity = TrajectoryIdentity(session_id=run.stem, agent_version="inspect")

@@ -612,6 +612,11 @@ def _described(exporter: AnyExporter, handed: _Handed, answer: ExportResult | No
         return answer.said_as_dry_run()
     arguments = handed.arguments()
     plan = call_hook(exporter.plan, **arguments)
+    if plan.skip_reason is not None:  # what the read found there: the export would skip
+        skipped = ExportResult.skipped(
+            exporter.name, str(run.run_dir), plan.summary, plan.skip_reason, **plan.counts
+        )
+        return skipped.said_as_dry_run()
     if handed.target.settings and not plan.settings:
         plan = plan.model_copy(update={"settings": dict(handed.target.settings)})
     said = plan.summary or f"{run.rollouts.name} would be exported to {plan.target}"

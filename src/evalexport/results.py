@@ -103,6 +103,10 @@ class DryRunPlan(BaseModel):
     R would be written to DIR``); empty: the pipeline says it plainly."""
     counts: dict[str, Any] = Field(default={}, exclude=True)
     """Counts for people (``trajectory_count``): they go in the dry run's result ``details``."""
+    skip_reason: SkipReason | None = Field(default=None, exclude=True)
+    """Set when the export would be skipped (``summary`` says why): what an exporter's read
+    found at the target (an ATIF output that holds this export already). The dry run's result
+    is then that skip's, said as a dry run's."""
 
     @field_validator("target", "summary")
     @classmethod

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import atif
 import pytest
 
+from evalexport.backends.atif.files import convert_file
+from evalexport.backends.atif.identity import RECORD_NAME
 from evalexport.trajectory.convert import TrajectoryIdentity
-from evalexport.trajectory.files import convert_file
 from tests.trajectory.parity import tree
 
 TOOL_AGENT = "aime24_math_tool_agent"
@@ -54,7 +56,7 @@ def test_every_rollout_becomes_one_valid_trajectory_with_a_manifest(
         f"{row['_ng_task_index']}-{row['_ng_rollout_index']}.json" for row in rollouts
     ]
     assert sorted(p.name for p in output.iterdir()) == sorted(
-        ["manifest.jsonl", *(entry["trajectory_path"] for entry in manifest)]
+        ["manifest.jsonl", RECORD_NAME, *(entry["trajectory_path"] for entry in manifest)]
     )
     for entry, rollout in zip(manifest, rollouts, strict=True):
         data = (output / entry["trajectory_path"]).read_bytes()
@@ -213,17 +215,128 @@ def test_rows_of_two_agents_are_refused_naming_both(cli, sample_run, tmp_path) -
     assert _leftovers(tmp_path) == ["run"]
 
 
-def test_exporting_twice_fails_the_second_time_and_keeps_the_first_output(
+def test_an_identical_rerun_into_the_same_output_is_skipped_and_keeps_the_output(
     cli, atif_run, tmp_path
 ) -> None:
     output = tmp_path / "atif"
     assert _atif(cli, atif_run.rollouts, output).exit_code == 0
-    before = tree(output)
-    again = _atif(cli, atif_run.rollouts, output, "--json")
-    assert again.exit_code == 1
-    assert json.loads(again.stdout)["message"].startswith(f"Output path already exists: {output}")
-    assert tree(output) == before
+    before = _files(output)
+    again = _atif(cli, atif_run.rollouts, output)
+    assert again.exit_code == 0, again.output
+    assert again.stdout.startswith(f"skipped (already exported): {output} already holds")
+    result = json.loads(_atif(cli, atif_run.rollouts, output, "--json").stdout)
+    assert result["status"] == "skipped"
+    assert result["skip_reason"] == "already exported"
+    assert result["details"]["output_dirpath"] == str(output)
+    assert result["details"]["trajectory_count"] == 24
+    assert _files(output) == before
     assert _leftovers(tmp_path) == ["atif", "run"]
+
+
+def test_a_dry_run_of_an_identical_rerun_says_it_would_be_skipped(cli, atif_run, tmp_path) -> None:
+    output = tmp_path / "atif"
+    assert _atif(cli, atif_run.rollouts, output).exit_code == 0
+    dry = json.loads(_atif(cli, atif_run.rollouts, output, "--dry-run", "--json").stdout)
+    assert dry["status"] == "skipped"
+    assert dry["skip_reason"] == "already exported"
+    assert dry["message"].startswith(f"dry run: the export would be skipped: {output} already")
+
+
+def test_a_rerun_of_a_changed_run_fails_naming_the_output_and_what_changed(
+    cli, atif_run, tmp_path
+) -> None:
+    output = tmp_path / "atif"
+    assert _atif(cli, atif_run.rollouts, output).exit_code == 0
+    before = _files(output)
+    lines = atif_run.rollouts.read_text().splitlines(keepends=True)
+    atif_run.rollouts.write_text("".join(lines[:-1]))
+    for dry in ((), ("--dry-run",)):
+        again = _atif(cli, atif_run.rollouts, output, *dry, "--json")
+        assert again.exit_code == 1, again.output
+        message = json.loads(again.stdout)["message"]
+        assert f"Output path already exists: {output} holds the ATIF export of another" in message
+        assert "the rollouts file's bytes differ (sha256:" in message
+        assert "Choose a new +output_dirpath or remove the old one" in message
+    assert _files(output) == before
+
+
+def test_a_rerun_with_other_options_fails_naming_each_option_that_differs(
+    cli, atif_run, tmp_path
+) -> None:
+    output = tmp_path / "atif"
+    assert _atif(cli, atif_run.rollouts, output).exit_code == 0
+    again = _atif(cli, atif_run.rollouts, output, "+agent_name=other", "+session_id=s2")
+    assert again.exit_code == 1
+    assert (
+        f"Output path already exists: {output} holds the ATIF export of another run or other "
+        f"options: +session_id was {atif_run.rollouts.stem}, now s2; +agent_name was unset, now "
+        "other. Choose a new +output_dirpath or remove the old one."
+    ) in " ".join(again.stdout.split())
+
+
+def test_the_session_given_as_its_default_is_the_same_export(cli, atif_run, tmp_path) -> None:
+    output = tmp_path / "atif"
+    assert _atif(cli, atif_run.rollouts, output).exit_code == 0
+    again = _atif(cli, atif_run.rollouts, output, f"+session_id={atif_run.rollouts.stem}")
+    assert again.exit_code == 0, again.output
+    assert again.stdout.startswith("skipped (already exported)")
+
+
+@pytest.mark.parametrize("what", ["an empty directory", "Gym's own export", "a file"])
+def test_an_output_that_is_no_evalexport_export_is_refused_as_before(
+    cli, atif_run, tmp_path, what: str
+) -> None:
+    output = tmp_path / "atif"
+    if what == "a file":
+        output.write_text("x")
+    else:
+        output.mkdir()
+        if what == "Gym's own export":
+            (output / "manifest.jsonl").write_text("")
+    again = _atif(cli, atif_run.rollouts, output)
+    assert again.exit_code == 1
+    assert f"Output path already exists: {output}, and holds no record" in again.stdout
+
+
+def test_an_unreadable_record_fails_the_rerun_naming_it(cli, atif_run, tmp_path) -> None:
+    output = tmp_path / "atif"
+    assert _atif(cli, atif_run.rollouts, output).exit_code == 0
+    (output / RECORD_NAME).write_text('{"exporter": "atif"}')
+    again = _atif(cli, atif_run.rollouts, output)
+    assert again.exit_code == 1
+    assert f"{output / RECORD_NAME} is not the record an ATIF export writes" in again.stdout
+
+
+def test_the_record_names_the_runs_bytes_and_the_options_beside_gyms_files(
+    cli, atif_run, tmp_path
+) -> None:
+    output = tmp_path / "atif"
+    assert _atif(cli, atif_run.rollouts, output, "+agent_name=math_agent").exit_code == 0
+    record = json.loads((output / RECORD_NAME).read_text())
+    digest = hashlib.sha256(atif_run.rollouts.read_bytes()).hexdigest()
+    assert record["rollouts_sha256"] == f"sha256:{digest}"
+    assert record["options"] == {
+        "session_id": atif_run.rollouts.stem,
+        "agent_version": "0.3.1",
+        "agent_name": "math_agent",
+        "agent": None,
+        "allow_gaps": [],
+        "relax": [],
+    }
+    assert record["trajectory_count"] == 24
+    # Gym's manifest keeps exactly Gym's four keys.
+    for line in (output / "manifest.jsonl").read_text().splitlines():
+        assert sorted(json.loads(line)) == [
+            "_ng_rollout_index",
+            "_ng_task_index",
+            "expected_sha256",
+            "trajectory_path",
+        ]
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` and its bytes, evalexport's record included."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))}
 
 
 def test_the_run_directory_is_not_changed(cli, atif_run, tmp_path) -> None:
@@ -333,6 +446,23 @@ def test_a_pool_of_processes_writes_the_same_files_in_the_same_order(
         assert len(list(output.iterdir())) == 480
     assert rows[1] == rows[2]
     assert tree(tmp_path / "1") == tree(tmp_path / "2")
+
+
+def test_the_pool_takes_the_cores_this_process_may_use_not_the_machines(
+    tmp_path, monkeypatch
+) -> None:
+    """Under ``taskset -c 1`` or a one-core Slurm allocation a large file converts in one
+    process: a second process on the same core only adds the pool's cost."""
+    from evalexport.backends.atif import files
+
+    big = tmp_path / "big_rollouts.jsonl"
+    with big.open("wb") as handle:
+        handle.truncate(files.POOL_THRESHOLD_BYTES + 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {1}, raising=False)
+    assert files.default_workers(big) == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert files.default_workers(big) == 2
 
 
 def test_progress_is_reported_up_to_the_whole_file(atif_run) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from evalexport.backends.atif.identity import RECORD_NAME
 from tests.support import gym as gym_testing
 
 AGENT = "aime24_math_tool_agent"
@@ -155,8 +156,11 @@ def test_a_run_that_records_its_trajectories_is_untouched_by_the_option(
     sample = make_sample_run("recorded", agents=(AGENT,))
     assert _atif(cli, sample.rollouts, tmp_path / "strict").exit_code == 0
     assert _atif(cli, sample.rollouts, tmp_path / "relaxed", RELAX).exit_code == 0
+    # Gym's files are the same; evalexport's record of each export names its options.
     strict = {p.name: p.read_bytes() for p in (tmp_path / "strict").iterdir()}
-    assert strict == {p.name: p.read_bytes() for p in (tmp_path / "relaxed").iterdir()}
+    relaxed = {p.name: p.read_bytes() for p in (tmp_path / "relaxed").iterdir()}
+    assert strict.pop(RECORD_NAME) != relaxed.pop(RECORD_NAME)
+    assert strict == relaxed
 
 
 @pytest.mark.downloads
@@ -186,8 +190,8 @@ def test_gyms_own_example_runs_convert_or_are_refused_naming_the_line_and_the_it
 ) -> None:
     """NeMo Gym 0.7.0's own example rollouts (none records ng_trajectory), every relaxation
     offered and +agent_name for rows that name no agent (cvdp's)."""
+    from evalexport.backends.atif.files import convert_file
     from evalexport.trajectory.convert import TrajectoryIdentity
-    from evalexport.trajectory.files import convert_file
     from evalexport.trajectory.relaxations import RELAXATIONS
 
     rollouts = Path(gym_oracle.site_packages) / example

@@ -13,8 +13,8 @@ from pathlib import Path
 import atif
 import pytest
 
+from evalexport.backends.atif.files import convert_file
 from evalexport.trajectory.convert import TrajectoryIdentity
-from evalexport.trajectory.files import convert_file
 from evalexport.trajectory.relaxations import RELAXATIONS
 from tests.support import gym as gym_testing
 

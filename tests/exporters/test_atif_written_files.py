@@ -1,4 +1,5 @@
-"""An ATIF export that says "wrote N" wrote N distinct files, each hashing to its manifest line.
+"""An ATIF export that says "wrote N" wrote N distinct files, each the length of the bytes its
+manifest line's hash was taken of.
 
 The duplicate key of these tests is the one that once slipped through the first-line tracker:
 ``(0, 8)`` far past its task's array, then overtaken by the array's growth, then seen again.
@@ -12,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from evalexport.trajectory import file_outcome, files
-from evalexport.trajectory.manifest import staged_output_problem
+from evalexport.backends.atif import file_outcome, files
+from evalexport.backends.atif.manifest import staged_output_problem
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "aime24" / "aime24_rollouts.jsonl"
 DUPLICATED_KEYS = [(0, 8), (0, 1), (0, 9), (0, 8)]
@@ -84,13 +85,11 @@ def test_a_duplicate_the_conversion_misses_is_caught_before_the_output_is_put_in
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dup"]
 
 
-def test_a_file_whose_bytes_changed_after_hashing_fails_the_export(
-    cli, tmp_path, monkeypatch
-) -> None:
+def test_a_file_cut_short_after_hashing_fails_the_export(cli, tmp_path, monkeypatch) -> None:
     written = files._write
 
-    def write_then_corrupt(line_number, converted, data, output):
-        row = written(line_number, converted, data, output)
+    def write_then_corrupt(line_number, converted, data, directory, output):
+        row = written(line_number, converted, data, directory, output)
         if output is not None and line_number == 2:
             (output / row.file_name).write_bytes(data[:-1])
         return row
@@ -100,15 +99,25 @@ def test_a_file_whose_bytes_changed_after_hashing_fails_the_export(
     output = tmp_path / "out"
     run = _export(cli, rollouts, output)
     assert run.exit_code == 1
-    assert "0-1.json does not hash to its manifest.jsonl line 2 expected_sha256" in run.stdout
+    assert "0-1.json holds" in run.stdout
+    assert "not the" in run.stdout
+    assert "its manifest.jsonl line 2 expected_sha256 was taken of" in run.stdout
     assert not output.exists()
+
+
+def _data(name: str) -> bytes:
+    return f'{{"name": "{name}"}}'.encode()
+
+
+def _sizes(names: list[str]) -> list[int]:
+    return [len(_data(name)) for name in names]
 
 
 def _staged(directory: Path, names: list[str], *, manifest: list[str] | None = None) -> Path:
     directory.mkdir()
     lines = []
     for name in names:
-        data = f'{{"name": "{name}"}}'.encode()
+        data = _data(name)
         (directory / name).write_bytes(data)
         digest = hashlib.sha256(data).hexdigest()
         lines.append(json.dumps({"trajectory_path": name, "expected_sha256": digest}))
@@ -118,12 +127,12 @@ def _staged(directory: Path, names: list[str], *, manifest: list[str] | None = N
 
 def test_a_staged_output_that_matches_its_manifest_passes(tmp_path) -> None:
     staged = _staged(tmp_path / "s", ["0-0.json", "0-1.json"])
-    assert staged_output_problem(staged, 2) is None
+    assert staged_output_problem(staged, 2, _sizes(["0-0.json", "0-1.json"])) is None
 
 
 def test_a_reported_count_other_than_the_manifests_fails(tmp_path) -> None:
     staged = _staged(tmp_path / "s", ["0-0.json", "0-1.json"])
-    assert staged_output_problem(staged, 3) == (
+    assert staged_output_problem(staged, 3, _sizes(["0-0.json", "0-1.json"])) == (
         "manifest.jsonl names 2 trajectories, the export converted 3"
     )
 
@@ -131,13 +140,16 @@ def test_a_reported_count_other_than_the_manifests_fails(tmp_path) -> None:
 def test_a_file_the_manifest_does_not_name_fails(tmp_path) -> None:
     staged = _staged(tmp_path / "s", ["0-0.json"])
     (staged / "0-1.json").write_text("{}")
-    assert staged_output_problem(staged, 1) == "1 files are not in manifest.jsonl: 0-1.json"
+    assert (
+        staged_output_problem(staged, 1, _sizes(["0-0.json"]))
+        == "1 files are not in manifest.jsonl: 0-1.json"
+    )
 
 
 def test_a_manifest_line_naming_a_missing_file_fails(tmp_path) -> None:
     staged = _staged(tmp_path / "s", ["0-0.json"])
     (staged / "0-0.json").unlink()
-    assert staged_output_problem(staged, 1) == (
+    assert staged_output_problem(staged, 1, _sizes(["0-0.json"])) == (
         "manifest.jsonl line 1 names 0-0.json, which was not written"
     )
 
@@ -157,4 +169,23 @@ def test_a_manifest_line_that_names_no_file_of_the_output_fails(
     tmp_path, line: str, problem: str
 ) -> None:
     staged = _staged(tmp_path / "s", [], manifest=[line])
-    assert (staged_output_problem(staged, 1) or "").startswith(problem)
+    assert (staged_output_problem(staged, 1, [0]) or "").startswith(problem)
+
+
+def test_a_file_of_another_length_than_the_bytes_hashed_fails(tmp_path) -> None:
+    staged = _staged(tmp_path / "s", ["0-0.json"])
+    (staged / "0-0.json").write_bytes(b"{}")
+    assert staged_output_problem(staged, 1, _sizes(["0-0.json"])) == (
+        "0-0.json holds 2 bytes, not the 20 its manifest.jsonl line 1 expected_sha256 was taken of"
+    )
+
+
+def test_a_manifest_line_naming_a_link_fails(tmp_path) -> None:
+    staged = _staged(tmp_path / "s", ["0-0.json"])
+    target = tmp_path / "target"
+    target.write_bytes(_data("0-0.json"))
+    (staged / "0-0.json").unlink()
+    (staged / "0-0.json").symlink_to(target)
+    assert staged_output_problem(staged, 1, _sizes(["0-0.json"])) == (
+        "manifest.jsonl line 1 names 0-0.json, which is not a regular file"
+    )

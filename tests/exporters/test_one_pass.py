@@ -106,6 +106,19 @@ def test_an_atif_dry_run_and_export_open_the_rollouts_once(make_sample_run, tmp_
         assert opens[sample.rollouts.name] == 1
 
 
+def test_an_atif_rerun_that_skips_opens_the_rollouts_once(make_sample_run, tmp_path) -> None:
+    """The skip's one read: the rollouts hashed to hold them to the output's record."""
+    sample = make_sample_run(agents=("aime24_math_tool_agent",))
+    output = tmp_path / "atif"
+    options = {"output_dirpath": output, "agent_version": "1.0"}
+    first, _ = _export(AtifExporter(), sample, **options)
+    assert first.status is ExportStatus.SUCCEEDED, first.message
+    for dry_run in (True, False):
+        again, opens = _export(AtifExporter(), sample, **options, dry_run=dry_run)
+        assert again.status is ExportStatus.SKIPPED, again.message
+        assert opens[sample.rollouts.name] == 1
+
+
 def test_an_evalrdl_export_opens_each_file_of_the_run_once(export_evalrdl, sample_run) -> None:
     with counted_opens() as opens:
         result = export_evalrdl(sample_run)

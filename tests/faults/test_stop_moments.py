@@ -102,7 +102,7 @@ def test_a_stop_as_the_read_ends_leaves_no_staging(
 def test_a_stop_as_the_conversion_pool_winds_down_stops_the_export(
     cli, one_agent_run, tmp_path, monkeypatch
 ) -> None:
-    from evalexport.trajectory import files
+    from evalexport.backends.atif import files
 
     monkeypatch.setattr(files, "default_workers", lambda path: 2)  # the pool, for a small file
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalexport.backends.atif.exporter import AtifConfig, AtifExporter
+from evalexport.backends.atif.identity import RECORD_NAME
 from evalexport.pipeline import export_run
 from evalexport.results import ExportResult, ExportStatus
 from evalexport.run import RunArtifacts
@@ -15,11 +16,13 @@ from tests.support.gym import GymExport, GymOracle
 
 
 def tree(root: Path) -> dict[str, str]:
-    """``relative path: sha256`` of every file under ``root``."""
+    """``relative path: sha256`` of every file under ``root``, but evalexport's own record of
+    an ATIF export (``.evalexport-atif``, which Gym does not write): what Gym's exporter
+    writes is compared with what evalexport writes of Gym's layout."""
     return {
         str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
         for path in sorted(root.rglob("*"))
-        if path.is_file()
+        if path.is_file() and path.name != RECORD_NAME
     }
 
 

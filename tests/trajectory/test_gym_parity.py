@@ -7,11 +7,13 @@ the same rows.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -77,6 +79,35 @@ def test_the_two_turn_benchmark_shape_is_gyms_and_converts_as_gym_converts_it(
     comparison = compare(gym_oracle, rollouts, tmp_path / "work")
     assert comparison.gym.succeeded, comparison.gym.error
     assert comparison.disagreement() is None
+
+
+def test_the_trajectory_benchmark_shape_is_gyms_and_converts_as_gym_converts_it(
+    gym_oracle: GymOracle, tmp_path
+) -> None:
+    """benchmarks/atif_export.py's ``trajectory`` rows: Gym's model accepts each record, and
+    both exporters write the same files for them."""
+    shape = _benchmark_shapes()["trajectory"]
+    rng = random.Random(3)
+    rows = [shape(rng, task, rollout) for task in range(3) for rollout in range(4)]
+    for row in rows:
+        assert gym_oracle.record_error(row["ng_trajectory"]) is None
+    rollouts = tmp_path / "trajectory_rollouts.jsonl"
+    rollouts.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    comparison = compare(gym_oracle, rollouts, tmp_path / "work")
+    assert comparison.gym.succeeded, comparison.gym.error
+    assert comparison.disagreement() is None
+
+
+def _benchmark_shapes() -> dict[str, Any]:
+    """The row shapes of ``benchmarks/atif_export.py`` (a script, not a package)."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "atif_export.py"
+    spec = importlib.util.spec_from_file_location("_atif_benchmark", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    shapes: dict[str, Any] = module.SHAPES
+    return shapes
 
 
 @pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()))

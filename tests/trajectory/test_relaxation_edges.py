@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from evalexport.backends.atif.files import convert_file
 from evalexport.testing.gym_shapes import AgentRun, input_message
 from evalexport.trajectory.convert import TrajectoryIdentity, convert_rollout
-from evalexport.trajectory.files import convert_file
 from evalexport.trajectory.relaxations import RELAXATIONS, Relaxations
 from evalexport.trajectory.steps import TrajectoryError
 from tests.support.gym import GymOracle

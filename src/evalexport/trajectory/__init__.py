@@ -6,6 +6,11 @@
 * :mod:`.conversation`: Responses conversation items checked and made canonical;
 * :mod:`.steps`: ATIF steps from the root invocation's conversation;
 * :mod:`.convert`: one rollout to one ATIF document, turns cross-checked.
+
+One row to one trajectory, in memory: this package reads no file and writes none (a whole file
+converted and written is :mod:`evalexport.backends.atif`'s), and imports neither the machine
+(``host``), the ingress gate nor the workers' isolation (the ``trajectory-converts-only``
+contract in ``pyproject.toml``).
 """
 
 from __future__ import annotations

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
-from evalexport.ingress import one_of
 from evalexport.trajectory.content_parts import (
     OUTPUT_PART_TYPES,
     ItemError,
@@ -86,11 +85,18 @@ def _string(item: dict[str, object], key: str, path: str, *, optional: bool = Fa
     return value
 
 
+def _one_of(value: object, names: frozenset[str]) -> bool:
+    """Whether an item's ``value`` is one of ``names`` (a role, a status, a part type): only
+    text is; a list or an object is no set member to look up. (The ingress gate has the same
+    test; a conversion imports no gate.)"""
+    return isinstance(value, str) and value in names
+
+
 def _status(item: dict[str, object], path: str, *, optional: bool) -> str | None:
     value = item.get("status")
     if value is None and optional:
         return None
-    if not one_of(value, _STATUSES):
+    if not _one_of(value, _STATUSES):
         raise ItemError(
             f"{path}.status", f"expected one of in_progress, completed, incomplete, got {value!r}"
         )
@@ -113,13 +119,13 @@ def _phase(item: dict[str, object], path: str, relax: Relaxations | None) -> str
 def _message(item: dict[str, object], path: str, relax: Relaxations | None) -> Item:
     role = item.get("role")
     content = item.get("content")
-    if role == "assistant" or not one_of(role, _INPUT_ROLES):
+    if role == "assistant" or not _one_of(role, _INPUT_ROLES):
         unknown_fields(item, _ASSISTANT_FIELDS, path)
         phase = None if item.get("phase") is None else _phase(item, path, relax)
         first = content[0] if isinstance(content, list) and content else None
         first_type = first.get("type") if isinstance(first, dict) else None
         is_output = isinstance(content, list) and (
-            one_of(first_type, OUTPUT_PART_TYPES)
+            _one_of(first_type, OUTPUT_PART_TYPES)
             or (not content and isinstance(item.get("id"), str))
         )
         if "role" not in item and is_output:
@@ -167,7 +173,7 @@ def _message(item: dict[str, object], path: str, relax: Relaxations | None) -> I
         raise ItemError(
             f"{path}.status", "source-message status is only supported with multipart content"
         )
-    if isinstance(content, list) and one_of(item.get("status"), _STATUSES):
+    if isinstance(content, list) and _one_of(item.get("status"), _STATUSES):
         # A message with an explicit status: Gym's ``NeMoGymMessage``.
         canonical = {
             "content": input_parts(content, f"{path}.content", relax),

@@ -27,8 +27,7 @@ from evalexport.callers import named_option
 from evalexport.trajectory.conversation import ItemError
 from evalexport.trajectory.encoding import encode_json
 from evalexport.trajectory.from_record import RecordConversion
-from evalexport.trajectory.images import IMAGE_MEDIA_TYPES
-from evalexport.trajectory.manifest import IMAGE_DIRECTORY
+from evalexport.trajectory.images import IMAGE_DIRECTORY, IMAGE_MEDIA_TYPES
 from evalexport.trajectory.profile import (
     ATIF_SCHEMA_VERSION,
     CONVERSION_PROFILE,

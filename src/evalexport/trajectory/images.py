@@ -6,7 +6,12 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["IMAGE_MEDIA_TYPES", "image_media_type"]
+__all__ = ["IMAGE_DIRECTORY", "IMAGE_MEDIA_TYPES", "image_media_type"]
+
+
+IMAGE_DIRECTORY: Final = "images"
+"""Where a trajectory's image files go, beside it: an image part names ``images/<sha256>.<ext>``
+(``images`` relaxed)."""
 
 
 IMAGE_MEDIA_TYPES: Final = {

@@ -99,9 +99,12 @@ def _not_none(record: msgspec.Struct) -> dict[str, Any]:
     their declared order, those that are set."""
     return {
         name: value
-        for name in record.__struct_fields__
-        if (value := getattr(record, name)) is not None
+        for name, value in zip(record.__struct_fields__, _astuple(record), strict=True)
+        if value is not None
     }
+
+
+_astuple = msgspec.structs.astuple
 
 
 class TokenStats(_Record, frozen=True, forbid_unknown_fields=True, kw_only=True):

@@ -170,24 +170,23 @@ def step_metrics(call: ModelCallRecord, path: str) -> dict[str, object] | None:
 
 
 def final_metrics(groups: list[AgentGroup], total_steps: int) -> dict[str, object]:
-    """The trajectory's ``final_metrics``: its steps' token counts added up, as Gym adds them."""
+    """The trajectory's ``final_metrics``: its steps' token counts added up, as Gym adds them
+    (a total only where every agent step counted it)."""
     metrics = [group.step.metrics for group in groups]
-
-    def total(name: str) -> int | None:
-        if not metrics or any(metric is None for metric in metrics):
-            return None
-        values: list[int | None] = [metric.get(name) for metric in metrics if metric is not None]
-        counted = [value for value in values if value is not None]
-        return sum(counted) if len(counted) == len(values) else None
-
     final: dict[str, object] = {}
-    for key, name in (
-        ("total_prompt_tokens", "prompt_tokens"),
-        ("total_completion_tokens", "completion_tokens"),
-        ("total_cached_tokens", "cached_tokens"),
-    ):
-        if (value := total(name)) is not None:
-            final[key] = value
+    if metrics and all(metric is not None for metric in metrics):
+        for key, name in (
+            ("total_prompt_tokens", "prompt_tokens"),
+            ("total_completion_tokens", "completion_tokens"),
+            ("total_cached_tokens", "cached_tokens"),
+        ):
+            values: list[int] = [
+                value
+                for metric in metrics
+                if metric is not None and (value := metric.get(name)) is not None
+            ]
+            if len(values) == len(metrics):
+                final[key] = sum(values)
     final["total_steps"] = total_steps
     return final
 

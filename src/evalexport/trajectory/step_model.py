@@ -72,19 +72,23 @@ class Step:
             "source": self.source,
             "message": self.message,
         }
-        for name in (
-            "timestamp",
-            "model_name",
-            "reasoning_content",
-            "tool_calls",
-            "observation",
-            "metrics",
-            "llm_call_count",
-            "extra",
-        ):
-            value = getattr(self, name)
-            if value is not None:
-                document[name] = value
+        # Field by field, in ATIF's order: a step is made for every turn of every row.
+        if self.timestamp is not None:
+            document["timestamp"] = self.timestamp
+        if self.model_name is not None:
+            document["model_name"] = self.model_name
+        if self.reasoning_content is not None:
+            document["reasoning_content"] = self.reasoning_content
+        if self.tool_calls is not None:
+            document["tool_calls"] = self.tool_calls
+        if self.observation is not None:
+            document["observation"] = self.observation
+        if self.metrics is not None:
+            document["metrics"] = self.metrics
+        if self.llm_call_count is not None:
+            document["llm_call_count"] = self.llm_call_count
+        if self.extra is not None:
+            document["extra"] = self.extra
         return document
 
 

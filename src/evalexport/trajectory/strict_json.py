@@ -48,6 +48,8 @@ def _significant_digits(literal: str) -> int:
 
 def _finite_float(literal: str) -> float:
     value = float(literal)
+    if len(literal) <= _EXACT_DIGITS and 1e-300 < abs(value) < 1e300:
+        return value  # most literals: a short one names its double exactly (below)
     if not math.isfinite(value):
         raise StrictJsonError(f"JSON number {literal!r} exceeds the finite float range")
     if value == 0.0:

@@ -11,7 +11,11 @@ profile (:data:`evalexport.trajectory.relaxations.RELAXATIONS`).
 The export's one read of the run is the conversion (:meth:`AtifExporter.read`): into
 a temporary sibling of ``output_dirpath`` for an export, which is checked against its manifest
 and renamed into place only when every trajectory was written; in memory for a dry run, which
-so fails exactly when the export would.
+so fails exactly when the export would. The rollouts are hashed in that read, and the output
+holds, beside Gym's files, evalexport's record of the export (:mod:`.identity`): the run's
+fingerprint and the options that shape the files. A rerun into an output holding a record
+reads the rollouts once to hash them instead: the same run with the same options is skipped
+(already exported), any other is refused saying what differs.
 """
 
 from __future__ import annotations
@@ -26,16 +30,25 @@ from typing import Any, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from evalexport.backends.atif.files import ConvertedRow, FileConversion, convert_file
+from evalexport.backends.atif.identity import (
+    RECORD_NAME,
+    ExportIdentity,
+    ExportRecord,
+    holds_record,
+    read_record,
+    rollouts_fingerprint,
+    write_record,
+)
+from evalexport.backends.atif.manifest import MANIFEST_NAME, ManifestWriter, staged_output_problem
 from evalexport.backends.atif.staging import StagedTrajectories, stage_beside
 from evalexport.callers import named_option
 from evalexport.interrupts import deferred, landed
 from evalexport.reading import RunFileError
-from evalexport.results import DryRunPlan, ExportFailure, ExportResult, PlannedFile
+from evalexport.results import DryRunPlan, ExportFailure, ExportResult, PlannedFile, SkipReason
 from evalexport.run import RunArtifacts
 from evalexport.spec.base import Exporter, ExporterConfig, OptionError, Target
 from evalexport.trajectory.convert import ATIF_SCHEMA_VERSION, GYM_GAP_CODES, TrajectoryIdentity
-from evalexport.trajectory.files import ConvertedRow, FileConversion, convert_file
-from evalexport.trajectory.manifest import MANIFEST_NAME, ManifestWriter, staged_output_problem
 from evalexport.trajectory.relaxations import RELAXATIONS, Relaxation
 
 __all__ = ["AtifConfig", "AtifExporter", "AtifTarget", "StagedTrajectories"]
@@ -109,6 +122,9 @@ class AtifTarget(Target):
 
     output: Path
     """``+output_dirpath``, absolute."""
+    exported_before: bool = False
+    """Whether ``output`` is there already, holding the record of an ATIF export: the read
+    tells whether it is this one (:meth:`AtifExporter.read`)."""
 
 
 class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
@@ -122,25 +138,36 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
     )
 
     def resolve(self, config: AtifConfig) -> AtifTarget:
-        """The output directory, which must not exist yet. One holding a ``manifest.jsonl`` is
-        this export done (it is written last, into the staging directory renamed into place):
-        a batch's rerun skips it."""
+        """The output directory, which must not exist yet, unless it holds the record of an
+        ATIF export: the read then tells whether it is this export (skipped) or another
+        (refused). One holding a ``manifest.jsonl`` is an export done (it is written last, into
+        the staging directory renamed into place): a batch's rerun skips it."""
         output = config.output_dirpath.absolute()
         refusal = None
-        if os.path.lexists(output):
+        exported_before = holds_record(output)
+        if os.path.lexists(output) and not exported_before:
             refusal = (
-                f"Output path already exists: {output}. "
-                f"Choose a new {named_option('output_dirpath')} or remove the old one."
+                f"Output path already exists: {output}, and holds no record of an evalexport "
+                f"ATIF export ({RECORD_NAME}) to compare this one with. Choose a new "
+                f"{named_option('output_dirpath')} or remove the old one."
             )
         done = None
         if (output / MANIFEST_NAME).is_file():
             done = f"{output} already holds this export's trajectories (manifest.jsonl)"
-        return AtifTarget(where=str(output), refusal=refusal, already_exported=done, output=output)
+        return AtifTarget(
+            where=str(output),
+            refusal=refusal,
+            already_exported=done,
+            output=output,
+            exported_before=exported_before,
+        )
 
     def read(self, run: RunArtifacts, config: AtifConfig, target: AtifTarget) -> StagedTrajectories:
         """Convert every row: in memory for a dry run; for an export, into a staging sibling of
         the output, which :meth:`deliver` renames into place. A row Gym would refuse fails the
         read, so the dry run fails exactly when the export would."""
+        if target.exported_before:
+            return self._exported_before(run, config, target.output)
         if config.dry_run:
             return StagedTrajectories(self._convert(run, config, output=None))
         output = target.output
@@ -156,14 +183,34 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
             with ManifestWriter(staging) as manifest:
 
                 def add_to_manifest(row: ConvertedRow) -> None:
-                    manifest.add(row.manifest_line(), row.relaxed_line())
+                    manifest.add(row.manifest_line(), row.relaxed_line(), row.size)
 
                 conversion = self._convert(run, config, staging, add_to_manifest)
-            staged = dataclasses.replace(staged, conversion=conversion)
+            # The record lands with the output: it is in the directory renamed into place.
+            write_record(staging, _identity(run, config, conversion), conversion.converted)
+            staged = dataclasses.replace(staged, conversion=conversion, sizes=manifest.sizes)
         except BaseException:  # refused rows, a stop signal: nothing is left behind
             staged.discard()
             raise
         return staged
+
+    def _exported_before(
+        self, run: RunArtifacts, config: AtifConfig, output: Path
+    ) -> StagedTrajectories:
+        """The rerun's read: the rollouts hashed (their one read), held with the options to
+        the record in ``output``. The same export is done already; another is refused, saying
+        what differs."""
+        record = read_record(output)
+        identity = ExportIdentity.of(rollouts_fingerprint(run.rollouts), **_options(run, config))
+        if differences := identity.differences(record.identity):
+            raise ExportFailure(
+                f"Output path already exists: {output} holds the ATIF export of another run or "
+                f"other options: {'; '.join(differences)}. Choose a new "
+                f"{named_option('output_dirpath')} or remove the old one."
+            )
+        return StagedTrajectories(
+            FileConversion(converted=record.trajectory_count), exported_before=record
+        )
 
     def _convert(
         self,
@@ -222,8 +269,18 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
         target: AtifTarget,
         prepared: StagedTrajectories,
     ) -> DryRunPlan:
-        """The conversion without its files: how many trajectories would be written where."""
+        """The conversion without its files: how many trajectories would be written where (or
+        that the export would be skipped: its output is there)."""
         conversion = prepared.conversion
+        if prepared.exported_before is not None:
+            return DryRunPlan(
+                exporter=self.name,
+                target=target.where,
+                files=[PlannedFile(path=str(run.rollouts), size_bytes=run.rollouts.stat().st_size)],
+                summary=_done(target.output, prepared.exported_before),
+                counts=_counts(conversion),
+                skip_reason=SkipReason.ALREADY_EXPORTED,
+            )
         return DryRunPlan(
             exporter=self.name,
             target=target.where,
@@ -241,13 +298,24 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
         prepared: StagedTrajectories,
     ) -> ExportResult:
         """Check the staged files against their manifest, then rename them into place (an
-        ATIF export is not guarded: it has no fingerprint)."""
-        assert prepared.staging is not None  # an export stages its files
+        ATIF export is not guarded by a marker: its output holds its record); or skip an
+        export whose output is there (its read found it)."""
         output = target.output
+        if prepared.exported_before is not None:
+            return ExportResult.skipped(
+                self.name,
+                str(run.run_dir),
+                _done(output, prepared.exported_before),
+                SkipReason.ALREADY_EXPORTED,
+                output_dirpath=str(output),
+                manifest=str(output / MANIFEST_NAME),
+                trajectory_count=prepared.exported_before.trajectory_count,
+            )
+        assert prepared.staging is not None  # an export stages its files
         conversion = prepared.conversion
         prepared.disown()
         if problem := staged_output_problem(
-            prepared.staging, conversion.converted, conversion.images
+            prepared.staging, conversion.converted, prepared.sizes, conversion.images
         ):
             return self.failed(
                 run,
@@ -273,6 +341,31 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
             manifest=str(output / MANIFEST_NAME),
             **_counts(conversion),
         )
+
+
+def _options(run: RunArtifacts, config: AtifConfig) -> dict[str, Any]:
+    """The options that shape the files, as the export uses them (the session the rollouts
+    file's stem when none is given)."""
+    return {
+        "session_id": config.session_id or run.stem,
+        "agent_version": config.agent_version,
+        "agent_name": config.agent_name,
+        "agent": config.agent,
+        "allow_gaps": config.allow_gaps,
+        "relax": config.relax,
+    }
+
+
+def _identity(run: RunArtifacts, config: AtifConfig, conversion: FileConversion) -> ExportIdentity:
+    return ExportIdentity.of(conversion.rollouts_sha256, **_options(run, config))
+
+
+def _done(output: Path, record: ExportRecord) -> str:
+    """What a skipped rerun says of the output that is there."""
+    return (
+        f"{output} already holds this export's {record.trajectory_count} ATIF trajectories "
+        f"(the same rollouts, {record.identity.rollouts_sha256[:19]}…, and options)"
+    )
 
 
 def _whose(run: RunArtifacts, config: AtifConfig) -> str:

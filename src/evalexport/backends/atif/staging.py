@@ -8,13 +8,15 @@ import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, final
 
+from evalexport.backends.atif.file_outcome import FileConversion
+from evalexport.backends.atif.identity import ExportRecord
 from evalexport.interrupts import deferred
 from evalexport.results import ExportFailure
-from evalexport.trajectory.files import FileConversion
 
 __all__ = ["StagedTrajectories", "stage_beside"]
 
@@ -23,12 +25,18 @@ __all__ = ["StagedTrajectories", "stage_beside"]
 @dataclass(frozen=True)
 class StagedTrajectories:
     """ATIF's one read of a run: every row converted, its files and manifest written into a
-    staging sibling of the output for an export (``staging``), in memory for a dry run."""
+    staging sibling of the output for an export (``staging``), in memory for a dry run; or, for
+    a rerun into this export's output, its record (``exported_before``)."""
 
     conversion: FileConversion
     staging: Path | None = None
     created_parents: tuple[Path, ...] = ()
     """The output's parent directories this export created, deepest first."""
+    sizes: Sequence[int] = ()
+    """The length of each trajectory file the staged manifest names, in its order."""
+    exported_before: ExportRecord | None = None
+    """A rerun's: the record of this very export, which its output holds already (nothing is
+    staged then)."""
 
     def disown(self) -> None:
         """Remove the record of the staging's owner, which is not the output's to keep."""

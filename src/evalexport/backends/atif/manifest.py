@@ -1,11 +1,17 @@
-"""The last check of an ATIF export: the staged output is exactly what its manifest says.
+"""``manifest.jsonl`` (and ``relaxed.jsonl``) written, and the last check of an ATIF export: the
+staged output is exactly what its manifest says.
 
 Before a staging directory becomes the output, every ``manifest.jsonl`` line must name a
-distinct trajectory file whose bytes hash to its ``expected_sha256``, the directory must hold
-those files and no others (but ``relaxed.jsonl``, which records the rows written beyond Gym's
-strict profile), and their number must be the number of trajectories the export is
-about to report. The conversion is built to make this so; this check is what lets the result
-say "wrote N" without trusting that: a mismatch is a failed export that writes nothing.
+distinct trajectory file of the length whose bytes were hashed for its ``expected_sha256``,
+the directory must hold those files and no others (but ``relaxed.jsonl``, which records the
+rows written beyond Gym's strict profile, and evalexport's record of the export,
+:mod:`.identity`), and their number must be the number of trajectories the export is about to
+report. The conversion is built to make this so; this check is what lets the result say "wrote
+N" without trusting that: a mismatch is a failed export that writes nothing. It reads no
+trajectory back: each file's hash was taken of the very bytes written, whole, to it
+(:mod:`.files`), and the check asks the file system for each file's length (a file another row
+wrote over, or one cut short, is caught by its name or its length), at a tenth of the cost of
+hashing every file again.
 """
 
 from __future__ import annotations
@@ -13,13 +19,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Collection, Iterator
+import stat
+from array import array
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Final, Self
 
+from evalexport.backends.atif.identity import RECORD_NAME
+from evalexport.trajectory.images import IMAGE_DIRECTORY
+
 __all__ = [
-    "IMAGE_DIRECTORY",
     "MANIFEST_NAME",
     "RELAXED_NAME",
     "ManifestWriter",
@@ -32,29 +42,33 @@ RELAXED_NAME: Final = "relaxed.jsonl"
 """Beside the manifest, only when some row needed them: each such trajectory's allowed gap
 codes and relaxations (evalexport's, not Gym's: Gym's ingress refuses a manifest line with
 any key of its own)."""
-IMAGE_DIRECTORY: Final = "images"
-"""Where an export's image files go, beside its trajectories (``images`` relaxed)."""
-_NOT_TRAJECTORIES: Final = frozenset({MANIFEST_NAME, RELAXED_NAME})
+_NOT_TRAJECTORIES: Final = frozenset({MANIFEST_NAME, RELAXED_NAME, RECORD_NAME})
+"""Beside the trajectories: Gym's manifest, and evalexport's ``relaxed.jsonl`` and record of
+the export (:mod:`.identity`)."""
 _BLOCK: Final = 1024 * 1024
 
 
 class ManifestWriter:
     """Writes ``manifest.jsonl`` into a directory, and ``relaxed.jsonl`` beside it once a
-    row needs a line there (a strict export has none)."""
+    row needs a line there (a strict export has none); keeps each trajectory's length, in the
+    manifest's order, for the output's check (8 bytes a trajectory)."""
 
     def __init__(self, directory: Path) -> None:
         self._directory = directory
         self._manifest: IO[str] | None = None
         self._relaxed: IO[str] | None = None
+        self.sizes: array[int] = array("q")
+        """The length of each trajectory file the manifest names, in its order."""
 
     def __enter__(self) -> Self:
         self._manifest = (self._directory / MANIFEST_NAME).open("w", encoding="utf-8")
         return self
 
-    def add(self, manifest_line: str, relaxed_line: str | None) -> None:
-        """One trajectory's lines, without their newlines."""
+    def add(self, manifest_line: str, relaxed_line: str | None, size: int) -> None:
+        """One trajectory's lines, without their newlines, and its file's length."""
         assert self._manifest is not None, "add() outside the with block"
         self._manifest.write(manifest_line + "\n")
+        self.sizes.append(size)
         if relaxed_line is not None:
             if self._relaxed is None:
                 self._relaxed = (self._directory / RELAXED_NAME).open("w", encoding="utf-8")
@@ -72,13 +86,15 @@ class ManifestWriter:
 
 
 def staged_output_problem(
-    directory: Path, reported: int, images: Collection[str] = ()
+    directory: Path, reported: int, sizes: Sequence[int], images: Collection[str] = ()
 ) -> str | None:
-    """Why ``directory`` is not ``reported`` verified trajectories and their manifest (and
-    under ``images/`` exactly ``images``, each hashing to its name), or ``None`` when it is.
+    """Why ``directory`` is not ``reported`` trajectories and their manifest, the file each
+    manifest line names a regular file of the length in ``sizes`` (in the manifest's order)
+    (and under ``images/`` exactly ``images``, each hashing to its name), or ``None`` when it
+    is.
 
-    Names are checked before bytes, so a file named twice is reported as that (the cause)
-    rather than as the first copy's hash matching no file (its effect).
+    Names are checked before lengths, so a file named twice is reported as that (the cause)
+    rather than as the first copy's length matching no file (its effect).
     """
     names: set[str] = set()
     for where, name, _ in _entries(directory):
@@ -100,18 +116,25 @@ def staged_output_problem(
     if unlisted:
         shown = ", ".join(unlisted[:5]) + (", ..." if len(unlisted) > 5 else "")
         return f"{len(unlisted)} files are not in {MANIFEST_NAME}: {shown}"
-    hashed = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    if len(sizes) != len(names):
+        return f"{MANIFEST_NAME} names {len(names)} trajectories, {len(sizes)} were written"
+    opened = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        for where, name, expected in _entries(directory):
+        for (where, name, _), size in zip(_entries(directory), sizes, strict=True):
             assert isinstance(name, str)  # the first pass refused anything else
             try:
-                actual = _sha256(name, hashed)
+                found = os.stat(name, dir_fd=opened, follow_symlinks=False)
             except FileNotFoundError:
                 return f"{where} names {name}, which was not written"
-            if actual != expected:
-                return f"{name} does not hash to its {where} expected_sha256"
+            if not stat.S_ISREG(found.st_mode):
+                return f"{where} names {name}, which is not a regular file"
+            if found.st_size != size:
+                return (
+                    f"{name} holds {found.st_size} bytes, not the {size} its {where} "
+                    "expected_sha256 was taken of"
+                )
     finally:
-        os.close(hashed)
+        os.close(opened)
     return _images_problem(directory / IMAGE_DIRECTORY, set(images)) if images else None
 
 

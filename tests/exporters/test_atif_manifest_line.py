@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from evalexport.trajectory.file_outcome import ConvertedRow, FirstLines
+from evalexport.backends.atif.file_outcome import ConvertedRow, FirstLines
 from evalexport.trajectory.relaxations import RELAXATIONS
 
 
@@ -26,7 +26,7 @@ def test_a_manifest_line_is_the_json_gym_writes(
     task: int, rollout: int, sha: str, gaps: list[str], relaxations: list[str]
 ) -> None:
     row = ConvertedRow(
-        1, f"{task}-{rollout}.json", task, rollout, sha, tuple(gaps), tuple(relaxations)
+        1, f"{task}-{rollout}.json", task, rollout, sha, 100, tuple(gaps), tuple(relaxations)
     )
     identity: dict[str, object] = {
         "trajectory_path": row.file_name,

@@ -31,6 +31,8 @@ class ConvertedRow(NamedTuple):
     task_index: int
     rollout_index: int
     sha256: str
+    size: int
+    """The trajectory file's length in bytes: what the output's check holds the file to."""
     gap_codes: tuple[str, ...]
     relaxations: tuple[str, ...] = ()
     images: tuple[str, ...] = ()
@@ -94,6 +96,9 @@ class FileConversion:
     rows that need it."""
     accepted_by_no_option: int = 0
     """Rejected rows no ``+allow_gaps`` or ``+relax`` accepts (a repeated key among them)."""
+    rollouts_sha256: str = ""
+    """``sha256:<hex>`` of the rollouts file's bytes, hashed as they were read for the
+    conversion (what the export's record names the run by)."""
 
     def options_advice(self) -> str:
         """The options that would accept the rejected rows, said as the user would give them,
@@ -208,5 +213,5 @@ class Rejection(NamedTuple):
 
     reason: str
     options: tuple[str, ...] | None
-    """``allow_gaps:CODE`` and ``relax:NAME`` the row needs (:func:`.convert.options_that_accept`),
+    """``allow_gaps:CODE`` and ``relax:NAME`` the row needs (:func:`~evalexport.trajectory.convert.options_that_accept`),
     or ``None`` when no option accepts it."""

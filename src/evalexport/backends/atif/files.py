@@ -16,6 +16,7 @@ order, to write its manifest line.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -28,8 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, final
 
+from evalexport.backends.atif.file_outcome import (
+    ConvertedRow,
+    FileConversion,
+    FirstLines,
+    Rejection,
+)
+from evalexport.backends.atif.pool_workers import leave_ctrl_c_to_the_parent
 from evalexport.callers import Caller, asked_from, current_caller
-from evalexport.host.files import MAX_LINE_BYTES, open_regular
+from evalexport.reading import MAX_LINE_BYTES, Digest, open_regular
 from evalexport.trajectory.convert import (
     ConvertedTrajectory,
     TrajectoryIdentity,
@@ -38,11 +46,7 @@ from evalexport.trajectory.convert import (
     options_that_accept,
     row_indices,
 )
-from evalexport.trajectory.file_outcome import ConvertedRow, FileConversion, FirstLines, Rejection
-from evalexport.trajectory.manifest import IMAGE_DIRECTORY
-from evalexport.trajectory.pool_workers import (
-    leave_ctrl_c_to_the_parent,
-)
+from evalexport.trajectory.images import IMAGE_DIRECTORY
 from evalexport.trajectory.relaxations import Relaxation, Relaxations, known_relaxations
 from evalexport.trajectory.steps import TrajectoryError
 from evalexport.trajectory.strict_json import loads_strict_line
@@ -88,7 +92,11 @@ class _Job:
     """Who asked for the export: a pool's worker words its refusals for them."""
 
 
-def _convert_line(line_number: int, raw: bytes | None, job: _Job) -> _Outcome:
+def _convert_line(
+    line_number: int, raw: bytes | None, job: _Job, directory: int | None = None
+) -> _Outcome:
+    """One line's outcome; its trajectory file written into the open ``directory`` (the
+    output's, ``None`` converting in memory)."""
     where = f"line {line_number}"
     if raw is None:
         return (
@@ -98,7 +106,7 @@ def _convert_line(line_number: int, raw: bytes | None, job: _Job) -> _Outcome:
             f"{where}: longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB, the longest line "
             "evalexport reads; the file is not read past it",
         )
-    if not raw.strip():
+    if not raw or raw.isspace():  # (``strip`` would copy the line to say so)
         return line_number, None, None, f"{where}: blank JSONL records are not supported"
     try:
         row = loads_strict_line(raw)
@@ -159,16 +167,23 @@ def _convert_line(line_number: int, raw: bytes | None, job: _Job) -> _Outcome:
         data = converted.encode()
     except (TypeError, ValueError) as error:
         return line_number, label, key, f"{where}: the ATIF trajectory is not valid JSON ({error})"
-    return line_number, label, key, _write(line_number, converted, data, job.output)
+    return line_number, label, key, _write(line_number, converted, data, directory, job.output)
 
 
 def _write(
-    line_number: int, converted: ConvertedTrajectory, data: bytes, output: Path | None
+    line_number: int,
+    converted: ConvertedTrajectory,
+    data: bytes,
+    directory: int | None,
+    output: Path | None,
 ) -> ConvertedRow:
-    if output is not None:
+    """The trajectory's ``data`` written whole into the open ``directory`` (``output``'s),
+    its images beside it, and the row's manifest facts: the hash and length of those very
+    bytes."""
+    if directory is not None and output is not None:
         # A duplicate key may overwrite a file here: the export then fails and is discarded.
-        # A duplicate key may overwrite a file here: the export then fails and is discarded.
-        _write_all(os.open(output / converted.file_name, _CREATE, 0o644), data)
+        # Opened relative to the directory: half the cost of a path's open, file after file.
+        _write_all(os.open(converted.file_name, _CREATE, 0o644, dir_fd=directory), data)
         if converted.images:
             _write_images(converted.images, output / IMAGE_DIRECTORY)
     return ConvertedRow(
@@ -177,6 +192,7 @@ def _write(
         converted.task_index,
         converted.rollout_index,
         hashlib.sha256(data).hexdigest(),
+        len(data),
         converted.gap_codes,
         converted.relaxations,
         tuple(converted.images),
@@ -206,15 +222,32 @@ def _write_all(descriptor: int, data: bytes) -> None:
 
 
 def _convert_chunk(first_line: int, lines: list[bytes | None], job: _Job) -> list[_Outcome]:
-    with asked_from(job.caller):
-        return [_convert_line(first_line + offset, raw, job) for offset, raw in enumerate(lines)]
+    with asked_from(job.caller), _opened(job.output) as directory:
+        return [
+            _convert_line(first_line + offset, raw, job, directory)
+            for offset, raw in enumerate(lines)
+        ]
 
 
-def _lines(handle: BinaryIO) -> Iterator[tuple[bytes | None, int]]:
-    """``(line, its length)`` of each line, and ``None`` for a line longer than
-    :data:`MAX_LINE_BYTES`, where reading stops: such a line is no rollout, and what follows
-    it (a 20 GiB file without a newline) is not read."""
+@contextlib.contextmanager
+def _opened(output: Path | None) -> Iterator[int | None]:
+    """The output directory, open for the files written into it (``None`` for none)."""
+    if output is None:
+        yield None
+        return
+    directory = os.open(output, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield directory
+    finally:
+        os.close(directory)
+
+
+def _lines(handle: BinaryIO, digest: Digest) -> Iterator[tuple[bytes | None, int]]:
+    """``(line, its length)`` of each line, each fed to ``digest`` as it is read, and
+    ``None`` for a line longer than :data:`MAX_LINE_BYTES`, where reading stops: such a line
+    is no rollout, and what follows it (a 20 GiB file without a newline) is not read."""
     while raw := handle.readline(MAX_LINE_BYTES + 1):
+        digest.update(raw)
         if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
             yield raw, len(raw)
             continue
@@ -222,12 +255,13 @@ def _lines(handle: BinaryIO) -> Iterator[tuple[bytes | None, int]]:
         return
 
 
-def _chunks(path: Path) -> Iterator[tuple[int, list[bytes | None], int]]:
-    """``(first line number, lines, bytes read so far)`` in chunks of about a megabyte."""
+def _chunks(path: Path, digest: Digest) -> Iterator[tuple[int, list[bytes | None], int]]:
+    """``(first line number, lines, bytes read so far)`` in chunks of about a megabyte, the
+    bytes fed to ``digest`` as they are read."""
     with open_regular(path) as handle:
         line_number, size, done = 1, 0, 0
         chunk: list[bytes | None] = []
-        for raw, length in _lines(handle):
+        for raw, length in _lines(handle, digest):
             chunk.append(raw)
             size += length
             if size >= _CHUNK_BYTES:
@@ -239,9 +273,11 @@ def _chunks(path: Path) -> Iterator[tuple[int, list[bytes | None], int]]:
             yield line_number, chunk, done + size
 
 
-def _outcomes(path: Path, job: _Job, workers: int) -> Iterator[tuple[list[_Outcome], int]]:
+def _outcomes(
+    path: Path, job: _Job, workers: int, digest: Digest
+) -> Iterator[tuple[list[_Outcome], int]]:
     if workers <= 1:
-        for first, lines, done in _chunks(path):
+        for first, lines, done in _chunks(path, digest):
             yield _convert_chunk(first, lines, job), done
         return
     from evalexport.interrupts import deferred
@@ -259,7 +295,7 @@ def _outcomes(path: Path, job: _Job, workers: int) -> Iterator[tuple[list[_Outco
         ) as pool,
     ):
         try:
-            for first, lines, done in _chunks(path):
+            for first, lines, done in _chunks(path, digest):
                 held.raise_held()
                 pending.append((pool.submit(_convert_chunk, first, lines, job), done))
                 if len(pending) >= workers * _IN_FLIGHT_PER_WORKER:
@@ -286,9 +322,19 @@ def _result(future: Future[list[_Outcome]], held: Deferred) -> list[_Outcome]:
 
 
 def default_workers(path: Path) -> int:
-    """Processes to convert ``path`` with: one for small files, else one per core."""
+    """Processes to convert ``path`` with: one for small files, else one per core this
+    process may run on (``taskset``, a Slurm allocation: not the machine's count)."""
     size = path.stat().st_size
-    return 1 if size < POOL_THRESHOLD_BYTES else max(1, min(os.cpu_count() or 1, 8))
+    return 1 if size < POOL_THRESHOLD_BYTES else max(1, min(usable_cores(), 8))
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the system says, else the
+    machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
 
 
 def convert_file(
@@ -309,7 +355,7 @@ def convert_file(
     will fail then), but every line is still checked so all rejected rows are named.
     ``output=None`` converts in memory only, as a dry run does. ``progress(bytes_read,
     total_bytes)`` is called after each chunk. ``allowed_gaps`` and ``relaxations`` are
-    :func:`.convert.convert_rollout`'s. ``agent``: convert only the rows of that agent
+    :func:`~evalexport.trajectory.convert.convert_rollout`'s. ``agent``: convert only the rows of that agent
     (``agent_ref.name``), as if the file held them alone; the others are counted in
     :attr:`FileConversion.other_agents`. A line that cannot be read names no agent, and is
     rejected whichever agent is asked for.
@@ -318,7 +364,8 @@ def convert_file(
     result = FileConversion()
     first_lines = FirstLines()
     job = _Job(identity, frozenset(allowed_gaps), output, known_relaxations(relaxations), agent)
-    for outcomes, read in _outcomes(path, job, workers or default_workers(path)):
+    digest = hashlib.sha256()
+    for outcomes, read in _outcomes(path, job, workers or default_workers(path), digest):
         for line_number, label, key, outcome in outcomes:
             if outcome is None:  # another agent's row, left out
                 result.other_agents[str(label)] += 1
@@ -362,4 +409,5 @@ def convert_file(
                 on_row(outcome)
         if progress is not None:
             progress(read, total)
+    result.rollouts_sha256 = f"sha256:{digest.hexdigest()}"
     return result

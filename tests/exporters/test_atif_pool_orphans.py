@@ -11,7 +11,7 @@ import textwrap
 _CHILD = textwrap.dedent(
     """
     import os, sys
-    from evalexport.trajectory.pool_workers import leave_ctrl_c_to_the_parent
+    from evalexport.backends.atif.pool_workers import leave_ctrl_c_to_the_parent
     creator = int(sys.argv[1])
     leave_ctrl_c_to_the_parent(creator, sys.argv[2] == "forkserver")
     print("worked")
