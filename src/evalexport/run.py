@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import BinaryIO, Final, final
+from typing import BinaryIO, ClassVar, Final, final
 
 from evalexport import reading
 from evalexport.callers import Caller, current_caller
@@ -73,6 +73,10 @@ class RunFile:
 @dataclass(frozen=True)
 class RunArtifacts:
     """Every file of one finished run, derived from the path of its rollouts file."""
+
+    NAMING_RULE: ClassVar[str] = NAMING_RULE
+    """How a run's benchmark is named, in words (:data:`evalexport.run.NAMING_RULE`): what an
+    exporter's ``--help`` says of a default the benchmark gives."""
 
     rollouts: Path
     """The rollouts file, absolute but not resolved: a symlink stays where it is."""

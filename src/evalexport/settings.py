@@ -16,7 +16,6 @@ from typing import Generic, Literal, TypeVar, final
 
 __all__ = [
     "INSTALLER_VARIABLE",
-    "LEASE_VARIABLE",
     "PLUGIN_IMPORT_VARIABLE",
     "PROGRESS_INTERVAL_VARIABLE",
     "TIME_LIMIT_VARIABLE",
@@ -24,7 +23,6 @@ __all__ = [
     "SettingError",
     "chosen",
     "installer_choice",
-    "lease_seconds",
     "plugin_import_timeout",
     "progress_interval",
     "worker_time_limit",
@@ -45,13 +43,6 @@ DEFAULT_PROGRESS_INTERVAL = 5.0
 MIN_PROGRESS_INTERVAL = 0.1
 """The fewest seconds between two such lines, whatever is asked: a line per chunk read would
 be a line per mebibyte, and a log's own cost."""
-
-LEASE_VARIABLE = "EVALEXPORT_LEASE_SECONDS"
-"""Seconds a remote run's lease holds unrenewed before another export takes it to have lapsed
-(docs/reliability.md, "Nothing lost"; default 60)."""
-DEFAULT_LEASE_SECONDS = 60.0
-MIN_LEASE_SECONDS = 3.0
-"""The shortest lease: an export renews its own six times a lease's time, a request apart."""
 
 INSTALLER_VARIABLE = "EVALEXPORT_INSTALLER"
 """``uv`` or ``pip``: which installer builds SDK environments (default: uv when available)."""
@@ -118,19 +109,6 @@ def progress_interval() -> float:
         "unset it for 5",
     )
     return DEFAULT_PROGRESS_INTERVAL if seconds is None else max(seconds, MIN_PROGRESS_INTERVAL)
-
-
-def lease_seconds() -> float:
-    """``$EVALEXPORT_LEASE_SECONDS``, at least :data:`MIN_LEASE_SECONDS`; 60 when it is unset
-    or empty. Raises :class:`SettingError` for anything but a finite number above 0."""
-    seconds = _seconds(
-        LEASE_VARIABLE,
-        zero=False,
-        what="a lease's time",
-        advice=f"give the seconds a remote run's lease holds unrenewed (e.g. {LEASE_VARIABLE}=120), "
-        "or unset it for 60",
-    )
-    return DEFAULT_LEASE_SECONDS if seconds is None else max(seconds, MIN_LEASE_SECONDS)
 
 
 def installer_choice() -> Literal["uv", "pip"] | None:

@@ -28,7 +28,6 @@ from evalexport.run import RunArtifacts
 from evalexport.tables import prepare as prepared_module
 from evalexport.tables import split_read
 from evalexport.tables.prepare import prepare
-from evalexport.tables.samples import samples_beside
 from evalexport.testing.factory import SampleRun
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "aime24"
@@ -78,7 +77,7 @@ def _read(run: SampleRun, **options: Any) -> dict[str, object]:
 
 def _described(prepared: PreparedRun) -> dict[str, object]:
     assert prepared.rollouts_table is not None
-    samples = samples_beside(prepared.rollouts_table)
+    samples = prepared.samples_table
     assert samples is not None
     return {
         "fingerprint": prepared.fingerprint,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final, final
 
 from evalexport.callers import named_option
-from evalexport.masking.names import FREE, STRUCTURED, TextKind
+from evalexport.masking.names import FREE, STRUCTURED, TextKind, is_secret_key
 from evalexport.masking.scrubbing import secrets_known
 from evalexport.masking.values import ValueMasking, may_hold_secret, secret_forms
 
@@ -78,6 +78,18 @@ class Egress:
         self._rows: set[int] = set()
         """The line numbers of the rollouts in which anything was masked."""
         self._notes: list[str] = []
+
+    @staticmethod
+    def current() -> Egress:
+        """The gate of the export in progress (:func:`current`): where an exporter's hooks
+        note what the result should say (:meth:`note`)."""
+        return current()
+
+    @staticmethod
+    def names_a_secret(key: str) -> bool:
+        """Whether a key names a secret, as a saved config's keys are read (``api_key``,
+        ``HF_TOKEN``; not ``max_tokens``): for a setting whose keys must not be secrets."""
+        return is_secret_key(key)
 
     def value(self, value: Any) -> Any:
         """A value that leaves (a config, a payload's params, a health report): masked by the

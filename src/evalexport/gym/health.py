@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, Protocol, final
+from typing import ClassVar, Final, Protocol, final
 
 from evalexport.gym.identity import RolloutKey, gym_rollout_id, rollout_key
 from evalexport.host.files import (
@@ -95,6 +95,11 @@ class HealthPaths(Protocol):
 class RunHealth:
     """What a run's health files hold that an export sends; empty for a run without them."""
 
+    VERDICT_KEY: ClassVar[str] = VERDICT_KEY
+    """The name the run's verdict is sent under (a tag, a summary key)."""
+    VERDICT_COLUMN: ClassVar[str] = "health_verdict"
+    """The samples table's column of each rollout's verdict, when the verdicts describe the run."""
+
     metrics: dict[str, float] = field(default_factory=dict)
     """``health/...`` numbers: the summary's ``run`` section and the failure counts."""
     verdict: str | None = None
@@ -126,6 +131,14 @@ class RunHealth:
     _unmatched: int = field(default=0, init=False, repr=False)
     _misnamed: int = field(default=0, init=False, repr=False)
     _named: int = field(default=0, init=False, repr=False)
+
+    def joined(
+        self, metrics: Mapping[str, float], texts: Mapping[str, str]
+    ) -> tuple[dict[str, float], dict[str, str], list[str]]:
+        """The run's metrics and texts with these health metrics and the verdict
+        (:attr:`VERDICT_KEY`) added, and a warning for each health name a metric of the run
+        already has (an agent named ``health``): the run's own value is kept."""
+        return with_health(metrics, texts, self)
 
     def see(self, record: Mapping[str, object], ordinal: int | None = None) -> None:
         """Note a rollout (the file's row ``ordinal``) as the run is read: whether the verdicts
@@ -354,7 +367,7 @@ class _Report:
 
 def with_health(
     metrics: Mapping[str, float], texts: Mapping[str, str], health: RunHealth
-) -> tuple[dict[str, float], dict[str, str], list[str]]:
+) -> tuple[dict[str, float], dict[str, str], list[str]]:  # RunHealth.joined
     """The run's metrics and texts with its health metrics and verdict added, and a warning
     for each health name a metric of the run already has (an agent named ``health``): the
     run's own value is kept."""

@@ -11,7 +11,7 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Protocol, final
+from typing import BinaryIO, ClassVar, Protocol, final
 
 from evalexport.egress.gate import current as current_gate
 from evalexport.gym.health import RunHealth
@@ -82,6 +82,9 @@ def run_fingerprint(run: RunPaths) -> str:
 class PreparedRun:
     """Everything an export sends, read from the run's files once."""
 
+    SAMPLES_FILE: ClassVar[str] = "samples.json"
+    """The typed samples table's name (:attr:`samples_table`)."""
+
     run: RunPaths
     fingerprint: str
     """``sha256:…`` of the bytes read (:func:`fingerprint_of` them)."""
@@ -107,6 +110,15 @@ class PreparedRun:
     """What NeMo Gym's health files hold (:mod:`evalexport.gym.health`), if they were
     asked for, their copies to upload through the export's gate; empty for a run without
     them."""
+
+    @property
+    def samples_table(self) -> Path | None:
+        """The typed samples table (:attr:`SAMPLES_FILE`: a column per value), written beside
+        :attr:`rollouts_table` in the same pass, if there is one."""
+        table = self.rollouts_table
+        if table is None or not (samples := table.parent / self.SAMPLES_FILE).is_file():
+            return None
+        return samples
 
     def warnings(self) -> list[str]:
         """What the export changes on the way: live-looking secrets masked, non-finite

@@ -108,6 +108,15 @@ class RowsConfig(SdkConfig):
         "the result says so.",
     )
 
+    def scratch_refusal(self, run: RunArtifacts, *, tables: bool) -> str | None:
+        """Why the rows tables of ``run`` cannot be written before they are sent, when
+        ``tables`` are: the temporary directory (``TMPDIR``) has less room than the rollouts
+        file takes. For :meth:`Exporter.resolve`'s :attr:`Target.refusal`, so the dry run
+        refuses as the export does, before anything is read."""
+        from evalexport.tables.prepare import scratch_space_refusal
+
+        return scratch_space_refusal(run.rollouts) if tables else None
+
 
 class OptionError(ValueError):
     """The options given to an exporter are unknown or invalid (exit code 2)."""

@@ -25,7 +25,6 @@ from evalexport.egress import Egress
 from evalexport.run import Rollout, RunArtifacts, RunFileError
 
 __all__ = [
-    "ROLLOUTS_TABLE_KEY",
     "ROLLOUT_COLUMN",
     "RowTooDeep",
     "rollout_for_export",
@@ -35,8 +34,6 @@ __all__ = [
 ]
 
 ROLLOUT_COLUMN: Final = "Rollout"
-ROLLOUTS_TABLE_KEY: Final = "Rollouts"
-"""The key of the W&B table (Gym's ``WandbExporter.ROLLOUTS_TABLE_KEY``)."""
 _MODEL_CALL_PAYLOADS: Final = frozenset({"request", "response", "request_raw", "response_raw"})
 
 

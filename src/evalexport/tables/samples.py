@@ -27,23 +27,19 @@ import msgspec
 from evalexport import egress
 from evalexport.egress import Egress
 from evalexport.gym.health import RunHealth
-from evalexport.reading import Rollout
+from evalexport.reading import PreparedRun, Rollout
 from evalexport.trajectory.from_conversation import recorded_output
 
 __all__ = [
     "CONVERSATION_COLUMNS",
     "SAMPLES_FILE",
-    "SAMPLES_TABLE_KEY",
     "TEXT_LIMIT",
     "VERDICT_COLUMN",
     "SamplesSeen",
     "SamplesTable",
-    "samples_beside",
 ]
 
-SAMPLES_TABLE_KEY: Final = "Samples"
-"""The W&B table's key, beside Gym's ``Rollouts``."""
-SAMPLES_FILE: Final = "samples.json"
+SAMPLES_FILE: Final = PreparedRun.SAMPLES_FILE
 """The MLflow table artifact, beside Gym's ``rollouts.json``."""
 TEXT_LIMIT: Final = 1000
 """The longest text a cell holds, in characters; a longer one is cut, ``…`` marking it."""
@@ -53,18 +49,10 @@ CONVERSATION_COLUMNS: Final = ("turns", "tool_calls", "final_answer")
 """What the rollout's conversation (``response.output``) says, readable in a table: the
 agent's turns (its runs of output between tool results and input), its tool calls, and its
 final answer's text; empty cells for a row that records no response."""
-VERDICT_COLUMN: Final = "health_verdict"
+VERDICT_COLUMN: Final = RunHealth.VERDICT_COLUMN
 """NeMo Gym's verdict of the rollout (``rollout_verdicts.jsonl``), after the fixed columns,
 when the run has a verdicts file that describes it."""
 _NOT_COLUMNS: Final = frozenset({"_ng_task_index", "_ng_rollout_index", "reward", "agent_ref"})
-
-
-def samples_beside(rollouts_table: Path | None) -> Path | None:
-    """The samples table written beside Gym's rollouts table in the same pass, if there is
-    one (:func:`evalexport.tables.prepare.prepare`)."""
-    if rollouts_table is None or not (samples := rollouts_table.parent / SAMPLES_FILE).is_file():
-        return None
-    return samples
 
 
 class SamplesTable:

@@ -30,6 +30,7 @@ from typing import Any, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from evalexport import ExportResult, RunArtifacts, RunFileError
 from evalexport.backends.atif.files import ConvertedRow, FileConversion, convert_file
 from evalexport.backends.atif.identity import (
     RECORD_NAME,
@@ -42,12 +43,19 @@ from evalexport.backends.atif.identity import (
 )
 from evalexport.backends.atif.manifest import MANIFEST_NAME, ManifestWriter, staged_output_problem
 from evalexport.backends.atif.staging import StagedTrajectories, stage_beside
-from evalexport.callers import named_option
-from evalexport.interrupts import deferred, landed
-from evalexport.reading import RunFileError
-from evalexport.results import DryRunPlan, ExportFailure, ExportResult, PlannedFile, SkipReason
-from evalexport.run import RunArtifacts
-from evalexport.spec.base import Exporter, ExporterConfig, OptionError, Target
+from evalexport.spec import (
+    DryRunPlan,
+    Exporter,
+    ExporterConfig,
+    ExportFailure,
+    OptionError,
+    PlannedFile,
+    SkipReason,
+    Target,
+    deferred,
+    landed,
+    named_option,
+)
 from evalexport.trajectory.convert import ATIF_SCHEMA_VERSION, GYM_GAP_CODES, TrajectoryIdentity
 from evalexport.trajectory.relaxations import RELAXATIONS, Relaxation
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, NamedTuple
 
-from evalexport.callers import named_option
+from evalexport.spec import named_option
 from evalexport.trajectory.convert import (
     ROLLOUT_INDEX,
     TASK_INDEX,

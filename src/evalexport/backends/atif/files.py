@@ -280,7 +280,7 @@ def _outcomes(
         for first, lines, done in _chunks(path, digest):
             yield _convert_chunk(first, lines, job), done
         return
-    from evalexport.interrupts import deferred
+    from evalexport.spec import deferred
 
     pending: deque[tuple[Future[list[_Outcome]], int]] = deque()
     # A stop signal is held while the pool works and raised between its calls, never inside

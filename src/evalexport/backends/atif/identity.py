@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, final
 
-from evalexport._version import __version__
-from evalexport.callers import named_option
+from evalexport import RunFileError, __version__
 from evalexport.ingress import load_json
-from evalexport.reading import RunFileError, open_regular
+from evalexport.reading import open_regular
+from evalexport.spec import named_option
 
 __all__ = [
     "RECORD_NAME",

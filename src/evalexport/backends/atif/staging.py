@@ -15,8 +15,7 @@ from typing import Final, final
 
 from evalexport.backends.atif.file_outcome import FileConversion
 from evalexport.backends.atif.identity import ExportRecord
-from evalexport.interrupts import deferred
-from evalexport.results import ExportFailure
+from evalexport.spec import ExportFailure, deferred
 
 __all__ = ["StagedTrajectories", "stage_beside"]
 

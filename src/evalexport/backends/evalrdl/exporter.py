@@ -8,27 +8,33 @@ second upload of the same content a ``skipped`` result, so no local marker is ke
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, Final
+from typing import Annotated, Any, Final
 
 from pydantic import BeforeValidator, Field, field_validator
 
-from evalexport import egress, reading
+from evalexport import RunArtifacts
 from evalexport.backends.evalrdl import worker as evalrdl_worker
 from evalexport.backends.evalrdl.worker import EvalRDLPayload
-from evalexport.egress import SecretScan
-from evalexport.masking import FREE
-from evalexport.progress import human_size
-from evalexport.results import DryRunPlan, PlannedFile
-from evalexport.run import RunArtifacts, RunFileError
-from evalexport.spec import WorkerDelivery, WorkerSecretsError, WorkerSpec, run_tracked
-from evalexport.spec.base import Exporter
-from evalexport.spec.declarations import SdkConfig, Target
-from evalexport.spec.sdk import Sdk, Surface
+from evalexport.spec import (
+    DryRunPlan,
+    Egress,
+    Exporter,
+    PlannedFile,
+    Sdk,
+    SdkConfig,
+    Surface,
+    Target,
+    WorkerDelivery,
+    WorkerSecretsError,
+    WorkerSpec,
+    human_size,
+    read_directory,
+    run_tracked,
+)
 
 __all__ = ["EvalRDLConfig", "EvalRDLExporter"]
 
@@ -74,9 +80,7 @@ class EvalRDLConfig(SdkConfig):
     @field_validator("meta")
     @classmethod
     def _no_secret_meta(cls, meta: dict[str, str]) -> dict[str, str]:
-        from evalexport.masking import is_secret_key
-
-        secret = sorted(key for key in meta if is_secret_key(key))
+        secret = sorted(key for key in meta if Egress.names_a_secret(key))
         if secret:
             raise ValueError(
                 f"meta keys named like secrets are refused ({', '.join(secret)}): the service "
@@ -92,7 +96,7 @@ class EvalRDLConfig(SdkConfig):
         raise ValueError(f"expected prod, stg or an http(s) URL, got {url!r}")
 
 
-class EvalRDLExporter(Exporter[EvalRDLConfig, None]):
+class EvalRDLExporter(Exporter[EvalRDLConfig, list[PlannedFile]]):
     """Upload the run directory as it is to the EvalRDL service, through its SDK in an environment
     of its own."""
 
@@ -125,63 +129,16 @@ class EvalRDLExporter(Exporter[EvalRDLConfig, None]):
             ),
         )
 
-    def read(self, run: RunArtifacts) -> None:
-        """Every file of the run directory opens (it is uploaded as it is), each once: the
-        rollouts file is read through that open for a record, the saved config for values
-        that look like live secrets, and every file for secret-shaped text, which the result
-        names (the directory leaves unmasked: :class:`~evalexport.egress.SecretScan`)."""
-        live: list[str] = []
-        records = False
-        scan = SecretScan()
+    def read(self, run: RunArtifacts) -> list[PlannedFile]:
+        """Every file of the run directory opens (it is uploaded as it is), each once
+        (:func:`~evalexport.spec.read_directory`): the files, as the plan lists them."""
+        return read_directory(run, uploader="EvalRDL")
 
-        def read_config(handle: BinaryIO) -> None:
-            data = handle.read(reading.MAX_FILE_BYTES + 1)
-            if len(data) > reading.MAX_FILE_BYTES:
-                raise RunFileError(
-                    f"Saved run config {run.saved_config} is larger than "
-                    f"{reading.MAX_FILE_BYTES // (1024 * 1024)} MiB; a saved config is a few "
-                    "kilobytes"
-                )
-            config = reading.parse_saved_config(run, data)
-            live.extend(reading.exportable_config(config).masked_paths)
-            scan.read(run.saved_config, io.BytesIO(data))
-
-        def read_rollouts(handle: BinaryIO) -> None:
-            nonlocal records
-            line_number = 0
-            while raw := handle.readline(reading.MAX_LINE_BYTES + 1):  # to the first record
-                line_number += 1
-                if len(raw) > reading.MAX_LINE_BYTES:
-                    raise RunFileError(reading.too_long_message(run.rollouts, line_number))
-                if not raw.isspace():
-                    records = True
-                    scan.read(run.rollouts, io.BytesIO(raw), FREE)  # rows: free text
-                    scan.read(run.rollouts, handle, FREE)  # the rest, through the same open
-                    return
-
-        if reason := run.unreadable_file_reason(
-            {run.saved_config: read_config, run.rollouts: read_rollouts}, scan.read
-        ):
-            raise RunFileError(reason)
-        if not records:
-            raise RunFileError(run.no_records_message)
-        if (found := scan.note(run.run_dir)) is not None:
-            egress.current().note(f"EvalRDL uploads the run directory as it is: {found}")
-        if live:
-            # The directory is uploaded as it is: masking a copy would not keep these out.
-            raise RunFileError(
-                f"The saved config {run.saved_config} holds values that look like live secrets "
-                f"({', '.join(live)}), and EvalRDL uploads the run directory as it is. Save the "
-                "config masked (delete it, then evalexport save-config, or "
-                "evalexport.save_run_config) and upload again."
-            )
-
-    def plan(self, run: RunArtifacts, config: EvalRDLConfig, target: Target) -> DryRunPlan:
+    def plan(
+        self, run: RunArtifacts, config: EvalRDLConfig, target: Target, prepared: list[PlannedFile]
+    ) -> DryRunPlan:
         """Every file of the run directory: it is uploaded as it is."""
-        files = [
-            PlannedFile(path=str(path), size_bytes=path.stat().st_size)
-            for path in reading.run_directory_files(run.run_dir, [])
-        ]
+        files = prepared
         # The service reads the aggregate metrics itself; the upload does not flatten them.
         total = human_size(sum(item.size_bytes for item in files))
         upload = [f"label: {config.label}" if config.label else "label: none (the service's)"]

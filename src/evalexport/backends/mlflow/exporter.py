@@ -19,8 +19,7 @@ from typing import Final
 
 from pydantic import Field, SecretStr, field_validator
 
-from evalexport import egress
-from evalexport._version import __version__
+from evalexport import ExportResult, RunArtifacts, __version__
 from evalexport.backends.mlflow import worker as mlflow_worker
 from evalexport.backends.mlflow.names import (
     MAX_TAG_VALUE_LENGTH,
@@ -34,6 +33,7 @@ from evalexport.backends.mlflow.target import (
     DEFAULT_REQUEST_RETRIES,
     DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_TRACKING_URI,
+    lease_seconds,
     local_artifact_location,
     request_limits,
     resolve_tracking_uri,
@@ -43,18 +43,24 @@ from evalexport.backends.mlflow.target import (
 )
 from evalexport.backends.mlflow.traces import TracesFile, traces_in
 from evalexport.backends.mlflow.worker import MlflowBatch, MlflowLiveRun, MlflowPayload
-from evalexport.gym.health import with_health
-from evalexport.reading.evaluation_times import exported_at
-from evalexport.results import DryRunPlan, ExportResult, PlannedFile
-from evalexport.run import NAMING_RULE, RunArtifacts
-from evalexport.settings import Chosen, chosen, lease_seconds
-from evalexport.spec import FINGERPRINT_TAG, WorkerDelivery, WorkerSpec
-from evalexport.spec.base import Exporter
-from evalexport.spec.declarations import RowsConfig, Target
-from evalexport.spec.isolated import DEFAULT_TIME_LIMIT
-from evalexport.spec.sdk import Sdk, Surface
-from evalexport.tables.prepare import PreparedRun, prepare, scratch_space_refusal
-from evalexport.tables.samples import SAMPLES_FILE, samples_beside
+from evalexport.spec import (
+    FINGERPRINT_TAG,
+    Chosen,
+    DryRunPlan,
+    Egress,
+    Exporter,
+    PlannedFile,
+    PreparedRun,
+    RowsConfig,
+    Sdk,
+    Surface,
+    Target,
+    WorkerDelivery,
+    WorkerSpec,
+    chosen,
+    exported_at,
+    prepare,
+)
 from evalexport.workers.protocol import WorkerResult
 
 __all__ = [
@@ -86,7 +92,7 @@ class MLflowConfig(RowsConfig):
     )
     mlflow_experiment_name: str | None = Field(
         default=None,
-        description=f"Experiment; default: $MLFLOW_EXPERIMENT_NAME, else {NAMING_RULE}.",
+        description=f"Experiment; default: $MLFLOW_EXPERIMENT_NAME, else {RunArtifacts.NAMING_RULE}.",
     )
     mlflow_run_name: str | None = Field(
         default=None, description="Run name; default: <benchmark>-<run directory name>."
@@ -206,7 +212,7 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
             Path(resolved.removeprefix("sqlite:///")) if resolved.startswith("sqlite:///") else None
         )
         token = config.mlflow_tracking_token
-        limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
+        limit = WorkerSpec.time_limit if time_limit is None else time_limit
         return MLflowTarget(
             where=resolved,  # plans and markers mask it
             settings={
@@ -215,7 +221,7 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
             },
             refusal=experiment_refusal(experiment)
             or unwritable_store_reason(store)
-            or (scratch_space_refusal(run.rollouts) if config.upload_rollouts else None),
+            or config.scratch_refusal(run, tables=config.upload_rollouts),
             worker=WorkerSpec(
                 requirements=config.requirements(),
                 environment={
@@ -255,7 +261,7 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
         # A list too long to be a param a leaf: the result says so, the dry run's as the
         # export's (the gate's notes end both).
         for bounded in params_of(prepared.saved_config.config).lists:
-            egress.current().note(bounded.notice())
+            Egress.current().note(bounded.notice())
         return prepared
 
     def plan(
@@ -336,9 +342,9 @@ class MLflowExporter(Exporter[MLflowConfig, PreparedRun, MLflowTarget]):
         if table is not None:
             artifacts.append(table)
             tables = [{"path": "rollouts.json", "type": "table"}]
-            if (samples := samples_beside(table)) is not None:  # the typed table beside it
+            if (samples := prepared.samples_table) is not None:  # the typed table beside it
                 artifacts.append(samples)
-                tables.append({"path": SAMPLES_FILE, "type": "table"})
+                tables.append({"path": samples.name, "type": "table"})
             run_tags["mlflow.loggedArtifacts"] = json.dumps(tables)
         payload: MlflowPayload = {
             "tracking_uri": target.tracking_uri,
@@ -459,7 +465,7 @@ def _plan(prepared: PreparedRun) -> _Plan:
     flat = prepared.metrics
     saved = prepared.saved_config
     raw_params = params_of(saved.config).values
-    raw_metrics, raw_texts, collided = with_health(flat.metrics, flat.texts, prepared.health)
+    raw_metrics, raw_texts, collided = prepared.health.joined(flat.metrics, flat.texts)
     metric_names = sanitize_names(raw_metrics, "metric")
     param_names = sanitize_names(raw_params, "param")
     tag_names = sanitize_names(raw_texts, "tag")
@@ -521,7 +527,7 @@ def _artifact_names(run: RunArtifacts, config: MLflowConfig, prepared: PreparedR
     samples table beside Gym's rollouts table, and Gym's health files (secrets masked)."""
     names = ["global_config.json", run.aggregate_metrics.name, *prepared.health.files]
     if config.upload_rollouts:
-        names += ["rollouts.json", SAMPLES_FILE]
+        names += ["rollouts.json", prepared.SAMPLES_FILE]
     return sorted(names)
 
 

@@ -5,17 +5,20 @@ that is down bounded (MLflow's request timeout and retries)."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
+from typing import Final
 
-from evalexport.callers import named_option
-from evalexport.settings import SettingError
+from evalexport.spec import SettingError, named_option
 
 __all__ = [
     "DEFAULT_REQUEST_RETRIES",
     "DEFAULT_REQUEST_TIMEOUT",
     "DEFAULT_TRACKING_URI",
+    "LEASE_VARIABLE",
+    "lease_seconds",
     "local_artifact_location",
     "request_limits",
     "resolve_tracking_uri",
@@ -123,3 +126,28 @@ def unwritable_store_reason(store: Path | None) -> str | None:
             + fix
         )
     return None
+
+
+LEASE_VARIABLE: Final = "EVALEXPORT_LEASE_SECONDS"
+DEFAULT_LEASE_SECONDS: Final = 60.0
+MIN_LEASE_SECONDS: Final = 3.0
+"""The shortest lease: an export renews its own six times a lease's time, a request apart."""
+
+
+def lease_seconds() -> float:
+    """``$EVALEXPORT_LEASE_SECONDS``: how long a remote run's lease holds unrenewed (the
+    worker renews it each sixth of that), at least :data:`MIN_LEASE_SECONDS`; 60 when it is
+    unset or empty. Raises :class:`SettingError` for anything but a finite number above 0."""
+    text = os.environ.get(LEASE_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_LEASE_SECONDS
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise SettingError(
+            f"{LEASE_VARIABLE}={text!r} is not a lease's time: give the seconds a remote run's "
+            f"lease holds unrenewed (e.g. {LEASE_VARIABLE}=120), or unset it for 60"
+        )
+    return max(seconds, MIN_LEASE_SECONDS)

@@ -25,10 +25,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from evalexport import Rollout
 from evalexport.backends.mlflow.worker import MlflowSpan, MlflowTrace
-from evalexport.egress import Egress
-from evalexport.ingress import one_of
-from evalexport.reading import PreparedRun, Rollout
+from evalexport.spec import Egress, PreparedRun
 from evalexport.trajectory.from_conversation import recorded_output
 
 __all__ = ["TRACES_FILE", "TracesFile", "trace_of", "traces_in"]
@@ -58,7 +57,8 @@ def _text(content: object) -> str:
 
 
 def _is_given(item: object) -> bool:
-    return isinstance(item, Mapping) and one_of(item.get("role"), _INPUT_ROLES)
+    role = item.get("role") if isinstance(item, Mapping) else None
+    return isinstance(role, str) and role in _INPUT_ROLES  # a list or an object is no role
 
 
 def _conversation(record: Mapping[str, Any]) -> tuple[list[Any], Mapping[str, Any]]:

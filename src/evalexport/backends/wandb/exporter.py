@@ -16,6 +16,7 @@ from typing import Final, Literal
 
 from pydantic import Field, SecretStr
 
+from evalexport import ExportResult, ExportStatus, RunArtifacts
 from evalexport.backends.wandb import worker as wandb_worker
 from evalexport.backends.wandb.target import (
     describing_the_evaluation,
@@ -26,24 +27,32 @@ from evalexport.backends.wandb.target import (
     unwritable_reason,
 )
 from evalexport.backends.wandb.worker import WandbOutput, WandbPayload, run_id_of
-from evalexport.gym.health import VERDICT_KEY
-from evalexport.reading.evaluation_times import exported_at
-from evalexport.results import DryRunPlan, ExportResult, ExportStatus, PlannedFile
-from evalexport.run import NAMING_RULE, RunArtifacts
-from evalexport.settings import Chosen, chosen
-from evalexport.spec import FINGERPRINT_SUMMARY_KEY, WorkerDelivery, WorkerSpec
-from evalexport.spec.base import Exporter
-from evalexport.spec.declarations import RowsConfig, Target
-from evalexport.spec.isolated import DEFAULT_TIME_LIMIT
-from evalexport.spec.sdk import Sdk, Surface
-from evalexport.tables.prepare import PreparedRun, prepare, scratch_space_refusal
-from evalexport.tables.rollouts import ROLLOUTS_TABLE_KEY
-from evalexport.tables.samples import SAMPLES_TABLE_KEY, VERDICT_COLUMN, samples_beside
+from evalexport.spec import (
+    FINGERPRINT_SUMMARY_KEY,
+    Chosen,
+    DryRunPlan,
+    Exporter,
+    PlannedFile,
+    PreparedRun,
+    RowsConfig,
+    Sdk,
+    Surface,
+    Target,
+    WorkerDelivery,
+    WorkerSpec,
+    chosen,
+    exported_at,
+    prepare,
+)
 from evalexport.workers.protocol import WorkerResult
 
 __all__ = ["FINGERPRINT_KEY", "WandbConfig", "WandbExporter", "WandbTarget"]
 
 FINGERPRINT_KEY = FINGERPRINT_SUMMARY_KEY
+ROLLOUTS_TABLE_KEY: Final = "Rollouts"
+"""The key of Gym's rollouts table (Gym's ``WandbExporter.ROLLOUTS_TABLE_KEY``)."""
+SAMPLES_TABLE_KEY: Final = "Samples"
+"""The typed samples table's key, beside Gym's ``Rollouts``."""
 
 HISTORY_TABLE_ROWS = 10_000
 """The rows of a table a W&B run's history keeps (``wandb.Table.MAX_ROWS``): a bigger table is
@@ -60,7 +69,7 @@ class WandbConfig(RowsConfig):
 
     wandb_project: str | None = Field(
         default=None,
-        description=f"Project; default: $WANDB_PROJECT, else {NAMING_RULE}.",
+        description=f"Project; default: $WANDB_PROJECT, else {RunArtifacts.NAMING_RULE}.",
     )
     wandb_name: str | None = Field(
         default=None, description="Run name; default: <benchmark>-<run directory name>."
@@ -142,7 +151,7 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
             else f"W&B project {project}"
         )
         key = config.wandb_api_key
-        limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
+        limit = WorkerSpec.time_limit if time_limit is None else time_limit
         return WandbTarget(
             where=where,
             settings={
@@ -152,7 +161,7 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
             },
             refusal=project_refusal(chosen_project.value, chosen_project.source)
             or unwritable_reason(directory)
-            or (scratch_space_refusal(run.rollouts) if config.upload_rollouts else None)
+            or config.scratch_refusal(run, tables=config.upload_rollouts)
             or (None if offline else missing_credentials(config.wandb_api_key is not None)),
             worker=WorkerSpec(
                 requirements=config.requirements(),
@@ -193,7 +202,9 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
                 PlannedFile(path=str(run.rollouts), size_bytes=run.rollouts.stat().st_size)
             )
             rows = prepared.rollout_count
-            verdict = f"{VERDICT_COLUMN}, " if prepared.health.verdicts_fit() else ""
+            verdict = (
+                f"{prepared.health.VERDICT_COLUMN}, " if prepared.health.verdicts_fit() else ""
+            )
             where = (
                 "to the run's history"
                 if rows <= HISTORY_TABLE_ROWS
@@ -240,7 +251,7 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
         """What the worker logs, and, for an offline run, the command that uploads it."""
         fingerprint = fingerprint or prepared.fingerprint
         table = prepared.rollouts_table if config.upload_rollouts else None
-        samples = samples_beside(table) if table else None
+        samples = prepared.samples_table if table else None
         payload: WandbPayload = {
             "project": target.project,
             "entity": target.entity,
@@ -312,7 +323,7 @@ def _summary(prepared: PreparedRun, fingerprint: str) -> dict[str, bool | int | 
     values: dict[str, bool | int | float | str] = dict(prepared.metrics.values)
     values.update({k: v for k, v in health.metrics.items() if k not in values})
     if health.verdict is not None:
-        values.setdefault(VERDICT_KEY, health.verdict)
+        values.setdefault(health.VERDICT_KEY, health.verdict)
     return {
         **values,
         FINGERPRINT_KEY: fingerprint,

@@ -9,8 +9,7 @@ import os
 from pathlib import Path
 from typing import Final, Literal
 
-from evalexport.callers import named_option
-from evalexport.settings import SettingError
+from evalexport.spec import SettingError, named_option
 
 __all__ = [
     "describing_the_evaluation",
