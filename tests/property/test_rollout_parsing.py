@@ -55,7 +55,7 @@ def _parsed(line: bytes) -> Any:
 
 def _strictly(line: bytes, monkeypatch: pytest.MonkeyPatch) -> Any:
     with monkeypatch.context() as patched:
-        patched.setattr(rollouts, "_fast_decode", lambda: None)
+        patched.setattr(rollouts, "_fast_decode", lambda: lambda raw: None)  # msgspec refuses all
         return _parsed(line)
 
 
@@ -121,5 +121,5 @@ def test_a_cut_line_is_refused_with_the_strict_parsers_message(
     fast = _parsed(line + b"\n")
     assert fast[0] == "refused", fast
     with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(rollouts, "_fast_decode", lambda: None)
+        patched.setattr(rollouts, "_fast_decode", lambda: lambda raw: None)  # msgspec refuses all
         assert _parsed(line + b"\n") == fast

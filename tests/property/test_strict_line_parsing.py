@@ -123,10 +123,12 @@ def test_what_msgspec_would_let_through_is_refused_in_the_strict_parsers_words(
         loads_strict_line(line)
 
 
-def test_without_msgspec_every_line_goes_to_the_strict_parser(
+def test_a_line_msgspec_leaves_undecided_goes_to_the_strict_parser(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(strict_json, "_fast_strict_decoder", lambda: None)
+    monkeypatch.setattr(
+        strict_json, "_fast_strict_decoder", lambda: lambda raw: strict_json._UNDECIDED
+    )
     assert loads_strict_line(b'{"a": [1, 2.5, "x"]}\n') == {"a": [1, 2.5, "x"]}
     with pytest.raises(ValueError, match="duplicate object key"):
         loads_strict_line(b'{"a": 1, "a": 2}\n')

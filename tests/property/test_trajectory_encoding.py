@@ -37,8 +37,10 @@ def test_the_bytes_are_pydantics(document: Any) -> None:
     assert encode_json(document) == to_json(document, indent=2) + b"\n"
 
 
-def test_without_msgspec_pydantic_writes_every_document(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(encoding, "_fast_encoder", lambda: None)
+def test_a_document_msgspec_cannot_write_is_written_by_pydantic(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(encoding, "_fast_encoder", lambda: lambda document: None)
     assert encode_json({"a": [1, 1e16]}) == b'{\n  "a": [\n    1,\n    1e+16\n  ]\n}\n'
 
 

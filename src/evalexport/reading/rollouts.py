@@ -183,11 +183,10 @@ def _parse_line(
     if not raw:
         return None
     size = len(raw)
-    if (decode := _fast_decode()) is not None:
-        fast = decode(raw)  # None when refused: the strict parser decides, in its words
-        if isinstance(fast, dict):
-            return Rollout(line_number, fast, size, strict_json=True, ordinal=ordinal)
-        del fast
+    fast = _fast_decode()(raw)  # None when refused: the strict parser decides, in its words
+    if isinstance(fast, dict):
+        return Rollout(line_number, fast, size, strict_json=True, ordinal=ordinal)
+    del fast
     try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -228,20 +227,18 @@ def _malformed(run: RunPaths, line: str, line_number: int) -> RunFileError:
 
 
 @functools.cache
-def _fast_decode() -> Callable[[bytes], object] | None:
-    """msgspec's JSON decoder, where it is installed: 2.5x ``json.loads`` on a rollout line.
+def _fast_decode() -> Callable[[bytes], object]:
+    """msgspec's JSON decoder: 2.5x ``json.loads`` on a rollout line.
 
     It is exact for what it accepts (the same objects ``json.loads`` gives, the last of
     duplicate keys kept, integers of any size, floats correctly rounded) and refuses what
     ``json.loads`` reads differently (``NaN``, lone surrogates, numbers out of a float's range,
     malformed lines): those lines go to ``json.loads``, whose verdict and messages stand
-    (``tests/property/test_rollout_parsing.py``). Without msgspec, every line does. The
-    function returns ``None`` for a line it refuses.
+    (``tests/property/test_rollout_parsing.py``). The function returns ``None`` for a line it
+    refuses.
     """
-    try:
-        import msgspec
-    except ImportError:
-        return None
+    import msgspec  # a dependency; imported when the first line is read, not at startup
+
     decode = msgspec.json.Decoder().decode
     refused = (msgspec.MsgspecError, RecursionError)
 

@@ -146,9 +146,9 @@ def _compact(row: object, strict_json: bool) -> str:
     ``1e16`` for ``1e+16``, as NeMo Gym's own cells, orjson's, spell theirs differently again),
     ``json``'s for any other row (its ``NaN``, infinities and lone surrogates as ``json`` writes
     them, where msgspec would write ``null`` or refuse)."""
-    if strict_json and (encode := _strict_encoder()) is not None:
+    if strict_json:
         try:
-            return encode(row).decode()
+            return _strict_encoder()(row).decode()
         except Exception:  # a value a hook put in the record, say: json's verdict stands
             pass
     return _COMPACT.encode(row)
@@ -160,12 +160,10 @@ def _strict_compact(row: object) -> str:
 
 
 @functools.cache
-def _strict_encoder() -> Callable[[object], bytes] | None:
-    """msgspec's JSON encoder where it is installed (as the rollouts' reader uses its decoder)."""
-    try:
-        import msgspec
-    except ImportError:
-        return None
+def _strict_encoder() -> Callable[[object], bytes]:
+    """msgspec's JSON encoder (as the rollouts' reader uses its decoder)."""
+    import msgspec
+
     return msgspec.json.Encoder().encode
 
 

@@ -27,13 +27,11 @@ def _positive_exponent(data: bytes) -> bool:
 
 
 @functools.cache
-def _fast_encoder() -> Callable[[Any], bytes | None] | None:
-    """msgspec's encoder and indenter, where msgspec is installed; ``None`` for a document it
-    cannot write (pydantic then says why)."""
-    try:
-        import msgspec
-    except ImportError:
-        return None
+def _fast_encoder() -> Callable[[Any], bytes | None]:
+    """msgspec's encoder and indenter; ``None`` for a document it cannot write (pydantic then
+    says why)."""
+    import msgspec
+
     encode, indent = msgspec.json.Encoder().encode, msgspec.json.format
     refused = (msgspec.MsgspecError, TypeError, ValueError, RecursionError)
 
@@ -55,8 +53,7 @@ def encode_json(document: object) -> bytes:
     ``e`` and a digit in a row (a float so written, or such text in a string), and pydantic
     writes the rest (``tests/property/test_trajectory_encoding.py``).
     """
-    fast = _fast_encoder()
-    data = fast(document) if fast is not None else None
+    data = _fast_encoder()(document)
     if data is not None and not _positive_exponent(data):
         return data + b"\n"
     from pydantic_core import to_json

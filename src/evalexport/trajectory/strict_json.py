@@ -101,19 +101,16 @@ def loads_strict(text: str | bytes) -> Any:
     """
     if isinstance(text, bytes):  # decoded as json.loads decodes bytes
         return _strictly(text.decode(json.detect_encoding(text), "surrogatepass"))
-    if (fast := _fast_strict_decoder()) is not None:
-        try:
-            value = fast(text.encode("utf-8"))
-        except UnicodeEncodeError:  # a lone surrogate: the strict parser tells
-            value = _UNDECIDED
-        if value is not _UNDECIDED:
-            return value
-    return _strictly(text)
+    try:
+        value = _fast_strict_decoder()(text.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate: the strict parser tells
+        value = _UNDECIDED
+    return value if value is not _UNDECIDED else _strictly(text)
 
 
 @functools.cache
-def _fast_strict_decoder() -> Callable[[bytes], Any] | None:
-    """msgspec reading a line exactly as :func:`loads_strict` would, or ``None`` without msgspec.
+def _fast_strict_decoder() -> Callable[[bytes], Any]:
+    """msgspec reading a line exactly as :func:`loads_strict` would.
 
     The returned function gives the decoded value, or ``_UNDECIDED`` for a line it cannot
     vouch for. msgspec gives the objects ``json`` gives for what it accepts (integers of any
@@ -130,10 +127,8 @@ def _fast_strict_decoder() -> Callable[[bytes], Any] | None:
       it: the line holds a duplicate key exactly when it has more ``:`` bytes than its decoded
       value re-encoded. A line with the escape is left to the strict parser.
     """
-    try:
-        import msgspec
-    except ImportError:
-        return None
+    import msgspec
+
     decode = msgspec.json.Decoder(float_hook=_finite_float).decode
     encode = msgspec.json.Encoder().encode
     refused = (msgspec.MsgspecError, RecursionError, ValueError)
@@ -159,10 +154,9 @@ def loads_strict_line(raw: bytes) -> Any:
     error's column is the column on the line), or ``UnicodeDecodeError`` for bytes that are
     not UTF-8.
     """
-    if (fast := _fast_strict_decoder()) is not None:
-        value = fast(raw)
-        if value is not _UNDECIDED:
-            return value
+    value = _fast_strict_decoder()(raw)
+    if value is not _UNDECIDED:
+        return value
     return _strictly(raw.decode("utf-8").rstrip("\r\n"))
 
 
