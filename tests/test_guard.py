@@ -13,8 +13,8 @@ import pytest
 from evalexport import guard
 from evalexport.pipeline import export_run
 from evalexport.results import ExportStatus
-from evalexport.spec import load_exporter
 from evalexport.spec.options import parse_options
+from evalexport.spec.registry import load_exporter
 
 pytestmark = pytest.mark.usefixtures("plugin_site")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalexport.spec import (
+from evalexport.spec.registry import (
     ExporterLoadError,
     UnknownExporterError,
     exporter_entries,
@@ -44,3 +44,16 @@ def test_an_unknown_exporter_names_itself_and_the_available_ones(plugin_site) ->
 def test_a_broken_plugin_is_reported_by_name(plugin_site, name: str, message: str) -> None:
     with pytest.raises(ExporterLoadError, match=message):
         load_exporter(name)
+
+
+def test_the_registrys_names_still_import_from_the_spec_with_a_warning_naming_their_module() -> (
+    None
+):
+    """0.5.0's door left the registry out of ``evalexport.spec.__all__``; a plugin or script
+    that imported its names from there keeps working until 1.0, told where they live."""
+    import evalexport.spec
+
+    with pytest.warns(DeprecationWarning, match=r"import it from evalexport\.spec\.registry"):
+        moved = evalexport.spec.load_exporter
+    assert moved is load_exporter
+    assert "load_exporter" not in evalexport.spec.__all__

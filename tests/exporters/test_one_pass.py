@@ -132,7 +132,7 @@ def test_a_plugin_exporter_that_prepares_nothing_still_reads_for_its_fingerprint
 ) -> None:
     """The guard reads a run for its fingerprint once, under the lock, whatever the exporter
     reads itself (the recording plugin reads the metrics and the config again)."""
-    from evalexport.spec import load_exporter
+    from evalexport.spec.registry import load_exporter
 
     exporter = load_exporter("recording")()
     result, opens = _export(exporter, sample_run, store_dir=tmp_path / "store")
