@@ -112,4 +112,5 @@ def test_a_plugins_plan_extends_the_default_with_super(sample_run) -> None:
     )
     assert result.plan is not None, result.message
     assert result.plan.sections["project"] == ["evals"]
-    assert result.plan.files  # the default's part: the run's files
+    # the default's part: the files its read reads, the rollouts alone for an output exporter
+    assert [file.path for file in result.plan.files] == [str(sample_run.rollouts)]

@@ -196,15 +196,24 @@ def exporter_options(tmp_path):
     return {"output_csv": str(tmp_path / "rewards.csv")}
 
 
-def test_every_row_is_written_once_and_a_rerun_is_refused(sample_run, tmp_path):
+def test_every_row_is_written_once_and_an_identical_rerun_is_skipped(sample_run, tmp_path):
     output = tmp_path / "rewards.csv"
     done = evalexport.export("rewards", sample_run.rollouts, output_csv=output)
     assert done.status == "succeeded", done.message
     rows = list(csv.reader(output.open()))
     assert rows[0] == ["task", "rollout", "agent", "reward"]
     assert len(rows) - 1 == sum(1 for _ in sample_run.rollouts.open())
+    written = output.read_bytes()
     again = evalexport.export("rewards", sample_run.rollouts, output_csv=output)
-    assert again.status == "failed" and again.message.endswith("remove it or name another")
+    assert again.status == "skipped" and again.skip_reason == "already exported", again.message
+    dry = evalexport.dry_run("rewards", sample_run.rollouts, output_csv=output)
+    assert dry.status == "skipped", dry.message
+    lines = sample_run.rollouts.read_text().splitlines(keepends=True)
+    sample_run.rollouts.write_text("".join(lines[:-1]))  # another run now
+    changed = evalexport.export("rewards", sample_run.rollouts, output_csv=output)
+    assert changed.status == "failed" and str(output) in changed.message, changed.message
+    assert "+output_csv" not in changed.message  # named as a Python caller gives it
+    assert output.read_bytes() == written
 """
 
 

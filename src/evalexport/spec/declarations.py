@@ -162,11 +162,14 @@ def default_read(kind: ExporterKind, run: RunArtifacts) -> PreparedRun | None:
 def default_plan(
     exporter: str, run: RunArtifacts, target: Target, prepared: object, *, metrics: bool
 ) -> DryRunPlan:
-    """The dry run's plan of an exporter that says nothing of its own: the run's files and,
-    with ``metrics``, the aggregate metrics as flattened."""
+    """The dry run's plan of an exporter that says nothing of its own: the run's files its
+    read reads and, with ``metrics`` (a tracking or directory exporter), the aggregate metrics
+    as flattened. An output exporter's read reads the rollouts alone, so they alone are
+    listed."""
+    read = (run.rollouts, run.aggregate_metrics, run.saved_config) if metrics else (run.rollouts,)
     files = [
         PlannedFile(path=str(path), size_bytes=path.stat().st_size)
-        for path in (run.rollouts, run.aggregate_metrics, run.saved_config)
+        for path in read
         if path.is_file()
     ]
     metric_names: list[str] = []
