@@ -319,3 +319,25 @@ def test_an_unknown_sdk_is_a_usage_error(cli) -> None:
     run = cli("contract", "check", "nosuchsdk")
     assert run.exit_code == 2
     assert "unknown SDK 'nosuchsdk'" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "refused"),
+    [
+        (["verify", "mlflow", "--fake", "fakes/mlflow/src"], "contract verify takes no --fake"),
+        (
+            ["check", "mlflow", "--requirement", "mlflow==3.1"],
+            "contract check takes no --requirement",
+        ),
+        (["matrix", "--write"], "contract matrix takes no --write"),
+    ],
+)
+def test_a_flag_the_subcommand_does_not_take_is_refused_not_ignored(
+    cli, command: list[str], refused: str
+) -> None:
+    """#67: ``contract verify SDK --fake PATH`` verified the installed SDK, silently leaving the
+    fake it was given aside."""
+    run = cli("contract", *command)
+    assert run.exit_code == 2
+    assert refused in run.stderr
+    assert "usage: evalexport contract" in run.stderr

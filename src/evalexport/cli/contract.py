@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from evalexport.cli._args import OK, Arguments, decided, usage_error
 
@@ -31,6 +31,14 @@ USAGES = {
     "\n                                         --manifest FILE) --out DIR",
 }
 """Each subcommand's usage: ``contract SUB --help`` prints its own."""
+_TAKES: Final = {
+    "manifest": frozenset({"--fake", "--requirement", "--python", "--write", "--contracts"}),
+    "check": frozenset({"--fake", "--contracts"}),
+    "verify": frozenset({"--requirement", "--python", "--contracts"}),
+    "matrix": frozenset({"--contracts"}),
+    "scaffold": frozenset({"--requirement", "--fake", "--python", "--manifest", "--out"}),
+}
+"""The flags each subcommand takes (its usage's): any other is refused, never ignored."""
 DESCRIPTIONS = {
     "manifest": """print the surface manifest (parameters, defaults, annotations, what the worker reads
 back, exception bases, version) of SDK as it is installed here, in a fake's source tree
@@ -103,6 +111,13 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         return usage_error(
             "usage: evalexport contract manifest|check|verify SDK, or contract matrix "
             "(see contract --help)"
+        )
+    subcommand = "matrix" if matrix else rest[0]
+    given = set(values) | set(arguments.switches)
+    if refused := sorted(given - _TAKES[subcommand]):
+        return usage_error(
+            f"contract {subcommand} takes no {', '.join(refused)}: "
+            f"usage: {' '.join(USAGES[subcommand].split())}"
         )
     contracts = Path(values["--contracts"]) if "--contracts" in values else None
     if matrix:
