@@ -120,3 +120,67 @@ def test_two_machines_exporting_one_run_at_once_leave_one_run_and_each_trace_onc
     for rollouts, _, _ in machines.values():
         (marker,) = rollouts.parent.glob("*_mlflow_export_done")
         assert run_id in marker.read_text(), said
+
+
+def test_an_export_stalled_past_its_lease_wakes_to_find_it_lost_and_writes_no_more(
+    lab: FaultLab, mlflow_server, mlflow_python, make_sample_run, tmp_path, monkeypatch
+) -> None:
+    """A stalled export (its worker stopped, as Ctrl-Z, a paused VM or a partition stop it)
+    whose lease another machine's export saw lapse and took over: when it wakes it finds its
+    lease lost (it was not renewed for half the lease's time), fails saying so and writes
+    nothing more, neither a trace nor the lease; the run ends with each trace once (the
+    hostile review of #65: the woken export renewed the lease over the other's and logged 156
+    traces twice, 412 for 256 rollouts)."""
+    monkeypatch.setenv("EVALEXPORT_LEASE_SECONDS", "10")
+    sample = make_sample_run("stalled", tasks=16, repeats=16)
+    copy = tmp_path / "copy"
+    shutil.copytree(sample.run.run_dir, copy)
+    experiment = f"stalled-{sample.canaries.suffix}"
+    shared = Path(os.environ["EVALEXPORT_CACHE_DIR"])
+    other_cache = _cache_of_its_own(shared, tmp_path / "cache-b")
+
+    def start(rollouts: Path, cache: Path, tmpdir: Path) -> subprocess.Popen[str]:
+        tmpdir.mkdir(exist_ok=True)
+        return lab.start(
+            "mlflow",
+            f"+rollouts_jsonl_fpath={rollouts}",
+            f"+mlflow_tracking_uri={mlflow_server.url}",
+            f"+mlflow_experiment_name={experiment}",
+            "+traces=true",
+            "--json",
+            prefix=["env", f"EVALEXPORT_CACHE_DIR={cache}", f"TMPDIR={tmpdir}"],
+        )
+
+    first = start(sample.rollouts, shared, lab.tmpdir / "first")
+    deadline = time.monotonic() + 300
+    while True:  # stop its worker once it has logged some of the traces, not all
+        traces = _mlflow(mlflow_python, STATE, mlflow_server.url, experiment)["traces"]
+        if traces > 0 or first.poll() is not None or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    workers = _workers_under(lab.tmpdir / "first")
+    assert workers, "the first export's worker ended before it could be stopped"
+    assert first.poll() is None
+    for pid in workers:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        stopped_at = _mlflow(mlflow_python, STATE, mlflow_server.url, experiment)["traces"]
+        assert 0 < stopped_at < sample.rollout_count
+        second = lab.end(start(copy / sample.rollouts.name, other_cache, lab.tmpdir / "b"), 600)
+    finally:
+        for pid in workers:
+            os.kill(pid, signal.SIGCONT)
+    ended = lab.end(first, timeout=600)
+    took_over = second.result()
+    assert second.exit_code == 0, took_over
+    assert "resumed and finished" in took_over["message"], took_over
+    woke = ended.result()
+    assert ended.exit_code == 1, woke
+    assert "lease on the run lapsed" in woke["message"], woke["message"]
+    state = _mlflow(mlflow_python, STATE, mlflow_server.url, experiment)
+    ((run_id, run),) = state["runs"].items()
+    assert run["stage"] == "active", state
+    assert run["status"] == "FINISHED", state
+    assert run["linked"] == state["traces"] == sample.rollout_count, state
+    assert state["twice"] == [], state
+    assert run_id in took_over["run_id"]

@@ -405,6 +405,12 @@ class _Lease:
         self._value: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._lost = threading.Event()
+        """Set once this export may no longer write its run: another export's lease is on
+        it, or this one was not renewed for half the lease's time (a stalled process, a
+        server out of reach), which another export may be taking over now."""
+        self._renewed = 0.0
+        """When the last renewal that reached the server was sent (``time.monotonic``)."""
         self._beats: threading.Thread | None = None
 
     def value(self, status: str, created_by: str | None = None, **more: Any) -> dict[str, Any]:
@@ -428,23 +434,56 @@ class _Lease:
         """Hold ``run_id`` (the lease ``value`` written already) and renew it until
         :meth:`end`."""
         self.run_id, self._value = run_id, value
+        self._renewed = time.monotonic()
         self._beats = threading.Thread(target=self._renew, daemon=True, name="evalexport-lease")
         self._beats.start()
+
+    def _fresh(self) -> bool:
+        """Whether the last renewal that reached the server was sent less than half the
+        lease's time ago. Another export takes a lease over only once it has seen it
+        unchanged for the whole lease's time, so a renewal sent while this holds lands before
+        any takeover (given half a lease for the request); past it, this export stops
+        writing, whatever woke it (a process stopped and continued, a server out of reach)."""
+        if time.monotonic() - self._renewed < self.seconds / 2:
+            return True
+        self._lost.set()
+        return False
 
     def _renew(self) -> None:
         while not self._stop.wait(self.seconds / 6):
             with self._lock:
-                if self._stop.is_set():
+                if self._stop.is_set() or self._lost.is_set():
                     return
-                self._value = {**self._value, "beat": self._value["beat"] + 1, "at": _now()}
                 with contextlib.suppress(Exception):  # the next beat tries again
-                    self.client.set_tag(self.run_id, LEASE_TAG, self.tag())
+                    if not self._holds(_lease_of(self.client.get_run(self.run_id))):
+                        return
+                    sent = time.monotonic()
+                    if not self._fresh():  # the read took that long: it may be taken over now
+                        return
+                    value = {**self._value, "beat": self._value["beat"] + 1, "at": _now()}
+                    self.client.set_tag(self.run_id, LEASE_TAG, json.dumps(value, sort_keys=True))
+                    self._value, self._renewed = value, sent
+
+    def _holds(self, lease: dict[str, Any] | None) -> bool:
+        """Whether ``lease``, read from the run, is this export's; if not, it is lost."""
+        if lease is not None and lease["export"] == self.export:
+            return True
+        self._lost.set()
+        return False
+
+    def unlapsed(self) -> bool:
+        """:meth:`still_mine` without asking the server: not lost, and renewed within half
+        the lease's time."""
+        return not self._lost.is_set() and self._fresh()
 
     def still_mine(self) -> bool:
-        """Whether the run's lease is still this export's (another export takes over a lease
-        it saw lapse: this one's heartbeat did not reach the server for the lease's time)."""
-        lease = _lease_of(self.client.get_run(self.run_id))
-        return lease is not None and lease["export"] == self.export
+        """Whether this export may still write its run: renewed within half the lease's time
+        (:meth:`_fresh`) and the run's lease still its own. Another export takes over a lease
+        it saw lapse; a stalled export that wakes finds it lost here before it writes again,
+        and never renews it again."""
+        if self._lost.is_set() or not self._fresh():
+            return False
+        return self._holds(_lease_of(self.client.get_run(self.run_id))) and self._fresh()
 
     def end_renewing(self) -> None:
         """Stop renewing a lease another export took over."""
@@ -452,9 +491,12 @@ class _Lease:
 
     def end(self, status: str, end_time: int | None = None) -> None:
         """Stop renewing; mark the run ``status`` (``FINISHED``, ``FAILED``, ``KILLED``), its
-        lease first saying so."""
+        lease first saying so. Raises :class:`_LeaseLost`, writing nothing, when the run may
+        be another export's now (:meth:`still_mine`)."""
         self._stop.set()
         with self._lock:
+            if not self.still_mine():
+                raise _LeaseLost()
             self._value = {**self._value, "next": status, "at": _now()}
             self.client.set_tag(self.run_id, LEASE_TAG, self.tag())
             self.client.set_terminated(self.run_id, status, end_time=end_time)
@@ -991,9 +1033,7 @@ def run(payload: MlflowPayload, progress: Any = _no_progress, say: Any = _silent
                 present,
                 lambda done: progress(steps + done, total),
             )
-        if not lease.still_mine():
-            raise _LeaseLost()
-        lease.end("FINISHED", end_time=payload["end_time_ms"])
+        lease.end("FINISHED", end_time=payload["end_time_ms"])  # _LeaseLost if not its own
         lease = None
         unfinished = _not_finished(client, run_id)
         if unfinished is not None:
@@ -1015,9 +1055,11 @@ def run(payload: MlflowPayload, progress: Any = _no_progress, say: Any = _silent
             return result(
                 "failed",
                 FAILED,
-                f"MLflow export to {uri} failed{left}: another export took over the run as "
-                f"its lease lapsed (this export's heartbeat did not reach the server for "
-                f"{payload['lease_seconds']:g} s); that export finishes it",
+                f"MLflow export to {uri} failed{left}: its lease on the run lapsed (this "
+                f"export could not renew it for half of {payload['lease_seconds']:g} s: the "
+                "process was stopped, or the server out of reach), so another export may take "
+                "the run over, and this one writes it no more; that export, or a rerun, "
+                "finishes it",
             )
         return result(
             "failed",
@@ -1050,9 +1092,11 @@ def _left(lease: _Lease | None, status: str, error: BaseException) -> str:
     run_id = lease.run_id
     if isinstance(error, _LeaseLost):
         lease.end_renewing()
-        return f" (run {run_id} is another export's now)"
+        return f" (run {run_id} is left to whichever export holds its lease)"
     try:
         lease.end(status)
+    except _LeaseLost:
+        return f" (run {run_id} is left to whichever export holds its lease)"
     except Exception:
         return f" (run {run_id} was left unfinished: the server did not answer)"
     return f" (run {run_id} is marked {status}; a rerun resumes it)"
@@ -1199,7 +1243,8 @@ def _log_traces(
                 present[key] -= 1
                 continue
             if batches is None:  # this MLflow (or its server) takes no span batches
-                if count % _BATCH_TRACES == 0 and not lease.still_mine():
+                # the server asked each batch's first trace; the clock before every trace
+                if not (lease.still_mine() if count % _BATCH_TRACES == 0 else lease.unlapsed()):
                     raise _LeaseLost()
                 _log_trace_by_spans(client, experiment_id, run_id, trace)
                 count += 1
