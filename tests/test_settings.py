@@ -11,6 +11,30 @@ from evalexport.isolation import list_environments
 from evalexport.settings import INSTALLER_VARIABLE, TIME_LIMIT_VARIABLE
 
 
+@pytest.mark.parametrize("value", ["abc", "-1", "nan"])
+@pytest.mark.parametrize("exporter", ["atif", "mlflow"])
+@pytest.mark.parametrize("json_output", [True, False])
+def test_a_progress_interval_that_is_no_interval_is_a_usage_error_not_a_traceback(
+    cli_process, sample_run, tmp_path, monkeypatch, value: str, exporter: str, json_output: bool
+) -> None:
+    """#67's new user: ``EVALEXPORT_PROGRESS_INTERVAL=abc evalexport atif ...`` printed a
+    traceback and exited 1; it is a usage error (exit 2) in one line, JSON with ``--json``."""
+    monkeypatch.setenv("EVALEXPORT_PROGRESS_INTERVAL", value)
+    options = {"atif": [f"+output_dirpath={tmp_path / 'out'}", "+agent_version=1"], "mlflow": []}
+    run = cli_process(
+        exporter,
+        f"+rollouts_jsonl_fpath={sample_run.rollouts}",
+        *options[exporter],
+        *(["--json"] if json_output else []),
+    )
+    assert run.exit_code == 2
+    assert "Traceback" not in run.stderr
+    assert f"EVALEXPORT_PROGRESS_INTERVAL={value!r} is not an interval" in run.stderr
+    if json_output:
+        assert json.loads(run.stdout)["exit_code"] == 2
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1", "ten", "1e400"])
 @pytest.mark.parametrize("exporter", ["mlflow", "wandb", "evalrdl"])
 @pytest.mark.parametrize("dry_run", [[], ["--dry-run"]])

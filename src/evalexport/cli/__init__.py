@@ -59,6 +59,7 @@ _SWITCHES = {flag for module in COMMANDS.values() for flag in getattr(module, "S
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (SPEC §3.1)."""
     from evalexport.interrupts import Interrupted, signals_raise
+    from evalexport.settings import SettingError
 
     decided_exit_code(reset=True)
     returned: int | None = None
@@ -69,6 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             # away is caught, not at the interpreter's exit (which would make the code 120).
             sys.stdout.flush()
             return returned
+    except SettingError as error:  # an evalexport variable of the environment, unusable
+        return usage_error(str(error))
     except Interrupted as interruption:
         # Whatever was under way unwound on the way here (workers stopped, scratch removed);
         # an export interrupted mid-way returned its own result instead (SPEC §3.4).

@@ -53,12 +53,21 @@ def run(name: str, arguments: Arguments, rest: list[str]) -> int:
     for handler in logging.getLogger().handlers:  # what is printed is scrubbed, whoever logged
         if SCRUBBER not in handler.filters:
             handler.addFilter(SCRUBBER)
+    from evalexport.settings import SettingError
+
     with others_write_to_stderr():  # a plugin that prints never breaks the result on stdout
-        progress = _progress(name, _progress_unit(name))
         try:
-            result = run_export(
-                ExportRequest(name, overrides=rest, dry_run=arguments.dry_run, progress=progress)
-            )
+            progress = _progress(name, _progress_unit(name))  # $EVALEXPORT_PROGRESS_INTERVAL
+        except SettingError as error:
+            progress = None
+            result = ExportResult.failed(name, "", str(error), exit_code=ExitCode.USAGE)
+        try:
+            if progress is not None:
+                result = run_export(
+                    ExportRequest(
+                        name, overrides=rest, dry_run=arguments.dry_run, progress=progress
+                    )
+                )
         finally:
             if isinstance(progress, _ProgressLine):
                 progress.close()
