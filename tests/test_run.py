@@ -166,6 +166,17 @@ def test_a_malformed_line_fails_with_its_line_number(make_sample_run) -> None:
     assert str(sample.rollouts) in str(error.value)
 
 
+def test_an_integer_longer_than_python_reads_is_a_malformed_line_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    """The hostile review of #65: a 5,001-digit integer made ``inspect`` print a traceback
+    and a tracking dry run say ``unexpected error`` (``json.loads`` raises ``ValueError``)."""
+    rollouts = tmp_path / "r.jsonl"
+    rollouts.write_text('{"a": 1}\n{"big": ' + "9" * 5001 + "}\n")
+    with pytest.raises(RunFileError, match=r"line 2 cannot be read \(Exceeds the limit"):
+        list(RunArtifacts.from_rollouts_path(rollouts).iter_rollouts())
+
+
 def test_a_line_that_is_not_an_object_is_refused(tmp_path: Path) -> None:
     rollouts = tmp_path / "r.jsonl"
     rollouts.write_text('{"a": 1}\n[1, 2]\n')

@@ -207,6 +207,11 @@ def _parse_line(
             f"Malformed rollouts file {run.rollouts}: line {line_number} is nested too "
             "deeply to read"
         ) from None
+    except ValueError as error:  # an integer longer than Python reads (4,300 digits)
+        raise RunFileError(
+            f"Malformed rollouts file {run.rollouts}: line {line_number} cannot be read "
+            f"({error}); NeMo Gym's own json.loads refuses it too"
+        ) from None
     if not isinstance(record, dict):
         raise RunFileError(
             f"Malformed rollouts file {run.rollouts}: line {line_number} is a JSON "
