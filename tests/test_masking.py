@@ -106,9 +106,17 @@ def test_every_string_under_a_secret_key_is_masked_keeping_the_shape() -> None:
     }
 
 
-def test_numbers_booleans_and_none_under_secret_keys_are_kept() -> None:
+def test_small_numbers_booleans_and_none_under_secret_keys_are_kept() -> None:
     config = {"hf_token": None, "api_key": 0, "client_secret": True, "bearer_token": 1.5}
     assert mask_config(config) == config
+    assert mask_config({"credentials": {"port": 5432}}) == {"credentials": {"port": 5432}}
+
+
+def test_a_numeric_secret_its_key_names_is_masked_in_every_copy() -> None:
+    """The hostile review of #65: ``password: 13572468`` went out in clear in the saved
+    config's artifact and W&B's config (its MLflow param, a text, was masked)."""
+    config = {"password": 13572468, "api_key": [24681357, 7], "db": {"password": 4321}}
+    assert mask_config(config) == {"password": MASK, "api_key": [MASK, 7], "db": {"password": MASK}}
 
 
 @pytest.mark.parametrize(

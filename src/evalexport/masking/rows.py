@@ -79,6 +79,8 @@ def masked_json_text(masking: ValueMasking, text: str) -> str | None:
         if not names_a_secret(held, masking.kind):
             anchors.skip(end)
             continue
+        if held == "token" and '"logprob"' in text:
+            return None  # a logprobs entry's token may be the model's word: the parsed path tells
         start = run_end(_SPACE, text, colon + 1)
         try:
             value, stop = _DECODER.raw_decode(text, start)

@@ -184,6 +184,9 @@ class ValueMasking:
         masked: dict[Any, Any] = {}
         changed = not isinstance(value, dict)
         keys = self._keys
+        # A logprobs entry ({"token": "Paris", "logprob": -0.1}, its top_logprobs' alike):
+        # its token is a word the model wrote, no credential.
+        logprobs = "logprob" in value
         for key, item in value.items():
             if type(key) is str and (read := keys.get(key)) is not None:
                 secret, keep_markers, shown = read
@@ -191,6 +194,8 @@ class ValueMasking:
                 secret, keep_markers, shown = self._key(key)
             else:
                 secret, keep_markers, shown = False, False, None
+            if logprobs and key == "token":
+                secret = False
             new = self.under_secret_key(item, keep_markers) if secret else self.value(item)
             if shown is None:
                 shown = key
@@ -223,19 +228,28 @@ class ValueMasking:
                 masked = masked.replace(secret, MASK)
         return text if masked == text else masked
 
-    def under_secret_key(self, value: Any, keep_markers: bool) -> Any:
+    def under_secret_key(self, value: Any, keep_markers: bool, *, nested: bool = False) -> Any:
         """A value under a secret key: each text masked whole (a bare interpolation and, with
-        ``keep_markers``, a vocabulary marker kept), a JSON Schema walked by the rules."""
+        ``keep_markers``, a vocabulary marker kept), a JSON Schema walked by the rules. An
+        integer of four digits or more the key itself names (``password: 13572468``, a PIN,
+        a numeric key: not ``nested`` in a mapping under it) is masked too; other numbers,
+        booleans and ``None`` are kept (``api_key: 0``; ``credentials: {port: 5432}``)."""
         if isinstance(value, str):
             keep = is_interpolation(value) or (keep_markers and is_vocabulary_marker(value))
             return value if keep or value == MASK else MASK
         if isinstance(value, Mapping):
             if is_json_schema(value):
                 return self.mapping(value)
-            masked = {key: self.under_secret_key(item, False) for key, item in value.items()}
+            masked = {
+                key: self.under_secret_key(item, False, nested=True) for key, item in value.items()
+            }
             return value if masked == value and isinstance(value, dict) else masked
         if isinstance(value, list | tuple):
-            return _items(value, lambda item: self.under_secret_key(item, keep_markers))
+            return _items(
+                value, lambda item: self.under_secret_key(item, keep_markers, nested=nested)
+            )
+        if type(value) is int and not nested and abs(value) >= _SECRET_DIGITS:
+            return MASK
         return value
 
     def text(
@@ -298,6 +312,8 @@ class ValueMasking:
         return _encoded_like(masked, stripped)
 
 
+_SECRET_DIGITS: Final = 1000
+"""The smallest integer a secret key's own value is masked from: a PIN has four digits."""
 _SCALARS: Final = frozenset({int, float, bool, type(None)})
 """JSON's other values: nothing in them to mask."""
 _REMEMBERED: Final = 256

@@ -29,6 +29,7 @@ NOT_SECRET_NAMES: Final = (
     "eom_token",
     "image_token",
     "abstention_token",
+    "next_token",
     "*_start_token",
     "*_end_token",
     "tokenizer*",
@@ -59,8 +60,17 @@ _PATTERN: Final = re.compile(
 @functools.lru_cache(maxsize=4096)
 def is_vocabulary_name(words: str) -> bool:
     """Whether a name, as its words joined by ``_`` (lower case), is in the vocabulary
-    (:data:`NOT_SECRET_NAMES`)."""
+    (:data:`NOT_SECRET_NAMES`); never one whose last word is a credential's
+    (``tokenizer_api_key``, ``tokenizer_secret``: ``tokenizer*`` does not take them)."""
+    if words.rpartition("_")[2] in _CREDENTIAL_WORDS:
+        return False
     return _PATTERN.fullmatch(words) is not None
+
+
+_CREDENTIAL_WORDS: Final = frozenset(
+    {"key", "keys", "secret", "secrets", "password", "passwords", "passwd", "credentials"}
+)
+"""The last words of a name that hold a credential whatever comes before them."""
 
 
 # A vocabulary marker such as "[IDK]", "</s>" or "<|eot_id|>": a tokenizer's special token, in
