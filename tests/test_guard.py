@@ -101,6 +101,9 @@ def test_a_second_export_is_skipped_and_creates_nothing(sample_run, tmp_path) ->
     assert second.skip_reason == "already exported"
     assert second.run_id == first.run_id
     assert len(_recorded(tmp_path / "store")) == 1
+    # An exporter without second_copy is not told of it (#67's new user: a plugin's skip
+    # promised a lookup at the target and +second_copy it refuses as unknown).
+    assert second.message.endswith(f"(to export it again, delete {second.details['marker']})")
 
 
 def test_a_run_changed_since_its_export_fails_naming_the_marker(sample_run, tmp_path) -> None:

@@ -83,16 +83,22 @@ class AlreadyExported:
     marker: ExportMarker
     marker_path: Path
 
-    def skipped(self, exporter: str, run: RunArtifacts) -> ExportResult:
-        """The skipped result of the export of ``run`` to the target this record names."""
+    def skipped(self, exporter: str, run: RunArtifacts, *, copies: bool = False) -> ExportResult:
+        """The skipped result of the export of ``run`` to the target this record names;
+        ``copies``: the exporter takes ``second_copy`` (it finds a run of the data at the
+        target and keeps it, unless asked for another copy)."""
         marker = self.marker
+        again = f"to export it again, delete {self.marker_path}"
+        if copies:
+            again += (
+                "; a finished run of it the exporter finds at the target is then kept, unless "
+                f"{named_option('second_copy', 'true')} asks for another copy"
+            )
         return ExportResult.skipped(
             exporter,
             str(run.run_dir),
             f"{run.rollouts.name} was exported to {marker.target} as run {marker.remote_run_id} at "
-            f"{marker.exported_at} (to export it again, delete {self.marker_path}; a run of it "
-            f"still at the target is then skipped for, unless {named_option('second_copy', 'true')}"
-            " asks for another copy)",
+            f"{marker.exported_at} ({again})",
             SkipReason.ALREADY_EXPORTED,
             run_id=marker.remote_run_id,
             marker=str(self.marker_path),

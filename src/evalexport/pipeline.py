@@ -351,7 +351,8 @@ class _Export:
             return None
         earlier = self.guard.earlier_export(dry_run=self.dry_run)
         if isinstance(earlier, guard.AlreadyExported):
-            skipped = earlier.skipped(self.exporter.name, self.run)
+            copies = "second_copy" in type(self.config).model_fields
+            skipped = earlier.skipped(self.exporter.name, self.run, copies=copies)
             return skipped.said_as_dry_run() if self.dry_run else skipped
         return (
             ExportResult.failed(self.exporter.name, str(self.run.run_dir), earlier.message())

@@ -125,6 +125,7 @@ def test_a_second_export_is_skipped_and_creates_no_run(
     assert second.stdout.startswith(
         "skipped (already exported): aime24_rollouts.jsonl was exported to http://127.0.0.1:"
     )
+    assert "unless +second_copy=true asks for another copy)" in second.stdout
     assert len(read_runs(mlflow_python, mlflow_server.url, "twice")) == 1
 
 

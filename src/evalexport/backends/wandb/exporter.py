@@ -281,7 +281,7 @@ class WandbExporter(Exporter[WandbConfig, PreparedRun, WandbTarget]):
             sync = _sync_command(config, Path(result.environment or ""), offline_run)
             return result.model_copy(
                 update={
-                    "message": f"{result.message}; upload it with: {sync}",
+                    "message": f"{result.message.rstrip('.')}; upload it with: {sync}",
                     "details": {**result.details, "sync_command": sync},
                 }
             )
