@@ -381,7 +381,7 @@ def test_an_export_waits_for_another_machines_export_and_skips_once_it_has_finis
     first = _export(cli, sample, mlflow_server.url, experiment)
     _forget(sample)
     holder = threading.Thread(
-        target=_mlflow, args=(mlflow_python, HOLD, mlflow_server.url, first["run_id"], 15, "finish")
+        target=_mlflow, args=(mlflow_python, HOLD, mlflow_server.url, first["run_id"], 30, "finish")
     )
     holder.start()
     try:
