@@ -50,6 +50,11 @@ def test_no_output_and_every_failure_is_a_result(capsys, tmp_path) -> None:
     missing = evalexport.export("mlflow", tmp_path / "nothing_rollouts.jsonl")
     assert (missing.status, missing.exit_code) == (ExportStatus.FAILED, ExitCode.FAILED)
     assert "Rollouts file not found" in missing.message
+    (tmp_path / "aime24_rollouts.jsonl").write_text(
+        "{}\n"
+    )  # the run beside: named, as inspect does
+    near = evalexport.export("mlflow", tmp_path / "nothing_rollouts.jsonl")
+    assert near.message.endswith(f"; {tmp_path} holds aime24_rollouts.jsonl instead"), near.message
     misplaced = evalexport.export("atif", "r.jsonl", rollouts_jsonl_fpath="other.jsonl")
     assert misplaced.exit_code == ExitCode.USAGE
     assert "second argument" in misplaced.message

@@ -108,7 +108,9 @@ def _run(command: str, project: Path, environment: dict[str, str]) -> subprocess
     if words[0] == "evalexport":
         words = [sys.executable, "-m", "evalexport", *words[1:]]
     elif words[:3] == ["python", "-m", "pytest"]:
-        words = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *words[3:]]
+        # its temporary directories in the project's (pytest's default keeps them in $TMPDIR)
+        basetemp = ["--basetemp", str(project / ".basetemp")]
+        words = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *basetemp, *words[3:]]
     elif words[0] == "python":
         words = [sys.executable, *words[1:]]
     elif "/" in words[0]:

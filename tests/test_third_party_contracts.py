@@ -109,7 +109,9 @@ def test_the_pytest_plugin_derives_its_switch_and_its_token_variable(tmp_path) -
         "def test_isolated(evalexport_isolation):\n"
         "    assert 'TINYTRACK_TOKEN' not in os.environ\n"
     )
-    arguments = ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", str(tmp_path))
+    # its temporary directories in this test's (pytest's default keeps them under $TMPDIR)
+    basetemp = ("--basetemp", str(tmp_path / ".basetemp"))
+    arguments = ("-m", "pytest", "-q", "-p", "no:cacheprovider", *basetemp, "-rs", str(tmp_path))
     completed = _run(sys.executable, *arguments, cwd=tmp_path, TINYTRACK_TOKEN="tt-secret-token")
     assert completed.returncode == 0, completed.stdout
     assert "runs against the real tinytrack SDK; run with --with_tinytrack_sdk" in completed.stdout

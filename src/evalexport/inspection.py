@@ -123,7 +123,7 @@ def inspect_run(run: RunArtifacts) -> RunInspection:
     if reason := run.missing_file_reason(needs_metrics_and_config=False):
         # No run to report on: the one problem, not a report of files that are not its own.
         report.readable = False
-        report.problems.append(reason + _other_rollouts_hint(run))
+        report.problems.append(reason)
         return _masked(report)
     report.benchmark = run.benchmark
     report.benchmark_source = run.benchmark_source
@@ -159,16 +159,6 @@ def _masked(report: RunInspection) -> RunInspection:
             blockers=scrub_value(report.atif.blockers),
         )
     return report
-
-
-def _other_rollouts_hint(run: RunArtifacts) -> str:
-    """The rollouts files the run's directory does hold, when the one named is not there."""
-    if os.path.lexists(run.rollouts):
-        return ""
-    others = run.other_runs_in_directory()
-    if not others:
-        return ""
-    return f"; {run.run_dir} holds {', '.join(path.name for path in others)} instead"
 
 
 def _read_rollouts(run: RunArtifacts, report: RunInspection) -> None:

@@ -296,7 +296,11 @@ class RunArtifacts:
                 "a run's files more than once over its life)"
             )
         if not self.rollouts.is_file():
-            return f"Rollouts file not found: {self.rollouts}"
+            others = [] if os.path.lexists(self.rollouts) else self.other_runs_in_directory()
+            held = ", ".join(path.name for path in others)
+            return f"Rollouts file not found: {self.rollouts}" + (
+                f"; {self.run_dir} holds {held} instead" if held else ""
+            )
         if needs_metrics_and_config:
             # ATIF export names an empty file's lines itself, as NeMo Gym's exporter does.
             if check_records and self.holds_no_rollouts():

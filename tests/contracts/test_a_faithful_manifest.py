@@ -33,6 +33,7 @@ def test_the_contract_tests_pass_with_a_faithful_manifest_added(tmp_path: Path) 
     completed = subprocess.run(
         [
             *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"),
+            *("--basetemp", str(checkout / ".basetemp")),  # not pytest's default, in $TMPDIR
             *("tests/contracts/test_drift.py", "tests/contracts/test_manifests.py"),
         ],
         cwd=checkout,
