@@ -112,21 +112,43 @@ _SESSION_STATE = ("unwritten-markers", "slurm")
 carried into the next session through the kept SDK cache."""
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The kept SDK cache keeps environments, not the session's state: once every test
     process has finished (in pytest-xdist's controller, or the only process), the records of
     unwritten markers and Slurm work directories exports left there are removed; and the
-    session's MLflow server is stopped if a test process ended without counting itself out."""
+    session's MLflow server is stopped if a test process ended without counting itself out.
+    After a passing run the session's temporary directory (the shared server's store, the
+    test processes' directories) is removed here, saying so: pytest removes it too, silently,
+    and it can take minutes."""
     if hasattr(session.config, "workerinput"):
         return
     factory = getattr(session.config, "_tmp_path_factory", None)
     if isinstance(factory, pytest.TempPathFactory):
-        stop_left_behind(factory.getbasetemp())
+        basetemp = factory.getbasetemp()
+        stop_left_behind(basetemp)
+        kept_when = session.config.getini("tmp_path_retention_policy")
+        if exitstatus == 0 and kept_when == "failed" and factory._given_basetemp is None:
+            _remove_saying_so(session, basetemp)
     if not os.environ.get(TEST_CACHE_VARIABLE):
         return
     kept = Path(os.environ[TEST_CACHE_VARIABLE]).expanduser().resolve() / "sdk-envs"
     for name in _SESSION_STATE:
         shutil.rmtree(kept / name, ignore_errors=True)
+
+
+def _remove_saying_so(session: pytest.Session, directory: Path) -> None:
+    size = sum(
+        entry.stat(follow_symlinks=False).st_size
+        for entry in directory.rglob("*")
+        if entry.is_file() and not entry.is_symlink()
+    )
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(
+            f"\nevalexport: removing this session's temporary files ({size / 2**20:.0f} MiB "
+            f"in {directory}): every test passed"
+        )
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture
