@@ -261,7 +261,11 @@ class _Writer:
             cls.instance is not None and cls.instance.attributes
         ):
             text += "\n    def _scaffolded_attributes(self) -> None:\n"
-            text += "        # SCAFFOLD: the instance attributes the real SDK sets\n"
+            text += (
+                "        # SCAFFOLD: the instance attributes the real SDK sets and the worker\n"
+                "        # reads. Nothing calls this method: it says which attributes an\n"
+                "        # instance has; set them where the fake builds one (docs/plugins.md)\n"
+            )
             text += self.assignments(cls, attributes, {}, assigned)
         methods = {**cls.methods, **(cls.instance.methods if cls.instance else {})}
         for name, (path, method_entry) in methods.items():
