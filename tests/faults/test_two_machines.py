@@ -28,6 +28,12 @@ by SIGKILL (the OOM killer); the second export by SIGKILL (a lost machine: its w
 itself); the second by Ctrl-C."""
 
 
+CREATE_EXPERIMENT = (
+    "import sys\nfrom mlflow import MlflowClient\n"
+    "MlflowClient(sys.argv[1]).create_experiment(sys.argv[2])\nprint('{}')\n"
+)
+
+
 def _cache_of_its_own(shared: Path, root: Path) -> Path:
     """A cache directory that shares the built environments (building MLflow's again would
     take minutes) and nothing else: its locks are its own, as another machine's are."""
@@ -151,6 +157,8 @@ def test_an_export_stalled_past_its_lease_wakes_to_find_it_lost_and_writes_no_mo
             prefix=["env", f"EVALEXPORT_CACHE_DIR={cache}", f"TMPDIR={tmpdir}"],
         )
 
+    # made before the export, so that the traces can be counted from the start
+    _mlflow(mlflow_python, CREATE_EXPERIMENT, mlflow_server.url, experiment)
     first = start(sample.rollouts, shared, lab.tmpdir / "first")
     deadline = time.monotonic() + 300
     while True:  # stop its worker once it has logged some of the traces, not all
