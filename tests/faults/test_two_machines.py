@@ -44,6 +44,22 @@ def _cache_of_its_own(shared: Path, root: Path) -> Path:
     return root
 
 
+def _start_machine(
+    lab: FaultLab, uri: str, experiment: str, rollouts: Path, cache: Path, tmpdir: Path
+) -> subprocess.Popen[str]:
+    """An export with traces as one machine runs it: its cache directory and its TMPDIR."""
+    tmpdir.mkdir(exist_ok=True)
+    return lab.start(
+        "mlflow",
+        f"+rollouts_jsonl_fpath={rollouts}",
+        f"+mlflow_tracking_uri={uri}",
+        f"+mlflow_experiment_name={experiment}",
+        "+traces=true",
+        "--json",
+        prefix=["env", f"EVALEXPORT_CACHE_DIR={cache}", f"TMPDIR={tmpdir}"],
+    )
+
+
 def _workers_under(tmpdir: Path) -> list[int]:
     pids = []
     for entry in Path("/proc").iterdir():
@@ -81,17 +97,7 @@ def test_two_machines_exporting_one_run_at_once_leave_one_run_and_each_trace_onc
     }
 
     def start(name: str) -> subprocess.Popen[str]:
-        rollouts, cache, tmpdir = machines[name]
-        tmpdir.mkdir(exist_ok=True)
-        return lab.start(
-            "mlflow",
-            f"+rollouts_jsonl_fpath={rollouts}",
-            f"+mlflow_tracking_uri={mlflow_server.url}",
-            f"+mlflow_experiment_name={experiment}",
-            "+traces=true",
-            "--json",
-            prefix=["env", f"EVALEXPORT_CACHE_DIR={cache}", f"TMPDIR={tmpdir}"],
-        )
+        return _start_machine(lab, mlflow_server.url, experiment, *machines[name])
 
     first = start("first")
     time.sleep(chance.uniform(0, 2))
@@ -146,16 +152,7 @@ def test_an_export_stalled_past_its_lease_wakes_to_find_it_lost_and_writes_no_mo
     other_cache = _cache_of_its_own(shared, tmp_path / "cache-b")
 
     def start(rollouts: Path, cache: Path, tmpdir: Path) -> subprocess.Popen[str]:
-        tmpdir.mkdir(exist_ok=True)
-        return lab.start(
-            "mlflow",
-            f"+rollouts_jsonl_fpath={rollouts}",
-            f"+mlflow_tracking_uri={mlflow_server.url}",
-            f"+mlflow_experiment_name={experiment}",
-            "+traces=true",
-            "--json",
-            prefix=["env", f"EVALEXPORT_CACHE_DIR={cache}", f"TMPDIR={tmpdir}"],
-        )
+        return _start_machine(lab, mlflow_server.url, experiment, rollouts, cache, tmpdir)
 
     # made before the export, so that the traces can be counted from the start
     _mlflow(mlflow_python, CREATE_EXPERIMENT, mlflow_server.url, experiment)
