@@ -250,3 +250,43 @@ def test_every_name_of_the_rule_is_seen_by_the_prefilter() -> None:
         assert rules.is_secret_key(spelled), spelled
         assert may_hold_secret(f"{spelled}=a1b2c3d4"), spelled
         assert may_hold_secret(json.dumps({spelled: 1})), spelled
+
+
+def _places_one_anchor_at_a_time(text: str) -> dict[str, list[int]]:
+    """Every place of every anchor, each looked for alone in the text lower-cased (ASCII
+    letters only, each character where it was): the search the one-pass scanner replaced."""
+    from evalexport.masking.rules import ANCHORS, lowered
+
+    lower = lowered(text)
+    places: dict[str, list[int]] = {}
+    for anchor in ANCHORS:
+        at = lower.find(anchor)
+        while at >= 0:
+            places.setdefault(anchor, []).append(at)
+            at = lower.find(anchor, at + 1)
+    return places
+
+
+@settings(max_examples=2000)
+@given(TEXTS | st.text())
+def test_the_one_pass_scan_finds_every_anchor_where_it_stands(text: str) -> None:
+    """Every anchor found in one pass (Aho-Corasick over one byte a character) stands where
+    a search for it alone finds it, in characters, in any text: non-ASCII letters, the
+    Kelvin sign that lower-cases to ``k``, lone surrogates, overlapping anchors."""
+    from evalexport.masking.rules import anchor_places
+
+    assert anchor_places(text) == _places_one_anchor_at_a_time(text)
+
+
+def test_the_one_pass_scan_counts_in_characters_past_wide_ones() -> None:
+    """A place after characters beyond Latin-1 (an emoji, a lone surrogate, ``…``) is told in
+    characters, not bytes; a letter that lower-cases to ASCII under ``str.lower`` (the
+    Kelvin sign, ``İ``) spells no anchor."""
+    from evalexport.masking.rules import anchor_places
+
+    text = "\U0001f600…\ud800 api_KEY=x \u212aey \u0130 tokentoken @"
+    assert anchor_places(text) == {
+        "key": [8],
+        "token": [20, 25],
+        "@": [31],
+    }

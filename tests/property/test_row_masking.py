@@ -143,9 +143,9 @@ def test_a_row_deeper_than_the_walk_is_masked_as_its_text() -> None:
 def test_what_a_masking_remembers_never_changes_what_it_gives(
     values: list[Any], kind: TextKind
 ) -> None:
-    """One :class:`ValueMasking` masks many values (an export's gate remembers its short texts
-    and keys): each comes out as a fresh one masks it, however often it has been seen, and
-    after it forgot them all."""
+    """One :class:`ValueMasking` masks many values (an export's gate remembers its short texts,
+    its keys and its last long texts): each comes out as a fresh one masks it, however often it
+    has been seen, and after it forgot them all."""
     from evalexport.masking import values as module
 
     shared = ValueMasking(secret_forms([_CANARY]), kind)
@@ -158,3 +158,12 @@ def test_what_a_masking_remembers_never_changes_what_it_gives(
             assert shared.value(value) == ValueMasking(secret_forms([_CANARY]), kind).value(value)
     finally:
         module._REMEMBERED_TEXTS = remembered
+    # Every text of more than four characters among the long ones, two of them remembered.
+    short, long_texts = module._REMEMBERED, module._REMEMBERED_LONG_TEXTS
+    module._REMEMBERED, module._REMEMBERED_LONG_TEXTS = 4, 2
+    try:
+        shared = ValueMasking(secret_forms([_CANARY]), kind)
+        for value in [*values, *values]:
+            assert shared.value(value) == ValueMasking(secret_forms([_CANARY]), kind).value(value)
+    finally:
+        module._REMEMBERED, module._REMEMBERED_LONG_TEXTS = short, long_texts

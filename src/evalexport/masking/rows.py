@@ -67,8 +67,7 @@ def masked_json_text(masking: ValueMasking, text: str) -> str | None:
         found = anchors.before(end)
         colon = run_end(_SPACE, text, end)
         if not text.startswith(":", colon):  # a string in an array or a mapping's value
-            held_lower = _SCAN_STRING(lower, opening + 1)[0]  # JSON's escapes are lower-case
-            masked_text = masking.text(held, found, held_lower)
+            masked_text = masking.text(held, found)
             if masked_text != held:
                 pieces += [text[done:opening], _encoded(masked_text)]
                 done = end

@@ -11,8 +11,8 @@ in **free** text (a row's prose, answers, code) only a value that looks generate
 (a URL's userinfo and query, an ``Authorization:`` header), masked as in structured text.
 
 Every rule starts at an anchor (a word of a secret's name, ``@``, a scheme, a prefix) found
-by plain substring search in the text lower-cased, so a text costs a few scans at the speed of
-``str.find`` and the rules' patterns run only where an anchor stands: linear in the text,
+in one pass over the text lower-cased (every anchor at once: :func:`anchor_places`), and the
+rules' patterns run only where an anchor stands: linear in the text,
 whatever it holds (a saved config may hold a 1 MB few-shot prompt, a row a 20 KB answer).
 What the rules find is a list of spans, each masked as one ``****`` (overlapping spans as one).
 """
@@ -20,9 +20,12 @@ What the rules find is a list of spans, each masked as one ``****`` (overlapping
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Callable, Collection
 from typing import Final
+
+import ahocorasick_rs
 
 from evalexport.masking.names import (
     FREE,
@@ -59,6 +62,7 @@ __all__ = [
     "SECRET_LAST_WORDS",
     "SECRET_NAMES",
     "SECRET_WORDS",
+    "anchor_places",
     "ends_a_last_word",
     "is_interpolation",
     "is_secret_key",
@@ -88,47 +92,72 @@ ANCHORS: Final = (*NAME_ANCHORS, *LAST_WORD_ANCHORS, "@", "bearer", "basic", *PR
 """Every anchor a rule starts from, lower-cased: a text that holds none is one no rule
 changes (:func:`evalexport.masking.values.may_hold_secret` looks for them). A URL's query is
 read from its parameters' names, its userinfo from the ``@`` before its host."""
+_FINDER: Final = ahocorasick_rs.BytesAhoCorasick([anchor.encode() for anchor in ANCHORS])
+"""Every anchor found in one pass over a text's bytes (Aho-Corasick, compiled): a long text
+costs one scan, not one an anchor (``docs/performance.md``, "Masking a row-heavy run")."""
 
 
-def ends_a_last_word(lowered: str, after: int, anchor: str) -> bool:
-    """Whether a last-word anchor ending at ``after`` ends a word there (no lower-case letter
-    follows), or goes on as a secret name's word does (:data:`LAST_WORD_GOES_ON`)."""
-    if after >= len(lowered) or not "a" <= lowered[after] <= "z":
+def ends_a_last_word(text: str, after: int, anchor: str) -> bool:
+    """Whether a last-word anchor ending at ``after`` in ``text`` (as it is, or
+    :func:`lowered`) ends a word there (no ASCII letter follows), or goes on as a secret
+    name's word does (:data:`LAST_WORD_GOES_ON`)."""
+    if after >= len(text):
+        return True
+    follows = text[after]
+    if not ("a" <= follows <= "z" or "A" <= follows <= "Z"):
         return True
     goes_on = LAST_WORD_GOES_ON.get(anchor)
-    return goes_on is not None and lowered.startswith(goes_on, after)
+    if goes_on is None:
+        return False
+    word = text[after : after + len(goes_on)]
+    return word.isascii() and word.lower() == goes_on
 
 
 def mask_text(
-    text: str,
-    kind: TextKind = STRUCTURED,
-    anchors: Collection[str] | None = None,
-    lower: str | None = None,
+    text: str, kind: TextKind = STRUCTURED, anchors: Collection[str] | None = None
 ) -> str:
     """``text`` with each secret it holds masked, as a text of ``kind`` reads (module
     docstring); structured by default, the strict reading. A caller that found them (a row's
-    string) may give the only anchors (:data:`ANCHORS`) the text may hold, and the text
-    :func:`lowered`."""
+    string) may give the only anchors (:data:`ANCHORS`) the text may hold."""
     if not text:
         return text
-    spans = secret_spans(text, kind, anchors, lower)
+    spans = secret_spans(text, kind, anchors)
     return _masked(text, spans) if spans else text
 
 
-def secret_spans(
-    text: str, kind: TextKind, anchors: Collection[str] | None = None, lower: str | None = None
-) -> list[Span]:
+def secret_spans(text: str, kind: TextKind, anchors: Collection[str] | None = None) -> list[Span]:
     """Where ``text`` holds secrets, as a text of ``kind`` reads: the spans to mask."""
-    scan = _Scan(text, kind, lower)
-    for rule_anchors, rule in _RULES:
-        for anchor in rule_anchors:
-            if anchors is not None and anchor not in anchors:
-                continue
-            at = scan.lowered.find(anchor)
-            while at >= 0:
+    places = anchor_places(text)
+    scan = _Scan(text, kind)
+    if not places:
+        return scan.spans
+    # Each rule in turn (in _RULES' order), each of its anchors found, each place in order.
+    for anchor in sorted(places, key=_RULE_ORDER.__getitem__):
+        if anchors is None or anchor in anchors:
+            rule = _RULE_OF[anchor]
+            for at in places[anchor]:
                 rule(scan, at, anchor)
-                at = scan.lowered.find(anchor, at + 1)
     return scan.spans
+
+
+def anchor_places(text: str) -> dict[str, list[int]]:
+    """Where each anchor (:data:`ANCHORS`) stands in ``text``, its ASCII letters in any case:
+    every place in order, overlapping ones too (``keykey``); an anchor absent has no entry.
+    The text is looked through once, one byte a character (Latin-1, and ``?`` for any
+    character beyond it: no anchor holds one), so a byte's place is its character's."""
+    found = _FINDER.find_matches_as_indexes(
+        text.encode("latin-1", "replace").lower(), overlapping=True
+    )
+    if not found:
+        return {}
+    places: dict[str, list[int]] = {}
+    for index, start, _ in found:
+        anchor = ANCHORS[index]
+        if (held := places.get(anchor)) is None:
+            places[anchor] = [start]
+        else:
+            held.append(start)
+    return places
 
 
 def lowered(text: str) -> str:
@@ -168,11 +197,10 @@ class _Scan:
     """One text being looked through: what the rules read, the spans they found, and where
     the names already read start."""
 
-    __slots__ = ("kind", "lowered", "names", "spans", "text", "values")
+    __slots__ = ("kind", "names", "spans", "text", "values")
 
-    def __init__(self, text: str, kind: TextKind, lower: str | None) -> None:
+    def __init__(self, text: str, kind: TextKind) -> None:
         self.text = text
-        self.lowered = lowered(text) if lower is None else lower
         self.kind: TextKind = kind
         self.spans: list[Span] = []
         self.names: set[int] = set()
@@ -206,9 +234,12 @@ _END: Final = 1 << 62
 
 _NAME_CHARACTERS: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 """What a name is made of, read back from an anchor (as the word rule reads names: ASCII)."""
+_NAME_OR_QUERY: Final = _NAME_CHARACTERS + "?&;#"
+"""What may stand before a name's first letter when the name goes on before it, or when it
+is a URL's parameter."""
 _NAME_REST = re.compile(r"[A-Za-z0-9_.-]*")
 _MAX_NAME = 128
-_LINE_PREFIX = re.compile(r"[ \t]*(?:-[ \t]+)?\Z")
+_MAX_LINE_PREFIX: Final = 64
 _PAIR_VALUE = {
     '"': re.compile(r"\s*:\s*\"(?P<value>(?:[^\"\\]|\\.)*)\"", re.DOTALL),
     "'": re.compile(r"\s*:\s*'(?P<value>(?:[^'\\]|\\.)*)'", re.DOTALL),
@@ -232,10 +263,15 @@ def _after_a_name(found: _Scan, at: int, anchor: str) -> None:
     """A secret's name at the anchor, and the value its syntax puts after it (module
     docstring): a pair, an assignment, a flag's value, a header or a ``name: value``."""
     text = found.text
-    if anchor in LAST_WORD_ANCHORS and not ends_a_last_word(
-        found.lowered, at + len(anchor), anchor
-    ):
+    if anchor in LAST_WORD_ANCHORS and not ends_a_last_word(text, at + len(anchor), anchor):
         return  # "tokens", "keyboard", "author": no last word
+    end = at + len(anchor)
+    if (
+        (at == 0 or text[at - 1] not in _NAME_OR_QUERY)
+        and (end == len(text) or text[end] not in _NAME_CHARACTERS)
+        and not names_a_secret(text[at:end], found.kind)
+    ):
+        return  # a word of its own and no secret's name: "the key step", "a token"
     if found.in_a_value(at):
         return
     before = text[max(0, at - _MAX_NAME) : at]
@@ -258,7 +294,7 @@ def _after_a_name(found: _Scan, at: int, anchor: str) -> None:
     if not names_a_secret(bare, found.kind):
         return
     structured = found.kind == STRUCTURED
-    header = key_words(bare)[-1:] == ["authorization"]
+    header = _names_a_header(bare)
     quote = text[start - 1] if start else ""
     if quote and quote in "\"'" and text.startswith(quote, stop):
         if (pair := _PAIR_VALUE[quote].match(text, stop + 1)) is not None:
@@ -281,6 +317,12 @@ def _after_a_name(found: _Scan, at: int, anchor: str) -> None:
         if text[value[0]] in "\"'":
             value = (value[0] + 1, value[1] - 1)  # the quotes are kept
         _judge(found, value, structured=structured)
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_a_header(name: str) -> bool:
+    """Whether ``name`` is an ``Authorization`` header's (``X-Authorization`` too)."""
+    return key_words(name)[-1:] == ["authorization"]
 
 
 def _in_a_query(text: str, start: int) -> bool:
@@ -329,12 +371,11 @@ def _after_a_colon(found: _Scan, start: int, value_at: int, name: str) -> None:
     Bearer …"``); its scheme and quotes are kept, its credential masked unless it is none
     (``Bearer {{ token }}``)."""
     text = found.text
-    line = _LINE_PREFIX.search(text, max(0, start - 64), start)
-    begins = None if line is None else line.start()
-    own_line = begins is not None and (begins == 0 or text[begins - 1] == "\n")
-    escaped_line = begins is not None and text[max(0, begins - 2) : begins] == "\\n"
+    begins = _line_prefix_start(text, start)
+    own_line = begins == 0 or text[begins - 1] == "\n"
+    escaped_line = text[max(0, begins - 2) : begins] == "\\n"
     structured = found.kind == STRUCTURED
-    if key_words(name)[-1:] == ["authorization"]:
+    if _names_a_header(name):
         quote = text[start - 1] if start > 0 and text[start - 1] in "\"'" else ""
         if structured or own_line or escaped_line or quote:
             ends = quote or ("\\n" if escaped_line else "\n" if own_line else "")
@@ -347,6 +388,20 @@ def _after_a_colon(found: _Scan, start: int, value_at: int, name: str) -> None:
         return
     if (word := _INLINE_VALUE.match(text, value_at)) is not None:
         _judge(found, word.span(), structured=False, trim=True)
+
+
+def _line_prefix_start(text: str, start: int) -> int:
+    """Where the blanks before ``start`` begin, a list's dash among them (``  - name``,
+    followed by a blank), looked for in the 64 characters before it."""
+    bound = max(0, start - _MAX_LINE_PREFIX)
+    begins = start
+    while begins > bound and text[begins - 1] in " \t":
+        begins -= 1
+    if begins < start and begins > bound and text[begins - 1] == "-":
+        begins -= 1
+        while begins > bound and text[begins - 1] in " \t":
+            begins -= 1
+    return begins
 
 
 def _credential(text: str, at: int, ends: str) -> Span:
@@ -541,3 +596,6 @@ _RULES: Final[tuple[tuple[tuple[str, ...], Callable[[_Scan, int, str], None]], .
     (("bearer", "basic"), _after_a_scheme),
     (PREFIX_ANCHORS, _after_a_prefix),
 )
+_RULE_OF: Final = {anchor: rule for anchors, rule in _RULES for anchor in anchors}
+_RULE_ORDER: Final = {anchor: order for order, anchor in enumerate(_RULE_OF)}
+"""Each anchor's rule, and the order the anchors are looked at in (the rules', in turn)."""

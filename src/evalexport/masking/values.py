@@ -13,9 +13,10 @@ export sends; :mod:`.configs` to a run's config as it is saved.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final
+
+import ahocorasick_rs
 
 from evalexport.masking.names import (
     STRUCTURED,
@@ -45,31 +46,22 @@ __all__ = [
 
 # What every text masking can change holds, lower-cased (ASCII only, as the rules read names):
 # an anchor of the rules (a word of a secret's name, "@", an auth scheme, a credential's
-# prefix: rules.ANCHORS), or "\u" or "\/", escapes that may spell one in JSON text a string
-# holds. tests/property/test_egress_prefilter.py holds mask_value to it.
-_ANYWHERE: Final = (
-    *(anchor.encode() for anchor in ANCHORS if anchor not in LAST_WORD_ANCHORS),
-    b"\\u",
-    b"\\/",
-)
-# The last words of a secret key (its name ends there: "hf_token", "x-api-key", "api_key_2"),
-# each a literal a search finds at the speed of a byte scan. "tokens", "keyboard": no name.
-_LAST_WORDS: Final = tuple(
-    re.compile(
-        word.encode()
-        + (
-            rb"(?!(?!" + LAST_WORD_GOES_ON[word].encode() + rb")[a-z])"
-            if word in LAST_WORD_GOES_ON
-            else rb"(?![a-z])"
-        )
-    ).search
-    for word in LAST_WORD_ANCHORS
-)
+# prefix: rules.ANCHORS; a last word only where a name ends, "hf_token", not "tokens"), or
+# "\u" or "\/", escapes that may spell one in JSON text a string holds, all found in one pass.
+# tests/property/test_egress_prefilter.py holds mask_value to it.
+_WORDS: Final = (*ANCHORS, "\\u", "\\/")
+_PREFILTER: Final = ahocorasick_rs.BytesAhoCorasick([word.encode() for word in _WORDS])
+_LAST_WORDS: Final = {
+    index: (LAST_WORD_GOES_ON[word].encode() if word in LAST_WORD_GOES_ON else None)
+    for index, word in enumerate(_WORDS)
+    if word in LAST_WORD_ANCHORS
+}
+"""Each last word's index among :data:`_WORDS`, and the letters it may go on with."""
 
 
 _PIECE: Final = 1 << 20
 """A long text is looked through a megabyte at a time, never copied whole."""
-_OVERLAP: Final = max(len(anchor) for anchor in _ANYWHERE) + 1
+_OVERLAP: Final = max(len(word) for word in _WORDS) + 1
 """What each piece shares with the next: an anchor across two pieces, and the character a
 last word's end is told by."""
 
@@ -87,10 +79,15 @@ def may_hold_secret(text: str) -> bool:
 
 
 def _holds_anchor(text: str) -> bool:
-    data = text.encode("utf-8", "surrogatepass").lower()
-    return any(anchor in data for anchor in _ANYWHERE) or any(
-        found(data) is not None for found in _LAST_WORDS
-    )
+    # One byte a character, as the rules find their anchors (rules.anchor_places).
+    data = text.encode("latin-1", "replace").lower()
+    for index, _, end in _PREFILTER.find_matches_as_indexes(data, overlapping=True):
+        if index not in _LAST_WORDS or end == len(data) or not 97 <= data[end] <= 122:
+            return True  # an anchor, or a last word no lower-case letter follows
+        goes_on = _LAST_WORDS[index]
+        if goes_on is not None and data.startswith(goes_on, end):
+            return True  # "clientKeyData", "authorization"
+    return False
 
 
 _SCHEMA_TYPES: Final = frozenset(
@@ -159,6 +156,9 @@ class ValueMasking:
         repeat their keys and short values (``"role"``, ``"assistant"``) in every row."""
         self._keys: dict[str, tuple[bool, bool, str | None]] = {}
         """How each short key was read (:meth:`_key`)."""
+        self._long: dict[str, str] = {}
+        """The last long texts masked (:meth:`text`) and what they became: a row's answer is
+        a cell of two tables (the rollouts' and the samples' ``final_answer``)."""
 
     def value(self, value: Any) -> Any:
         """``value`` masked; the same object where nothing changed."""
@@ -183,7 +183,7 @@ class ValueMasking:
         """A mapping masked: each key's value by the key's rule, each key as a text."""
         masked: dict[Any, Any] = {}
         changed = not isinstance(value, dict)
-        keys = self._keys
+        keys, short = self._keys, self._short
         # A logprobs entry ({"token": "Paris", "logprob": -0.1}, its top_logprobs' alike):
         # its token is a word the model wrote, no credential.
         logprobs = "logprob" in value
@@ -196,7 +196,15 @@ class ValueMasking:
                 secret, keep_markers, shown = False, False, None
             if logprobs and key == "token":
                 secret = False
-            new = self.under_secret_key(item, keep_markers) if secret else self.value(item)
+            if secret:
+                new = self.under_secret_key(item, keep_markers)
+            elif (kind := type(item)) is str:  # the common cases first, without a call
+                new = short.get(item) if len(item) <= _REMEMBERED else None
+                new = self.text(item) if new is None else item if new == item else new
+            elif kind in _SCALARS:
+                new = item
+            else:
+                new = self.value(item)
             if shown is None:
                 shown = key
             else:
@@ -252,26 +260,26 @@ class ValueMasking:
             return MASK
         return value
 
-    def text(
-        self, text: str, anchors: Collection[str] | None = None, lower: str | None = None
-    ) -> str:
+    def text(self, text: str, anchors: Collection[str] | None = None) -> str:
         """A text masked by the text rules, or as the JSON it holds; the known secrets
-        removed. A caller that found them may give the rules' anchors the text may hold and
-        the text lower-cased (:func:`~evalexport.masking.rules.mask_text`)."""
-        if len(text) <= _REMEMBERED and anchors is None:
-            remembered = self._short.get(text)
+        removed. A caller that found them may give the rules' anchors the text may hold
+        (:func:`~evalexport.masking.rules.mask_text`)."""
+        if anchors is None and len(text) <= _REMEMBERED_LONG:
+            short = len(text) <= _REMEMBERED
+            memo = self._short if short else self._long
+            remembered = memo.get(text)
             if remembered is None:
-                if len(self._short) >= _REMEMBERED_TEXTS:
-                    self._short.clear()
-                remembered = self._short[text] = self._masked_text(text, None, None)
+                if len(memo) >= (_REMEMBERED_TEXTS if short else _REMEMBERED_LONG_TEXTS):
+                    memo.clear()
+                remembered = memo[text] = self._masked_text(text, None)
             return text if remembered == text else remembered
-        return self._masked_text(text, anchors, lower)
+        return self._masked_text(text, anchors)
 
-    def _masked_text(self, text: str, anchors: Collection[str] | None, lower: str | None) -> str:
+    def _masked_text(self, text: str, anchors: Collection[str] | None) -> str:
         masked = text
         if text:
             nested = self.nested_json(text) if _looks_like_json(text) else None
-            masked = mask_text(text, self.kind, anchors, lower) if nested is None else nested
+            masked = mask_text(text, self.kind, anchors) if nested is None else nested
         masked = self.known(masked)
         return text if masked == text else masked
 
@@ -320,6 +328,10 @@ _REMEMBERED: Final = 256
 """The longest text :meth:`ValueMasking.text` remembers (keys, roles, ids, short values)."""
 _REMEMBERED_TEXTS: Final = 1 << 15
 """How many it remembers at most: past that it forgets them all and starts again."""
+_REMEMBERED_LONG: Final = 1 << 18
+"""The longest text :meth:`ValueMasking.text` remembers among the last long ones."""
+_REMEMBERED_LONG_TEXTS: Final = 16
+"""How many long texts it remembers (a row's few): at most 16 of 256 Ki characters held."""
 
 
 def _looks_like_json(text: str) -> bool:
