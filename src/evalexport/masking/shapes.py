@@ -56,6 +56,7 @@ def looks_random(text: str) -> bool:
 
 
 _STRING_PREFIX = re.compile(r"^[rRbBuUfF]{1,2}(?=[\"'])")
+_PREFIX_LETTERS: Final = frozenset("rRbBuUfF")
 _NO_VALUE_WORDS: Final = frozenset({"none", "null", "nil", "undefined", "~"})
 _PLACEHOLDERS: Final = frozenset({"value", "VALUE", "...", "…", "VAL", "X", "TOKEN", "KEY"})
 """What usage texts write after ``key=`` (``+key=value``, ``HF_TOKEN=...``): never a secret."""
@@ -71,7 +72,9 @@ _REFERENCE = re.compile(
 
 def _unquoted(value: str) -> tuple[str, bool]:
     """``value`` without a string literal's prefix and quotes, and whether it was quoted."""
-    text = _STRING_PREFIX.sub("", value.strip())
+    text = value.strip()
+    if text[:1] in _PREFIX_LETTERS:  # r"…", b'…', f"…": the prefix goes
+        text = _STRING_PREFIX.sub("", text)
     quoted = len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'"
     return (text[1:-1].strip() if quoted else text), quoted
 
@@ -85,7 +88,7 @@ def is_no_value(value: str) -> bool:
     core, _ = _unquoted(value)
     return (
         not core
-        or set(core) == {"*"}
+        or not core.strip("*")
         or core.lower() in _NO_VALUE_WORDS
         or core in _PLACEHOLDERS
         or _REFERENCE.fullmatch(core) is not None
@@ -117,8 +120,13 @@ def looks_generated(value: str) -> bool:
     core, quoted = _unquoted(value)
     if not quoted:
         core = core.rstrip(_TRAILING)
-    if len(core) < 6 or _CODE.search(core) or is_no_value(core):
+    if len(core) < 6 or not _has_a_generated_piece(core):
         return False
+    return _CODE.search(core) is None and not is_no_value(core)
+
+
+def _has_a_generated_piece(core: str) -> bool:
+    """Whether a piece of ``core`` (:func:`looks_generated`) reads as generated."""
     for piece in _PIECES.split(core):
         if len(piece) >= _GENERATED_RUN and not _WORDS_ONLY.fullmatch(piece):
             return True

@@ -12,6 +12,7 @@ export sends; :mod:`.configs` to a run's config as it is saved.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final
@@ -181,13 +182,14 @@ class ValueMasking:
 
     def mapping(self, value: Mapping[Any, Any]) -> Any:
         """A mapping masked: each key's value by the key's rule, each key as a text."""
-        masked: dict[Any, Any] = {}
-        changed = not isinstance(value, dict)
+        # Made only once something changes (most mappings keep every item): the items before
+        # it copied then.
+        masked: dict[Any, Any] | None = None if isinstance(value, dict) else {}
         keys, short = self._keys, self._short
         # A logprobs entry ({"token": "Paris", "logprob": -0.1}, its top_logprobs' alike):
         # its token is a word the model wrote, no credential.
         logprobs = "logprob" in value
-        for key, item in value.items():
+        for position, (key, item) in enumerate(value.items()):
             if type(key) is str and (read := keys.get(key)) is not None:
                 secret, keep_markers, shown = read
             elif isinstance(key, str):
@@ -205,15 +207,17 @@ class ValueMasking:
                 new = item
             else:
                 new = self.value(item)
+            if masked is None:
+                if shown is None and new is item:
+                    continue
+                masked = dict(itertools.islice(value.items(), position))
             if shown is None:
                 shown = key
             else:
-                changed = True
                 while shown in masked or (shown != key and shown in value):
                     shown += "*"  # two keys that mask alike: both kept
-            changed = changed or new is not item
             masked[shown] = new
-        return masked if changed else value
+        return value if masked is None else masked
 
     def _key(self, key: str) -> tuple[bool, bool, str | None]:
         """How a mapping's key is read (remembered for the next mapping that holds it):
