@@ -290,3 +290,17 @@ def test_the_one_pass_scan_counts_in_characters_past_wide_ones() -> None:
         "token": [20, 25],
         "@": [31],
     }
+
+
+@settings(max_examples=500)
+@given(TEXTS)
+def test_a_long_text_scanned_a_piece_at_a_time_finds_every_anchor_once(text: str) -> None:
+    """A text longer than a piece (a megabyte; seven characters here) is looked through a piece
+    at a time: an anchor across two pieces is found, and found once."""
+    from evalexport.masking import rules
+
+    piece, rules._PIECE = rules._PIECE, 7  # type: ignore[misc]
+    try:
+        assert rules.anchor_places(text) == _places_one_anchor_at_a_time(text)
+    finally:
+        rules._PIECE = piece  # type: ignore[misc]

@@ -144,20 +144,26 @@ def anchor_places(text: str) -> dict[str, list[int]]:
     """Where each anchor (:data:`ANCHORS`) stands in ``text``, its ASCII letters in any case:
     every place in order, overlapping ones too (``keykey``); an anchor absent has no entry.
     The text is looked through once, one byte a character (Latin-1, and ``?`` for any
-    character beyond it: no anchor holds one), so a byte's place is its character's."""
-    found = _FINDER.find_matches_as_indexes(
-        text.encode("latin-1", "replace").lower(), overlapping=True
-    )
-    if not found:
-        return {}
+    character beyond it: no anchor holds one), so a byte's place is its character's; a long
+    text a megabyte at a time, never copied whole."""
     places: dict[str, list[int]] = {}
-    for index, start, _ in found:
-        anchor = ANCHORS[index]
-        if (held := places.get(anchor)) is None:
-            places[anchor] = [start]
-        else:
-            held.append(start)
+    for start in range(0, len(text), _PIECE):
+        piece = text[start : start + _PIECE + _LONGEST_ANCHOR - 1]  # the text itself if short
+        data = piece.encode("latin-1", "replace").lower()
+        for index, at, _ in _FINDER.find_matches_as_indexes(data, overlapping=True):
+            if at >= _PIECE:
+                continue  # it starts in the next piece, which finds it
+            anchor = ANCHORS[index]
+            if (held := places.get(anchor)) is None:
+                places[anchor] = [start + at]
+            else:
+                held.append(start + at)
     return places
+
+
+_PIECE: Final = 1 << 20
+"""How much of a text is looked through at once."""
+_LONGEST_ANCHOR: Final = max(len(anchor) for anchor in ANCHORS)
 
 
 def lowered(text: str) -> str:

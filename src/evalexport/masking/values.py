@@ -169,7 +169,7 @@ class ValueMasking:
         if kind is dict:
             return self.mapping(value)
         if kind is list:
-            return _items(value, self.value)
+            return self.items(value)
         if kind in _SCALARS:
             return value
         if isinstance(value, str):
@@ -200,7 +200,8 @@ class ValueMasking:
                 secret = False
             if secret:
                 new = self.under_secret_key(item, keep_markers)
-            elif (kind := type(item)) is str:  # the common cases first, without a call
+            elif (kind := type(item)) is str:  # as text() masks it, without the call for a
+                # text remembered
                 new = short.get(item) if len(item) <= _REMEMBERED else None
                 new = self.text(item) if new is None else item if new == item else new
             elif kind in _SCALARS:
@@ -217,6 +218,28 @@ class ValueMasking:
                 while shown in masked or (shown != key and shown in value):
                     shown += "*"  # two keys that mask alike: both kept
             masked[shown] = new
+        return value if masked is None else masked
+
+    def items(self, value: list[Any]) -> Any:
+        """A list masked item by item: the list itself when no item changed (copied only once
+        one does)."""
+        masked: list[Any] | None = None
+        short = self._short
+        for position, item in enumerate(value):
+            if (kind := type(item)) is dict:
+                new = self.mapping(item)
+            elif kind is str:  # as text() masks it, without the call for a text remembered
+                new = short.get(item) if len(item) <= _REMEMBERED else None
+                new = self.text(item) if new is None else item if new == item else new
+            elif kind in _SCALARS:
+                new = item
+            else:
+                new = self.value(item)
+            if masked is None:
+                if new is item:
+                    continue
+                masked = value[:position]
+            masked.append(new)
         return value if masked is None else masked
 
     def _key(self, key: str) -> tuple[bool, bool, str | None]:
