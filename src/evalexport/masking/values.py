@@ -220,10 +220,10 @@ class ValueMasking:
             masked[shown] = new
         return value if masked is None else masked
 
-    def items(self, value: list[Any]) -> Any:
+    def items(self, value: list[Any]) -> list[object]:
         """A list masked item by item: the list itself when no item changed (copied only once
         one does)."""
-        masked: list[Any] | None = None
+        masked: list[object] | None = None
         short = self._short
         for position, item in enumerate(value):
             if (kind := type(item)) is dict:
