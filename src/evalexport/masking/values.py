@@ -185,7 +185,7 @@ class ValueMasking:
         # Made only once something changes (most mappings keep every item): the items before
         # it copied then.
         masked: dict[Any, Any] | None = None if isinstance(value, dict) else {}
-        keys, short = self._keys, self._short
+        keys = self._keys
         # A logprobs entry ({"token": "Paris", "logprob": -0.1}, its top_logprobs' alike):
         # its token is a word the model wrote, no credential.
         logprobs = "logprob" in value
@@ -200,10 +200,8 @@ class ValueMasking:
                 secret = False
             if secret:
                 new = self.under_secret_key(item, keep_markers)
-            elif (kind := type(item)) is str:  # as text() masks it, without the call for a
-                # text remembered
-                new = short.get(item) if len(item) <= _REMEMBERED else None
-                new = self.text(item) if new is None else item if new == item else new
+            elif (kind := type(item)) is str:
+                new = self.text(item)
             elif kind in _SCALARS:
                 new = item
             else:
@@ -224,13 +222,11 @@ class ValueMasking:
         """A list masked item by item: the list itself when no item changed (copied only once
         one does)."""
         masked: list[object] | None = None
-        short = self._short
         for position, item in enumerate(value):
             if (kind := type(item)) is dict:
                 new = self.mapping(item)
-            elif kind is str:  # as text() masks it, without the call for a text remembered
-                new = short.get(item) if len(item) <= _REMEMBERED else None
-                new = self.text(item) if new is None else item if new == item else new
+            elif kind is str:
+                new = self.text(item)
             elif kind in _SCALARS:
                 new = item
             else:
