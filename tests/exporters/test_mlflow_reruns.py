@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from evalexport.backends.mlflow import worker as mlflow_worker
+from tests.support.mlflow_server import run_mlflow_script
 
 pytestmark = pytest.mark.downloads
 
@@ -137,9 +139,9 @@ print(json.dumps(run.info.run_id))
 """A run of the user's own that carries the data's fingerprint tag (copied by hand)."""
 
 HOLD = r"""
-import json, sys, time
+import json, os, sys, time
 from mlflow import MlflowClient
-uri, run_id, beats, then = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+uri, run_id, until, then = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 client = MlflowClient(uri)
 lease = json.loads(client.get_run(run_id).data.tags["evalexport.lease"])
 lease.update(
@@ -147,9 +149,12 @@ lease.update(
     export="elsewhere",
 )
 client.update_run(run_id, status="RUNNING")
+beats = int(until) if until.isdigit() else 120
 for beat in range(beats):
     lease["beat"] = beat
     client.set_tag(run_id, "evalexport.lease", json.dumps(lease))
+    if not until.isdigit() and os.path.exists(until):
+        break
     time.sleep(1)
 if then == "finish":
     lease["status"] = "FINISHED"
@@ -157,11 +162,19 @@ if then == "finish":
     client.set_terminated(run_id, "FINISHED")
 print("null")
 """
-"""Another machine's export holding a run of the data: its lease renewed every second for
-``beats`` seconds, then finished (``finish``) or abandoned (``abandon``)."""
+"""Another machine's export holding a run of the data: its lease renewed every second, for
+``until`` seconds or (a path) until that file exists (two minutes at most), then finished
+(``finish``) or abandoned (``abandon``)."""
 
 
 def _mlflow(python: Path, script: str, *arguments: object) -> Any:
+    """What ``script`` prints last, as JSON, run in the MLflow environment's long-lived reader
+    (mlflow imported once, not once a script)."""
+    return json.loads(run_mlflow_script(python, script, *arguments).splitlines()[-1])
+
+
+def _mlflow_beside(python: Path, script: str, *arguments: object) -> None:
+    """Run ``script`` in a process of its own, beside the reader and the export (a holder)."""
     completed = subprocess.run(
         [str(python), "-c", script, *map(str, arguments)],
         capture_output=True,
@@ -170,7 +183,6 @@ def _mlflow(python: Path, script: str, *arguments: object) -> Any:
         timeout=300,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
-    return json.loads(completed.stdout.splitlines()[-1])
 
 
 def _export(cli: Any, sample: Any, uri: str, experiment: str, *more: str) -> dict[str, Any]:
@@ -348,21 +360,26 @@ def test_a_users_own_run_carrying_the_fingerprint_is_never_touched(
 
 
 def test_a_run_another_machines_export_holds_is_skipped_with_skip_existing(
-    cli, mlflow_python, mlflow_server, make_sample_run
+    cli, mlflow_python, mlflow_server, make_sample_run, tmp_path
 ) -> None:
+    """Another machine's export holds a run of the data (its lease renewed): with
+    ``+skip_existing`` the export skips, naming the holder, and marks nothing (that export may
+    yet fail)."""
     sample = make_sample_run("held", tasks=2, repeats=1)
     experiment = f"held-{sample.canaries.suffix}"
     first = _export(cli, sample, mlflow_server.url, experiment)
     _forget(sample)
+    released = tmp_path / "released"
     holder = threading.Thread(
-        target=_mlflow,
-        args=(mlflow_python, HOLD, mlflow_server.url, first["run_id"], 30, "abandon"),
+        target=_mlflow_beside,
+        args=(mlflow_python, HOLD, mlflow_server.url, first["run_id"], released, "abandon"),
     )
     holder.start()
     try:
         _wait_for_status(mlflow_python, mlflow_server.url, experiment, "RUNNING")
         result = _export(cli, sample, mlflow_server.url, experiment, "+skip_existing=true")
     finally:
+        released.touch()
         holder.join()
     assert result["status"] == "skipped", result["message"]
     assert result["skip_reason"] == "in progress at target"
@@ -371,29 +388,43 @@ def test_a_run_another_machines_export_holds_is_skipped_with_skip_existing(
 
 
 def test_an_export_waits_for_another_machines_export_and_skips_once_it_has_finished(
-    cli, mlflow_python, mlflow_server, make_sample_run, caplog
+    cli, mlflow_python, mlflow_server, make_sample_run, caplog, tmp_path
 ) -> None:
     """Two exports of one run at once (two CI jobs): the second waits for the first's run,
     saying for whom, and once it is finished skips for it, marking the run exported (it
-    deleted the first's run while it worked)."""
+    deleted the first's run while it worked). The holder finishes only once the export has
+    said it waits, so the wait is seen whatever the machine's speed."""
     sample = make_sample_run("waits", tasks=2, repeats=1)
     experiment = f"waits-{sample.canaries.suffix}"
     first = _export(cli, sample, mlflow_server.url, experiment)
     _forget(sample)
+    released = tmp_path / "released"
     holder = threading.Thread(
-        target=_mlflow, args=(mlflow_python, HOLD, mlflow_server.url, first["run_id"], 30, "finish")
+        target=_mlflow_beside,
+        args=(mlflow_python, HOLD, mlflow_server.url, first["run_id"], released, "finish"),
     )
+    waiting = "mlflow: waiting for export elsewhere (process 4242 on build-42.cluster"
+
+    def release_once_waited_for() -> None:
+        deadline = time.monotonic() + 120
+        while waiting not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.2)
+        released.touch()
+
     holder.start()
     try:
         _wait_for_status(mlflow_python, mlflow_server.url, experiment, "RUNNING")
         with caplog.at_level("INFO", logger="evalexport"):
+            releaser = threading.Thread(target=release_once_waited_for, daemon=True)
+            releaser.start()
             result = _export(cli, sample, mlflow_server.url, experiment)
     finally:
+        released.touch()
         holder.join()
     assert result["status"] == "skipped", result["message"]
     assert result["skip_reason"] == "found at target"
     assert result["run_id"] == first["run_id"]
-    assert "mlflow: waiting for export elsewhere (process 4242 on build-42.cluster" in caplog.text
+    assert waiting in caplog.text
     assert any(sample.run.run_dir.glob("*_mlflow_export_done"))
     state = _mlflow(mlflow_python, STATE, mlflow_server.url, experiment)
     assert list(state["runs"]) == [first["run_id"]]
@@ -419,8 +450,6 @@ def test_a_lapsed_lease_of_another_machine_is_resumed(
 
 
 def _wait_for_status(python: Path, uri: str, experiment: str, status: str) -> None:
-    import time
-
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         state = _mlflow(python, STATE, uri, experiment)
@@ -439,19 +468,15 @@ def test_a_live_run_is_looked_up_only_where_the_config_says_it_lives(
 
     sample = make_sample_run("elsewhere", tasks=2, repeats=1)
     experiment = f"live-elsewhere-{sample.canaries.suffix}"
-    subprocess.run(
-        [
-            str(mlflow_python),
-            "-c",
-            "import sys\nfrom mlflow import MlflowClient\nc = MlflowClient(sys.argv[1])\n"
-            "e = c.create_experiment(sys.argv[2])\n"
-            "for _ in range(2):\n"
-            "    c.set_terminated(c.create_run(e, run_name='nightly').info.run_id)",
-            mlflow_server.url,
-            "gym-live-" + sample.canaries.suffix,
-        ],
-        check=True,
-        capture_output=True,
+    _mlflow(
+        mlflow_python,
+        "import sys\nfrom mlflow import MlflowClient\nc = MlflowClient(sys.argv[1])\n"
+        "e = c.create_experiment(sys.argv[2])\n"
+        "for _ in range(2):\n"
+        "    c.set_terminated(c.create_run(e, run_name='nightly').info.run_id)\n"
+        "print('null')",
+        mlflow_server.url,
+        "gym-live-" + sample.canaries.suffix,
     )
     config = sample.run.read_saved_config()
     config.update(

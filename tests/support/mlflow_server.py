@@ -46,13 +46,34 @@ def read(uri, experiment_name, download):
         out[0]["downloaded"] = client.download_artifacts(runs[0].info.run_id, *download)
     return out
 
+def run_script(script, argv):
+    # A test's script, run as "python -c SCRIPT ARGV..." would run it, in this process (mlflow
+    # imported once): what it printed, or its exit code's failure.
+    import contextlib, io
+    printed = io.StringIO()
+    sys.argv = ["-c", *argv]
+    try:
+        with contextlib.redirect_stdout(printed):
+            exec(compile(script, "<script>", "exec"), {"__name__": "__main__"})
+    except SystemExit as exit:
+        if exit.code not in (None, 0):
+            raise
+    finally:
+        import mlflow
+        while mlflow.active_run() is not None:
+            mlflow.end_run()
+    return printed.getvalue()
+
 for line in sys.stdin:
     request = json.loads(line)
     for name in [n for n in os.environ if n.startswith("MLFLOW_")]:
         del os.environ[name]
     os.environ.update(request["mlflow_variables"])  # the caller's, as a child would inherit
     try:
-        answer = {"runs": read(request["uri"], request["experiment"], request["download"])}
+        if "script" in request:
+            answer = {"printed": run_script(request["script"], request["argv"])}
+        else:
+            answer = {"runs": read(request["uri"], request["experiment"], request["download"])}
     except BaseException:
         answer = {"error": traceback.format_exc()}
     answers.write(json.dumps(answer) + "\\n")
@@ -217,6 +238,27 @@ class MLflowServer:
                 os.killpg(self.process.pid, signal.SIGKILL)
 
 
+def _ask_reader(python: Path, request: dict[str, object]) -> dict[str, object]:
+    request["mlflow_variables"] = {k: v for k, v in os.environ.items() if k.startswith("MLFLOW_")}
+    with _readers_lock:
+        reader = _readers.get(python)
+        if reader is None or reader.process.poll() is not None:
+            reader = _readers[python] = _RunReader(python)
+        return reader.read(request)
+
+
+def run_mlflow_script(python: Path, script: str, *arguments: object) -> str:
+    """What ``python -c script *arguments`` prints, run in the long-lived reader process of
+    the MLflow environment ``python`` (mlflow imported once a test process, not once a
+    script; the caller's ``MLFLOW_*`` variables as they are now). The script runs as
+    ``__main__`` in a fresh namespace; a run it left active is ended. Not for a script that
+    must run beside another (the reader answers one request at a time)."""
+    answer = _ask_reader(python, {"script": script, "argv": [str(a) for a in arguments]})
+    if "error" in answer:
+        raise AssertionError(f"the MLflow script failed: {str(answer['error'])[-3000:]}")
+    return str(answer["printed"])
+
+
 def read_runs(
     python: Path, tracking_uri: str, experiment: str, download: tuple[str, Path] | None = None
 ) -> list[dict[str, object]]:
@@ -224,17 +266,12 @@ def read_runs(
     ``python`` (one reader process a test process and environment, kept for the next read; it
     sees the caller's ``MLFLOW_*`` variables as they are now). ``download=(artifact, directory)``
     also downloads that artifact of the first run and names its path as ``downloaded``."""
-    request = {
+    request: dict[str, object] = {
         "uri": tracking_uri,
         "experiment": experiment,
         "download": [download[0], str(download[1])] if download else None,
-        "mlflow_variables": {k: v for k, v in os.environ.items() if k.startswith("MLFLOW_")},
     }
-    with _readers_lock:
-        reader = _readers.get(python)
-        if reader is None or reader.process.poll() is not None:
-            reader = _readers[python] = _RunReader(python)
-        answer = reader.read(request)
+    answer = _ask_reader(python, request)
     if "error" in answer:
         raise RuntimeError(f"reading MLflow runs failed: {str(answer['error'])[-3000:]}")
     runs: list[dict[str, object]] = answer["runs"]  # type: ignore[assignment]
