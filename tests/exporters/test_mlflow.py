@@ -20,7 +20,7 @@ from evalexport.pipeline import export_run
 from evalexport.reading import prepare
 from evalexport.results import ExportStatus
 from evalexport.spec.options import parse_options
-from tests.support.mlflow_server import read_runs
+from tests.support.mlflow_server import read_runs, run_mlflow_script
 from tests.support.proxy import FailingProxy
 
 pytestmark = pytest.mark.downloads
@@ -233,17 +233,12 @@ def _logged_live(sample, python: Path, uri: str, experiment: str, name: str) -> 
     naming where, as the config Gym ran with does; the live run's id."""
     from evalexport.masking import save_run_config
 
-    made = subprocess.run(
-        [str(python), "-c", GYM_LIVE_RUN, uri, experiment, name],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    made = run_mlflow_script(python, GYM_LIVE_RUN, uri, experiment, name)
     config = sample.run.read_saved_config()
     config.update(mlflow_tracking_uri=uri, mlflow_experiment_name=experiment, mlflow_run_name=name)
     sample.run.saved_config.unlink()
     save_run_config(config, sample.rollouts)
-    return made.stdout.split()[-1]
+    return made.split()[-1]
 
 
 def test_a_run_gym_also_logged_live_is_named_and_exported_as_a_second_run(
@@ -551,10 +546,8 @@ def test_every_experiment_of_a_new_embedded_store_keeps_its_artifacts_beside_it(
         "client = MlflowClient(tracking_uri=sys.argv[1])\n"
         "print(json.dumps({e.name: e.artifact_location for e in client.search_experiments()}))\n"
     )
-    listed = subprocess.run(
-        [str(mlflow_python), "-c", script, uri], capture_output=True, text=True, check=True
-    )
-    locations = json.loads(listed.stdout.splitlines()[-1])
+    listed = run_mlflow_script(mlflow_python, script, uri)
+    locations = json.loads(listed.splitlines()[-1])
     assert set(locations) == {"Default", "aime24"}
     for name, location in locations.items():
         assert location.removeprefix("file://").startswith(str(store.parent)), (name, location)

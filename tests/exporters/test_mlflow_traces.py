@@ -17,6 +17,7 @@ from evalexport.backends.mlflow.traces import trace_of
 from evalexport.backends.mlflow.worker import traces_refusal
 from evalexport.reading.rollouts import Rollout
 from evalexport.testing.gym_shapes import AgentRun, ToolUse, input_message
+from tests.support.mlflow_server import run_mlflow_script
 
 READ_TRACES = r"""
 import json, sys
@@ -58,16 +59,9 @@ after the run id (``""``: every trace), in one process (an ``import mlflow`` is 
 
 
 def _mlflow(python: Path, script: str, *arguments: str) -> Any:
-    """What ``script`` prints last, as JSON, run in the mlflow environment ``python``."""
-    completed = subprocess.run(
-        [str(python), "-c", script, *arguments],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    return json.loads(completed.stdout.splitlines()[-1])
+    """What ``script`` prints last, as JSON, run in the mlflow environment ``python`` (its
+    long-lived reader: mlflow imported once, not once a script)."""
+    return json.loads(run_mlflow_script(python, script, *arguments).splitlines()[-1])
 
 
 def _traced_export(sample: Any, uri: str, experiment: str) -> list[str]:
