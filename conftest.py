@@ -8,9 +8,13 @@ import pytest
 from hypothesis import settings
 
 from evalexport.testing.plugin import Switches, add_switches, mark_switches, skip_unswitched
+from tests.support import budgets
 
-# No example database in the checkout, no wall-clock deadline on a loaded CI machine.
+# No example database in the checkout, no wall-clock deadline on a loaded CI machine. CI's
+# profile (--hypothesis-profile=evalexport-thorough) also gives the costliest property tests
+# their whole example budget (tests/support/budgets.py).
 settings.register_profile("evalexport", database=None, deadline=None)
+settings.register_profile(budgets.THOROUGH_PROFILE, parent=settings.get_profile("evalexport"))
 settings.load_profile("evalexport")
 
 
@@ -39,6 +43,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     mark_switches(config, REPOSITORY_SWITCHES)
+    budgets.thorough = config.getoption("hypothesis_profile", None) == budgets.THOROUGH_PROFILE
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from evalexport.masking import mask_text
 from evalexport.masking.values import mask_value, may_hold_secret
+from tests.support.budgets import examples
 
 PIECES = st.sampled_from(
     [
@@ -191,7 +192,7 @@ def _masked_without_prefilter(value: Any) -> Any:
         values.may_hold_secret = real
 
 
-@settings(max_examples=3000)
+@settings(max_examples=examples(3000))
 @given(TEXTS)
 def test_a_text_the_prefilter_passes_is_one_no_rule_changes(text: str) -> None:
     if not may_hold_secret(text):
@@ -199,7 +200,7 @@ def test_a_text_the_prefilter_passes_is_one_no_rule_changes(text: str) -> None:
         assert _masked_without_prefilter(text) == text
 
 
-@settings(max_examples=1500)
+@settings(max_examples=examples(1500))
 @given(VALUES)
 def test_a_value_whose_json_the_prefilter_passes_is_left_as_it_is(value: Any) -> None:
     if not may_hold_secret(_compact(value)):
@@ -207,7 +208,7 @@ def test_a_value_whose_json_the_prefilter_passes_is_left_as_it_is(value: Any) ->
         assert mask_value(value) is value
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(VALUES)
 def test_a_value_held_as_json_text_is_masked_as_the_value(value: Any) -> None:
     """JSON in a string (a tool call's ``arguments``) is masked as what it holds: a secret
@@ -267,7 +268,7 @@ def _places_one_anchor_at_a_time(text: str) -> dict[str, list[int]]:
     return places
 
 
-@settings(max_examples=2000)
+@settings(max_examples=examples(2000))
 @given(TEXTS | st.text())
 def test_the_one_pass_scan_finds_every_anchor_where_it_stands(text: str) -> None:
     """Every anchor found in one pass (Aho-Corasick over one byte a character) stands where
@@ -292,7 +293,7 @@ def test_the_one_pass_scan_counts_in_characters_past_wide_ones() -> None:
     }
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(TEXTS)
 def test_a_long_text_scanned_a_piece_at_a_time_finds_every_anchor_once(text: str) -> None:
     """A text longer than a piece (a megabyte; seven characters here) is looked through a piece

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from evalexport.masking import FREE, STRUCTURED, TextKind
 from evalexport.masking.values import ValueMasking, secret_forms
 from tests.property.test_egress_prefilter import TEXTS, VALUES
+from tests.support.budgets import examples
 
 KINDS = st.sampled_from([FREE, STRUCTURED])
 ENCODINGS = st.sampled_from(
@@ -55,7 +56,7 @@ def _same(text: str, fast: str, parsed: str) -> None:
         assert fast == text
 
 
-@settings(max_examples=1500)
+@settings(max_examples=examples(1500))
 @given(VALUES | ROWS, KINDS, ENCODINGS)
 def test_the_fast_path_masks_a_json_text_as_the_parsed_path(
     value: Any, kind: TextKind, encoding: dict[str, Any]
@@ -63,7 +64,7 @@ def test_the_fast_path_masks_a_json_text_as_the_parsed_path(
     _same(*_both(value, kind, encoding))
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(ROWS, KINDS)
 def test_a_rows_json_held_in_a_string_is_masked_alike(row: dict[str, Any], kind: TextKind) -> None:
     """A row whose strings hold JSON that holds JSON (a tool call's arguments logged by a
@@ -97,7 +98,7 @@ def _gate_pair(mask_rows: bool) -> tuple[Any, Any]:
     )
 
 
-@settings(max_examples=1500)
+@settings(max_examples=examples(1500))
 @given(VALUES | ROWS, st.booleans())
 def test_a_row_masked_as_its_value_is_its_text_masked(value: Any, mask_rows: bool) -> None:
     """``Egress.row_record`` (the tables' rows: the value masked, then written once) gives
@@ -108,7 +109,7 @@ def test_a_row_masked_as_its_value_is_its_text_masked(value: Any, mask_rows: boo
     assert by_value.masked_lines() == by_text.masked_lines()
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(ROWS)
 def test_a_row_masked_as_its_value_is_written_by_its_own_encoder(row: dict[str, Any]) -> None:
     """msgspec writes a strict row's cell (``tables.rollouts``): the value masked then written
@@ -138,7 +139,7 @@ def test_a_row_deeper_than_the_walk_is_masked_as_its_text() -> None:
     assert "sk-abcdefghijklmnop1234" not in by_value.row_record(deep, 1, encode)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.lists(VALUES, min_size=2, max_size=8), KINDS)
 def test_what_a_masking_remembers_never_changes_what_it_gives(
     values: list[Any], kind: TextKind
