@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -159,16 +160,36 @@ def evalexport_download_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return kept_test_cache("downloads") or tmp_path_factory.mktemp("download-cache")
 
 
+_PASSED: pytest.StashKey[dict[str, bool]] = pytest.StashKey()
+"""Whether each phase of a test (``setup``, ``call``) passed, for the fixtures that keep what
+a failed test leaves and remove what a passing one does."""
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    item.stash.setdefault(_PASSED, {})[report.when] = report.passed
+
+
+def _passed(node: pytest.Item) -> bool:
+    phases = node.stash.get(_PASSED, {})
+    return phases.get("setup", False) and phases.get("call", False)
+
+
 @pytest.fixture
 def evalexport_isolation(
+    request: pytest.FixtureRequest,
     tmp_path_factory: pytest.TempPathFactory,
     monkeypatch: pytest.MonkeyPatch,
     evalexport_download_cache: Path,
-) -> Path:
+) -> Iterator[Path]:
     """A temporary HOME, caches, tracking stores and working directory; no token variables.
 
     Yields the temporary root. Package downloads share one cache per test session (see
     ``evalexport_download_cache``) so environments are not downloaded anew for every test.
+    The root goes when its test passes, as pytest's ``tmp_path`` does under
+    ``tmp_path_retention_policy = "failed"``; a failed test's stays for a look.
     """
     root = tmp_path_factory.mktemp("isolated")
     home = root / "home"
@@ -202,7 +223,10 @@ def evalexport_isolation(
     workdir = root / "work"
     workdir.mkdir()
     monkeypatch.chdir(workdir)
-    return root
+    yield root
+    policy = request.config.getini("tmp_path_retention_policy")
+    if policy == "failed" and isinstance(request.node, pytest.Item) and _passed(request.node):
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
