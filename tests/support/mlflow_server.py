@@ -67,6 +67,7 @@ def answer(request):
         pid = os.fork()
         if pid == 0:
             try:
+                os.chdir(request["cwd"])  # the caller's, as a child would inherit
                 if "script" in request:
                     run_script(request["script"], request["argv"], printed)
                     printed.seek(0)
@@ -120,6 +121,7 @@ class _RunReader:
                 stderr=log,
                 text=True,
                 env=environment,
+                cwd=self.scratch,  # not a test's working directory, which goes with the test
                 start_new_session=True,
             )
 
@@ -207,6 +209,7 @@ class MLflowServer:
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
+            cwd=self.root,  # not a test's working directory, which goes with the test
             env={
                 **os.environ,
                 "TMPDIR": str(scratch),  # its scratch stays under its root
@@ -257,6 +260,7 @@ class MLflowServer:
 
 def _ask_reader(python: Path, request: dict[str, object]) -> dict[str, object]:
     request["mlflow_variables"] = {k: v for k, v in os.environ.items() if k.startswith("MLFLOW_")}
+    request["cwd"] = os.getcwd()
     with _readers_lock:
         reader = _readers.get(python)
         if reader is None or reader.process.poll() is not None:

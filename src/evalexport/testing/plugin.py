@@ -167,6 +167,7 @@ a failed test leaves and remove what a passing one does."""
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Remember whether each phase of ``item`` passed (:func:`evalexport_isolation`)."""
     outcome = yield
     report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
     item.stash.setdefault(_PASSED, {})[report.when] = report.passed
