@@ -121,6 +121,40 @@ def test_every_export_of_the_data_writes_the_run_of_its_own_id(
     ), second["notices"]
 
 
+def test_an_offline_export_within_the_second_of_an_earlier_one_leaves_it_as_it_is(
+    wandb_python, sample_run, cli
+) -> None:
+    """W&B names an offline run's directory by its start, to the second, and its id: a rerun
+    within the second of an earlier export (a fast machine, a marker removed at once) waits for
+    a second of its own, so its directory is named as every offline run of the data is (W&B
+    0.2x would add ``-1`` to a taken name, which the notice naming earlier exports, and
+    ``offline-run-*-ID``, then miss) and the earlier one is left as it is."""
+    import time
+
+    from evalexport.backends.wandb.worker import run_id_of
+
+    expected = run_id_of(run_fingerprint(sample_run.run), None, "aime24")
+    runs = Path(os.environ["WANDB_DIR"]) / "wandb"
+    now = time.time()
+    earlier = [
+        runs / f"offline-run-{time.strftime('%Y%m%d_%H%M%S', time.localtime(now + s))}-{expected}"
+        for s in range(3)
+    ]
+    for directory in earlier:
+        (directory / "files").mkdir(parents=True)
+        (directory / "files" / "mine.txt").write_text("an earlier export's")
+    result = json.loads(
+        cli(
+            "wandb", f"+rollouts_jsonl_fpath={sample_run.rollouts}", "+wandb_mode=offline", "--json"
+        ).stdout
+    )
+    assert result["status"] == "succeeded", result["message"]
+    for directory in earlier:
+        assert sorted(p.name for p in directory.rglob("*")) == ["files", "mine.txt"], directory
+    assert len(list(runs.glob(f"offline-run-*-{expected}"))) == len(earlier) + 1
+    assert not list(runs.glob(f"offline-run-*-{expected}-*"))
+
+
 def test_the_api_key_and_canaries_leak_nowhere(wandb_python, sample_run, cli) -> None:
     key = "canary0wandb0key0" + "9" * 23
     run = cli(

@@ -379,6 +379,20 @@ def _offline_leftovers(payload: WandbPayload) -> list[str]:
     ]
 
 
+def _past_the_earlier_seconds(payload: WandbPayload) -> None:
+    """Wait, a second at most for each, until the clock's second is none an earlier offline
+    run of this data started in: W&B names an offline run's directory by its start, to the
+    second, and its id, so an export within the second of an earlier one would find that name
+    taken (W&B 0.2x then adds ``-1``, a name :func:`_offline_leftovers` and a user's
+    ``offline-run-*-ID`` miss)."""
+    taken = {
+        path.name.split("-")[2]
+        for path in Path(payload["dir"], "wandb").glob(f"offline-run-*-{payload['run_id']}")
+    }
+    while time.strftime("%Y%m%d_%H%M%S") in taken:
+        time.sleep(0.05)
+
+
 _END: Final = b"]}"
 """How the last line of a table file starts."""
 
@@ -613,6 +627,8 @@ def run(payload: WandbPayload, progress: Any = _no_progress, say: Any = None) ->
     if payload["dry_run"]:  # offline: nothing to ask
         return result("succeeded", ExitCode.OK, f"W&B ({mode}) would write run {chosen.run_id}")
     progress(0, total)
+    if mode != "online":
+        _past_the_earlier_seconds(payload)
     run = None
     try:
         run = wandb.init(
