@@ -105,7 +105,9 @@ def test_a_conversion_pool_words_its_refusals_for_who_asked(tmp_path: Path) -> N
 
 
 @pytest.mark.downloads
-def test_a_worker_body_words_its_notices_for_who_asked(tmp_path: Path, rewritten) -> None:
+def test_a_worker_body_words_its_notices_for_who_asked(
+    tmp_path: Path, rewritten, mlflow_python
+) -> None:
     run = make_run(tmp_path / "run")
     store = {"mlflow_tracking_uri": f"sqlite:///{tmp_path / 'mlruns.db'}"}
     assert evalexport.export("mlflow", run.rollouts, **store).status is ExportStatus.SUCCEEDED

@@ -167,9 +167,10 @@ def test_a_health_file_nested_too_deeply_is_refused_alike_by_the_dry_run_and_the
         assert f"more than {MAX_DEPTH} levels deep" in result["message"]
 
 
+@pytest.mark.downloads
 @pytest.mark.parametrize("kind", ["fifo", "directory", "dangling link"])
 def test_a_health_file_that_is_no_file_is_left_out_with_a_note(
-    cli, make_sample_run, tmp_path: Path, kind: str
+    cli, make_sample_run, mlflow_python, tmp_path: Path, kind: str
 ) -> None:
     sample = make_sample_run()
     path = sample.run.run_dir / "rollout_verdicts.jsonl"

@@ -133,7 +133,7 @@ def test_every_export_runs_through_the_core_and_the_core_is_what_they_all_run(
 
 @pytest.mark.downloads
 def test_the_trackers_run_through_the_same_core(
-    profiled, make_sample_run, evalrdl_sdk, tmp_path: Path
+    profiled, make_sample_run, evalrdl_sdk, mlflow_python, wandb_python, tmp_path: Path
 ) -> None:
     mlflow_run, wandb_run = make_sample_run(), make_sample_run()
     store = f"sqlite:///{tmp_path / 'mlruns.db'}"
