@@ -30,7 +30,8 @@ REPOSITORY_SWITCHES: Switches = {
     "faults": (
         "--with_faults",
         "breaks real exports on purpose (MLflow servers killed or down, stop signals, "
-        "parallel exports into one store, full disks): minutes of CPU",
+        "parallel exports into one store, full disks, runs left by stopped exports or held by "
+        "other machines): minutes of CPU",
     ),
 }
 """This repository's own switches, besides the public plugin's (``--with_downloads``,

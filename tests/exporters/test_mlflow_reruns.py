@@ -4,7 +4,11 @@ it lacks (the traces of the rollouts it misses, links and rewards it missed); a 
 else wrote to (a user who reopened it, their own run carrying the fingerprint, a run no lease
 names) is left exactly as it was and a new run is made, the result saying why; a run another
 export holds is waited for, or skipped with ``+skip_existing``. The states an export leaves are
-made here by hand, as a stopped export leaves them; ``tests/faults/`` stops real exports."""
+made here by hand, as a stopped export leaves them; ``tests/faults/`` stops real exports. The
+worker's choice among such runs is held fast, over an experiment in memory, by
+``test_mlflow_run_choice.py``; the cases here that only repeat it on the real server (another
+state to resume from, another machine's lease waited for or lapsing) run under
+``--with_faults``."""
 
 from __future__ import annotations
 
@@ -215,7 +219,15 @@ def _dead_pid() -> int:
     return pid
 
 
-@pytest.mark.parametrize("left", ["KILLED", "FAILED", "RUNNING"])
+@pytest.mark.parametrize(
+    "left",
+    [
+        "KILLED",
+        # The same resume from the other states (the choice: test_mlflow_run_choice.py).
+        pytest.param("FAILED", marks=pytest.mark.faults),
+        pytest.param("RUNNING", marks=pytest.mark.faults),
+    ],
+)
 def test_a_rerun_resumes_an_unfinished_export_and_adds_only_what_it_lacks(
     left, cli, mlflow_python, mlflow_server, make_sample_run
 ) -> None:
@@ -359,6 +371,7 @@ def test_a_users_own_run_carrying_the_fingerprint_is_never_touched(
     assert state["runs"][result["run_id"]]["status"] == "FINISHED"
 
 
+@pytest.mark.faults  # seconds of waiting; the choice: test_mlflow_run_choice.py
 def test_a_run_another_machines_export_holds_is_skipped_with_skip_existing(
     cli, mlflow_python, mlflow_server, make_sample_run, tmp_path
 ) -> None:
@@ -387,6 +400,7 @@ def test_a_run_another_machines_export_holds_is_skipped_with_skip_existing(
     assert not any(sample.run.run_dir.glob("*_export_done"))  # it may yet fail: no marker
 
 
+@pytest.mark.faults  # seconds of waiting; the choice: test_mlflow_run_choice.py
 def test_an_export_waits_for_another_machines_export_and_skips_once_it_has_finished(
     cli, mlflow_python, mlflow_server, make_sample_run, caplog, tmp_path
 ) -> None:
@@ -430,6 +444,7 @@ def test_an_export_waits_for_another_machines_export_and_skips_once_it_has_finis
     assert list(state["runs"]) == [first["run_id"]]
 
 
+@pytest.mark.faults  # seconds of waiting; the choice: test_mlflow_run_choice.py
 def test_a_lapsed_lease_of_another_machine_is_resumed(
     cli, mlflow_python, mlflow_server, make_sample_run, monkeypatch, caplog
 ) -> None:
