@@ -218,5 +218,18 @@ def main(argv: list[str]) -> int:
     return int(result.get("exit_code", 1))
 
 
+def _spare_the_teardown() -> None:
+    """Collect what is garbage now (its finalizers run: files closed, buffers flushed), then
+    freeze every object left: the interpreter's teardown, which still joins threads and runs
+    the SDK's exit handlers, then skips a cyclic collection over everything the SDK built
+    (about half a second of CPU at every MLflow worker's exit)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    code = main(sys.argv)
+    _spare_the_teardown()
+    sys.exit(code)
