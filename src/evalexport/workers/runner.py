@@ -219,7 +219,7 @@ def main(argv: list[str]) -> int:
 
 
 def _spare_the_teardown() -> None:
-    """Collect what is garbage now (its finalizers run: files closed, buffers flushed), then
+    """Collect what is garbage now (the finalizers of objects in reference cycles run), then
     freeze every object left: the interpreter's teardown, which still joins threads and runs
     the SDK's exit handlers, then skips a cyclic collection over everything the SDK built
     (about half a second of CPU at every MLflow worker's exit)."""
