@@ -32,6 +32,8 @@ class Experiment:
         self.writes: list[tuple[str, str]] = []
         self.searches = 0
         self.on_search: Any = None
+        self.racing: str | None = None
+        """A claim another export inserts at the same moment as this one's first."""
 
     def add(self, status: str, *, tags: dict[str, str], metrics: dict[str, float]) -> str:
         run_id = f"run{len(self.runs)}"
@@ -74,6 +76,9 @@ class Experiment:
         return SimpleNamespace(tags=dict(self.tags))
 
     def set_experiment_tag(self, experiment_id: str, key: str, value: str) -> None:
+        if key not in self.tags and self.racing is not None:
+            self.tags[key], self.racing = self.racing, None  # another export's insert won
+            raise RuntimeError("UNIQUE constraint failed: experiment_tags.key")
         self.tags[key] = value
 
     def written(self, run_id: str) -> list[str]:
@@ -289,6 +294,18 @@ def test_a_finished_run_of_the_data_is_skipped_for_unless_a_second_copy_is_asked
     assert chosen.run_id != finished
     assert chosen.existing == [finished]
     assert experiment.written(finished) == []
+
+
+def test_two_exports_claiming_a_new_experiment_at_once_do_not_fail(choose) -> None:
+    """MLflow inserts a tag the experiment lacks: of two exports claiming a new experiment at
+    once, the slower is refused by the store (UNIQUE constraint failed). It backs off and takes
+    the claim once the other has released it (it failed the export, in a parallel plan)."""
+    experiment = Experiment()
+    experiment.racing = json.dumps({"export": "elsewhere", "released": True})
+    chosen, _ = choose(experiment)
+    assert isinstance(chosen, worker._Chosen), chosen
+    assert not chosen.resumed
+    assert json.loads(experiment.tags[worker.CLAIM_TAG])["export"] != "elsewhere"
 
 
 def test_the_client_here_has_no_call_the_worker_does_not_declare() -> None:

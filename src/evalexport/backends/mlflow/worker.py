@@ -557,7 +557,16 @@ class _Claim:
             return False
         self.attempt = uuid.uuid4().hex
         mine = json.dumps({**self.lease.value("claim"), "attempt": self.attempt}, sort_keys=True)
-        self.client.set_experiment_tag(self.experiment_id, CLAIM_TAG, mine)
+        try:
+            self.client.set_experiment_tag(self.experiment_id, CLAIM_TAG, mine)
+        except Exception:
+            # MLflow's stores write a tag the experiment lacks as an insert: two exports that
+            # claim a new experiment at once collide there, and the slower is refused
+            # (UNIQUE constraint failed). The claim is someone's now: back off and look again.
+            if not self._read()[0]:
+                raise
+            time.sleep(_CLAIM_WAIT)
+            return False
         if time.monotonic() - started > _CLAIM_GAP:
             time.sleep(3 * _CLAIM_WAIT)  # a slow write may have landed over another's claim
             return False
