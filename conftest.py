@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skip_unswitched(config, items, REPOSITORY_SWITCHES)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Freeze what collection built (the test modules, their parameters, pytest's own
+    objects): it lives for the whole session, and every full collection the tests trigger would
+    scan it again (about a tenth of the in-process tests' CPU)."""
+    gc.collect()
+    gc.freeze()

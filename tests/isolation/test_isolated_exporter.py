@@ -117,6 +117,20 @@ def test_a_worker_exits_without_a_teardown_collection_and_loses_nothing(
     assert int(frozen.read_text()) > 0
 
 
+def test_a_body_runs_with_what_its_imports_built_frozen_and_the_collector_on(
+    echo_export, tmp_path
+) -> None:
+    """The body and its SDK are imported without the cyclic collector, and what they built is
+    frozen out of its reach (it lives as long as the worker); the body itself then runs with
+    the collector on."""
+    note = tmp_path / "note.txt"
+    result = echo_export(behaviour="note_the_collector", note_path=str(note))
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    enabled, frozen = note.read_text().split()
+    assert enabled == "True"
+    assert int(frozen) > 1000
+
+
 def test_a_failed_build_is_a_failed_result_naming_the_installer_error(
     echo_export, monkeypatch
 ) -> None:
