@@ -45,11 +45,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     mark_switches(config, REPOSITORY_SWITCHES)
+    config.addinivalue_line(
+        "markers",
+        "long: takes ten seconds or more; handed out first (pytest_collection_modifyitems)",
+    )
     budgets.thorough = config.getoption("hypothesis_profile", None) == budgets.THOROUGH_PROFILE
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skip_unswitched(config, items, REPOSITORY_SWITCHES)
+    # The longest tests first, the rest in their order: pytest-xdist hands tests out in this
+    # order as processes free up, so no core is left waiting on one long test at the end.
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

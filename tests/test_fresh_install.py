@@ -15,6 +15,7 @@ SAMPLE = REPO / "examples" / "aime24" / "aime24_rollouts.jsonl"
 
 
 @pytest.mark.downloads
+@pytest.mark.long
 def test_help_list_and_inspect_work_after_a_plain_pip_install(tmp_path: Path) -> None:
     source = tmp_path / "source"
     source.mkdir()

@@ -327,6 +327,7 @@ ADVERSARIAL_TEXTS = [
 ]
 
 
+@pytest.mark.long
 def test_masking_a_megabyte_of_any_shape_does_not_hang(tmp_path) -> None:
     """Masking is linear in the text: a 1 MB value of any shape masks in about a second (see
     benchmarks/masking.py for the figures). The subprocess's limit is a hang guard, 30x that:

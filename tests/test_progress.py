@@ -70,6 +70,45 @@ def test_steps_are_counted_as_steps_and_long_waits_in_minutes() -> None:
     ]
 
 
+def test_a_step_that_reports_nothing_is_said_under_way_each_interval() -> None:
+    clock, lines = _Clock(), []
+    log = ProgressLog("mlflow", "steps", every=5, clock=clock, emit=lines.append)
+    log.tick()  # nothing begun: nothing to say
+    _fed(log, clock, [(0, 0, 8), (1, 5, 8)])
+    for at in (3, 6.5, 9, 12):
+        clock.now = 100.0 + at
+        log.tick()
+    assert lines == [
+        "mlflow: 5 of 8 steps (62%), 0.8 steps/s, about 4 s left; step 6 under way for 6 s",
+        "mlflow: 5 of 8 steps (62%), 0.4 steps/s, about 7 s left; step 6 under way for 11 s",
+    ]
+    _fed(log, clock, [(13, 8, 8)])
+    clock.now = 130.0
+    log.tick()  # done: nothing more
+    assert lines[-1] == "mlflow: 8 of 8 steps (100%), 0.6 steps/s, done in 13 s"
+    assert len(lines) == 3
+
+
+def test_the_clis_log_keeps_a_line_coming_through_a_long_step() -> None:
+    from evalexport.cli.export import _progress
+
+    log = _progress("mlflow", "steps")  # stderr is no terminal here, as in a Slurm log
+    assert isinstance(log, ProgressLog)
+    assert log.keep_alive
+    log.close()
+
+
+def test_a_read_that_stalls_says_how_long_nothing_came() -> None:
+    clock, lines = _Clock(), []
+    log = ProgressLog("atif", every=5, clock=clock, emit=lines.append)
+    _fed(log, clock, [(0, 0, 10 * MIB), (2, 4 * MIB, 10 * MIB)])
+    clock.now = 107.0
+    log.tick()
+    assert lines == [
+        "atif: 4.0 MiB of 10.0 MiB (40%), 585.1 KiB/s, about 10 s left; nothing more read for 5 s"
+    ]
+
+
 @pytest.mark.parametrize(("value", "seconds"), [("", 5.0), ("0", 0.1), ("0.01", 0.1), ("2.5", 2.5)])
 def test_the_interval_is_the_variables_and_never_shorter_than_half_a_second(
     value: str, seconds: float, monkeypatch: pytest.MonkeyPatch

@@ -64,6 +64,7 @@ def test_the_first_exports_checks_run_as_written(workdir: Path) -> None:
 
 
 @pytest.mark.downloads
+@pytest.mark.long
 def test_the_first_export_runs_as_written_and_the_second_mlflow_export_skips(
     workdir: Path,
 ) -> None:

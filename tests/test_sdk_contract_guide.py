@@ -22,8 +22,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from evalexport.testing.wheels import build_wheel
 from tests.support.tasklog_sdk import tasklog_wheelhouse
+
+pytestmark = pytest.mark.long
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "plugins.md"

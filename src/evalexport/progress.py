@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
@@ -56,7 +57,12 @@ class ProgressLog:
     """A :data:`Progress` that logs a line at most every :func:`interval` seconds:
     ``mlflow: reading the run: 84.0 MiB of 200.0 MiB (42%), 12.3 MiB/s, about 10 s left``.
     Work that ends within the interval logs nothing (its stage line said it all); longer work
-    logs its end too. The rate and the time left are measured from the first report."""
+    logs its end too. The rate and the time left are measured from the first report.
+
+    ``keep_alive``: once work has begun, a line every interval even while no report comes
+    (:meth:`tick`, from a thread of its own until :meth:`close`): a worker's one long step (a
+    big artifact written, a table built, an upload waiting for its verdict) shows in a log as
+    the step under way and for how long, not as silence."""
 
     def __init__(
         self,
@@ -66,6 +72,7 @@ class ProgressLog:
         every: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         emit: Callable[[str], None] | None = None,
+        keep_alive: bool = False,
     ) -> None:
         self.label = label
         self.unit = unit
@@ -74,20 +81,62 @@ class ProgressLog:
         self._emit = emit or (lambda line: logger.info("%s", line))
         self._started: float | None = None
         self._last: float | None = None
+        """When a line was last logged."""
+        self._reported = 0.0
+        """When the last report came."""
+        self._done = self._total = 0
         self._finished = False
+        self._lock = threading.Lock()  # reports come on a worker's reader thread, ticks on ours
+        self.keep_alive = keep_alive
+        self._closed = threading.Event()
 
     def __call__(self, done: int, total: int) -> None:
-        now = self._clock()
-        if self._started is None:
-            self._started = self._last = now
-        assert self._last is not None
-        finished = total > 0 and done >= total
-        due = now - self._last >= self._every
-        if self._finished or not (due or (finished and self._last > self._started)):
-            return
-        self._last = now
-        self._finished = finished
-        self._emit(f"{self.label}: {self.describe(done, total, now - self._started)}")
+        with self._lock:
+            now = self._clock()
+            if self._started is None:
+                self._started = self._last = now
+                if self.keep_alive and not self._closed.is_set():
+                    threading.Thread(
+                        target=self._tick_until_closed, name="evalexport-progress", daemon=True
+                    ).start()
+            assert self._last is not None
+            self._done, self._total, self._reported = done, total, now
+            finished = total > 0 and done >= total
+            due = now - self._last >= self._every
+            if self._finished or not (due or (finished and self._last > self._started)):
+                return
+            self._last = now
+            self._finished = finished
+            self._emit(f"{self.label}: {self.describe(done, total, now - self._started)}")
+
+    def tick(self) -> None:
+        """Log a line if work has begun, has not ended, and nothing was logged for an
+        interval: the last report again (the rate falls as the wait goes on) and how long
+        nothing has been reported: ``mlflow: 5 of 8 steps (62%), 0.2 steps/s, about 15 s left;
+        step 6 under way for 12 s``."""
+        with self._lock:
+            if self._started is None or self._last is None or self._finished:
+                return
+            now = self._clock()
+            if now - self._last < self._every:
+                return
+            self._last = now
+            quiet = _duration(now - self._reported)
+            under_way = (
+                f"nothing more read for {quiet}"
+                if self.unit == "bytes"
+                else f"step {self._done + 1} under way for {quiet}"
+            )
+            described = self.describe(self._done, self._total, now - self._started)
+            self._emit(f"{self.label}: {described}; {under_way}")
+
+    def close(self) -> None:
+        """No more lines: the work ended (or failed: its result says so)."""
+        self._closed.set()
+
+    def _tick_until_closed(self) -> None:
+        while not self._closed.wait(self._every / 4):
+            self.tick()
 
     def describe(self, done: int, total: int, elapsed: float) -> str:
         """``84.0 MiB of 200.0 MiB (42%), 12.3 MiB/s, about 10 s left``."""

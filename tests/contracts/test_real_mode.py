@@ -18,7 +18,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from evalexport.testing.wheels import wheel_from_tree
+
+pytestmark = pytest.mark.long
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = pytest.mark.downloads
+pytestmark = [pytest.mark.downloads, pytest.mark.long]
 
 SHAPES = {
     "notes": "rotated nvapi-{c}abcdefghijklmnop yesterday",

@@ -55,6 +55,31 @@ def test_a_committed_upload_succeeds_with_run_id_and_upload_token(
     _clean(evalrdl_sdk, result)
 
 
+def test_the_upload_is_one_step_a_log_shows_under_way_while_it_waits(
+    evalrdl_sdk, sample_run, caplog
+) -> None:
+    """The SDK's upload (and its wait for the verdict, minutes on a busy service) is one call:
+    the worker says it begins and reports it as a step, which the CLI's log then shows under
+    way each interval (tests/test_progress.py) rather than nothing."""
+    import logging
+
+    from evalexport.backends.evalrdl.exporter import EvalRDLExporter
+    from evalexport.pipeline import export_run
+    from evalexport.spec.options import parse_options
+
+    evalrdl_sdk.distinct(sample_run)
+    reports: list[tuple[int, int]] = []
+    exporter = EvalRDLExporter(progress=lambda done, total: reports.append((done, total)))
+    config = parse_options(exporter, {"rollouts_jsonl_fpath": str(sample_run.rollouts)})
+    with caplog.at_level(logging.INFO, logger="evalexport"):
+        result = export_run(exporter, sample_run.run, config)
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    assert reports == [(0, 1), (1, 1)]
+    (said,) = [text for text in caplog.messages if "uploading" in text]
+    assert said.startswith(f"evalrdl: uploading {sample_run.run.run_dir.name} to ")
+    assert said.endswith(" and waiting for its verdict (at most 600 s)")
+
+
 def test_the_run_directory_is_uploaded_as_it_is(
     export_evalrdl, evalrdl_sdk, make_sample_run
 ) -> None:

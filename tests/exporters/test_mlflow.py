@@ -408,6 +408,7 @@ def test_a_run_tried_on_the_local_store_first_still_reaches_the_server(
     assert f"was exported to {mlflow_server.url} as run {team.run_id}" in again.message
 
 
+@pytest.mark.long
 def test_a_copy_exported_to_the_same_server_is_skipped_for_or_a_second_copy_when_asked(
     mlflow_server, mlflow_python, sample_run, tmp_path
 ) -> None:

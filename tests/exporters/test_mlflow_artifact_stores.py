@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import MLFLOW_REQUIREMENT, session_environment
 
-pytestmark = pytest.mark.downloads
+pytestmark = [pytest.mark.downloads, pytest.mark.long]
 
 BUCKET = "evalexport-artifacts"
 REQUIREMENTS = (MLFLOW_REQUIREMENT, "boto3")

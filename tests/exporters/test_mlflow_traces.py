@@ -292,6 +292,7 @@ def test_every_rollout_is_one_trace_linked_to_the_run_and_a_rerun_adds_none(
 
 
 @pytest.mark.downloads
+@pytest.mark.long
 def test_the_worker_says_how_far_its_traces_are_while_it_logs_them(
     cli, mlflow_server, make_sample_run, monkeypatch, caplog
 ) -> None:

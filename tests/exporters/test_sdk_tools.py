@@ -41,6 +41,7 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@pytest.mark.long
 def test_mlflow_server_runs_from_the_exporters_environment_on_an_exported_store(
     mlflow_python, sample_run, tmp_path
 ) -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
 from evalexport.pipeline import export_run
+from evalexport.progress import ProgressLog
 from evalexport.results import ExportStatus, SkipReason
 from evalexport.spec import Sdk
 from evalexport.spec.options import parse_options
@@ -129,6 +131,35 @@ def test_a_body_runs_with_what_its_imports_built_frozen_and_the_collector_on(
     enabled, frozen = note.read_text().split()
     assert enabled == "True"
     assert int(frozen) > 1000
+
+
+def test_a_workers_long_step_shows_in_the_log_while_it_lasts(sample_run, tinysdk_1) -> None:
+    """The real worker, a step that reports nothing for 2.5 s: the CLI's log (``keep_alive``)
+    says it is under way, twice or more, at an interval of half a second."""
+    lines: list[str] = []
+    log = ProgressLog("echo", "steps", every=0.5, emit=lines.append, keep_alive=True)
+    exporter = EchoExporter(progress=log)
+    config = parse_options(
+        exporter,
+        {
+            "rollouts_jsonl_fpath": str(sample_run.rollouts),
+            "requirement": tinysdk_1,
+            "behaviour": "slow_step",
+            "seconds": 2.5,
+        },
+    )
+    try:
+        result = export_run(exporter, sample_run.run, config)
+    finally:
+        log.close()
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    under_way = [line for line in lines if "; step 2 under way for " in line]
+    assert len(under_way) >= 2, lines
+    assert all(line.startswith("echo: 1 of 2 steps (50%), ") for line in under_way), lines
+    assert lines[-1].startswith("echo: 2 of 2 steps (100%), "), lines
+    said = len(lines)
+    time.sleep(1.2)  # closed: no line comes after the export
+    assert len(lines) == said
 
 
 def test_a_failed_build_is_a_failed_result_naming_the_installer_error(

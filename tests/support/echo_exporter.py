@@ -17,6 +17,7 @@ class EchoConfig(SdkConfig):
     behaviour: str = Field(default="echo", description="What the worker body does.")
     exit_code: int = Field(default=0, description="Exit code to report (behaviour=exit_code).")
     note_path: str | None = Field(default=None, description="Where the body notes a pid.")
+    seconds: float = Field(default=0, description="How long a slow step takes (slow_step).")
     echo_token: SecretStr | None = Field(default=None, description="Handed to the worker.")
 
 
@@ -40,5 +41,6 @@ class EchoExporter(Exporter[EchoConfig]):
                 "exit_code": config.exit_code,
                 "rollouts": str(run.rollouts),
                 "note_path": config.note_path,
+                "seconds": config.seconds,
             }
         )

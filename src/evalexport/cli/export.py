@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from evalexport.cli._args import OK, Arguments, decided, usage_error
 from evalexport.host.stdout import others_write_to_stderr
-from evalexport.progress import human_size
+from evalexport.progress import ProgressLog, human_size
 
 if TYPE_CHECKING:
     from evalexport.results import DryRunPlan, ExportResult
@@ -69,7 +68,7 @@ def run(name: str, arguments: Arguments, rest: list[str]) -> int:
                     )
                 )
         finally:
-            if isinstance(progress, _ProgressLine):
+            if progress is not None:
                 progress.close()
     if result.exit_code is ExitCode.USAGE:
         if arguments.json:
@@ -91,14 +90,13 @@ def _progress_unit(name: str) -> str:
         return "bytes"
 
 
-def _progress(name: str, unit: str) -> Callable[[int, int], None]:
+def _progress(name: str, unit: str) -> _ProgressLine | ProgressLog:
     """The export's progress on stderr: drawn in place on a terminal, else lines a log keeps
-    (:class:`evalexport.progress.ProgressLog`: at most one every few seconds, and the last)."""
+    (:class:`evalexport.progress.ProgressLog`: at most one every few seconds, and the last,
+    one every few seconds too while a worker's step goes on without a report)."""
     if sys.stderr.isatty():
         return _ProgressLine(name, unit)
-    from evalexport.progress import ProgressLog
-
-    return ProgressLog(name, unit)
+    return ProgressLog(name, unit, keep_alive=True)
 
 
 class _ProgressLine(logging.Filter):

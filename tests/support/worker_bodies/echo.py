@@ -4,10 +4,17 @@ import os
 import sys
 
 
-def run(payload):
+def run(payload, progress=None):
     import tinysdk
 
     behaviour = payload.get("behaviour", "echo")
+    if behaviour == "slow_step":  # a step that reports nothing for a while (a big artifact)
+        import time
+
+        progress(0, 2)
+        progress(1, 2)
+        time.sleep(payload["seconds"])
+        progress(2, 2)
     if behaviour.startswith("detach"):  # a helper in a session of its own, as wandb-core is
         import subprocess
 

@@ -83,8 +83,18 @@ def _plan_problem(plans: list[dict[str, Any]], run_dir: str) -> str | None:
     )
 
 
-def run(payload: EvalRDLPayload) -> WorkerResult:
-    """Upload the run directory to EvalRDL as one upload; the result says its verdict."""
+def _no_progress(done: int, total: int) -> None:
+    pass
+
+
+def _silent(text: str) -> None:
+    pass
+
+
+def run(payload: EvalRDLPayload, progress: Any = _no_progress, say: Any = _silent) -> WorkerResult:
+    """Upload the run directory to EvalRDL as one upload; the result says its verdict. The
+    upload is one step, which a log shows under way while it lasts (the SDK's wait for the
+    service's verdict can take minutes)."""
     import evalrdl
     from evalrdl.sdk.api import upload_plan
 
@@ -94,6 +104,9 @@ def run(payload: EvalRDLPayload) -> WorkerResult:
         if problem:
             return result("failed", FAILED, problem)
         client = evalrdl.Client(url=payload["url"])
+        waits = f" and waiting for its verdict (at most {payload['timeout']:g} s)"
+        say(f"uploading {Path(run_dir).name} to {payload['url']}{waits if payload['wait'] else ''}")
+        progress(0, 1)
         uploads = client.uploads.upload(
             run_dir,
             label=payload["label"],
@@ -124,6 +137,7 @@ def run(payload: EvalRDLPayload) -> WorkerResult:
         return result("failed", FAILED, TOKEN_HELP)
     except evalrdl.EvalRDLError as error:
         return result("failed", FAILED, f"EvalRDL upload failed: {type(error).__name__}: {error}")
+    progress(1, 1)
     return _outcome(uploads, payload)
 
 
