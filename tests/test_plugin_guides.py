@@ -116,3 +116,5 @@ def test_the_notebook_plugin_of_each_later_guide_exports_once_through_the_python
     assert recorded["rollouts"] == sample_run.rollout_count
     assert recorded["tags"]["evalexport.fingerprint"] == first["details"]["fingerprint"]
     assert recorded["params"]  # the saved config, masked
+    if api == evalexport.PLUGIN_API_VERSION:  # the guide's plugin sends the metrics' texts too
+        assert isinstance(recorded["texts"], dict)

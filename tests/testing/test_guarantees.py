@@ -30,6 +30,7 @@ SUITE = _guide_suite()
 
 BAD_PLUGINS = """
 import json
+import os
 import uuid
 
 from pydantic import Field
@@ -88,6 +89,16 @@ class WritesTwice(Exporter[StoreConfig]):
         return ExportResult.succeeded(self.name, str(run.run_dir), "appended")
 
 
+class RefusesLate(_Base):
+    name = "refuseslate"
+    summary = "Reads its SDK's setting only when it delivers."
+
+    def deliver(self, run, config):
+        if os.environ.get("REFUSESLATE_MODE") not in (None, "online", "offline"):
+            return ExportResult.failed(self.name, str(run.run_dir), "REFUSESLATE_MODE is refused")
+        return self._record(run, config, {})
+
+
 class LeaksASecret(_Base):
     name = "leaks"
     summary = "Sends the saved config as it is on disk."
@@ -111,6 +122,7 @@ def plugin_path(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> P
         "writesintherun = bad_plugins:WritesIntoTheRun\n"
         "leaks = bad_plugins:LeaksASecret\n"
         "writestwice = bad_plugins:WritesTwice\n"
+        "refuseslate = bad_plugins:RefusesLate\n"
     )
     path = os.pathsep.join(
         [
@@ -167,6 +179,35 @@ def test_a_plugin_that_breaks_a_guarantee_fails_it_by_name(
     failed = [line for line in result.outlines if line.startswith("FAILED")]
     assert any(broken in line for line in failed), result.stdout.str()
     assert f"guarantee broken for exporter {plugin!r}: {said}" in result.stdout.str()
+
+
+@pytest.mark.usefixtures("plugin_path")
+def test_a_plugins_own_refused_settings_are_held_to_the_dry_runs_verdict(
+    pytester: pytest.Pytester,
+) -> None:
+    """A plugin names the settings its SDK refuses (``refused_settings``); each is a case of
+    "a dry run tells the export's verdict" beside W&B's and MLflow's, and a plugin whose dry
+    run misses one fails that case by name."""
+    suite = SUITE.replace(
+        'exporter_name = "notebook"',
+        'exporter_name = "refuseslate"\n    refused_settings = [("REFUSESLATE_MODE", "bad")]',
+    )
+    pytester.makepyfile(test_refuseslate=suite)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-q", "-k", "settings_an_sdk_refuses", "test_refuseslate.py"
+    )
+    failed = [line for line in result.outlines if line.startswith("FAILED")]
+    assert failed == [
+        "FAILED test_refuseslate.py::TestNotebook::test_guarantee_a_dry_run_tells_the_exports_"
+        "verdict_on_settings_an_sdk_refuses[REFUSESLATE_MODE-bad]"
+    ], result.stdout.str()
+    said = result.stdout.str()
+    assert (
+        "guarantee broken for exporter 'refuseslate': a dry run tells the export's verdict, but "
+        "on REFUSESLATE_MODE='bad' the dry run said 'succeeded: dry run: " in said
+    )
+    assert "and the export 'failed: REFUSESLATE_MODE is refused'" in said
+    result.assert_outcomes(passed=3, failed=1)
 
 
 def _rewards_plugin() -> str:

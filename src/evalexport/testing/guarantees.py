@@ -55,9 +55,9 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Final, Protocol
 
 import pytest
 
@@ -130,11 +130,36 @@ class Export(Protocol):
     ) -> ExportResult: ...
 
 
+REFUSED_SETTINGS: Final[tuple[tuple[str, str], ...]] = (
+    ("WANDB_MODE", "OFFLINE"),
+    ("WANDB_PROJECT", "team/project"),
+    ("MLFLOW_EXPERIMENT_NAME", "e" * 600),
+)
+"""The SDKs' own variables set to what the SDK refuses or spells otherwise, that every
+exporter's dry run is held to (a plugin adds its SDK's: :attr:`ExporterGuarantees.
+refused_settings`)."""
+_SETTINGS_GUARANTEE: Final = (
+    "test_guarantee_a_dry_run_tells_the_exports_verdict_on_settings_an_sdk_refuses"
+)
+
+
 class ExporterGuarantees:
     """The guarantees of an exporter named by ``exporter_name``; see the module's text."""
 
     exporter_name: ClassVar[str]
     """The exporter under test, as ``evalexport list`` names it."""
+    refused_settings: ClassVar[Sequence[tuple[str, str]]] = ()
+    """Settings the exporter's SDK refuses, or reads otherwise than they are written, as
+    ``(variable, value)`` (``("TINYTRACK_PROJECT", "team/project")``): each is held to "a dry
+    run tells the export's verdict" beside the ones this suite knows (:data:`REFUSED_SETTINGS`).
+    """
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        """The settings-an-SDK-refuses guarantee runs once a setting: W&B's and MLflow's, and
+        the class's own :attr:`refused_settings`."""
+        if metafunc.definition.originalname == _SETTINGS_GUARANTEE:
+            settings = [*REFUSED_SETTINGS, *type(self).refused_settings]
+            metafunc.parametrize(("variable", "value"), settings)
 
     # -- what a guarantee runs ------------------------------------------------------------------
 
@@ -273,14 +298,6 @@ class ExporterGuarantees:
         real = export(sample)
         self._same_verdict("rows no one expects", dry, real)
 
-    @pytest.mark.parametrize(
-        ("variable", "value"),
-        [
-            ("WANDB_MODE", "OFFLINE"),
-            ("WANDB_PROJECT", "team/project"),
-            ("MLFLOW_EXPERIMENT_NAME", "e" * 600),
-        ],
-    )
     def test_guarantee_a_dry_run_tells_the_exports_verdict_on_settings_an_sdk_refuses(
         self,
         export: Export,

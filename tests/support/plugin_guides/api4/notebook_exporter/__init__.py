@@ -38,7 +38,8 @@ class NotebookExporter(Exporter[NotebookConfig]):
         run_id = uuid.uuid4().hex
         config.store_dir.mkdir(parents=True, exist_ok=True)
         record = {
-            "metrics": prepared.metrics.metrics,
+            "metrics": prepared.metrics.metrics,  # the numbers
+            "texts": prepared.metrics.texts,  # and the text values (a judge's name)
             "params": prepared.saved_config.config,
             "rollouts": prepared.rollout_count,
             "tags": {"evalexport.fingerprint": fingerprint},
