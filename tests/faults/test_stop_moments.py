@@ -143,11 +143,11 @@ def test_a_stop_as_the_output_is_renamed_into_place_lets_the_export_stand(
 def test_a_stop_after_the_worker_finished_its_run_keeps_the_marker_and_one_remote_run(
     cli, mlflow_server, mlflow_python, sample_run, monkeypatch, caplog
 ) -> None:
-    from evalexport.isolation import delivery
+    from evalexport.isolation import worker_results
     from tests.support.mlflow_server import read_runs
 
     # The worker has ended its run FINISHED and exited; the result is being read.
-    monkeypatch.setattr(delivery._Reading, "of", _stopped_before(delivery._Reading.of))
+    monkeypatch.setattr(worker_results.Reading, "of", _stopped_before(worker_results.Reading.of))
     args = (
         "mlflow",
         f"+rollouts_jsonl_fpath={sample_run.rollouts}",

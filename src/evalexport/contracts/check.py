@@ -27,10 +27,10 @@ What the worker did on the fake (its recorded calls and reads) is checked in ``r
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from evalexport.contracts.annotations import annotation_drift, annotation_members
 from evalexport.contracts.manifests import (
     ContractError,
     Finding,
@@ -58,57 +58,6 @@ __all__ = [
 ]
 
 _VARIADIC = ("VAR_POSITIONAL", "VAR_KEYWORD")
-_QUALIFIER = re.compile(r"\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_])")
-_LEGACY = {"List": "list", "Dict": "dict", "Tuple": "tuple", "Set": "set", "FrozenSet": "frozenset"}
-
-
-def _split_top_level(text: str, separators: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for index, char in enumerate(text):
-        if char in "[(":
-            depth += 1
-        elif char in "])":
-            depth -= 1
-        elif char in separators and depth == 0:
-            parts.append(text[start:index])
-            start = index + 1
-    parts.append(text[start:])
-    return [part.strip() for part in parts if part.strip()]
-
-
-def annotation_members(annotation: str) -> frozenset[str]:
-    """The members of a union annotation, spelled one way: ``Optional[List[str]]`` and
-    ``list[str] | None`` both give ``{"list[str]", "None"}``; module qualifiers are dropped
-    (``evalrdl.client.Upload`` is ``Upload``)."""
-    text = _QUALIFIER.sub("", annotation.replace(" ", ""))
-    for legacy, modern in _LEGACY.items():
-        text = re.sub(rf"\b{legacy}\[", f"{modern}[", text)
-    text = text.replace("NoneType", "None")
-    members: set[str] = set()
-    for part in _split_top_level(text, "|"):
-        if part.startswith("Optional[") and part.endswith("]"):
-            members |= annotation_members(part[len("Optional[") : -1]) | {"None"}
-        elif part.startswith("Union[") and part.endswith("]"):
-            for inner in _split_top_level(part[len("Union[") : -1], ","):
-                members |= annotation_members(inner)
-        else:
-            members.add(part)
-    return frozenset(members)
-
-
-def _annotation_drift(
-    reference: str | None, candidate: str | None, sides: Sides, *, accepted: bool
-) -> bool:
-    """Whether an annotation changed in a way that matters. For what the SDK accepts
-    (``accepted``), a release may widen but not narrow; for what it gives back, the reverse."""
-    if reference is None or candidate is None:
-        return False
-    ours, theirs = annotation_members(reference), annotation_members(candidate)
-    if sides.exact:
-        return ours != theirs
-    return bool(ours - theirs) if accepted else bool(theirs - ours)
-
-
 # Parameters ---------------------------------------------------------------------------------
 
 
@@ -255,7 +204,7 @@ def _compare_parameter(
             f"but to {theirs['default']} in {sides.candidate}",
             name,
         )
-    if _annotation_drift(ours.get("annotation"), theirs.get("annotation"), sides, accepted=True):
+    if annotation_drift(ours.get("annotation"), theirs.get("annotation"), sides, accepted=True):
         yield Finding(
             path,
             "annotation",
@@ -329,7 +278,7 @@ def _attribute_drifts(
             f'attribute "{name}" takes {values_text(ours.get("values"))} in {reference} '
             f"but {values_text(theirs.get('values'))} in {candidate}",
         )
-    elif _annotation_drift(ours.get("annotation"), theirs.get("annotation"), sides, accepted=False):
+    elif annotation_drift(ours.get("annotation"), theirs.get("annotation"), sides, accepted=False):
         yield (
             "attribute-annotation",
             f'attribute "{name}" is annotated {ours["annotation"]} in {reference} '
@@ -382,7 +331,7 @@ def _compare_entry(
         yield Finding(path, code, drift)
     if reference.get("parameters") is not None and candidate.get("parameters") is not None:
         yield from _compare_parameters(path, reference, candidate, sides)
-    if _annotation_drift(reference.get("returns"), candidate.get("returns"), sides, accepted=False):
+    if annotation_drift(reference.get("returns"), candidate.get("returns"), sides, accepted=False):
         yield Finding(
             path,
             "returns",

@@ -16,7 +16,6 @@ order, to write its manifest line.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -36,17 +35,16 @@ from evalexport.backends.atif.file_outcome import (
     Rejection,
 )
 from evalexport.backends.atif.pool_workers import leave_ctrl_c_to_the_parent
+from evalexport.backends.atif.written import opened_output, write_trajectory
 from evalexport.callers import Caller, asked_from, current_caller
 from evalexport.reading import MAX_LINE_BYTES, Digest, open_regular
 from evalexport.trajectory.convert import (
-    ConvertedTrajectory,
     TrajectoryIdentity,
     agent_label,
     convert_rollout,
     options_that_accept,
     row_indices,
 )
-from evalexport.trajectory.images import IMAGE_DIRECTORY
 from evalexport.trajectory.relaxations import Relaxation, Relaxations, known_relaxations
 from evalexport.trajectory.steps import TrajectoryError
 from evalexport.trajectory.strict_json import loads_strict_line
@@ -60,7 +58,6 @@ POOL_THRESHOLD_BYTES: Final = 4 * 1024 * 1024
 """Files smaller than this convert in-process: starting a pool costs more than it saves."""
 _CHUNK_BYTES: Final = 1024 * 1024
 _IN_FLIGHT_PER_WORKER: Final = 3
-_CREATE: Final = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
 """A JSON escape of a UTF-16 surrogate: the only way a lone surrogate gets into a row."""
 
@@ -167,79 +164,20 @@ def _convert_line(
         data = converted.encode()
     except (TypeError, ValueError) as error:
         return line_number, label, key, f"{where}: the ATIF trajectory is not valid JSON ({error})"
-    return line_number, label, key, _write(line_number, converted, data, directory, job.output)
-
-
-def _write(
-    line_number: int,
-    converted: ConvertedTrajectory,
-    data: bytes,
-    directory: int | None,
-    output: Path | None,
-) -> ConvertedRow:
-    """The trajectory's ``data`` written whole into the open ``directory`` (``output``'s),
-    its images beside it, and the row's manifest facts: the hash and length of those very
-    bytes."""
-    if directory is not None and output is not None:
-        # A duplicate key may overwrite a file here: the export then fails and is discarded.
-        # Opened relative to the directory: half the cost of a path's open, file after file.
-        _write_all(os.open(converted.file_name, _CREATE, 0o644, dir_fd=directory), data)
-        if converted.images:
-            _write_images(converted.images, output / IMAGE_DIRECTORY)
-    return ConvertedRow(
+    return (
         line_number,
-        converted.file_name,
-        converted.task_index,
-        converted.rollout_index,
-        hashlib.sha256(data).hexdigest(),
-        len(data),
-        converted.gap_codes,
-        converted.relaxations,
-        tuple(converted.images),
+        label,
+        key,
+        write_trajectory(line_number, converted, data, directory, job.output),
     )
 
 
-def _write_images(images: dict[str, bytes], directory: Path) -> None:
-    """Each image once: its name is its hash, so a file there already (another row's, or
-    another worker's) holds the same bytes; the output's check hashes every one."""
-    directory.mkdir(exist_ok=True)
-    for name, data in images.items():
-        try:
-            descriptor = os.open(directory / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            continue
-        _write_all(descriptor, data)
-
-
-def _write_all(descriptor: int, data: bytes) -> None:
-    """``data`` written whole to the open ``descriptor``, which is then closed."""
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(descriptor, view) :]
-    finally:
-        os.close(descriptor)
-
-
 def _convert_chunk(first_line: int, lines: list[bytes | None], job: _Job) -> list[_Outcome]:
-    with asked_from(job.caller), _opened(job.output) as directory:
+    with asked_from(job.caller), opened_output(job.output) as directory:
         return [
             _convert_line(first_line + offset, raw, job, directory)
             for offset, raw in enumerate(lines)
         ]
-
-
-@contextlib.contextmanager
-def _opened(output: Path | None) -> Iterator[int | None]:
-    """The output directory, open for the files written into it (``None`` for none)."""
-    if output is None:
-        yield None
-        return
-    directory = os.open(output, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        yield directory
-    finally:
-        os.close(directory)
 
 
 def _lines(handle: BinaryIO, digest: Digest) -> Iterator[tuple[bytes | None, int]]:

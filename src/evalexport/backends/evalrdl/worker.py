@@ -8,6 +8,7 @@ or glab, and no message below includes it.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, TypedDict
 
@@ -91,7 +92,11 @@ def _silent(text: str) -> None:
     pass
 
 
-def run(payload: EvalRDLPayload, progress: Any = _no_progress, say: Any = _silent) -> WorkerResult:
+def run(
+    payload: EvalRDLPayload,
+    progress: Callable[[int, int], None] = _no_progress,
+    say: Callable[[str], None] = _silent,
+) -> WorkerResult:
     """Upload the run directory to EvalRDL as one upload; the result says its verdict. The
     upload is one step, which a log shows under way while it lasts (the SDK's wait for the
     service's verdict can take minutes)."""

@@ -17,10 +17,10 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, TypedDict
+from typing import Any, Final, Required, TypedDict, cast
 
 from evalexport.workers.protocol import (
     FAILED,
@@ -282,18 +282,48 @@ def _place() -> str:
 _PLACE: Final = _place()
 
 
-def _lease_of(run: Any) -> dict[str, Any] | None:
+class LeaseRecord(TypedDict, total=False):
+    """A run's lease (:data:`LEASE_TAG`, JSON): which export writes the run, from where, and
+    what it last said of it; an experiment's claim (:data:`CLAIM_TAG`) is one too."""
+
+    export: Required[str]
+    """The export's own id (a UUID, new each export)."""
+    created_by: Required[str]
+    """The export that made the run (the first to hold it)."""
+    host: Required[str]
+    place: str
+    """The machine and process namespace (:func:`_place`): a pid is read only there."""
+    pid: Required[int]
+    status: Required[str]
+    """The status the export left the run in, or ``RUNNING`` while it writes."""
+    next: str
+    """The status it is about to set (written first, so a stop between the two is its own)."""
+    beat: Required[int]
+    at: str
+    name: Required[str]
+    """The run's name as the export made it."""
+    attempt: str
+    """A claim's attempt (:class:`_Claim`)."""
+    released: bool
+    """A claim let go."""
+
+
+def _lease_of(run: Any) -> LeaseRecord | None:
     """The run's lease, or ``None`` when it has none that reads as one."""
     try:
         lease = json.loads(run.data.tags.get(LEASE_TAG, ""))
     except ValueError:
         return None
     needed = ("export", "created_by", "host", "pid", "status", "beat", "name")
-    return lease if isinstance(lease, dict) and all(key in lease for key in needed) else None
+    if not (isinstance(lease, dict) and all(key in lease for key in needed)):
+        return None
+    return cast(LeaseRecord, lease)  # JSON from a tag, its keys checked
 
 
-def _holder(lease: dict[str, Any]) -> str:
+def _holder(lease: LeaseRecord | None) -> str:
     """Who holds a lease, as a message names them."""
+    if lease is None:
+        return "another export"
     return (
         f"export {lease['export']} (process {lease['pid']} on {lease['host']}, renewed "
         f"{lease.get('at', 'at an unknown time')})"
@@ -333,7 +363,7 @@ class _Expected:
         return None
 
 
-def _not_left_by_its_export(run: Any, lease: dict[str, Any] | None) -> str | None:
+def _not_left_by_its_export(run: Any, lease: LeaseRecord | None) -> str | None:
     """Why ``run`` (not finished) is not as an export of this data left it, or ``None``."""
     if lease is None:
         return (
@@ -367,7 +397,7 @@ class _Watch:
         self.seconds = seconds
         self._seen: dict[str, _Seen] = {}
 
-    def held(self, key: str, value: str, lease: dict[str, Any]) -> bool:
+    def held(self, key: str, value: str, lease: LeaseRecord) -> bool:
         if _PLACE and lease.get("place") == _PLACE and not _alive(lease.get("pid")):
             return False
         seen = self._seen.get(key)
@@ -402,7 +432,7 @@ class _Lease:
         self.seconds = payload["lease_seconds"]
         self.name = payload["run_name"]
         self.run_id: str | None = None
-        self._value: dict[str, Any] = {}
+        self._value: LeaseRecord | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._lost = threading.Event()
@@ -413,8 +443,15 @@ class _Lease:
         """When the last renewal that reached the server was sent (``time.monotonic``)."""
         self._beats: threading.Thread | None = None
 
-    def value(self, status: str, created_by: str | None = None, **more: Any) -> dict[str, Any]:
-        return {
+    def value(
+        self,
+        status: str,
+        created_by: str | None = None,
+        *,
+        next: str | None = None,
+        name: str | None = None,
+    ) -> LeaseRecord:
+        value: LeaseRecord = {
             "export": self.export,
             "created_by": created_by or self.export,
             "host": _HOST,
@@ -423,14 +460,16 @@ class _Lease:
             "status": status,
             "beat": 0,
             "at": _now(),
-            "name": self.name,
-            **more,
+            "name": name or self.name,
         }
+        if next is not None:
+            value["next"] = next
+        return value
 
     def tag(self) -> str:
         return json.dumps(self._value, sort_keys=True)
 
-    def hold(self, run_id: str, value: dict[str, Any]) -> None:
+    def hold(self, run_id: str, value: LeaseRecord) -> None:
         """Hold ``run_id`` (the lease ``value`` written already) and renew it until
         :meth:`end`."""
         self.run_id, self._value = run_id, value
@@ -460,11 +499,13 @@ class _Lease:
                     sent = time.monotonic()
                     if not self._fresh():  # the read took that long: it may be taken over now
                         return
-                    value = {**self._value, "beat": self._value["beat"] + 1, "at": _now()}
+                    held = self._value
+                    assert held is not None  # renewed only once held
+                    value: LeaseRecord = {**held, "beat": held["beat"] + 1, "at": _now()}
                     self.client.set_tag(self.run_id, LEASE_TAG, json.dumps(value, sort_keys=True))
                     self._value, self._renewed = value, sent
 
-    def _holds(self, lease: dict[str, Any] | None) -> bool:
+    def _holds(self, lease: LeaseRecord | None) -> bool:
         """Whether ``lease``, read from the run, is this export's; if not, it is lost."""
         if lease is not None and lease["export"] == self.export:
             return True
@@ -497,11 +538,13 @@ class _Lease:
         with self._lock:
             if not self.still_mine():
                 raise _LeaseLost()
-            self._value = {**self._value, "next": status, "at": _now()}
+            held = self._value
+            assert held is not None  # ended only once held
+            self._value = {**held, "next": status, "at": _now()}
             self.client.set_tag(self.run_id, LEASE_TAG, self.tag())
             self.client.set_terminated(self.run_id, status, end_time=end_time)
-            self._value = {**self._value, "status": status, "at": _now()}
-            self._value.pop("next")
+            ended: LeaseRecord = {**held, "status": status, "at": _now()}
+            self._value = ended
             self.client.set_tag(self.run_id, LEASE_TAG, self.tag())
 
 
@@ -534,15 +577,15 @@ class _Claim:
         )
         self.attempt = ""
 
-    def _read(self) -> tuple[str, dict[str, Any] | None]:
+    def _read(self) -> tuple[str, LeaseRecord | None]:
         value = self.client.get_experiment(self.experiment_id).tags.get(CLAIM_TAG, "")
         try:
             claim = json.loads(value)
         except ValueError:
             return value, None
-        return value, claim if isinstance(claim, dict) else None
+        return value, cast(LeaseRecord, claim) if isinstance(claim, dict) else None
 
-    def holder(self) -> dict[str, Any] | None:
+    def holder(self) -> LeaseRecord | None:
         """Another export's claim still held, or ``None`` when the claim is free."""
         value, claim = self._read()
         if claim is None or claim.get("released") or claim.get("export") == self.lease.export:
@@ -603,7 +646,12 @@ class _Choice:
     wrote to is never touched."""
 
     def __init__(
-        self, client: Any, experiment_id: str, payload: MlflowPayload, lease: _Lease, say: Any
+        self,
+        client: Any,
+        experiment_id: str,
+        payload: MlflowPayload,
+        lease: _Lease,
+        say: Callable[[str], None],
     ) -> None:
         self.client, self.experiment_id, self.payload = client, experiment_id, payload
         self.lease, self.say = lease, say
@@ -679,7 +727,7 @@ class _Choice:
             return result(
                 "skipped",
                 SUCCEEDED,
-                f"{_holder(_lease_of(run) or {})} is exporting this run's data as MLflow run "
+                f"{_holder(_lease_of(run))} is exporting this run's data as MLflow run "
                 f"{run.info.run_id} in {where}; skipped, as {named_option('skip_existing')} "
                 "asks",
                 run_id=run.info.run_id,
@@ -707,7 +755,7 @@ class _Choice:
                     if run.info.run_id not in said_waiting:
                         said_waiting.add(run.info.run_id)
                         self.say(
-                            f"waiting for {_holder(_lease_of(run) or {})}, which is exporting "
+                            f"waiting for {_holder(_lease_of(run))}, which is exporting "
                             f"this run's data as MLflow run {run.info.run_id}"
                         )
             elif claim is None or claim.take():
@@ -729,7 +777,7 @@ class _Choice:
     def gave_up(self, kinds: dict[str, list[Any]]) -> WorkerResult:
         held = kinds["held"]
         who = (
-            f"{_holder(_lease_of(held[0]) or {})}, which holds MLflow run {held[0].info.run_id} "
+            f"{_holder(_lease_of(held[0]))}, which holds MLflow run {held[0].info.run_id} "
             "of this run's data"
             if held
             else "another export, which holds this experiment's claim"
@@ -776,7 +824,8 @@ class _Choice:
         """Take over ``run``, an earlier export's unfinished work: its lease this export's,
         its status ``RUNNING`` again. The run keeps its name (a copy of the run directory
         names its runs otherwise: the lease records the name the run has)."""
-        earlier = _lease_of(run) or {}
+        earlier = _lease_of(run)
+        assert earlier is not None  # a run to resume is one its export left (_Choice)
         run_id = run.info.run_id
         value = self.lease.value(
             earlier["status"],
@@ -944,7 +993,7 @@ def _dry_run(client: Any, payload: MlflowPayload) -> WorkerResult:
     notices = choice.said_of(kinds)
     for run in kinds["held"]:
         notices.append(
-            f"{_holder(_lease_of(run) or {})} is exporting this run's data as MLflow run "
+            f"{_holder(_lease_of(run))} is exporting this run's data as MLflow run "
             f"{run.info.run_id}: the export would wait for it"
         )
     if kinds["resumable"]:
@@ -970,7 +1019,11 @@ class _LeaseLost(Exception):
     """Another export took over this export's run: its lease lapsed."""
 
 
-def run(payload: MlflowPayload, progress: Any = _no_progress, say: Any = _silent) -> WorkerResult:
+def run(
+    payload: MlflowPayload,
+    progress: Callable[[int, int], None] = _no_progress,
+    say: Callable[[str], None] = _silent,
+) -> WorkerResult:
     """Log the run the payload describes to MLflow: its experiment and run (a new one, or the
     one an earlier export of this data left unfinished, resumed), params, metrics, tags,
     artifacts and traces; the result names it. ``say`` reports a wait as it begins."""
@@ -1121,7 +1174,7 @@ def _not_finished(client: Any, run_id: str) -> str | None:
 
 def _traces_present(
     client: Any, uri: str, experiment_id: str, run_id: str
-) -> collections.Counter[Any]:
+) -> collections.Counter[tuple[str, str]]:
     """The traces an earlier export logged for ``run_id``, by task and rollout: each linked
     to the run and given its reward feedback now where it stopped before (the trace was
     logged whole, its spans one write), so that only the rollouts it lacks are logged."""
@@ -1138,7 +1191,7 @@ def _traces_present(
     for start in range(0, len(unlinked), _BATCH_TRACES):
         client.link_traces_to_run(unlinked[start : start + _BATCH_TRACES], run_id)
     feedback = _feedback(uri)
-    present: collections.Counter[Any] = collections.Counter()
+    present: collections.Counter[tuple[str, str]] = collections.Counter()
     for trace_id, trace in found.items():
         tags = trace.info.tags
         present[_trace_key(tags)] += 1
@@ -1218,7 +1271,7 @@ def _log_traces(
     lease: _Lease,
     path: str,
     present: collections.Counter[Any] | None = None,
-    progress: Any = None,
+    progress: Callable[[int], None] | None = None,
 ) -> int:
     """Log each line of ``path`` as a trace linked to the run ``lease`` holds, tagged with it
     (:data:`RUN_TRACE_TAG`); the number logged. ``present``: the traces a resumed run holds

@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,11 +127,11 @@ _NOT_A_NUMBER: Final = "NaN"
 """A float NaN's kind: W&B types it as no value (``TypeRegistry.type_of``), not as a number."""
 
 
-def _kinds(row: list[Any]) -> tuple[Any, ...] | None:
+def _kinds(row: list[Any]) -> tuple[object, ...] | None:
     """What W&B's typing can tell apart in a row: the class of each value, NaN apart; ``None``
     for a row holding anything else (a list, an object, a string naming an artifact), whose
     type W&B works out from the values themselves."""
-    kinds: list[Any] = []
+    kinds: list[object] = []
     for value in row:
         kind = value.__class__
         if kind not in _PLAIN or (kind is str and value.startswith(_ARTIFACT_STRING)):
@@ -140,7 +140,7 @@ def _kinds(row: list[Any]) -> tuple[Any, ...] | None:
     return tuple(kinds)
 
 
-def _typed_by_wandb(kinds: tuple[Any, ...] | None, kinds_seen: set[tuple[Any, ...]]) -> bool:
+def _typed_by_wandb(kinds: tuple[object, ...] | None, kinds_seen: set[tuple[object, ...]]) -> bool:
     """Whether W&B must type a row of ``kinds`` (:func:`_kinds`): one whose kinds cannot be told
     without W&B, or the first of its kinds (noted in ``kinds_seen``)."""
     if kinds is None:
@@ -164,7 +164,7 @@ def typed_table(
     without W&B), which types the table and refuses a row of the wrong length or of a type
     its column cannot hold, as it would; then the table holds every row, as given. ``mixed``:
     W&B's ``allow_mixed_types`` (:func:`_typing_refused`)."""
-    kinds_seen: set[tuple[Any, ...]] = set()
+    kinds_seen: set[tuple[object, ...]] = set()
     typing_rows = [row for row in rows if _typed_by_wandb(_kinds(row), kinds_seen)]
     table = wandb.Table(columns=columns, data=typing_rows, allow_mixed_types=mixed)
     table.data = rows
@@ -264,7 +264,7 @@ _POLL: Final = 5.0
 
 
 def _looked_up(
-    payload: WandbPayload, say: Any = None
+    payload: WandbPayload, say: Callable[[str], None] | None = None
 ) -> tuple[_Chosen | None, WorkerResult | None]:
     """Which run the export writes into (online: asked of the project; offline: the data's
     own id), or the result that ends it here: a dry run's answer, a skip, or a failure after
@@ -436,7 +436,7 @@ def _scanned(path: Path, part_rows: int) -> _TableFile | None:
             return None
         columns = json.loads(head[:-1] + b"]}")["columns"]
         parts: list[list[list[Any]]] = []
-        kinds_seen: set[tuple[Any, ...]] = set()
+        kinds_seen: set[tuple[object, ...]] = set()
         for count, line in enumerate(handle):
             if line.startswith(_END):
                 return _TableFile(path, columns, count, part_rows, parts)
@@ -602,7 +602,11 @@ def _log_tables(
     return kept
 
 
-def run(payload: WandbPayload, progress: Any = _no_progress, say: Any = None) -> WorkerResult:
+def run(
+    payload: WandbPayload,
+    progress: Callable[[int, int], None] = _no_progress,
+    say: Callable[[str], None] | None = None,
+) -> WorkerResult:
     """Log the run the payload describes to W&B (online or offline): its config, summary and
     tables, into the run of this data's id (a rerun continues the one an earlier export left
     unfinished), or only look at what an export would find (a dry run); the result names the
