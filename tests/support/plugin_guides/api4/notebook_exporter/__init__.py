@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import Field
 
 from evalexport import ExportResult, RunArtifacts
-from evalexport.exporters import Exporter, ExporterConfig, PreparedRun, Target, prepare
+from evalexport.spec import Exporter, ExporterConfig, PreparedRun, Target, prepare
 
 
 class NotebookConfig(ExporterConfig):
