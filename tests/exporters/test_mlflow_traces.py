@@ -314,10 +314,11 @@ def test_the_worker_says_how_far_its_traces_are_while_it_logs_them(
 
 
 @pytest.mark.downloads
-def test_the_guides_search_of_the_traces_runs_as_written(
+def test_the_guides_search_and_evaluation_of_the_traces_run_as_written(
     cli, mlflow_server, make_sample_run
 ) -> None:
-    """docs/exporters/mlflow.md's block, run with the MLflow the export used (it named
+    """docs/exporters/mlflow.md's blocks (a search of the traces, then mlflow.genai.evaluate
+    with a scorer of one's own over them), run with the MLflow the export used (it named
     ``search_traces(run_id=...)`` alone, which MLflow 3.17 refuses, and a tag search that
     looked in the active experiment only)."""
     import re
@@ -327,27 +328,33 @@ def test_the_guides_search_of_the_traces_runs_as_written(
     result = json.loads(cli(*_traced_export(sample, mlflow_server.url, "searched")).stdout)
     assert result["status"] == "succeeded", result["message"]
     guide = (Path(__file__).resolve().parents[2] / "docs" / "exporters" / "mlflow.md").read_text()
-    (block,) = re.findall(
+    search, evaluation = re.findall(
         r"<!-- tested: tests/exporters/test_mlflow_traces.py -->\n```python\n(.*?)```", guide, re.S
     )
-    block = block.replace(
+    search = search.replace(
         '"sqlite:///mlruns.db", "RUN_ID"', f"{mlflow_server.url!r}, {result['run_id']!r}"
     )
-    block += "import json\nprint(json.dumps([len(traces), len(failures), len(solved)]))\n"
+    said = "[len(traces), len(failures), len(solved), evaluation.metrics, evaluation.run_id]"
+    script = f"{search}\n{evaluation}\nimport json\nprint(json.dumps({said}))\n"
     ran = subprocess.run(
-        [sys.executable, "-m", "evalexport", "envs", "run", "mlflow", "python", "-c", block],
+        [sys.executable, "-m", "evalexport", "envs", "run", "mlflow", "python", "-c", script],
         capture_output=True,
         text=True,
         check=False,
         timeout=300,
     )
     assert ran.returncode == 0, ran.stderr[-3000:]
-    found, failed, solved = json.loads(ran.stdout.splitlines()[-1])
+    found, failed, solved, scores, evaluated = json.loads(ran.stdout.splitlines()[-1])
     rewards = [json.loads(line)["reward"] for line in sample.rollouts.read_text().splitlines()]
     assert found == sample.rollout_count
     assert (failed, solved) == (rewards.count(0.0), rewards.count(1.0))
     assert failed
     assert solved
+    # mlflow.genai.evaluate scored every exported trace with the guide's scorer, in a run of
+    # its own beside the export's.
+    assert set(scores) == {"boxed/mean"}
+    assert 0.0 <= scores["boxed/mean"] <= 1.0
+    assert evaluated != result["run_id"]
 
 
 @pytest.mark.downloads
