@@ -86,7 +86,7 @@ def test_a_duplicate_the_conversion_misses_is_caught_before_the_output_is_put_in
 
 
 def test_a_file_cut_short_after_hashing_fails_the_export(cli, tmp_path, monkeypatch) -> None:
-    written = files._write
+    written = files.write_trajectory
 
     def write_then_corrupt(line_number, converted, data, directory, output):
         row = written(line_number, converted, data, directory, output)
@@ -94,7 +94,7 @@ def test_a_file_cut_short_after_hashing_fails_the_export(cli, tmp_path, monkeypa
             (output / row.file_name).write_bytes(data[:-1])
         return row
 
-    monkeypatch.setattr(files, "_write", write_then_corrupt)
+    monkeypatch.setattr(files, "write_trajectory", write_then_corrupt)
     rollouts = _rows_with_keys(tmp_path, [(0, 0), (0, 1), (0, 2)])
     output = tmp_path / "out"
     run = _export(cli, rollouts, output)
