@@ -89,6 +89,36 @@ def test_a_step_that_reports_nothing_is_said_under_way_each_interval() -> None:
     assert len(lines) == 3
 
 
+def test_nothing_is_logged_once_closed_nor_ticked_with_nothing_to_count() -> None:
+    clock, lines = _Clock(), []
+    log = ProgressLog("mlflow", "steps", every=5, clock=clock, emit=lines.append)
+    _fed(log, clock, [(0, 0, 0)])
+    clock.now = 120.0
+    log.tick()  # a total of nothing: no step is under way
+    assert lines == []
+    _fed(log, clock, [(21, 1, 8)])
+    assert lines == ["mlflow: 1 of 8 steps (12%), 0.0 steps/s, about 2 min 27 s left"]
+    log.close()
+    _fed(log, clock, [(40, 5, 8), (60, 8, 8)])
+    clock.now = 200.0
+    log.tick()
+    assert len(lines) == 1
+
+
+def test_an_interval_no_clock_can_wait_keeps_the_line_alive_without_failing(monkeypatch) -> None:
+    import threading
+    import time
+
+    raised: list[BaseException] = []
+    monkeypatch.setattr(threading, "excepthook", lambda hooked: raised.append(hooked.exc_value))
+    log = ProgressLog("mlflow", "steps", every=1e300, emit=lambda line: None, keep_alive=True)
+    log(0, 8)
+    time.sleep(0.2)
+    log.close()
+    time.sleep(0.1)
+    assert raised == []
+
+
 def test_the_clis_log_keeps_a_line_coming_through_a_long_step() -> None:
     from evalexport.cli.export import _progress
 

@@ -92,6 +92,8 @@ class ProgressLog:
 
     def __call__(self, done: int, total: int) -> None:
         with self._lock:
+            if self._closed.is_set():
+                return
             now = self._clock()
             if self._started is None:
                 self._started = self._last = now
@@ -117,6 +119,8 @@ class ProgressLog:
         with self._lock:
             if self._started is None or self._last is None or self._finished:
                 return
+            if self._closed.is_set() or self._total <= 0:  # ended, or nothing to count
+                return
             now = self._clock()
             if now - self._last < self._every:
                 return
@@ -131,11 +135,14 @@ class ProgressLog:
             self._emit(f"{self.label}: {described}; {under_way}")
 
     def close(self) -> None:
-        """No more lines: the work ended (or failed: its result says so)."""
-        self._closed.set()
+        """No more lines, from now on: the work ended (or failed: its result says so). A line
+        being written as it is called is written before it returns."""
+        with self._lock:
+            self._closed.set()
 
     def _tick_until_closed(self) -> None:
-        while not self._closed.wait(self._every / 4):
+        # A tick at least a minute: whatever the interval, the wait stays one a clock can time.
+        while not self._closed.wait(min(self._every / 4, 60.0)):
             self.tick()
 
     def describe(self, done: int, total: int, elapsed: float) -> str:

@@ -123,14 +123,15 @@ def test_a_body_runs_with_what_its_imports_built_frozen_and_the_collector_on(
     echo_export, tmp_path
 ) -> None:
     """The body and its SDK are imported without the cyclic collector, and what they built is
-    frozen out of its reach (it lives as long as the worker); the body itself then runs with
-    the collector on."""
+    frozen out of its reach (it lives as long as the worker), once the garbage the import left
+    in cycles is finalized; the body itself then runs with the collector on."""
     note = tmp_path / "note.txt"
     result = echo_export(behaviour="note_the_collector", note_path=str(note))
     assert result.status is ExportStatus.SUCCEEDED, result.message
-    enabled, frozen = note.read_text().split()
+    enabled, frozen, finalized = note.read_text().split()
     assert enabled == "True"
     assert int(frozen) > 1000
+    assert finalized == "True"
 
 
 def test_a_workers_long_step_shows_in_the_log_while_it_lasts(sample_run, tinysdk_1) -> None:

@@ -210,6 +210,28 @@ def test_a_plugins_own_refused_settings_are_held_to_the_dry_runs_verdict(
     result.assert_outcomes(passed=3, failed=1)
 
 
+@pytest.mark.usefixtures("plugin_path")
+@pytest.mark.parametrize(
+    ("declared", "said"),
+    [
+        ('[("REFUSESLATE=MODE", "bad")]', "names 'REFUSESLATE=MODE', which cannot be set"),
+        ('[("REFUSESLATE_MODE", 5)]', "holds ('REFUSESLATE_MODE', 5); it holds pairs"),
+        ('("REFUSESLATE_MODE", "bad")', "holds 'REFUSESLATE_MODE'; it holds pairs"),
+    ],
+)
+def test_refused_settings_that_are_no_settings_fail_collection_naming_them(
+    pytester: pytest.Pytester, declared: str, said: str
+) -> None:
+    suite = SUITE.replace(
+        'exporter_name = "notebook"',
+        f'exporter_name = "refuseslate"\n    refused_settings = {declared}',
+    )
+    pytester.makepyfile(test_refuseslate=suite)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "--co")
+    assert result.ret != 0
+    assert f"TestNotebook.refused_settings {said}" in result.stdout.str()
+
+
 def _rewards_plugin() -> str:
     """docs/plugins.md, "Reading the rows, and saying what happened": its plugin as written."""
     guide = (Path(__file__).resolve().parents[2] / "docs" / "plugins.md").read_text()

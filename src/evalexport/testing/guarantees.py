@@ -143,6 +143,30 @@ _SETTINGS_GUARANTEE: Final = (
 )
 
 
+def _checked_settings(owner: str, settings: object) -> tuple[tuple[str, str], ...]:
+    """``settings`` as :attr:`ExporterGuarantees.refused_settings` must hold them, or an error
+    naming the class and the entry: pairs of texts, each variable a name one can set."""
+    usage = 'pairs (variable, value) of texts, as [("TINYTRACK_PROJECT", "team/project")]'
+    if isinstance(settings, str | bytes) or not isinstance(settings, Sequence):
+        raise TypeError(f"{owner}.refused_settings is {settings!r}; it holds {usage}")
+    checked = []
+    for entry in settings:
+        if not (
+            isinstance(entry, tuple | list)
+            and len(entry) == 2
+            and all(isinstance(part, str) for part in entry)
+        ):
+            raise TypeError(f"{owner}.refused_settings holds {entry!r}; it holds {usage}")
+        variable, value = entry
+        if not variable or "=" in variable or "\0" in variable or "\0" in value:
+            raise ValueError(
+                f"{owner}.refused_settings names {variable[:60]!r}, which cannot be set as an "
+                "environment variable (empty, or holding '=' or a NUL)"
+            )
+        checked.append((variable, value))
+    return tuple(checked)
+
+
 class ExporterGuarantees:
     """The guarantees of an exporter named by ``exporter_name``; see the module's text."""
 
@@ -158,8 +182,8 @@ class ExporterGuarantees:
         """The settings-an-SDK-refuses guarantee runs once a setting: W&B's and MLflow's, and
         the class's own :attr:`refused_settings`."""
         if metafunc.definition.originalname == _SETTINGS_GUARANTEE:
-            settings = [*REFUSED_SETTINGS, *type(self).refused_settings]
-            metafunc.parametrize(("variable", "value"), settings)
+            own = _checked_settings(type(self).__name__, type(self).refused_settings)
+            metafunc.parametrize(("variable", "value"), list(dict.fromkeys(REFUSED_SETTINGS + own)))
 
     # -- what a guarantee runs ------------------------------------------------------------------
 
@@ -309,7 +333,7 @@ class ExporterGuarantees:
         """Dry run = export when an SDK's own variable holds what the SDK refuses (or spells
         differently, as ``OFFLINE``): found before anything is built, or taken as meant."""
         monkeypatch.setenv(variable, value)
-        sample = make_sample_run(f"setting-{variable}", agents=("aime24_math_tool_agent",))
+        sample = make_sample_run(f"setting-{variable[:40]}", agents=("aime24_math_tool_agent",))
         dry = export(sample, dry_run=True)
         real = export(sample)
         self._same_verdict(f"{variable}={value[:20]!r}", dry, real)
