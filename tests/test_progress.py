@@ -119,6 +119,37 @@ def test_an_interval_no_clock_can_wait_keeps_the_line_alive_without_failing(monk
     assert raised == []
 
 
+def test_a_delivery_begun_is_said_under_way_before_its_first_report() -> None:
+    """A worker starting (its SDK imported, its store opened) before it reports a step: the
+    exporter's kept-alive log begins at the delivery's stage line, and says so each interval.
+    (An interval of 400 s on the test's clock: the logs' own threads, which wait a quarter of
+    it in real time, never tick during the test.)"""
+    from evalexport.progress import stage
+
+    clock, lines = _Clock(), []
+    log = ProgressLog("mlflow", "steps", every=400, clock=clock, emit=lines.append, keep_alive=True)
+    other = ProgressLog(
+        "wandb", "steps", every=400, clock=clock, emit=lines.append, keep_alive=True
+    )
+    try:
+        stage("mlflow", "exporting to sqlite:///mlruns.db", delivering=True)
+        for at in (240, 480, 720, 920):
+            clock.now = 100.0 + at
+            log.tick()
+            other.tick()  # another exporter's log: not begun
+        _fed(log, clock, [(960, 0, 8)])
+        clock.now = 100.0 + 1440
+        log.tick()
+    finally:
+        log.close()
+        other.close()
+    assert lines == [
+        "mlflow: under way for 8 min 00 s; no step reported yet",
+        "mlflow: under way for 15 min 20 s; no step reported yet",
+        "mlflow: 0 of 8 steps (0%); step 1 under way for 8 min 00 s",
+    ]
+
+
 def test_the_clis_log_keeps_a_line_coming_through_a_long_step() -> None:
     from evalexport.cli.export import _progress
 

@@ -384,7 +384,7 @@ class _Export:
                 if self.dry_run:
                     described = _described(exporter, handed, _asked(exporter, handed, worker))
                     return _with_notes(described, notes), fingerprint
-                stage(exporter.name, f"exporting to {_shown(target)}")
+                stage(exporter.name, f"exporting to {_shown(target)}", delivering=True)
                 # Copies of one run (other directories, the same bytes) exported at once to one
                 # target: one delivery at a time, so each looks up what the other made.
                 copy = self.waiting(f"an export of the same run to {exporter.name}")

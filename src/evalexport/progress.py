@@ -16,6 +16,7 @@ import contextlib
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Final
@@ -40,9 +41,16 @@ INTERVAL_VARIABLE: Final = "EVALEXPORT_PROGRESS_INTERVAL"
 logger = logging.getLogger("evalexport.progress")
 
 
-def stage(exporter: str, text: str) -> None:
-    """One line for a stage of an export: ``mlflow: reading aime24_rollouts.jsonl (200.0 MiB)``."""
+def stage(exporter: str, text: str, *, delivering: bool = False) -> None:
+    """One line for a stage of an export: ``mlflow: reading aime24_rollouts.jsonl (200.0 MiB)``.
+    ``delivering``: the stage is the delivery's start (``exporting to …``), from which the
+    exporter's log keeps a line coming (:meth:`ProgressLog.begin`), before its first report
+    too."""
     logger.info("%s: %s", exporter, text)
+    if delivering:
+        for log in list(_KEPT_ALIVE):
+            if log.label == exporter:
+                log.begin()
 
 
 def interval() -> float:
@@ -83,12 +91,15 @@ class ProgressLog:
         self._last: float | None = None
         """When a line was last logged."""
         self._reported = 0.0
-        """When the last report came."""
+        """When the last report came (or the work began: :meth:`begin`)."""
+        self._reports = False
         self._done = self._total = 0
         self._finished = False
         self._lock = threading.Lock()  # reports come on a worker's reader thread, ticks on ours
         self.keep_alive = keep_alive
         self._closed = threading.Event()
+        if keep_alive:
+            _KEPT_ALIVE.add(self)
 
     def __call__(self, done: int, total: int) -> None:
         with self._lock:
@@ -96,13 +107,11 @@ class ProgressLog:
                 return
             now = self._clock()
             if self._started is None:
-                self._started = self._last = now
-                if self.keep_alive and not self._closed.is_set():
-                    threading.Thread(
-                        target=self._tick_until_closed, name="evalexport-progress", daemon=True
-                    ).start()
+                self._start(now)
+            assert self._started is not None
             assert self._last is not None
             self._done, self._total, self._reported = done, total, now
+            self._reports = True
             finished = total > 0 and done >= total
             due = now - self._last >= self._every
             if self._finished or not (due or (finished and self._last > self._started)):
@@ -110,6 +119,21 @@ class ProgressLog:
             self._last = now
             self._finished = finished
             self._emit(f"{self.label}: {self.describe(done, total, now - self._started)}")
+
+    def begin(self) -> None:
+        """The work has begun, though nothing is reported yet (a worker starting: its SDK
+        imported, its store opened): a kept-alive log says so each interval until the first
+        report, ``mlflow: under way for 6 s; no step reported yet``."""
+        with self._lock:
+            if self._started is None and not self._closed.is_set():
+                self._start(self._clock())
+
+    def _start(self, now: float) -> None:
+        self._started = self._last = self._reported = now
+        if self.keep_alive and not self._closed.is_set():
+            threading.Thread(
+                target=self._tick_until_closed, name="evalexport-progress", daemon=True
+            ).start()
 
     def tick(self) -> None:
         """Log a line if work has begun, has not ended, and nothing was logged for an
@@ -119,13 +143,16 @@ class ProgressLog:
         with self._lock:
             if self._started is None or self._last is None or self._finished:
                 return
-            if self._closed.is_set() or self._total <= 0:  # ended, or nothing to count
-                return
+            if self._closed.is_set() or (self._reports and self._total <= 0):
+                return  # ended, or nothing to count
             now = self._clock()
             if now - self._last < self._every:
                 return
             self._last = now
             quiet = _duration(now - self._reported)
+            if not self._reports:
+                self._emit(f"{self.label}: under way for {quiet}; no step reported yet")
+                return
             under_way = (
                 f"nothing more read for {quiet}"
                 if self.unit == "bytes"
@@ -175,6 +202,9 @@ def _duration(seconds: float) -> str:
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes:02d} min"
 
+
+_KEPT_ALIVE: Final[weakref.WeakSet[ProgressLog]] = weakref.WeakSet()
+"""The kept-alive logs open now: a delivery's start begins the exporter's (:func:`stage`)."""
 
 _reading: ContextVar[Progress | None] = ContextVar("evalexport_reading_progress", default=None)
 

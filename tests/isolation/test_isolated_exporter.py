@@ -163,6 +163,30 @@ def test_a_workers_long_step_shows_in_the_log_while_it_lasts(sample_run, tinysdk
     assert len(lines) == said
 
 
+def test_a_worker_slow_to_report_shows_in_the_log_from_the_delivery_on(
+    sample_run, tinysdk_1
+) -> None:
+    """The real worker, 2.5 s before its first report (an SDK's import, a store opened): the
+    log says the export is under way from the delivery's stage line on, not nothing."""
+    lines: list[str] = []
+    log = ProgressLog("echo", "steps", every=0.5, emit=lines.append, keep_alive=True)
+    exporter = EchoExporter(progress=log)
+    options = {
+        "rollouts_jsonl_fpath": str(sample_run.rollouts),
+        "requirement": tinysdk_1,
+        "behaviour": "slow_start",
+        "seconds": 2.5,
+    }
+    try:
+        result = export_run(exporter, sample_run.run, parse_options(exporter, options))
+    finally:
+        log.close()
+    assert result.status is ExportStatus.SUCCEEDED, result.message
+    waiting = [line for line in lines if line.endswith("; no step reported yet")]
+    assert len(waiting) >= 2, lines
+    assert all(line.startswith("echo: under way for ") for line in waiting), lines
+
+
 def test_a_failed_build_is_a_failed_result_naming_the_installer_error(
     echo_export, monkeypatch
 ) -> None:

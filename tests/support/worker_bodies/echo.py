@@ -20,6 +20,12 @@ def run(payload, progress=None):
     import tinysdk
 
     behaviour = payload.get("behaviour", "echo")
+    if behaviour == "slow_start":  # nothing reported for a while (an SDK slow to start)
+        import time
+
+        time.sleep(payload["seconds"])
+        progress(0, 1)
+        progress(1, 1)
     if behaviour == "slow_step":  # a step that reports nothing for a while (a big artifact)
         import time
 
