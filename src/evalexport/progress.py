@@ -65,7 +65,8 @@ class ProgressLog:
     """A :data:`Progress` that logs a line at most every :func:`interval` seconds:
     ``mlflow: reading the run: 84.0 MiB of 200.0 MiB (42%), 12.3 MiB/s, about 10 s left``.
     Work that ends within the interval logs nothing (its stage line said it all); longer work
-    logs its end too. The rate and the time left are measured from the first report.
+    logs its end too. The rate and the time left are measured from the first report (or from
+    the delivery's start, :meth:`begin`).
 
     ``keep_alive``: once work has begun, a line every interval even while no report comes
     (:meth:`tick`, from a thread of its own until :meth:`close`): a worker's one long step (a
@@ -166,9 +167,10 @@ class ProgressLog:
         being written as it is called is written before it returns."""
         with self._lock:
             self._closed.set()
+        _KEPT_ALIVE.discard(self)
 
     def _tick_until_closed(self) -> None:
-        # A tick at least a minute: whatever the interval, the wait stays one a clock can time.
+        # Ticks a quarter interval apart, a minute at most: a wait any clock can time.
         while not self._closed.wait(min(self._every / 4, 60.0)):
             self.tick()
 
