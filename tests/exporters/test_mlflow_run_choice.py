@@ -317,3 +317,23 @@ def test_the_client_here_has_no_call_the_worker_does_not_declare() -> None:
         if not name.startswith("_") and name not in {"add", "written"}
     }
     assert used <= declared, used - declared
+
+
+@pytest.mark.parametrize(
+    "said_by_the_sdk",
+    [
+        "HTTPConnectionPool(host='127.0.0.1', port=5000): Max retries exceeded with url: "
+        "/api/2.0/mlflow/experiments/get-by-name (Caused by ResponseError('too many 500 error "
+        "responses'))",
+        "API request to endpoint /api/2.0/mlflow/experiments/get-by-name failed with error code "
+        "500 != 200. Response body: ''",
+    ],
+)
+def test_a_server_that_answers_500_is_said_to_answer_however_the_sdk_words_it(
+    said_by_the_sdk: str,
+) -> None:
+    """urllib3 words the last retry's 500 one way, MLflow another when it is handed the last
+    answer (CI met both): either is the server answering, never a server out of reach."""
+    said = worker._described(Exception(said_by_the_sdk), "http://127.0.0.1:5000")
+    assert said.startswith("the tracking server answered HTTP 500 (a server error) to every")
+    assert "cannot be reached" not in said

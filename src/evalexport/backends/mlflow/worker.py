@@ -929,11 +929,13 @@ def _described(error: BaseException, uri: str) -> str:
     """The error in the user's terms: a server that cannot be reached says so and what to do,
     rather than the HTTP library's retry trace; anything else as the SDK words it."""
     text = str(error)
-    answered = re.search(r"too many (\d{3}) error responses", text)
+    # urllib3's words when its retries ran out, or MLflow's when it was handed the last answer
+    answered = re.search(r"too many (\d{3}) error responses|error code (5\d\d) != 200", text)
     if answered is not None and uri.startswith(("http://", "https://")):
         # It was reached: it answered, with errors of its own, on every retry.
         return (
-            f"the tracking server answered HTTP {answered.group(1)} (a server error) to every "
+            f"the tracking server answered HTTP {answered.group(1) or answered.group(2)} (a "
+            "server error) to every "
             "retry: it is reachable, and failing; its log says why"
         )
     reason = next((said for found, said in _UNREACHABLE if found in text), None)
