@@ -46,7 +46,7 @@ from evalexport.callers import Caller, asked_from, named_option
 from evalexport.egress import Egress, sending
 from evalexport.host.locks import LockWaitTimeout, Waiting
 from evalexport.interrupts import Interrupted, Landing, deferred, landing, signal_name
-from evalexport.isolation.delivery import OpenedWorker, WorkerDelivery
+from evalexport.isolation.delivery import OpenedWorker
 from evalexport.masking import known_secrets, scrub_logs
 from evalexport.progress import Progress, ProgressLog, guarded, human_size, reading, stage
 from evalexport.reading import PreparedRun, RunFileError, run_fingerprint
@@ -55,6 +55,7 @@ from evalexport.run import RunArtifacts
 from evalexport.settings import TIME_LIMIT_VARIABLE, SettingError
 from evalexport.spec.base import OptionError, Target
 from evalexport.spec.hooks import call_hook, declares
+from evalexport.spec.workers import WorkerDelivery
 
 if TYPE_CHECKING:
     from evalexport.spec.base import AnyExporter, ExporterConfig
@@ -451,8 +452,8 @@ def _resolved(
     """Stage 3: the exporter's target, resolved once, with the worker's time limit the user
     set (``$EVALEXPORT_WORKER_TIME_LIMIT``, read here and only here) in place of the
     exporter's; and the time limit every wait of the export keeps to."""
-    from evalexport.isolation.delivery import DEFAULT_TIME_LIMIT
     from evalexport.settings import worker_time_limit
+    from evalexport.spec.workers import DEFAULT_TIME_LIMIT
 
     limit = worker_time_limit()
     target = call_hook(exporter.resolve, run=run, config=config, time_limit=limit)

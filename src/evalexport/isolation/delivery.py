@@ -1,11 +1,9 @@
-"""An SDK exporter's delivery, and the one worker lifecycle that runs it (SPEC §3.4).
+"""The one worker lifecycle that runs an SDK exporter's delivery (SPEC §3.4).
 
-An exporter whose SDK must not enter the user's environment describes, when it resolves its
-target, the worker that will deliver (:class:`WorkerSpec`: requirements, time limit,
-environment, local store, secrets), and returns from ``deliver`` a :class:`WorkerDelivery`:
-the payload its worker body receives, and how the body's result is read back. It never runs a
-process itself, as an httpx transport never opens a socket for the client that holds it: a fake
-SDK is just another SDK behind the same delivery.
+What an exporter says of its worker and sends through it are the plugin API's types
+(:mod:`evalexport.spec.workers`: ``WorkerSpec``, ``WorkerDelivery``); this module reads them
+through its own protocols (:class:`WorkerPlan`, :class:`Delivered`) and knows nothing of the
+spec, which sits above it. A fake SDK is just another SDK behind the same delivery.
 
 :func:`opened_worker` is that worker for one export, opened by the pipeline before the run is
 read. When the SDK's environment is built already, the worker starts at once and imports its
@@ -19,16 +17,13 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Generic, final
-
-from typing_extensions import TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, final
 
 from evalexport.callers import named_option
 from evalexport.host.locks import Waiting, file_lock
 from evalexport.isolation.variables import BASE, Admitted
-from evalexport.isolation.worker_results import ReadBack, Reading, read_worker_result, scrubbed
+from evalexport.isolation.worker_results import ReadBack, Reading, scrubbed
 from evalexport.masking import known_secrets
 from evalexport.results import ExportResult
 from evalexport.settings import TIME_LIMIT_VARIABLE, installer_choice
@@ -37,72 +32,47 @@ if TYPE_CHECKING:
     from evalexport.isolation.environments import Environment
     from evalexport.isolation.launcher import StartedWorker
 
-__all__ = [
-    "DEFAULT_TIME_LIMIT",
-    "OpenedWorker",
-    "WorkerDelivery",
-    "WorkerSecretsError",
-    "WorkerSpec",
-    "opened_worker",
-    "read_worker_result",  # its home is .worker_results; spec.isolated imports it from here
-]
+__all__ = ["Delivered", "OpenedWorker", "WorkerPlan", "opened_worker"]
 
 logger = logging.getLogger("evalexport.worker")
 
-DEFAULT_TIME_LIMIT: Final = 3600.0
-"""Seconds a worker may run unless its exporter says otherwise (SPEC §3.4)."""
 
-PayloadT = TypeVar("PayloadT", bound=Mapping[str, Any], default=Mapping[str, Any])
-"""A worker body's payload type: a ``TypedDict`` defined beside the body's ``run``."""
+class WorkerPlan(Protocol):
+    """What the lifecycle reads of the worker an exporter described with its target
+    (:class:`evalexport.spec.WorkerSpec`, whose fields say what each is)."""
 
+    @property
+    def requirements(self) -> tuple[str, ...]:
+        """The SDK's requirements, one environment per list."""
 
-class WorkerSecretsError(Exception):
-    """The secrets the worker needs could not be had (a credential helper failed or did not
-    answer in time); the message says why and what to set instead."""
+    @property
+    def time_limit(self) -> float:
+        """Seconds before the worker is stopped."""
 
+    @property
+    def environment(self) -> Mapping[str, str]:
+        """Variables set for the worker only, never secrets."""
 
-@final
-@dataclass(frozen=True)
-class WorkerSpec:
-    """The worker of one export, resolved with its target: everything it needs before the
-    run is read, so that it can start while the run is read."""
+    @property
+    def local_store(self) -> Path | None:
+        """A store file workers write into one at a time."""
 
-    requirements: tuple[str, ...]
-    """The SDK's requirements: the environment is built once per list (and Python)."""
-    time_limit: float = DEFAULT_TIME_LIMIT
-    """Seconds before the worker is stopped (``$EVALEXPORT_WORKER_TIME_LIMIT`` overrides)."""
-    environment: Mapping[str, str] = field(default_factory=dict)
-    """Environment variables set for the worker only (never secrets: see ``secrets``), such as
-    the SDK's timeouts and retries: added to what it is given of the caller's environment
-    (:mod:`evalexport.isolation.variables`), replacing a variable of the same name."""
-    local_store: Path | None = None
-    """A local store file the worker writes into, which other exports may share (an embedded
-    MLflow database): workers writing into one store run one at a time."""
-    answers_dry_runs: bool = False
-    """The worker body takes a dry run's payload (``dry_run`` true in it) and answers what an
-    export would find at the target, changing nothing: a dry run asks it when the
-    environment is built (a dry run builds none)."""
-    secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
-    """Environment variables for the worker that are secrets (a token given as an option, or
-    asked of a credential helper once): scrubbed from whatever the worker reports, never
-    written to disk, never shown."""
+    @property
+    def secrets(self) -> Mapping[str, str]:
+        """Variables that are secrets: scrubbed from what the worker reports."""
 
 
-@final
-@dataclass(frozen=True)
-class WorkerDelivery(Generic[PayloadT]):
-    """What an SDK exporter's ``deliver`` returns: its worker body's payload (never a token:
-    those are the target's ``worker.secrets``), and how the body's result is read back."""
+class Delivered(Protocol):
+    """What the lifecycle reads of what an exporter's ``deliver`` returned
+    (:class:`evalexport.spec.WorkerDelivery`): the payload, and how the result is read back."""
 
-    payload: PayloadT
-    read_back: ReadBack | None = None
-    """Called with the result as read and the worker's own; returns the export's result
-    (a sync command added, a detail the exporter reads off the worker's details)."""
-    addresses: frozenset[str] = frozenset()
-    """The payload's keys the worker needs as they are: where to send (a tracking URI, its
-    password in it) and which local files to read. The pipeline passes every other value
-    through the export's egress gate (:meth:`evalexport.egress.Egress.payload`), so what the
-    worker sends is masked; an address is never content."""
+    @property
+    def payload(self) -> Mapping[str, Any]:
+        """What the worker body receives, through the egress gate already."""
+
+    @property
+    def read_back(self) -> ReadBack | None:
+        """How the body's result is read into the export's."""
 
 
 @final
@@ -114,7 +84,7 @@ class OpenedWorker:
         self,
         exporter: str,
         body: Path,
-        spec: WorkerSpec,
+        spec: WorkerPlan,
         progress: Callable[[int, int], None] | None,
         stack: contextlib.ExitStack,
         *,
@@ -172,7 +142,7 @@ class OpenedWorker:
         )
 
     def deliver(
-        self, delivery: WorkerDelivery[Any], run_dir: str, scratch: Sequence[Path] = ()
+        self, delivery: Delivered, run_dir: str, scratch: Sequence[Path] = ()
     ) -> ExportResult:
         """Run ``delivery`` in the worker (building its environment first if need be), and
         what came of it. ``scratch`` lists the export's temporary directories, which the
@@ -209,7 +179,7 @@ class OpenedWorker:
 def opened_worker(
     exporter: str,
     body: Path,
-    spec: WorkerSpec,
+    spec: WorkerPlan,
     progress: Callable[[int, int], None] | None = None,
     *,
     start_now: bool = True,

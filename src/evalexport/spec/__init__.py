@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from evalexport.egress import Egress, SecretScan
     from evalexport.guard import FINGERPRINT_SUMMARY_KEY, FINGERPRINT_TAG
     from evalexport.interrupts import deferred, landed
-    from evalexport.isolation.delivery import WorkerDelivery, WorkerSecretsError, WorkerSpec
     from evalexport.isolation.descendants import run_tracked
     from evalexport.progress import human_size
     from evalexport.reading import PreparedRun
@@ -43,11 +42,12 @@ if TYPE_CHECKING:
     )
     from evalexport.spec.hooks import ExporterDefinitionError, helper
     from evalexport.spec.sdk import Sdk, Surface
+    from evalexport.spec.workers import WorkerDelivery, WorkerSecretsError, WorkerSpec
     from evalexport.tables.directory import read_directory
     from evalexport.tables.prepare import prepare
 
 _SPEC = "evalexport.spec.declarations"
-_DELIVERY = "evalexport.isolation.delivery"
+_WORKERS = "evalexport.spec.workers"
 _RESULTS = "evalexport.results"
 _SETTINGS = "evalexport.settings"
 _PUBLIC = {
@@ -78,9 +78,9 @@ _PUBLIC = {
     # the SDK and its worker
     "Sdk": "evalexport.spec.sdk",
     "Surface": "evalexport.spec.sdk",
-    "WorkerSpec": _DELIVERY,
-    "WorkerDelivery": _DELIVERY,
-    "WorkerSecretsError": _DELIVERY,
+    "WorkerSpec": _WORKERS,
+    "WorkerDelivery": _WORKERS,
+    "WorkerSecretsError": _WORKERS,
     "run_tracked": "evalexport.isolation.descendants",
     # what the export says
     "DryRunPlan": _RESULTS,

@@ -14,7 +14,7 @@ API, plans and Slurm alike); its options are the first type parameter, ``Exporte
 ``read``         ``(run, config, target) -> Prepared``: the export's one read of the run
 ``plan``         ``(run, config, target, prepared) -> DryRunPlan``: what a dry run says
 ``deliver``      ``(run, config, target, prepared, fingerprint, scratch)`` ->
-                 ``ExportResult``, or a :class:`~evalexport.isolation.delivery.WorkerDelivery`
+                 ``ExportResult``, or a :class:`~evalexport.spec.workers.WorkerDelivery`
                  that the worker lifecycle runs in the SDK's environment
 ===============  ===========================================================================
 
@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Concatenate, Final, Generic, Pa
 
 from typing_extensions import TypeVar
 
-from evalexport.isolation.delivery import WorkerDelivery
 from evalexport.reading import PreparedRun
 from evalexport.results import DryRunPlan, ExportResult
 from evalexport.run import RunArtifacts
@@ -56,6 +55,7 @@ from evalexport.spec.declarations import (
 )
 from evalexport.spec.hooks import ExporterDefinitionError, verify
 from evalexport.spec.sdk import Sdk
+from evalexport.spec.workers import WorkerDelivery
 
 if TYPE_CHECKING:
     from evalexport.progress import Progress
@@ -204,7 +204,7 @@ class Exporter(abc.ABC, Generic[ConfigT, PreparedT, TargetT]):
 
         Return the result (:meth:`failed` for a failure, or raise
         :class:`~evalexport.results.ExportFailure`); an exporter with an :attr:`sdk`
-        returns a :class:`~evalexport.isolation.delivery.WorkerDelivery` instead: its
+        returns a :class:`~evalexport.spec.workers.WorkerDelivery` instead: its
         worker body's payload, run in the SDK's environment by the one worker lifecycle.
         """
 

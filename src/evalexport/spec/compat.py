@@ -42,7 +42,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
-from evalexport.isolation.delivery import WorkerDelivery, WorkerSecretsError
 from evalexport.results import DryRunPlan, ExportResult
 from evalexport.spec.declarations import (
     EARLIER_FORMS,
@@ -55,6 +54,7 @@ from evalexport.spec.declarations import (
 )
 from evalexport.spec.hooks import ExporterDefinitionError
 from evalexport.spec.sdk import Sdk
+from evalexport.spec.workers import WorkerDelivery, WorkerSecretsError
 
 if TYPE_CHECKING:
     from evalexport.run import RunArtifacts

@@ -14,11 +14,11 @@ from typing import Final, Literal, final, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from evalexport.isolation.delivery import WorkerSpec
 from evalexport.metrics import flatten_metrics
 from evalexport.reading import PreparedRun, RunFileError
 from evalexport.results import DryRunPlan, PlannedFile
 from evalexport.run import RunArtifacts
+from evalexport.spec.workers import WorkerSpec
 
 __all__ = [
     "EARLIER_FORMS",

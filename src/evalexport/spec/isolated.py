@@ -17,17 +17,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 
 from typing_extensions import TypeVar as DefaultTypeVar
 
-from evalexport.isolation.delivery import (
-    DEFAULT_TIME_LIMIT,
-    WorkerSecretsError,
-    WorkerSpec,
-    read_worker_result,
-)
+from evalexport.isolation.worker_results import read_worker_result
 from evalexport.reading import PreparedRun
 from evalexport.results import ExportResult
 from evalexport.settings import TIME_LIMIT_VARIABLE, worker_time_limit
 from evalexport.spec.base import Exporter
 from evalexport.spec.declarations import SdkConfig, Target
+from evalexport.spec.workers import DEFAULT_TIME_LIMIT, WorkerSecretsError, WorkerSpec
 from evalexport.workers import WORKER_BODIES
 
 if TYPE_CHECKING:
