@@ -259,6 +259,7 @@ def test_every_rollout_is_one_trace_linked_to_the_run_and_a_rerun_adds_none(
     result = json.loads(done.stdout)
     assert result["status"] == "succeeded", result["message"]
     assert result["details"]["traces"] == rollouts
+    assert f" at {uri}, with {rollouts} traces logged" in result["message"]  # counted
     again = json.loads(cli(*arguments).stdout)
     assert again["status"] == "skipped"
     # Read after the rerun, in one process: the rerun added no trace.

@@ -1037,6 +1037,7 @@ def run(
     total = steps + payload.get("traces_count", 0)  # a trace is a step: the long part
     lease: _Lease | None = None
     traced = 0
+    there = 0  # the traces a resumed run held already
     live: list[str] = []
     if "traces" in payload and (refusal := traces_refusal(MlflowClient)) is not None:
         return result("failed", FAILED, f"MLflow export to {uri} refused: {refusal}")
@@ -1088,6 +1089,7 @@ def run(
             present = (
                 _traces_present(client, uri, experiment_id, run_id) if chosen.resumed else None
             )
+            there = sum(present.values()) if present else 0  # _log_traces counts them down
             traced = _log_traces(
                 client,
                 uri,
@@ -1137,7 +1139,8 @@ def run(
     return result(
         "succeeded",
         SUCCEEDED,
-        f"{verb} MLflow run {run_id} in experiment {payload['experiment_name']!r} at {uri}",
+        f"{verb} MLflow run {run_id} in experiment {payload['experiment_name']!r} at {uri}"
+        + (_traces_said(traced, there) if "traces" in payload else ""),
         run_id=run_id,
         experiment_id=experiment_id,
         tracking_uri=uri,
@@ -1147,6 +1150,13 @@ def run(
         **traces,
         **_named_live(live),
     )
+
+
+def _traces_said(logged: int, there: int) -> str:
+    """What the result says of the traces: as many as were logged, and on a resumed run
+    those it held already."""
+    said = f", with {logged} trace{'s' if logged != 1 else ''} logged"
+    return said + (f" ({there} there already)" if there else "")
 
 
 def _left(lease: _Lease | None, status: str, error: BaseException) -> str:
