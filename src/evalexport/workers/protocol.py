@@ -28,9 +28,11 @@ __all__ = [
     "already_held",
     "error_text",
     "named_option",
+    "no_progress",
     "options_given_as_tokens",
     "result",
     "second_copy",
+    "silent",
     "skipped_as_exported",
     "skipped_as_held",
     "unfinished",
@@ -264,3 +266,11 @@ def error_text(error: BaseException, limit: int = 600) -> str:
     says where), as a message can carry it."""
     text = " ".join(str(error).split())
     return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def no_progress(done: int, total: int) -> None:
+    """A body's ``progress`` when none is given (a body called directly, as tests do)."""
+
+
+def silent(text: str) -> None:
+    """A body's ``say`` when none is given: what it would say is not said."""

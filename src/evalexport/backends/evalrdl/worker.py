@@ -19,7 +19,9 @@ from evalexport.workers.protocol import (
     SUCCEEDED,
     WorkerResult,
     named_option,
+    no_progress,
     result,
+    silent,
 )
 
 
@@ -84,18 +86,10 @@ def _plan_problem(plans: list[dict[str, Any]], run_dir: str) -> str | None:
     )
 
 
-def _no_progress(done: int, total: int) -> None:
-    pass
-
-
-def _silent(text: str) -> None:
-    pass
-
-
 def run(
     payload: EvalRDLPayload,
-    progress: Callable[[int, int], None] = _no_progress,
-    say: Callable[[str], None] = _silent,
+    progress: Callable[[int, int], None] = no_progress,
+    say: Callable[[str], None] = silent,
 ) -> WorkerResult:
     """Upload the run directory to EvalRDL as one upload; the result says its verdict. The
     upload is one step, which a log shows under way while it lasts (the SDK's wait for the

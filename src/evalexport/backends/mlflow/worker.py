@@ -29,8 +29,10 @@ from evalexport.workers.protocol import (
     WorkerResult,
     error_text,
     named_option,
+    no_progress,
     result,
     second_copy,
+    silent,
     skipped_as_exported,
     skipped_as_held,
 )
@@ -974,21 +976,13 @@ def _hint(error: BaseException, uri: str) -> str:
     return ""
 
 
-def _no_progress(done: int, total: int) -> None:
-    pass
-
-
-def _silent(text: str) -> None:
-    pass
-
-
 def _dry_run(client: Any, payload: MlflowPayload) -> WorkerResult:
     """What an export would find at the target and do there, asked without changing it."""
     uri, name = payload["tracking_uri"], payload["experiment_name"]
     experiment = client.get_experiment_by_name(name)
     experiment_id = str(experiment.experiment_id) if experiment is not None else ""
     runs = _runs_of(client, experiment_id, payload) if experiment is not None else []
-    choice = _Choice(client, experiment_id, payload, _Lease(client, payload), _silent)
+    choice = _Choice(client, experiment_id, payload, _Lease(client, payload), silent)
     kinds = choice.classify(runs)
     if (ended := choice.ended(kinds)) is not None:
         return ended
@@ -1023,8 +1017,8 @@ class _LeaseLost(Exception):
 
 def run(
     payload: MlflowPayload,
-    progress: Callable[[int, int], None] = _no_progress,
-    say: Callable[[str], None] = _silent,
+    progress: Callable[[int, int], None] = no_progress,
+    say: Callable[[str], None] = silent,
 ) -> WorkerResult:
     """Log the run the payload describes to MLflow: its experiment and run (a new one, or the
     one an earlier export of this data left unfinished, resumed), params, metrics, tags,

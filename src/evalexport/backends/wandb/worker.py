@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any, Final, TypedDict
 
 from evalexport.workers import protocol
-from evalexport.workers.protocol import FAILED, SUCCEEDED, ExitCode, WorkerResult, result
+from evalexport.workers.protocol import (
+    FAILED,
+    SUCCEEDED,
+    ExitCode,
+    WorkerResult,
+    no_progress,
+    result,
+)
 
 
 class WandbPayload(TypedDict):
@@ -169,10 +176,6 @@ def typed_table(
     table = wandb.Table(columns=columns, data=typing_rows, allow_mixed_types=mixed)
     table.data = rows
     return table
-
-
-def _no_progress(done: int, total: int) -> None:
-    pass
 
 
 def _discard(run: Any, mode: str) -> str:
@@ -604,7 +607,7 @@ def _log_tables(
 
 def run(
     payload: WandbPayload,
-    progress: Callable[[int, int], None] = _no_progress,
+    progress: Callable[[int, int], None] = no_progress,
     say: Callable[[str], None] | None = None,
 ) -> WorkerResult:
     """Log the run the payload describes to W&B (online or offline): its config, summary and
