@@ -7,6 +7,7 @@ masked as every file the export sends; the dry run lists them; a rerun adds none
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -312,6 +313,11 @@ def test_the_worker_says_how_far_its_traces_are_while_it_logs_them(
     assert int(total) > sample.rollout_count  # the traces are steps
     done = [int(line.split(": ", 1)[1].split(" of ")[0]) for line in lines]
     assert any(0 < each < int(total) for each in done), lines  # said while it worked
+    # Each long stage named as it begins: the steps' numbers alone do not say what they are.
+    said = [r.getMessage() for r in caplog.records]
+    uploading = next(line for line in said if line.startswith("mlflow: uploading "))
+    assert re.fullmatch(r"mlflow: uploading \d+ files \([\d.,]+ MiB\)", uploading), uploading
+    assert f"mlflow: logging {sample.rollout_count} traces, one a rollout" in said
 
 
 @pytest.mark.downloads

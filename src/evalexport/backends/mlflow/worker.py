@@ -1076,6 +1076,9 @@ def run(
                 tags=[RunTag(key, value) for key, value in batch["tags"].items()],
             )
             progress(done, total)
+        if payload["artifacts"]:
+            size = sum(Path(path).stat().st_size for path in payload["artifacts"])
+            say(f"uploading {_counted(len(payload['artifacts']), 'file')} ({_mib(size)})")
         for done, path in enumerate(payload["artifacts"], start=3 + len(payload["batches"])):
             client.log_artifact(run_id, path)  # a resumed run's copy is written again
             progress(done, total)
@@ -1084,6 +1087,7 @@ def run(
                 _traces_present(client, uri, experiment_id, run_id) if chosen.resumed else None
             )
             there = sum(present.values()) if present else 0  # _log_traces counts them down
+            say(f"logging {_counted(payload.get('traces_count', 0), 'trace')}, one a rollout")
             traced = _log_traces(
                 client,
                 uri,
@@ -1149,8 +1153,16 @@ def run(
 def _traces_said(logged: int, there: int) -> str:
     """What the result says of the traces: as many as were logged, and on a resumed run
     those it held already."""
-    said = f", with {logged} trace{'s' if logged != 1 else ''} logged"
+    said = f", with {_counted(logged, 'trace')} logged"
     return said + (f" ({there} there already)" if there else "")
+
+
+def _counted(count: int, what: str) -> str:
+    return f"{count:,} {what}{'' if count == 1 else 's'}"
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:,.1f} MiB"
 
 
 def _left(lease: _Lease | None, status: str, error: BaseException) -> str:
