@@ -116,13 +116,19 @@ def test_the_scaffold_installs_and_its_recorded_calls_bind(cli, tmp_path: Path) 
     )
     assert made.exit_code == 0, made.output
     environment = tmp_path / "env"
-    venv.create(environment, with_pip=True)
+    venv.create(environment, with_pip=False)  # installed into by this pip (no ensurepip)
     python = environment / "bin" / "python"
     # A wheel of the tree, built without a backend, so this runs with no package index (the
     # project's own pyproject.toml is installed from the index by the test below).
     wheel = wheel_from_tree(tmp_path / "wheels", out / "src", "evalrdl")
     installed = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--no-index", str(wheel)],
+        [
+            *(sys.executable, "-m", "pip", "--python", python),
+            "install",
+            "--quiet",
+            "--no-index",
+            wheel,
+        ],
         capture_output=True,
         text=True,
         check=False,
