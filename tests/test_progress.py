@@ -219,8 +219,8 @@ def test_an_export_logs_its_stages(make_sample_run, tmp_path, caplog) -> None:
 def test_the_cli_logs_progress_on_stderr_that_is_no_terminal_and_keeps_stdout_for_json(
     make_sample_run, tmp_path
 ) -> None:
-    # Long enough (about 2 s) for several lines at the shortest interval, 0.1 s.
-    sample = make_sample_run(tasks=240, repeats=16, agents=("aime24_math_tool_agent",))
+    # Long enough (about 1 s here) for several lines at the shortest interval, 0.1 s.
+    sample = make_sample_run(tasks=120, repeats=16, agents=("aime24_math_tool_agent",))
     log = tmp_path / "log"
     with log.open("w") as stderr:
         completed = subprocess.run(
