@@ -1087,7 +1087,8 @@ def run(
                 _traces_present(client, uri, experiment_id, run_id) if chosen.resumed else None
             )
             there = sum(present.values()) if present else 0  # _log_traces counts them down
-            say(f"logging {_counted(payload.get('traces_count', 0), 'trace')}, one a rollout")
+            if traces_count := payload.get("traces_count", 0):
+                say(f"logging {_counted(traces_count, 'trace')}, one a rollout")
             traced = _log_traces(
                 client,
                 uri,
