@@ -150,6 +150,60 @@ def test_a_delivery_begun_is_said_under_way_before_its_first_report() -> None:
     ]
 
 
+def test_a_begun_delivery_is_paced_from_its_first_report_not_from_its_start() -> None:
+    """A worker's start (its SDK imported, its environment built: a minute here) is no part of
+    its pace: the rate and the time left are measured from its first report, and a line before
+    a second report gives no guess (a new user read "0.2 steps/s, about 2 min 44 s left" of an
+    export that ended 2 s later). The time it took is still the whole delivery's."""
+    clock, lines = _Clock(), []
+    log = ProgressLog("mlflow", "steps", every=5, clock=clock, emit=lines.append)
+    clock.now = 100.0
+    log.begin()
+    _fed(log, clock, [(60, 2, 12)])  # the first report, a minute in
+    _fed(log, clock, [(66, 8, 12), (70, 12, 12)])
+    assert lines == [
+        "mlflow: 2 of 12 steps (16%)",
+        "mlflow: 8 of 12 steps (66%), 1.0 steps/s, about 4 s left",
+        "mlflow: 12 of 12 steps (100%), 1.0 steps/s, done in 1 min 10 s",
+    ]
+
+
+def test_a_build_that_says_how_long_it_goes_on_speaks_for_the_delivery_meanwhile() -> None:
+    """While an environment is built, its own line each interval ("still installing mlflow …")
+    is the export's: its kept-alive log says nothing until the build ends, then waits a whole
+    interval (a new user's log held both, taking turns, for 80 s)."""
+    from evalexport.progress import speaking_for
+
+    clock, lines = _Clock(), []
+    log = ProgressLog("mlflow", "steps", every=5, clock=clock, emit=lines.append, keep_alive=True)
+    try:
+        clock.now = 100.0
+        log.begin()
+        with speaking_for("mlflow"), speaking_for("mlflow"):  # two builds at once
+            for at in (6, 12, 18):
+                clock.now = 100.0 + at
+                log.tick()
+        with speaking_for("wandb"):  # another exporter's build: not this one's
+            clock.now = 120.0
+            log.tick()
+            clock.now = 123.0
+            log.tick()
+            clock.now = 126.0
+            log.tick()
+    finally:
+        log.close()
+    assert lines == ["mlflow: under way for 23 s; no step reported yet"]  # 5 s after the build
+
+
+def test_an_environment_build_speaks_for_its_exporter() -> None:
+    from evalexport.isolation.environments import _still_working
+    from evalexport.progress import _SPOKEN_FOR
+
+    with _still_working("mlflow", "installing mlflow with uv"):
+        assert _SPOKEN_FOR["mlflow"] == 1
+    assert _SPOKEN_FOR["mlflow"] == 0
+
+
 def test_the_clis_log_keeps_a_line_coming_through_a_long_step() -> None:
     from evalexport.cli.export import _progress
 

@@ -12,6 +12,7 @@ export (:func:`stage`), and during long work at most one every few seconds
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import threading
@@ -29,6 +30,7 @@ __all__ = [
     "human_size",
     "reading",
     "reading_progress",
+    "speaking_for",
     "stage",
 ]
 
@@ -94,6 +96,9 @@ class ProgressLog:
         self._reported = 0.0
         """When the last report came (or the work began: :meth:`begin`)."""
         self._reports = False
+        self._first: tuple[float, int] | None = None
+        """When the first report came, and what it said was done: the rate is measured from it
+        (a worker's start, or an environment's build, is no part of its pace)."""
         self._done = self._total = 0
         self._finished = False
         self._lock = threading.Lock()  # reports come on a worker's reader thread, ticks on ours
@@ -113,13 +118,15 @@ class ProgressLog:
             assert self._last is not None
             self._done, self._total, self._reported = done, total, now
             self._reports = True
+            if self._first is None:
+                self._first = (now, done)
             finished = total > 0 and done >= total
             due = now - self._last >= self._every
             if self._finished or not (due or (finished and self._last > self._started)):
                 return
             self._last = now
             self._finished = finished
-            self._emit(f"{self.label}: {self.describe(done, total, now - self._started)}")
+            self._emit(f"{self.label}: {self._described(now)}")
 
     def begin(self) -> None:
         """The work has begun, though nothing is reported yet (a worker starting: its SDK
@@ -144,6 +151,8 @@ class ProgressLog:
         with self._lock:
             if self._started is None or self._last is None or self._finished:
                 return
+            if _SPOKEN_FOR[self.label] > 0:
+                return  # another line speaks for the work meanwhile (speaking_for)
             if self._closed.is_set() or (self._reports and self._total <= 0):
                 return  # ended, or nothing to count
             now = self._clock()
@@ -159,8 +168,14 @@ class ProgressLog:
                 if self.unit == "bytes"
                 else f"step {self._done + 1} under way for {quiet}"
             )
-            described = self.describe(self._done, self._total, now - self._started)
-            self._emit(f"{self.label}: {described}; {under_way}")
+            self._emit(f"{self.label}: {self._described(now)}; {under_way}")
+
+    def heard(self) -> None:
+        """Something was said of the work just now: the next kept-alive line waits a whole
+        interval."""
+        with self._lock:
+            if self._last is not None:
+                self._last = self._clock()
 
     def close(self) -> None:
         """No more lines, from now on: the work ended (or failed: its result says so). A line
@@ -174,16 +189,29 @@ class ProgressLog:
         while not self._closed.wait(min(self._every / 4, 60.0)):
             self.tick()
 
-    def describe(self, done: int, total: int, elapsed: float) -> str:
-        """``84.0 MiB of 200.0 MiB (42%), 12.3 MiB/s, about 10 s left``."""
+    def _described(self, now: float) -> str:
+        """What is done at ``now``, at the pace since the first report, and how long the work
+        has taken since it began."""
+        assert self._started is not None
+        since, done_then = self._first if self._first is not None else (self._started, 0)
+        rate: float | None = None  # done over the time since the work began
+        if since > self._started:  # begun before its first report: paced from that report
+            moved = self._done - done_then
+            rate = moved / (now - since) if moved > 0 and now > since else 0.0  # 0: no pace yet
+        return self.describe(self._done, self._total, now - self._started, rate)
+
+    def describe(self, done: int, total: int, elapsed: float, rate: float | None = None) -> str:
+        """``84.0 MiB of 200.0 MiB (42%), 12.3 MiB/s, about 10 s left``: the rate is ``rate``,
+        else ``done`` over ``elapsed``."""
         percent = 100 * done // total if total else 100
         if self.unit == "bytes":
             said = f"{human_size(done)} of {human_size(total)} ({percent}%)"
         else:
             said = f"{done} of {total} {self.unit} ({percent}%)"
-        if elapsed <= 0 or done <= 0:
+        if rate is None:
+            rate = done / elapsed if elapsed > 0 else 0.0
+        if elapsed <= 0 or done <= 0 or rate <= 0:
             return said
-        rate = done / elapsed
         pace = f"{human_size(int(rate))}/s" if self.unit == "bytes" else f"{rate:.1f} {self.unit}/s"
         if done >= total:
             return f"{said}, {pace}, done in {_duration(elapsed)}"
@@ -207,6 +235,30 @@ def _duration(seconds: float) -> str:
 
 _KEPT_ALIVE: Final[weakref.WeakSet[ProgressLog]] = weakref.WeakSet()
 """The kept-alive logs open now: a delivery's start begins the exporter's (:func:`stage`)."""
+
+_SPOKEN_FOR: Final[collections.Counter[str]] = collections.Counter()
+"""The exporters whose work other lines speak for now, each as many times as blocks do
+(:func:`speaking_for`; two environments built at once for one exporter)."""
+_SPOKEN_FOR_LOCK: Final = threading.Lock()
+
+
+@contextlib.contextmanager
+def speaking_for(exporter: str) -> Iterator[None]:
+    """While the block runs, its own lines speak for ``exporter``'s work (an environment's
+    build says each interval how long it has gone on): the exporter's kept-alive log says
+    nothing, and waits a whole interval again when the block ends, so that a log holds one line
+    at a time of the same wait, not two taking turns."""
+    with _SPOKEN_FOR_LOCK:
+        _SPOKEN_FOR[exporter] += 1
+    try:
+        yield
+    finally:
+        with _SPOKEN_FOR_LOCK:
+            _SPOKEN_FOR[exporter] -= 1
+        for log in list(_KEPT_ALIVE):
+            if log.label == exporter:
+                log.heard()
+
 
 _reading: ContextVar[Progress | None] = ContextVar("evalexport_reading_progress", default=None)
 

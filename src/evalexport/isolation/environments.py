@@ -249,7 +249,7 @@ def _still_working(exporter: str, what: str) -> Iterator[None]:
     import threading
     import time
 
-    from evalexport.progress import interval, stage
+    from evalexport.progress import interval, speaking_for, stage
 
     done = threading.Event()
     started = time.monotonic()
@@ -262,7 +262,8 @@ def _still_working(exporter: str, what: str) -> Iterator[None]:
     beating = threading.Thread(target=beat, name="evalexport-build-progress", daemon=True)
     beating.start()
     try:
-        yield
+        with speaking_for(exporter):  # these lines, not the export's "under way" ones
+            yield
     finally:
         done.set()
         beating.join()

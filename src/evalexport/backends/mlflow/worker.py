@@ -1155,7 +1155,7 @@ def _traces_said(logged: int, there: int) -> str:
     """What the result says of the traces: as many as were logged, and on a resumed run
     those it held already."""
     said = f", with {_counted(logged, 'trace')} logged"
-    return said + (f" ({there} there already)" if there else "")
+    return said + (f" ({there:,} there already)" if there else "")
 
 
 def _counted(count: int, what: str) -> str:
