@@ -27,8 +27,8 @@ from evalexport.egress import Egress
 from evalexport.masking import MASK, mask_config_reporting, save_run_config
 
 HERE = Path(__file__).parent
-SECRETS_FLOOR = 369  # never lowered: an entry is never removed
-HARMLESS_FLOOR = 409  # never lowered: an entry is never removed
+SECRETS_FLOOR = 380  # never lowered: an entry is never removed
+HARMLESS_FLOOR = 416  # never lowered: an entry is never removed
 
 
 def _entries(name: str) -> list[dict[str, Any]]:

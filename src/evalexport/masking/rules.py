@@ -544,16 +544,29 @@ def _host_at(text: str, start: int) -> int | None:
 
 def _port_or_none(text: str, end: int) -> bool:
     """Whether what follows a host candidate ending at ``end`` is no port, or a port: a ":"
-    then digits up to the host's end. ``p@ss:wordSECRET@host`` is a password holding "@"
-    then ":", not the host ``ss`` with a port."""
+    then digits up to the host's end, which a path, a query, a space or the end follows, or
+    a mark that ends a sentence or a quotation (``…@db:5432.``, ``…@host:5055, with …``)
+    where no other "@" comes before the next space. ``p@ss:wordSECRET@host`` is a password
+    holding "@" then ":", not the host ``ss`` with a port."""
     if end == len(text) or text[end] != ":":
         return True
     digits = end + 1
     while digits < len(text) and text[digits].isdigit():
         digits += 1
-    return digits > end + 1 and (
-        digits == len(text) or text[digits] in "/?#" or text[digits].isspace()
-    )
+    if digits == end + 1:
+        return False
+    if digits == len(text) or text[digits] in "/?#" or text[digits].isspace():
+        return True
+    if text[digits] not in _ENDS_A_PORT:
+        return False
+    space = digits
+    while space < len(text) and not text[space].isspace():
+        space += 1
+    return "@" not in text[digits:space]  # "p@ss:12,x@host": the password goes on
+
+
+_ENDS_A_PORT: Final = frozenset(",;.!)]}>'\"…")
+"""What may end a URL straight after its port, in prose or in a quotation."""
 
 
 # --- auth schemes and issuers' prefixes ------------------------------------------------------
