@@ -189,15 +189,18 @@ def _mlflow_beside(python: Path, script: str, *arguments: object) -> None:
     assert completed.returncode == 0, completed.stderr[-3000:]
 
 
-def _export(cli: Any, sample: Any, uri: str, experiment: str, *more: str) -> dict[str, Any]:
-    """Export ``sample`` (a sample run, or a rollouts file's path) with traces; its result."""
+def _export(
+    cli: Any, sample: Any, uri: str, experiment: str, *more: str, traces: bool = True
+) -> dict[str, Any]:
+    """Export ``sample`` (a sample run, or a rollouts file's path) with traces (unless
+    ``traces`` is false); its result."""
     rollouts = getattr(sample, "rollouts", sample)
     run = cli(
         "mlflow",
         f"+rollouts_jsonl_fpath={rollouts}",
         f"+mlflow_tracking_uri={uri}",
         f"+mlflow_experiment_name={experiment}",
-        "+traces=true",
+        f"+traces={str(traces).lower()}",
         "--json",
         *more,
     )
@@ -251,6 +254,15 @@ def test_a_rerun_resumes_an_unfinished_export_and_adds_only_what_it_lacks(
     assert planned["status"] == "succeeded", planned["message"]
     would = f"the export would resume MLflow run {first['run_id']}"
     assert any(would in notice for notice in planned["notices"]), planned["notices"]
+    # Without +traces the run would be finished short of its traces for good (a rerun with
+    # them is then skipped): refused, the run left to a rerun with them (a hostile trial).
+    dry = _export(cli, sample, mlflow_server.url, experiment, "--dry-run", traces=False)
+    assert dry["status"] == "failed", dry["message"]  # the dry run's verdict is the export's
+    assert "Rerun with +traces=true" in dry["message"]
+    without = _export(cli, sample, mlflow_server.url, experiment, traces=False)
+    assert without["status"] == "failed", without["message"]
+    assert f"MLflow run {first['run_id']}, which this rerun would finish" in without["message"]
+    assert "Rerun with +traces=true" in without["message"]
     rerun = _export(cli, sample, mlflow_server.url, experiment)
     assert rerun["status"] == "succeeded", rerun["message"]
     assert rerun["run_id"] == first["run_id"]

@@ -316,7 +316,7 @@ def test_the_worker_says_how_far_its_traces_are_while_it_logs_them(
     # Each long stage named as it begins: the steps' numbers alone do not say what they are.
     said = [r.getMessage() for r in caplog.records]
     uploading = next(line for line in said if line.startswith("mlflow: uploading "))
-    assert re.fullmatch(r"mlflow: uploading \d+ files \([\d.,]+ MiB\)", uploading), uploading
+    assert re.fullmatch(r"mlflow: uploading \d+ files \([\d.,]+ [KM]iB\)", uploading), uploading
     assert f"mlflow: logging {sample.rollout_count} traces, one a rollout" in said
 
 

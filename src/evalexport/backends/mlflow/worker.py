@@ -994,6 +994,9 @@ def _dry_run(client: Any, payload: MlflowPayload) -> WorkerResult:
         )
     if kinds["resumable"]:
         run = kinds["resumable"][0]
+        if "traces" not in payload and _holds_traces(client, experiment_id, run.info.run_id):
+            refused = _TracesLeftOut(run.info.run_id)
+            return result("failed", FAILED, f"MLflow export to {uri} would fail: {refused}")
         notices.append(
             f"the export would resume MLflow run {run.info.run_id}, which an earlier export of "
             f"this run's data left {run.info.status}, adding only what it lacks"
@@ -1060,6 +1063,12 @@ def run(
         if not isinstance(chosen, _Chosen):
             return chosen
         run_id = chosen.run_id
+        if (
+            chosen.resumed
+            and "traces" not in payload
+            and _holds_traces(client, experiment_id, run_id)
+        ):
+            raise _TracesLeftOut(run_id)
         if not chosen.resumed and (live := _live_runs(client, payload)):
             client.set_tag(run_id, LIVE_RUN_TAG, live[0])
         progress(2, total)
@@ -1087,8 +1096,9 @@ def run(
                 _traces_present(client, uri, experiment_id, run_id) if chosen.resumed else None
             )
             there = sum(present.values()) if present else 0  # _log_traces counts them down
-            if traces_count := payload.get("traces_count", 0):
-                say(f"logging {_counted(traces_count, 'trace')}, one a rollout")
+            if (to_log := payload.get("traces_count", 0) - there) > 0:
+                said = f" ({there:,} there already)" if there else ""
+                say(f"logging {_counted(to_log, 'trace')}, one a rollout{said}")
             traced = _log_traces(
                 client,
                 uri,
@@ -1116,6 +1126,8 @@ def run(
         if stopped:
             error.add_note(f"MLflow export to {uri} stopped{left}.")
             raise
+        if isinstance(error, _TracesLeftOut):
+            return result("failed", FAILED, f"MLflow export to {uri} failed{left}: {error}")
         if isinstance(error, _LeaseLost):
             return result(
                 "failed",
@@ -1163,7 +1175,36 @@ def _counted(count: int, what: str) -> str:
 
 
 def _mib(size: int) -> str:
-    return f"{size / 2**20:,.1f} MiB"
+    return f"{size / 2**10:,.1f} KiB" if size < 2**20 else f"{size / 2**20:,.1f} MiB"
+
+
+class _TracesLeftOut(Exception):
+    """A rerun without traces came to the run an export with traces left unfinished: it
+    would finish the run short of them for good (a finished run of the data is skipped for)."""
+
+    def __init__(self, run_id: str) -> None:
+        traces = named_option("traces", "true")
+        super().__init__(
+            f"MLflow run {run_id}, which this rerun would finish, was left unfinished by an "
+            f"export with {traces} and holds some of its traces; without {traces} this rerun "
+            f"would finish it short of the others for good. Rerun with {traces}: only the "
+            "traces the run lacks are added"
+        )
+
+
+def _holds_traces(client: Any, experiment_id: str, run_id: str) -> bool:
+    """Whether an earlier export logged traces for ``run_id`` (this MLflow traces at all)."""
+    from mlflow.tracking import MlflowClient
+
+    if traces_refusal(MlflowClient) is not None:
+        return False
+    found = client.search_traces(
+        experiment_ids=[experiment_id],
+        filter_string=f"tags.`{RUN_TRACE_TAG}` = '{run_id}'",
+        max_results=1,
+        include_spans=False,
+    )
+    return len(found) > 0
 
 
 def _left(lease: _Lease | None, status: str, error: BaseException) -> str:
