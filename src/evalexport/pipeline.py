@@ -55,7 +55,7 @@ from evalexport.run import RunArtifacts
 from evalexport.settings import TIME_LIMIT_VARIABLE, SettingError
 from evalexport.spec.base import OptionError, Target
 from evalexport.spec.hooks import call_hook, declares
-from evalexport.spec.workers import WorkerDelivery
+from evalexport.spec.workers import WorkerDelivery, WorkerSecretsError
 
 if TYPE_CHECKING:
     from evalexport.spec.base import AnyExporter, ExporterConfig
@@ -207,6 +207,8 @@ def export_run(
             str(run.run_dir),
             f"the {exporter.name} exporter called sys.exit({error.code!r}) during the export",
         )
+    except WorkerSecretsError as error:  # the exporter's own words for what to set
+        return ExportResult.failed(exporter.name, str(run.run_dir), str(error))
     except Exception as error:  # an exporter bug must still end in a result
         return ExportResult.failed(
             exporter.name,
@@ -453,7 +455,7 @@ def _resolved(
     set (``$EVALEXPORT_WORKER_TIME_LIMIT``, read here and only here) in place of the
     exporter's; and the time limit every wait of the export keeps to."""
     from evalexport.settings import worker_time_limit
-    from evalexport.spec.workers import DEFAULT_TIME_LIMIT
+    from evalexport.spec.workers import DEFAULT_TIME_LIMIT, WorkerSpec
 
     limit = worker_time_limit()
     target = call_hook(exporter.resolve, run=run, config=config, time_limit=limit)
@@ -466,6 +468,12 @@ def _resolved(
     worker = target.worker
     if worker is None:
         return target, DEFAULT_TIME_LIMIT if limit is None else limit
+    if not isinstance(worker, WorkerSpec):
+        raise ExportFailure(
+            f"the {exporter.name} exporter's resolve gave Target(worker=) a "
+            f"{type(worker).__name__}; it takes a WorkerSpec(requirements=...) from "
+            "evalexport.spec. This is a bug in the exporter."
+        )
     if limit is not None:
         worker = replace(worker, time_limit=limit)
     return replace(target, worker=worker), worker.time_limit

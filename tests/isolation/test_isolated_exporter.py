@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ from evalexport.progress import ProgressLog
 from evalexport.results import ExportStatus, SkipReason
 from evalexport.spec import Sdk
 from evalexport.spec.options import parse_options
-from tests.support.echo_exporter import EchoExporter
+from tests.support.echo_exporter import EchoConfig, EchoExporter
 
 
 def test_the_worker_runs_in_its_environment_and_reports_a_result(
@@ -365,3 +366,82 @@ def test_a_token_option_a_crashing_worker_printed_is_in_no_log_record_or_result(
     assert any("connecting with token" in record.getMessage() for record in caplog.records)
     assert token not in caplog.text
     assert token not in result.model_dump_json()
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"requirements": "six"}, "takes a tuple of requirements, ('mlflow>=2.10',), not 'six'"),
+        ({"requirements": ("six", 3)}, "holds a requirement that is no text"),
+        ({"requirements": ("six",), "time_limit": "60"}, "takes seconds above 0, not '60'"),
+        ({"requirements": ("six",), "time_limit": 0}, "takes seconds above 0, not 0"),
+        ({"requirements": ("six",), "secrets": ["TOKEN"]}, "WorkerSpec(secrets=...) takes a"),
+        ({"requirements": ("six",), "environment": {"A": 1}}, "WorkerSpec(environment=...)"),
+        ({"requirements": ("six",), "local_store": 3}, "takes a path, not 3"),
+    ],
+)
+def test_a_worker_spec_a_plugin_gets_wrong_is_refused_as_it_is_made(fields, said) -> None:
+    """A plugin's mistake in its WorkerSpec is told as its target is resolved, naming the
+    field (a hostile trial's plugin built an environment from "six" read as s, i, x, and
+    failed on a time limit of "60" only after it was built). A secret is never shown."""
+    from evalexport.spec import WorkerSpec
+
+    with pytest.raises(TypeError) as refused:
+        WorkerSpec(**fields)
+    assert said in str(refused.value)
+    assert "TOKEN" not in str(refused.value)
+
+
+def test_a_worker_spec_and_delivery_take_what_their_fields_mean() -> None:
+    from evalexport.spec import WorkerDelivery, WorkerSpec
+
+    spec = WorkerSpec(requirements=["six"], local_store="store.db")  # type: ignore[arg-type]
+    assert spec.requirements == ("six",)
+    assert spec.local_store == Path("store.db")
+    assert WorkerDelivery({"a": 1}, addresses={"a"}).addresses == frozenset({"a"})  # type: ignore[arg-type]
+    for fields, said in (
+        ({"payload": ["a"]}, "takes a mapping (the worker body's payload, a TypedDict), not list"),
+        ({"payload": {}, "read_back": "x"}, "takes a function, not 'x'"),
+        ({"payload": {}, "addresses": "uri"}, "takes the payload's keys, not 'uri'"),
+    ):
+        with pytest.raises(TypeError, match=re.escape(said)):
+            WorkerDelivery(**fields)
+
+
+def test_a_target_whose_worker_is_no_worker_spec_fails_naming_the_bug(
+    sample_run, tinysdk_1
+) -> None:
+    from evalexport.spec import Target
+
+    class NotASpec(EchoExporter):
+        def resolve(self, config: EchoConfig) -> Target:
+            return Target(where=self.name, worker="six")  # type: ignore[arg-type]
+
+    exporter = NotASpec()
+    config = parse_options(
+        exporter, {"rollouts_jsonl_fpath": str(sample_run.rollouts), "requirement": tinysdk_1}
+    )
+    result = export_run(exporter, sample_run.run, config)
+    assert result.exit_code == 1
+    assert "resolve gave Target(worker=) a str; it takes a WorkerSpec(requirements=...)" in (
+        result.message
+    )
+    assert "This is a bug in the exporter." in result.message
+
+
+def test_a_worker_secrets_error_from_resolve_is_the_exporters_own_words(
+    sample_run, tinysdk_1
+) -> None:
+    from evalexport.spec import Target, WorkerSecretsError
+
+    class NoToken(EchoExporter):
+        def resolve(self, config: EchoConfig) -> Target:
+            raise WorkerSecretsError("no token: set TINYSDK_TOKEN or run `tinysdk login`")
+
+    exporter = NoToken()
+    config = parse_options(
+        exporter, {"rollouts_jsonl_fpath": str(sample_run.rollouts), "requirement": tinysdk_1}
+    )
+    result = export_run(exporter, sample_run.run, config)
+    assert result.exit_code == 1
+    assert result.message == "no token: set TINYSDK_TOKEN or run `tinysdk login`"

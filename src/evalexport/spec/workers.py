@@ -61,6 +61,40 @@ class WorkerSpec:
     asked of a credential helper once): scrubbed from whatever the worker reports, never
     written to disk, never shown."""
 
+    def __post_init__(self) -> None:
+        """Each field as its type says, or a ``TypeError`` naming it, raised as the exporter
+        resolves its target (not after an environment is built from ``"six"`` read as
+        ``s``, ``i``, ``x``). A list of requirements and a local store given as a text are
+        taken as the tuple and the path they mean."""
+        requirements = self.requirements
+        if isinstance(requirements, str | bytes) or not isinstance(requirements, tuple | list):
+            raise TypeError(
+                "WorkerSpec(requirements=...) takes a tuple of requirements, "
+                f"('mlflow>=2.10',), not {requirements!r}"
+            )
+        if not all(isinstance(each, str) and each.strip() for each in requirements):
+            raise TypeError(
+                f"WorkerSpec(requirements=...) holds a requirement that is no text: {requirements!r}"
+            )
+        object.__setattr__(self, "requirements", tuple(requirements))
+        limit = self.time_limit
+        if isinstance(limit, bool) or not isinstance(limit, int | float) or not limit > 0:
+            raise TypeError(f"WorkerSpec(time_limit=...) takes seconds above 0, not {limit!r}")
+        for name in ("environment", "secrets"):
+            given = getattr(self, name)
+            if not isinstance(given, Mapping) or not all(
+                isinstance(key, str) and isinstance(value, str) for key, value in given.items()
+            ):
+                shown = type(given).__name__ if name == "secrets" else repr(given)
+                raise TypeError(
+                    f"WorkerSpec({name}=...) takes a mapping of variable names to texts, "
+                    f"not {shown}"
+                )
+        if isinstance(self.local_store, str):
+            object.__setattr__(self, "local_store", Path(self.local_store))
+        elif self.local_store is not None and not isinstance(self.local_store, Path):
+            raise TypeError(f"WorkerSpec(local_store=...) takes a path, not {self.local_store!r}")
+
 
 @final
 @dataclass(frozen=True)
@@ -77,3 +111,22 @@ class WorkerDelivery(Generic[PayloadT]):
     password in it) and which local files to read. The pipeline passes every other value
     through the export's egress gate (:meth:`evalexport.egress.Egress.payload`), so what the
     worker sends is masked; an address is never content."""
+
+    def __post_init__(self) -> None:
+        """The payload a mapping, ``read_back`` callable, ``addresses`` texts (any collection
+        of them is taken as the frozenset it means), or a ``TypeError`` naming the field."""
+        if not isinstance(self.payload, Mapping):
+            raise TypeError(
+                "WorkerDelivery(payload=...) takes a mapping (the worker body's payload, a "
+                f"TypedDict), not {type(self.payload).__name__}"
+            )
+        if self.read_back is not None and not callable(self.read_back):
+            raise TypeError(
+                f"WorkerDelivery(read_back=...) takes a function, not {self.read_back!r}"
+            )
+        addresses = self.addresses
+        if isinstance(addresses, str) or not all(isinstance(key, str) for key in addresses):
+            raise TypeError(
+                f"WorkerDelivery(addresses=...) takes the payload's keys, not {addresses!r}"
+            )
+        object.__setattr__(self, "addresses", frozenset(addresses))
