@@ -324,6 +324,9 @@ ADVERSARIAL_TEXTS = [
     "https://u:" + "b" * 1_000_000,
     '"' + "a" * 1_000_000,
     "api_key: " + "v " * 500_000 + "\r\nmodel: m",
+    # A host and a port that a mark ends, again and again after one password (#65's port rule
+    # looked to the next space from each: quadratic).
+    "http://u:p" + "@h:1," * 200_000,
 ]
 
 

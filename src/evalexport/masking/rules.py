@@ -536,18 +536,23 @@ def _host_at(text: str, start: int) -> int | None:
             text[end] in _HOST_ENDS or text[end] == "@" or text[end].isspace()
         ):
             end += 1
-        if end > at + 1 and (end == len(text) or text[end] != "@") and _port_or_none(text, end):
+        if (
+            end > at + 1
+            and (end == len(text) or text[end] != "@")
+            and _port_or_none(text, end, limit)
+        ):
             return at if at > start else None  # "user:@host": no password to mask
         at = text.find("@", end, limit)
     return None
 
 
-def _port_or_none(text: str, end: int) -> bool:
+def _port_or_none(text: str, end: int, limit: int) -> bool:
     """Whether what follows a host candidate ending at ``end`` is no port, or a port: a ":"
     then digits up to the host's end, which a path, a query, a space or the end follows, or
     a mark that ends a sentence or a quotation (``…@db:5432.``, ``…@host:5055, with …``)
-    where no other "@" comes before the next space. ``p@ss:wordSECRET@host`` is a password
-    holding "@" then ":", not the host ``ss`` with a port."""
+    where no other "@" the password may end at (before ``limit``) comes before the next
+    space. ``p@ss:wordSECRET@host`` is a password holding "@" then ":", not the host ``ss``
+    with a port."""
     if end == len(text) or text[end] != ":":
         return True
     digits = end + 1
@@ -559,10 +564,8 @@ def _port_or_none(text: str, end: int) -> bool:
         return True
     if text[digits] not in _ENDS_A_PORT:
         return False
-    space = digits
-    while space < len(text) and not text[space].isspace():
-        space += 1
-    return "@" not in text[digits:space]  # "p@ss:12,x@host": the password goes on
+    later = text.find("@", digits, limit)  # "p@ss:12,x@host": the password goes on
+    return later < 0 or any(character.isspace() for character in text[digits:later])
 
 
 _ENDS_A_PORT: Final = frozenset(",;.!)]}>'\"…")
