@@ -50,9 +50,8 @@ def stage(exporter: str, text: str, *, delivering: bool = False) -> None:
     too."""
     logger.info("%s: %s", exporter, text)
     if delivering:
-        for log in list(_KEPT_ALIVE):
-            if log.label == exporter:
-                log.begin()
+        for log in _kept_alive(exporter):
+            log.begin()
 
 
 def interval() -> float:
@@ -255,9 +254,13 @@ def speaking_for(exporter: str) -> Iterator[None]:
     finally:
         with _SPOKEN_FOR_LOCK:
             _SPOKEN_FOR[exporter] -= 1
-        for log in list(_KEPT_ALIVE):
-            if log.label == exporter:
-                log.heard()
+        for log in _kept_alive(exporter):
+            log.heard()
+
+
+def _kept_alive(exporter: str) -> list[ProgressLog]:
+    """The kept-alive logs of ``exporter``'s work open now."""
+    return [log for log in list(_KEPT_ALIVE) if log.label == exporter]
 
 
 _reading: ContextVar[Progress | None] = ContextVar("evalexport_reading_progress", default=None)

@@ -994,7 +994,7 @@ def _dry_run(client: Any, payload: MlflowPayload) -> WorkerResult:
         )
     if kinds["resumable"]:
         run = kinds["resumable"][0]
-        if "traces" not in payload and _holds_traces(client, experiment_id, run.info.run_id):
+        if _leaves_traces_out(client, payload, experiment_id, run.info.run_id):
             refused = _TracesLeftOut(run.info.run_id)
             return result("failed", FAILED, f"MLflow export to {uri} would fail: {refused}")
         notices.append(
@@ -1063,11 +1063,7 @@ def run(
         if not isinstance(chosen, _Chosen):
             return chosen
         run_id = chosen.run_id
-        if (
-            chosen.resumed
-            and "traces" not in payload
-            and _holds_traces(client, experiment_id, run_id)
-        ):
+        if chosen.resumed and _leaves_traces_out(client, payload, experiment_id, run_id):
             raise _TracesLeftOut(run_id)
         if not chosen.resumed and (live := _live_runs(client, payload)):
             client.set_tag(run_id, LIVE_RUN_TAG, live[0])
@@ -1087,7 +1083,7 @@ def run(
             progress(done, total)
         if payload["artifacts"]:
             size = sum(Path(path).stat().st_size for path in payload["artifacts"])
-            say(f"uploading {_counted(len(payload['artifacts']), 'file')} ({_mib(size)})")
+            say(f"uploading {_counted(len(payload['artifacts']), 'file')} ({_size(size)})")
         for done, path in enumerate(payload["artifacts"], start=3 + len(payload["batches"])):
             client.log_artifact(run_id, path)  # a resumed run's copy is written again
             progress(done, total)
@@ -1097,8 +1093,7 @@ def run(
             )
             there = sum(present.values()) if present else 0  # _log_traces counts them down
             if (to_log := payload.get("traces_count", 0) - there) > 0:
-                said = f" ({there:,} there already)" if there else ""
-                say(f"logging {_counted(to_log, 'trace')}, one a rollout{said}")
+                say(f"logging {_counted(to_log, 'trace')}, one a rollout{_there_already(there)}")
             traced = _log_traces(
                 client,
                 uri,
@@ -1166,15 +1161,18 @@ def run(
 def _traces_said(logged: int, there: int) -> str:
     """What the result says of the traces: as many as were logged, and on a resumed run
     those it held already."""
-    said = f", with {_counted(logged, 'trace')} logged"
-    return said + (f" ({there:,} there already)" if there else "")
+    return f", with {_counted(logged, 'trace')} logged{_there_already(there)}"
+
+
+def _there_already(there: int) -> str:
+    return f" ({there:,} there already)" if there else ""
 
 
 def _counted(count: int, what: str) -> str:
     return f"{count:,} {what}{'' if count == 1 else 's'}"
 
 
-def _mib(size: int) -> str:
+def _size(size: int) -> str:
     return f"{size / 2**10:,.1f} KiB" if size < 2**20 else f"{size / 2**20:,.1f} MiB"
 
 
@@ -1192,11 +1190,14 @@ class _TracesLeftOut(Exception):
         )
 
 
-def _holds_traces(client: Any, experiment_id: str, run_id: str) -> bool:
-    """Whether an earlier export logged traces for ``run_id`` (this MLflow traces at all)."""
+def _leaves_traces_out(
+    client: Any, payload: MlflowPayload, experiment_id: str, run_id: str
+) -> bool:
+    """Whether this export, without traces, would resume ``run_id``, for which an earlier
+    export logged traces (when this MLflow traces at all)."""
     from mlflow.tracking import MlflowClient
 
-    if traces_refusal(MlflowClient) is not None:
+    if "traces" in payload or traces_refusal(MlflowClient) is not None:
         return False
     found = client.search_traces(
         experiment_ids=[experiment_id],
