@@ -7,6 +7,11 @@ A saved config is input, and one value can be large (a long few-shot prompt). Pr
 shape and size, the best of N ``mask_config`` times and the time per megabyte; a linear rule
 keeps the per-megabyte figure flat as the size grows, a backtracking one multiplies it.
 
+    python benchmarks/masking.py --texts [--runs N]
+
+A row's JSON text masked where it stands (a trace's line): worst-case rows and the same rows
+without an anchor of the rules, each against ``json.loads`` of the same text.
+
     python benchmarks/masking.py --rows 200,1000 [--repeat 3] [--cpu 1]
 
 Issue #65's worst case: for each size (MiB of rollouts), a run whose every row (about 22 KB:
@@ -239,14 +244,49 @@ def _masked_rows(message: str) -> int | None:
     return int(message.split(marker, 1)[1].split(" ", 1)[0])
 
 
+def row_texts(count: int, rounds: int) -> None:
+    """Microseconds of CPU a row's JSON text costs the egress gate's row masking (the text of a
+    trace's line, :meth:`~evalexport.egress.Egress.row`): worst-case rows (every one holding
+    secrets, with a non-Latin-1 character, as an answer often has) and the same rows with every
+    anchor of the rules taken out, each against ``json.loads`` of the same text (the floor:
+    masking a text by parsing it cannot cost less). The best of ``rounds``, in this process."""
+    import re
+    import time
+
+    from evalexport.masking.values import ValueMasking
+
+    worst = [json.dumps(worst_case_row(index), ensure_ascii=False) for index in range(count)]
+    anchors = re.compile(r"(?i)api_key|password|bearer|secret|token|auth|key|sk-|@|pass|basic")
+    plain = [anchors.sub("x", text) for text in worst]
+    masking = ValueMasking((), "free")
+
+    def cpu(work: Any, texts: list[str]) -> float:
+        best = float("inf")
+        for _ in range(rounds):
+            started = time.process_time()
+            for text in texts:
+                work(text)
+            best = min(best, time.process_time() - started)
+        return best / len(texts) * 1e6
+
+    print(f"{'rows':<28} {'KB':>6} {'json.loads':>11} {'masked':>9} {'ratio':>6}")
+    for name, texts in (("worst case", worst), ("no anchor", plain)):
+        floor, masked = cpu(json.loads, texts), cpu(masking.json_text, texts)
+        size = sum(map(len, texts)) / len(texts) / 1e3
+        print(f"{name:<28} {size:>6.1f} {floor:>9.1f}us {masked:>7.1f}us {masked / floor:>5.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rows", help="sizes in MiB, comma-separated: the row-heavy export")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cpu", type=int, default=None, help="pin the benchmark to this core")
+    parser.add_argument("--texts", action="store_true", help=row_texts.__doc__)
     arguments = parser.parse_args()
-    if arguments.rows:
+    if arguments.texts:
+        row_texts(2000, arguments.runs)
+    elif arguments.rows:
         if arguments.cpu is not None:
             os.sched_setaffinity(0, {arguments.cpu})
         rows([int(size) for size in arguments.rows.split(",")], arguments.repeat, arguments.cpu)

@@ -15,16 +15,16 @@ text that is not JSON) is left to the parsed path, which the fast path equals va
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from typing import TYPE_CHECKING, Final
 
 from evalexport.masking.names import names_a_secret, names_a_vocabulary_token
 from evalexport.masking.rules import (
-    ANCHORS,
     LAST_WORD_ANCHORS,
+    anchor_places,
     ends_a_last_word,
-    lowered,
     run_end,
 )
 
@@ -47,8 +47,7 @@ def masked_json_text(masking: ValueMasking, text: str) -> str | None:
     path (module docstring)."""
     if _HIDING.search(text) is not None:
         return None
-    lower = lowered(text)
-    anchors = _Anchors(lower)
+    anchors = _Anchors(text)
     if not anchors.next:
         return text
     if text.lstrip()[:1] not in ("{", "[", '"'):
@@ -64,16 +63,15 @@ def masked_json_text(masking: ValueMasking, text: str) -> str | None:
             held, end = _SCAN_STRING(text, opening + 1)
         except ValueError:
             return None
-        found = anchors.before(end)
         colon = run_end(_SPACE, text, end)
         if not text.startswith(":", colon):  # a string in an array or a mapping's value
-            masked_text = masking.text(held, found)
+            masked_text = masking.text(held)
             if masked_text != held:
                 pieces += [text[done:opening], _encoded(masked_text)]
                 done = end
             anchors.skip(end)
             continue
-        if masking.text(held, found) != held:
+        if masking.text(held) != held:
             return None  # a key the rules change: the parsed path keeps keys apart
         if not names_a_secret(held, masking.kind):
             anchors.skip(end)
@@ -94,37 +92,30 @@ def masked_json_text(masking: ValueMasking, text: str) -> str | None:
 
 
 class _Anchors:
-    """Where each anchor stands next in a lower-cased text: the text is looked through once
-    per anchor, each search taking up where the last string read ended."""
+    """Where each anchor stands next in a text: every place of every anchor found in one pass
+    (:func:`~evalexport.masking.rules.anchor_places`), each anchor then moved past the
+    strings read."""
 
-    def __init__(self, lowered: str) -> None:
-        self._text = lowered
+    def __init__(self, text: str) -> None:
+        self._places: dict[str, list[int]] = {}
         self.next: dict[str, int] = {}
-        for anchor in ANCHORS:
-            self._find(anchor, 0)
-
-    def _find(self, anchor: str, start: int) -> None:
-        """The anchor's next place at ``start`` or after (a last word only where no
-        lower-case letter follows it), or none."""
-        text = self._text
-        at = text.find(anchor, start)
-        if anchor in LAST_WORD_ANCHORS:
-            while at >= 0 and not ends_a_last_word(text, at + len(anchor), anchor):
-                at = text.find(anchor, at + len(anchor))
-        if at < 0:
-            self.next.pop(anchor, None)
-        else:
-            self.next[anchor] = at
-
-    def before(self, end: int) -> set[str]:
-        """The anchors standing before ``end``."""
-        return {anchor for anchor, at in self.next.items() if at < end}
+        for anchor, places in anchor_places(text).items():
+            if anchor in LAST_WORD_ANCHORS:  # a last word only where no lower-case letter follows
+                places = [at for at in places if ends_a_last_word(text, at + len(anchor), anchor)]
+            if places:
+                self._places[anchor] = places
+                self.next[anchor] = places[0]
 
     def skip(self, end: int) -> None:
         """Move past ``end``: each anchor to its next place from there."""
         for anchor, at in list(self.next.items()):
             if at < end:
-                self._find(anchor, end)
+                places = self._places[anchor]
+                index = bisect.bisect_left(places, end)
+                if index < len(places):
+                    self.next[anchor] = places[index]
+                else:
+                    del self.next[anchor]
 
 
 def _opening_quote(text: str, at: int) -> int | None:
