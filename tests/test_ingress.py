@@ -181,7 +181,9 @@ def test_a_health_file_that_is_no_file_is_left_out_with_a_note(
     else:
         path.symlink_to(tmp_path / "nowhere.jsonl")
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    for extra in (["--dry-run"], []):
+    # The export reads as its dry run does (one pipeline): one kind is exported too, through
+    # the real MLflow, the others dry-run only (an MLflow worker each saved).
+    for extra in (["--dry-run"], []) if kind == "fifo" else (["--dry-run"],):
         result = json.loads(
             cli(
                 "mlflow",
