@@ -459,3 +459,42 @@ def test_inspect_of_a_gym_jobs_benchmark_directory_inspects_its_run(cli, tmp_pat
     shown = cli("inspect", job.directory / "aime24")
     assert shown.exit_code == 0, shown.output
     assert str(job.job.rollouts("aime24")) in shown.stdout
+
+
+def test_the_cli_keeps_what_a_run_decided_in_that_run_not_in_its_modules() -> None:
+    """The command at hand and the exit code decided before printing live in the run's
+    ``Invocation`` (#66): no ``global`` in the CLI's modules, so a program that runs the CLI
+    more than once, or in two threads, never gets one run's state in another."""
+    import ast
+    from pathlib import Path
+
+    import evalexport.cli
+
+    package = Path(evalexport.cli.__file__).parent
+    holding = sorted(
+        f"{path.name}:{node.lineno}"
+        for path in package.glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Global)
+    )
+    assert holding == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["plan", "task", "tasks.json"], "plan"),  # raised in plan's own branch
+        (["plan", "run", "plan.yaml", "--workers", "many"], "plan"),  # in its flag check
+        (["contract", "scaffold", "tinytrack"], "contract"),  # in a helper of contract's
+        (["list", "extra"], "list"),
+        (["envs", "run"], "envs"),  # envs run reads its own command line
+    ],
+)
+def test_a_usage_error_raised_anywhere_in_a_command_points_to_that_commands_help(
+    cli, argv: list[str], command: str
+) -> None:
+    done = cli(*argv)
+    assert done.exit_code == 2, done.output
+    assert done.stderr.startswith("evalexport: error: "), done.stderr
+    assert f"Run 'evalexport {command} --help' for usage." in done.stderr
+    assert "Traceback" not in done.output

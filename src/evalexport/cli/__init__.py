@@ -32,10 +32,9 @@ from evalexport.cli._args import (
     OK,
     USAGE,
     Arguments,
+    Invocation,
     UsageError,
-    decided_exit_code,
     parse,
-    set_help_topic,
     usage_error,
 )
 from evalexport.workers.exit_codes import ExitCode
@@ -61,17 +60,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     from evalexport.interrupts import Interrupted, signals_raise
     from evalexport.settings import SettingError
 
-    decided_exit_code(reset=True)
+    invocation = Invocation()
     returned: int | None = None
     try:
         with signals_raise():
-            returned = _main(list(sys.argv[1:] if argv is None else argv))
+            returned = _main(list(sys.argv[1:] if argv is None else argv), invocation)
             # A pipe's stdout is block-buffered: write it out here, where a reader that went
             # away is caught, not at the interpreter's exit (which would make the code 120).
             sys.stdout.flush()
             return returned
-    except SettingError as error:  # an evalexport variable of the environment, unusable
-        return usage_error(str(error))
+    # Raised anywhere in the command (a SettingError: an evalexport variable of the
+    # environment, unusable): the command's own help is named.
+    except (UsageError, SettingError) as error:
+        return usage_error(str(error), invocation.help_topic)
     except Interrupted as interruption:
         # Whatever was under way unwound on the way here (workers stopped, scratch removed);
         # an export interrupted mid-way returned its own result instead (SPEC §3.4).
@@ -84,21 +85,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = decided_exit_code()
+        code = invocation.decided
         if code is None:
             code = OK if returned is None else returned
         return code
 
 
-def _main(args: list[str]) -> int:
-    set_help_topic(None)
+def _main(args: list[str], invocation: Invocation) -> int:
     if args[:2] == ["envs", "run"]:
-        set_help_topic("envs")  # the rest is the tool's own command line, flags and all
+        invocation.help_topic = "envs"  # the rest is the tool's own command line, flags and all
         return envs.run_tool(args[2:])
-    try:
-        arguments = parse(args, _VALUE_FLAGS, _SWITCHES)
-    except UsageError as error:
-        return usage_error(str(error))
+    arguments = parse(args, _VALUE_FLAGS, _SWITCHES, invocation)
     if arguments.version:
         print(f"evalexport {__version__}")
         return OK
@@ -117,16 +114,16 @@ def _main(args: list[str]) -> int:
         if not rest:
             _print_overview(sys.stdout)
             return OK
-        return _main([rest[0], "--help"])
+        return _main([rest[0], "--help"], invocation)
     command = COMMANDS.get(name)
     if command is None:
         from evalexport.spec.registry import exporter_entries
 
-        set_help_topic(name if name in exporter_entries() else None)
+        invocation.help_topic = name if name in exporter_entries() else None
         return export.run(name, arguments, rest)
-    set_help_topic(name)
+    invocation.help_topic = name
     if misplaced := _flags_not_taken(command, arguments):
-        return usage_error(
+        raise UsageError(
             f"{name}: {', '.join(misplaced)} "
             f"{'is not a flag' if len(misplaced) == 1 else 'are not flags'} of this command; "
             f"it takes {', '.join(command.FLAGS)} (see evalexport {name} --help)"

@@ -1,4 +1,5 @@
-"""Command-line tokens into :class:`Arguments`, and the usage error every command shares.
+"""Command-line tokens into :class:`Arguments`, and the usage error every command shares: a
+command raises :class:`UsageError`, and the dispatcher prints it with the command's help.
 
 Each command declares its own flags (``FLAGS``, and among them the ``VALUE_FLAGS`` that take a
 value); a flag a command does not take is refused by name, never ignored.
@@ -19,17 +20,30 @@ __all__ = [
     "OK",
     "USAGE",
     "Arguments",
+    "Invocation",
     "UsageError",
-    "decided",
-    "decided_exit_code",
     "parse",
-    "set_help_topic",
     "usage_error",
 ]
 
 
 class UsageError(Exception):
-    """A command line that cannot be run as written (exit code 2)."""
+    """A command line that cannot be run as written (exit code 2): raised anywhere in a
+    command, printed by the dispatcher with the help of the command at hand
+    (:func:`usage_error`)."""
+
+
+@dataclass
+class Invocation:
+    """One run of the command line: the command at hand, and what it decided before printing
+    its outcome (kept here, not in the module: a program may run the CLI more than once)."""
+
+    help_topic: str | None = None
+    """The command (or exporter) being run, whose own ``--help`` a usage error points to."""
+    decided: int | None = None
+    """The exit code the command decided on before it printed its outcome: a reader that goes
+    away mid-print (``| head -1``) leaves it as it was (a closed pipe alone is no failure, and
+    no success either)."""
 
 
 @dataclass
@@ -47,6 +61,14 @@ class Arguments:
     """Flags given with a value: ``--workers 3``, ``--fake PATH``."""
     switches: set[str] = field(default_factory=set)
     """Flags of one command that take no value: ``--slurm``, ``--wait``."""
+    invocation: Invocation = field(default_factory=Invocation)
+    """The run of the command line these arguments are of."""
+
+    def decide(self, code: int) -> int:
+        """Record ``code`` as the command's outcome, before it is printed (it stands if the
+        reader goes away mid-print); return it."""
+        self.invocation.decided = int(code)
+        return self.invocation.decided
 
     def given_flags(self) -> set[str]:
         """Every flag given, with or without a value."""
@@ -59,10 +81,16 @@ class Arguments:
         return given
 
 
-def parse(argv: Sequence[str], value_flags: Iterable[str], switches: Iterable[str]) -> Arguments:
-    """``argv`` as :class:`Arguments`; ``value_flags`` and ``switches`` are every command's."""
+def parse(
+    argv: Sequence[str],
+    value_flags: Iterable[str],
+    switches: Iterable[str],
+    invocation: Invocation | None = None,
+) -> Arguments:
+    """``argv`` as :class:`Arguments` of ``invocation``; ``value_flags`` and ``switches`` are
+    every command's."""
     value_flags, switches = frozenset(value_flags), frozenset(switches)
-    arguments = Arguments()
+    arguments = Arguments(invocation=invocation or Invocation())
     tokens = list(argv)
     while tokens:
         token = tokens.pop(0)
@@ -102,42 +130,10 @@ def parse(argv: Sequence[str], value_flags: Iterable[str], switches: Iterable[st
     return arguments
 
 
-_decided: int | None = None
-"""The exit code the command at hand decided on before it printed its outcome."""
-
-
-def decided(code: int) -> int:
-    """Record ``code`` as the command's outcome, before it is printed, and return it: a
-    reader that goes away mid-print (``| head -1``) leaves it as it was (a closed pipe alone
-    is no failure, and no success either)."""
-    global _decided
-    _decided = int(code)
-    return _decided
-
-
-def decided_exit_code(reset: bool = False) -> int | None:
-    """The code :func:`decided` recorded, or ``None``; ``reset`` forgets it (a new command)."""
-    global _decided
-    code = _decided
-    if reset:
-        _decided = None
-    return code
-
-
-_help_topic: str | None = None
-"""The command (or exporter) being run, whose own ``--help`` a usage error points to."""
-
-
-def set_help_topic(topic: str | None) -> None:
-    """Point later usage errors at ``evalexport TOPIC --help`` (``None``: ``evalexport --help``)."""
-    global _help_topic
-    _help_topic = topic
-
-
-def usage_error(message: str) -> int:
-    """Print ``evalexport: error: MESSAGE`` and the help of the command at hand on stderr;
-    return exit code 2."""
+def usage_error(message: str, topic: str | None = None) -> int:
+    """Print ``evalexport: error: MESSAGE`` and where the help of ``topic`` (the command or
+    exporter at hand; ``None``: the tool's) is, on stderr; return exit code 2."""
     print(f"evalexport: error: {message}", file=sys.stderr)
-    where = f"evalexport {_help_topic} --help" if _help_topic else "evalexport --help"
+    where = f"evalexport {topic} --help" if topic else "evalexport --help"
     print(f"Run '{where}' for usage.", file=sys.stderr)
     return USAGE

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from evalexport.cli._args import OK, Arguments, decided, usage_error
+from evalexport.cli._args import OK, Arguments, UsageError
 
 if TYPE_CHECKING:
     from evalexport.contracts.drift import Report
@@ -108,14 +108,14 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         if help_asked:
             print(_help(rest[0] if rest else None))
             return OK
-        return usage_error(
+        raise UsageError(
             "usage: evalexport contract manifest|check|verify SDK, or contract matrix "
             "(see contract --help)"
         )
     subcommand = "matrix" if matrix else rest[0]
     given = set(values) | set(arguments.switches)
     if refused := sorted(given - _TAKES[subcommand]):
-        return usage_error(
+        raise UsageError(
             f"contract {subcommand} takes no {', '.join(refused)}: "
             f"usage: {' '.join(USAGES[subcommand].split())}"
         )
@@ -124,8 +124,8 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         try:
             report = check_matrix(contracts, rest[1:])
         except ContractError as error:
-            return usage_error(str(error))
-        return _reported(report)
+            raise UsageError(str(error)) from None
+        return _reported(report, arguments)
     action, sdk = rest
     fake = Path(values["--fake"]) if "--fake" in values else None
     if action == "scaffold":
@@ -146,7 +146,7 @@ def run(arguments: Arguments, rest: list[str]) -> int:
             # The version is the SDK's own __version__: it names a file only once it is one
             # name of a version (the ingress gate's rule for names, and the scaffold's).
             if (problem := version_problem(manifest["version"])) is not None:
-                return usage_error(f"cannot write the manifest of {sdk}: {problem}")
+                raise UsageError(f"cannot write the manifest of {sdk}: {problem}")
             home = manifest_home(sdk, contracts)
             written = child(home, f"{manifest['version']}.json", named_by="the SDK's version")
             written.parent.mkdir(parents=True, exist_ok=True)
@@ -160,13 +160,13 @@ def run(arguments: Arguments, rest: list[str]) -> int:
             else verify_release(sdk, contracts, values.get("--requirement"), _python(values))
         )
     except ContractError as error:
-        return usage_error(str(error))
-    return _reported(report)
+        raise UsageError(str(error)) from None
+    return _reported(report, arguments)
 
 
-def _reported(report: Report) -> int:
+def _reported(report: Report, arguments: Arguments) -> int:
     """Print ``report``'s lines; its exit code, decided."""
-    decided(report.exit_code)
+    arguments.decide(report.exit_code)
     print("\n".join(report.lines))
     return report.exit_code
 
@@ -184,7 +184,7 @@ def _scaffold(sdk: str, values: dict[str, str]) -> int:
     flags = ("--requirement", "--fake", "--python", "--manifest")
     sources = [flag for flag in flags if flag in values]
     if len(sources) != 1 or "--out" not in values:
-        return usage_error(
+        raise UsageError(
             "contract scaffold SDK takes one of --requirement REQ, --fake PATH, --python PY or "
             "--manifest FILE, and --out DIR (see evalexport contract --help)"
         )
@@ -200,9 +200,9 @@ def _scaffold(sdk: str, values: dict[str, str]) -> int:
                 python=_python(values),
             )
     except ContractError as error:
-        return usage_error(str(error))
+        raise UsageError(str(error)) from None
     if manifest["sdk"] != sdk:
-        return usage_error(f"the manifest is of {manifest['sdk']!r}, not {sdk}")
+        raise UsageError(f"the manifest is of {manifest['sdk']!r}, not {sdk}")
     # The fake holds what the worker uses (of each class it reads, those reads); with no
     # installed exporter declaring the SDK, the manifest's whole surface.
     surface = None
@@ -211,9 +211,9 @@ def _scaffold(sdk: str, values: dict[str, str]) -> int:
     try:
         scaffold = write_scaffold(manifest, out, surface)
     except ScaffoldError as error:
-        return usage_error(str(error))
+        raise UsageError(str(error)) from None
     except OSError as error:
-        return usage_error(f"cannot scaffold into {out}: {error}")
+        raise UsageError(f"cannot scaffold into {out}: {error}") from None
     print(
         f"wrote a fake {sdk} {manifest['version']} in {scaffold.project} ({len(scaffold.files)} "
         f"files; its source root is {scaffold.source_root})"

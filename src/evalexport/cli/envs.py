@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalexport.cli._args import FAILED, OK, Arguments, usage_error
+from evalexport.cli._args import FAILED, OK, Arguments, UsageError
 from evalexport.progress import human_size
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     if rest[:1] == ["remove"]:
         names = rest[1:]
         if remove_all == bool(names):
-            return usage_error("'envs remove' takes one NAME or --all")
+            raise UsageError("'envs remove' takes one NAME or --all")
         chosen = (
             environments
             if remove_all
@@ -73,13 +73,13 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         )
         if not chosen:
             known = ", ".join(env.path.name for env in environments) or "none"
-            return usage_error(f"no environment named {names[0]!r}; environments: {known}")
+            raise UsageError(f"no environment named {names[0]!r}; environments: {known}")
         for environment in chosen:
             remove_environment(environment)
             print(f"removed {environment.path}")
         return OK
     if rest:
-        return usage_error(
+        raise UsageError(
             f"unknown 'envs' argument {rest[0]!r}; use 'envs', 'envs remove' or 'envs run'"
         )
     rows: list[dict[str, Any]] = [
@@ -120,27 +120,29 @@ def run_tool(tokens: list[str]) -> int:
 
     if not tokens or tokens[0] in ("-h", "--help"):
         print(_HELP.format(root=environments_root()))
-        return OK if tokens else usage_error("'envs run' needs NAME and TOOL")
+        if not tokens:
+            raise UsageError("'envs run' needs NAME and TOOL")
+        return OK
     name, *rest = tokens
     requirements: list[str] = []
     while rest and rest[0].split("=", 1)[0] == "--requirement":
         flag, _, value = rest.pop(0).partition("=")
         if not value:
             if not rest:
-                return usage_error(f"envs run: {flag} needs a requirement (e.g. mlflow==2.22.1)")
+                raise UsageError(f"envs run: {flag} needs a requirement (e.g. mlflow==2.22.1)")
             value = rest.pop(0)
         requirements.append(value)
     logging.basicConfig(level=logging.INFO, format="evalexport: %(message)s", stream=sys.stderr)
     try:
         environment = _environment(name, tuple(requirements))
     except LookupError as error:
-        return usage_error(f"envs run: {error}")
+        raise UsageError(f"envs run: {error}") from None
     except RuntimeError as error:  # the build failed: the installer's own words
         print(f"evalexport: error: {error}", file=sys.stderr)
         return FAILED
     tools = _tools(environment.path)
     if not rest:
-        return usage_error(
+        raise UsageError(
             f"envs run {name}: name the tool to run; {environment.path.name} has "
             f"{', '.join(tools) or 'none'}"
         )
@@ -148,7 +150,7 @@ def run_tool(tokens: list[str]) -> int:
     if tool == "python":  # the environment's own interpreter: to read what an export wrote
         tools = [*tools, "python"]
     if tool not in tools:
-        return usage_error(
+        raise UsageError(
             f"envs run {name}: {tool!r} is not a tool of {environment.path.name}; it has "
             f"{', '.join(tools) or 'none'}, and python (its own interpreter)"
         )

@@ -6,7 +6,7 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Any
 
-from evalexport.cli._args import OK, Arguments, decided, usage_error
+from evalexport.cli._args import OK, Arguments, UsageError
 from evalexport.host.stdout import others_write_to_stderr
 from evalexport.progress import ProgressLog, human_size
 
@@ -34,12 +34,12 @@ def run(name: str, arguments: Arguments, rest: list[str]) -> int:
         try:
             print(_exporter_help(load_exporter(name)))
         except UnknownExporterError as error:
-            return usage_error(str(error))
+            raise UsageError(str(error)) from None
         except ExporterLoadError as error:
             return report(arguments, ExportResult.failed(name, "", str(error)))
         return OK
     if foreign := sorted(flag for flag in arguments.given_flags() if flag not in FLAGS):
-        return usage_error(
+        raise UsageError(
             f"{name}: {', '.join(foreign)} "
             f"{'is not a flag' if len(foreign) == 1 else 'are not flags'} of an export; an export "
             "takes --json, --dry-run and +key=value options (see evalexport "
@@ -74,7 +74,7 @@ def run(name: str, arguments: Arguments, rest: list[str]) -> int:
         if arguments.json:
             print(result.model_dump_json())  # one line, as every result
         said_by_name = result.message.startswith(f"unknown exporter {name!r}")
-        return usage_error(result.message if said_by_name else f"{name}: {result.message}")
+        raise UsageError(result.message if said_by_name else f"{name}: {result.message}")
     return report(arguments, result)
 
 
@@ -139,7 +139,7 @@ class _ProgressLine(logging.Filter):
 
 def report(arguments: Arguments, result: ExportResult) -> int:
     """Print ``result`` (one JSON line with ``--json``, else its summary and plan); its exit code."""
-    decided(int(result.exit_code))  # before printing: a closed pipe cannot turn it into 0
+    arguments.decide(int(result.exit_code))  # before printing: a closed pipe cannot turn it into 0
     if arguments.json:
         # One line, and only it: results append to JSON-lines logs as they are; stderr keeps
         # progress, never a second copy of the result in other words.

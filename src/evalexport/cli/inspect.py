@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalexport.cli._args import FAILED, OK, Arguments, decided, usage_error
+from evalexport.cli._args import FAILED, OK, Arguments, UsageError
 from evalexport.progress import human_size
 
 if TYPE_CHECKING:
@@ -28,11 +28,11 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         print("usage: evalexport inspect PATH [--json]\n\n" + SUMMARY)
         return OK
     if len(rest) != 1:
-        return usage_error("'inspect' takes one argument: the run's rollouts file")
+        raise UsageError("'inspect' takes one argument: the run's rollouts file")
     path = rest[0][1:] if rest[0].startswith("+") else rest[0]
     path = path.removeprefix("rollouts_jsonl_fpath=")
     if not path.strip():
-        return usage_error("'inspect' takes the run's rollouts file; the path given is empty")
+        raise UsageError("'inspect' takes the run's rollouts file; the path given is empty")
     from evalexport.gym.jobs import JOB_RECORD_NAME
 
     if (Path(path) / JOB_RECORD_NAME).is_file():
@@ -43,7 +43,7 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         print(f"evalexport: {error}", file=sys.stderr)
         return FAILED
     report = inspect_run(run)
-    decided(OK if report.readable else FAILED)  # before printing: it stands in a pipe
+    arguments.decide(OK if report.readable else FAILED)  # before printing: it stands in a pipe
     if report.run_missing and not arguments.json:  # no report of a run that is not there
         print(f"evalexport: {report.problems[0]}", file=sys.stderr)
         return FAILED

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from evalexport.cli._args import OK, Arguments, usage_error
+from evalexport.cli._args import OK, Arguments, UsageError
 
 SUMMARY = "list the installed exporters"
 FLAGS = ("--json",)
@@ -26,7 +26,7 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         print(HELP)
         return OK
     if rest:
-        return usage_error(f"'list' takes no arguments, got {' '.join(rest)}")
+        raise UsageError(f"'list' takes no arguments, got {' '.join(rest)}")
     rows: list[dict[str, str]] = []
     for entry in exporter_entries().values():
         try:

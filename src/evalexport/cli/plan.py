@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalexport.cli._args import FAILED, OK, USAGE, Arguments, decided, usage_error
+from evalexport.cli._args import FAILED, OK, USAGE, Arguments, UsageError
 
 if TYPE_CHECKING:
     from evalexport.plans.batch import TaskOutcome
@@ -65,16 +65,16 @@ def run(arguments: Arguments, rest: list[str]) -> int:
             try:
                 numbers[flag] = kind(values[flag])
             except ValueError:
-                return usage_error(f"{flag} takes a number, got {values[flag]!r}")
+                raise UsageError(f"{flag} takes a number, got {values[flag]!r}") from None
             if numbers[flag] < (0 if flag == "--index" else 1):
-                return usage_error(
+                raise UsageError(
                     f"{flag} must be at least {0 if flag == '--index' else 1}, got {values[flag]}"
                 )
     if action == "task":
         from evalexport.plans.slurm import SlurmError, run_array_task
 
         if len(paths) != 1 or "--index" not in values or "--result-dir" not in values:
-            return usage_error(
+            raise UsageError(
                 "plan task TASKS.json --index I --result-dir DIR (used by the job array)"
             )
         try:
@@ -82,21 +82,21 @@ def run(arguments: Arguments, rest: list[str]) -> int:
                 Path(paths[0]), int(numbers["--index"]), Path(values["--result-dir"])
             )
         except SlurmError as error:
-            return usage_error(str(error))
+            raise UsageError(str(error)) from None
         print(outcome.result.model_dump_json())
         return OK
     if action == "gather":
         if len(paths) != 1:
-            return usage_error("plan gather WORK_DIR")
+            raise UsageError("plan gather WORK_DIR")
         return _gather(Path(paths[0]), arguments)
     if action not in ("check", "render", "run") or len(paths) != 1:
-        return usage_error("usage: evalexport plan check|render|run PLAN.yaml (see plan --help)")
+        raise UsageError("usage: evalexport plan check|render|run PLAN.yaml (see plan --help)")
     if arguments.dry_run and action != "run":
-        return usage_error(f"--dry-run is plan run's (plan {action} exports nothing anyway)")
+        raise UsageError(f"--dry-run is plan run's (plan {action} exports nothing anyway)")
     try:
         plan = load_plan(Path(paths[0]))
     except PlanError as error:
-        return usage_error(str(error))
+        raise UsageError(str(error)) from None
     if action == "check":
         from evalexport.plans.model import not_started
 
@@ -165,7 +165,7 @@ def _finish(outcomes: list[TaskOutcome], arguments: Arguments) -> int:
         write_text_atomically(
             Path(arguments.values["--report"]), json.dumps(report, indent=2) + "\n"
         )
-    code = decided(exit_code_of(outcomes))  # before printing: it stands in a pipe
+    code = arguments.decide(exit_code_of(outcomes))  # before printing: it stands in a pipe
     print(json.dumps(report, indent=2) if arguments.json else summary_table(outcomes))
     return code
 
@@ -192,10 +192,10 @@ def _run_slurm(plan: ExportPlan, arguments: Arguments, workers: int, timeout: fl
         if f"--{name}" in arguments.values
     }
     if not tasks:
-        return usage_error("the plan has no export to submit")
+        raise UsageError("the plan has no export to submit")
     flagged = {f"--{name}": value for name, value in sbatch_options.items()}
     if problem := script_value_problem({**flagged, "--work-dir": str(work_dir)}):
-        return usage_error(problem)
+        raise UsageError(problem)
     if arguments.dry_run:
         print(array_script(tasks, work_dir, workers, sbatch_options), end="")
         print(
@@ -229,5 +229,5 @@ def _gather(work_dir: Path, arguments: Arguments) -> int:
     try:
         tasks = load_tasks(work_dir)
     except SlurmError as error:
-        return usage_error(str(error))
+        raise UsageError(str(error)) from None
     return _finish(gather(tasks, work_dir), arguments)

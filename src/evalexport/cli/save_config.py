@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from evalexport.cli._args import FAILED, OK, Arguments, usage_error
+from evalexport.cli._args import FAILED, OK, Arguments, UsageError
 
 SUMMARY = (
     "save a run's masked config from the files and overrides it was launched "
@@ -33,7 +33,7 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         print(_SAVE_CONFIG_USAGE)
         return OK
     if len(rest) < 2:
-        return usage_error("save-config takes the run's rollouts file and its config files")
+        raise UsageError("save-config takes the run's rollouts file and its config files")
     rollouts, *tokens = rest
     files = [token for token in tokens if "=" not in token and not token.startswith(("~", "+"))]
     overrides = [token for token in tokens if token not in files]
@@ -52,7 +52,9 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     try:
         config = merge_launch_config(files, overrides)
     except LaunchConfigError as error:
-        return usage_error(f"save-config: {error}") if error.usage else failed(str(error))
+        if error.usage:
+            raise UsageError(f"save-config: {error}") from None
+        return failed(str(error))
     masked = find_unmasked_secrets(config)
     path = save_run_config(config, run.rollouts)
     message = f"saved {path}" + (
