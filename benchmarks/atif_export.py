@@ -39,8 +39,9 @@ On each file, in fresh child processes, it times:
 It prints, from the median of ``--repeat`` rounds (the contestants taking turns), each
 contestant's seconds, trajectories/s and peak RSS (of the largest process), and each one's time
 as a ratio to the floor measured in the same round; evalexport's peak memory from the smallest
-file to the largest. The exporters' outputs are compared file for file with Gym's (evalexport's
-own record of the export, ``.evalexport-atif``, aside).
+file to the largest. Each exporter's output, Gym's included, is compared file for file with the
+reference export (evalexport's own record of the export, ``.evalexport-atif``, aside), so each
+with Gym's, and removed before the next contestant runs.
 
 Files are written under the system's temporary directory (``TMPDIR``): its file system is
 measured too. ``--drop-caches`` (root) empties the page cache before each contestant, for
@@ -304,13 +305,14 @@ def contestants(
     return entries
 
 
-def _same_files(gym_out: Path, our_out: Path) -> bool:
-    """Whether ``our_out`` holds Gym's files, byte for byte (evalexport's own record aside)."""
-    comparison = filecmp.dircmp(gym_out, our_out, ignore=[OWN_RECORD])
+def _same_files(reference: Path, output: Path) -> bool:
+    """Whether ``output`` holds the reference's files, byte for byte (evalexport's own record
+    aside)."""
+    comparison = filecmp.dircmp(reference, output, ignore=[OWN_RECORD])
     if comparison.left_only or comparison.right_only:
         return False
     return all(
-        filecmp.cmp(gym_out / file, our_out / file, shallow=False)
+        filecmp.cmp(reference / file, output / file, shallow=False)
         for file in comparison.common_files
     )
 
@@ -342,9 +344,8 @@ def measure(
     peaks: dict[str, list[float]] = {name: [] for name in programs}
     same = True
     for _ in range(repeat):
-        outputs = {}
         for index, (name, (python, program, environment)) in enumerate(programs.items()):
-            output = outputs[name] = directory / f"out-{index}"
+            output = directory / f"out-{index}"
             figures = _run(
                 python,
                 program,
@@ -357,12 +358,15 @@ def measure(
             assert figures["count"] == rows, (name, figures, rows)
             seconds[name].append(figures["seconds"])
             peaks[name].append(figures["peak_rss_kib"] / 1024)
+            if name == GYM_NAME or name.startswith("evalexport"):
+                # Gym's files and each evalexport's are the reference's, so each the others'.
+                same = same and _same_files(reference, output)
+            # Removed at once: a contestant's files left for the round's end would crowd the
+            # page cache of those after it (a VM pays for memory it has not backed yet), and
+            # the round's order would be part of its figures.
+            shutil.rmtree(output, ignore_errors=True)
         for name in programs:
             ratios[name].append(seconds[name][-1] / seconds[FLOOR][-1])
-            if name.startswith("evalexport"):
-                same = same and _same_files(outputs[GYM_NAME], outputs[name])
-        for output in outputs.values():  # a large run's files must not crowd the next one
-            shutil.rmtree(output, ignore_errors=True)
     results: dict[str, dict[str, float]] = {}
     for name in programs:
         median = statistics.median(seconds[name])
