@@ -268,6 +268,12 @@ def test_an_export_logs_its_stages(make_sample_run, tmp_path, caplog) -> None:
     stages = [r.getMessage() for r in caplog.records if r.name == "evalexport.progress"]
     assert stages[0].startswith(f"atif: reading {sample.rollouts.name} (")
     assert stages[-1] == f"atif: exporting to {tmp_path / 'atif'}"
+    caplog.clear()
+    again = export("atif", sample.rollouts, output_dirpath=tmp_path / "atif", agent_version="1")
+    assert again.status is ExportStatus.SKIPPED, again.message
+    stages = [r.getMessage() for r in caplog.records if r.name == "evalexport.progress"]
+    assert stages[0].startswith(f"atif: reading {sample.rollouts.name} (")
+    assert not [stage for stage in stages if "exporting to" in stage]  # it exports nothing
 
 
 def test_the_cli_logs_progress_on_stderr_that_is_no_terminal_and_keeps_stdout_for_json(

@@ -387,7 +387,8 @@ class _Export:
                 if self.dry_run:
                     described = _described(exporter, handed, _asked(exporter, handed, worker))
                     return _with_notes(described, notes), fingerprint
-                stage(exporter.name, f"exporting to {_shown(target)}", delivering=True)
+                if not _found_done(prepared):  # a rerun its read found done says only that
+                    stage(exporter.name, f"exporting to {_shown(target)}", delivering=True)
                 # Copies of one run (other directories, the same bytes) exported at once to one
                 # target: one delivery at a time, so each looks up what the other made.
                 copy = self.waiting(f"an export of the same run to {exporter.name}")
@@ -527,6 +528,12 @@ def _read_once(
         _discard(prepared)
         raise
     return prepared
+
+
+def _found_done(prepared: object) -> bool:
+    """Whether the read found this very export done at its target (an output exporter's
+    rerun into its own output: ATIF's ``exported_before``): nothing is exported then."""
+    return getattr(prepared, "exported_before", None) is not None
 
 
 def _discard(prepared: object) -> None:
