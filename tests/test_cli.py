@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -488,6 +489,13 @@ def test_the_cli_keeps_what_a_run_decided_in_that_run_not_in_its_modules() -> No
         (["contract", "scaffold", "tinytrack"], "contract"),  # in a helper of contract's
         (["list", "extra"], "list"),
         (["envs", "run"], "envs"),  # envs run reads its own command line
+        (["contract", "bogus", "x"], "contract"),
+        (["plan", "bogus", "p.yaml"], "plan"),
+        # refused by the parser, before the command runs: still the command's help
+        (["mlflow", "--bogus"], "mlflow"),
+        (["plan", "run", "p.yaml", "--workers"], "plan"),
+        (["inspect", "--bogus"], "inspect"),
+        (["atif", "--workers", "2"], "atif"),
     ],
 )
 def test_a_usage_error_raised_anywhere_in_a_command_points_to_that_commands_help(
@@ -497,4 +505,13 @@ def test_a_usage_error_raised_anywhere_in_a_command_points_to_that_commands_help
     assert done.exit_code == 2, done.output
     assert done.stderr.startswith("evalexport: error: "), done.stderr
     assert f"Run 'evalexport {command} --help' for usage." in done.stderr
+    # the help named once, at the end: no "(see evalexport X --help)" in the message too
+    assert len(re.findall(r"(?:evalexport|see) [\w-]+ --help", done.stderr)) == 1, done.stderr
+    assert done.stdout == ""  # a usage error prints no help text on stdout
     assert "Traceback" not in done.output
+
+
+def test_a_usage_error_of_no_command_points_to_the_tools_help(cli) -> None:
+    done = cli("--bogus")
+    assert done.exit_code == 2
+    assert done.stderr.endswith("Run 'evalexport --help' for usage.\n"), done.stderr

@@ -95,6 +95,7 @@ def _main(args: list[str], invocation: Invocation) -> int:
     if args[:2] == ["envs", "run"]:
         invocation.help_topic = "envs"  # the rest is the tool's own command line, flags and all
         return envs.run_tool(args[2:])
+    invocation.help_topic = _named_topic(args)  # a flag the parser refuses names its help
     arguments = parse(args, _VALUE_FLAGS, _SWITCHES, invocation)
     if arguments.version:
         print(f"evalexport {__version__}")
@@ -119,17 +120,34 @@ def _main(args: list[str], invocation: Invocation) -> int:
     if command is None:
         from evalexport.spec.registry import exporter_entries
 
-        invocation.help_topic = name if name in exporter_entries() else None
+        if invocation.help_topic != name:  # (named after --format, the deprecated form)
+            invocation.help_topic = name if name in exporter_entries() else None
         return export.run(name, arguments, rest)
     invocation.help_topic = name
     if misplaced := _flags_not_taken(command, arguments):
         raise UsageError(
             f"{name}: {', '.join(misplaced)} "
             f"{'is not a flag' if len(misplaced) == 1 else 'are not flags'} of this command; "
-            f"it takes {', '.join(command.FLAGS)} (see evalexport {name} --help)"
+            f"it takes {', '.join(command.FLAGS)}"
         )
     code: int = command.run(arguments, rest)
     return code
+
+
+def _named_topic(args: list[str]) -> str | None:
+    """The command or exporter a command line names first, whose help a usage error points
+    to; ``None`` for none (or a word that names neither)."""
+    first = next((word for word in args if not word.startswith(("-", "+"))), None)
+    if first is None or first == "help":
+        return None
+    if first in COMMANDS:
+        return first
+    from evalexport.spec.registry import BUILTIN_EXPORTERS, exporter_entries
+
+    if first in BUILTIN_EXPORTERS:
+        return first
+
+    return first if first in exporter_entries() else None
 
 
 def _flags_not_taken(command: ModuleType, arguments: Arguments) -> list[str]:

@@ -108,9 +108,10 @@ def run(arguments: Arguments, rest: list[str]) -> int:
         if help_asked:
             print(_help(rest[0] if rest else None))
             return OK
+        unknown = rest[0] if rest and rest[0] not in (*_WITH_SDK, "matrix") else None
         raise UsageError(
-            "usage: evalexport contract manifest|check|verify SDK, or contract matrix "
-            "(see contract --help)"
+            (f"unknown contract command {unknown!r}; " if unknown else "")
+            + "usage: evalexport contract manifest|check|verify|scaffold SDK, or contract matrix"
         )
     subcommand = "matrix" if matrix else rest[0]
     given = set(values) | set(arguments.switches)
@@ -186,7 +187,7 @@ def _scaffold(sdk: str, values: dict[str, str]) -> int:
     if len(sources) != 1 or "--out" not in values:
         raise UsageError(
             "contract scaffold SDK takes one of --requirement REQ, --fake PATH, --python PY or "
-            "--manifest FILE, and --out DIR (see evalexport contract --help)"
+            "--manifest FILE, and --out DIR"
         )
     out = Path(values["--out"])
     try:

@@ -118,10 +118,10 @@ def run_tool(tokens: list[str]) -> int:
 
     from evalexport.isolation.environments import environments_root
 
-    if not tokens or tokens[0] in ("-h", "--help"):
+    if not tokens:
+        raise UsageError("'envs run' needs NAME and TOOL: evalexport envs run NAME TOOL [ARGS ...]")
+    if tokens[0] in ("-h", "--help"):
         print(_HELP.format(root=environments_root()))
-        if not tokens:
-            raise UsageError("'envs run' needs NAME and TOOL")
         return OK
     name, *rest = tokens
     requirements: list[str] = []

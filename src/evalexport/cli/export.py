@@ -42,8 +42,7 @@ def run(name: str, arguments: Arguments, rest: list[str]) -> int:
         raise UsageError(
             f"{name}: {', '.join(foreign)} "
             f"{'is not a flag' if len(foreign) == 1 else 'are not flags'} of an export; an export "
-            "takes --json, --dry-run and +key=value options (see evalexport "
-            f"{name} --help)"
+            "takes --json, --dry-run and +key=value options"
         )
     # Exporters and workers log (e.g. a stored run that needs binding); users read it on stderr.
     logging.basicConfig(level=logging.INFO, format="evalexport: %(message)s", stream=sys.stderr)

@@ -73,9 +73,12 @@ def run(arguments: Arguments, rest: list[str]) -> int:
     if action == "task":
         from evalexport.plans.slurm import SlurmError, run_array_task
 
-        if len(paths) != 1 or "--index" not in values or "--result-dir" not in values:
+        not_given = [flag for flag in ("--index", "--result-dir") if flag not in values]
+        if len(paths) != 1 or not_given:
+            lacks = f"needs {' and '.join(not_given)}: " if not_given else ""
             raise UsageError(
-                "plan task TASKS.json --index I --result-dir DIR (used by the job array)"
+                f"plan task {lacks}plan task TASKS.json --index I --result-dir DIR (used by "
+                "the job array)"
             )
         try:
             outcome = run_array_task(
@@ -90,7 +93,11 @@ def run(arguments: Arguments, rest: list[str]) -> int:
             raise UsageError("plan gather WORK_DIR")
         return _gather(Path(paths[0]), arguments)
     if action not in ("check", "render", "run") or len(paths) != 1:
-        raise UsageError("usage: evalexport plan check|render|run PLAN.yaml (see plan --help)")
+        unknown = action not in ("check", "render", "run", "task", "gather")
+        raise UsageError(
+            (f"unknown plan command {action!r}; " if unknown else "")
+            + "usage: evalexport plan check|render|run PLAN.yaml, or plan gather WORK_DIR"
+        )
     if arguments.dry_run and action != "run":
         raise UsageError(f"--dry-run is plan run's (plan {action} exports nothing anyway)")
     try:
