@@ -233,6 +233,50 @@ def test_an_identical_rerun_into_the_same_output_is_skipped_and_keeps_the_output
     assert _leftovers(tmp_path) == ["atif", "run"]
 
 
+@pytest.mark.parametrize(
+    ("tamper", "said"),
+    [
+        (lambda output: (output / "0-1.json").unlink(), "0-1.json is missing"),
+        (
+            lambda output: (output / "0-1.json").write_bytes(b"{}"),
+            "0-1.json has changed since it was written",
+        ),
+        (
+            lambda output: (
+                (output / "0-1.json").replace(output / "elsewhere.json")
+                and (output / "0-1.json").symlink_to(output / "elsewhere.json")
+            ),
+            "0-1.json is not a regular file",
+        ),
+        (lambda output: (output / "manifest.jsonl").unlink(), "its manifest.jsonl is missing"),
+        (
+            lambda output: (output / "manifest.jsonl").write_text(
+                "".join((output / "manifest.jsonl").read_text().splitlines(True)[1:])
+            ),
+            "manifest.jsonl names 23 trajectories, the export wrote 24",
+        ),
+    ],
+    ids=["a file removed", "a file changed", "a file made a link", "no manifest", "a line gone"],
+)
+def test_a_rerun_into_an_output_that_no_longer_holds_what_it_wrote_fails_and_removes_nothing(
+    cli, atif_run, tmp_path, tamper, said: str
+) -> None:
+    """The record alone is no proof (#67, found by a new user): a rerun reads the files back
+    as the manifest names them before it says they are there."""
+    output = tmp_path / "atif"
+    assert _atif(cli, atif_run.rollouts, output).exit_code == 0
+    tamper(output)
+    before = _files(output) if (output / "manifest.jsonl").exists() else None
+    for extra in ((), ("--dry-run",)):
+        again = _atif(cli, atif_run.rollouts, output, *extra)
+        assert again.exit_code == 1, again.output
+        assert f"{output} holds the record of this very export" in again.stdout
+        assert said in again.stdout
+        assert "+output_dirpath" in again.stdout
+    if before is not None:
+        assert _files(output) == before  # nothing in it removed or rewritten
+
+
 def test_a_dry_run_of_an_identical_rerun_says_it_would_be_skipped(cli, atif_run, tmp_path) -> None:
     output = tmp_path / "atif"
     assert _atif(cli, atif_run.rollouts, output).exit_code == 0

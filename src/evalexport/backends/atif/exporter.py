@@ -38,7 +38,12 @@ from evalexport.backends.atif.identity import (
     rollouts_fingerprint,
     write_record,
 )
-from evalexport.backends.atif.manifest import MANIFEST_NAME, ManifestWriter, staged_output_problem
+from evalexport.backends.atif.manifest import (
+    MANIFEST_NAME,
+    ManifestWriter,
+    landed_output_problem,
+    staged_output_problem,
+)
 from evalexport.backends.atif.options import AtifConfig, AtifTarget
 from evalexport.backends.atif.staging import StagedTrajectories, stage_beside
 from evalexport.spec import (
@@ -130,8 +135,9 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
         self, run: RunArtifacts, config: AtifConfig, output: Path
     ) -> StagedTrajectories:
         """The rerun's read: the rollouts hashed (their one read), held with the options to
-        the record in ``output``. The same export is done already; another is refused, saying
-        what differs."""
+        the record in ``output``. The same export is done already, once its files are read
+        back as its manifest names them; another is refused, saying what differs, and so is
+        an output that no longer holds what the export wrote (nothing in it is removed)."""
         record = read_record(output)
         identity = ExportIdentity.of(rollouts_fingerprint(run.rollouts), **_options(run, config))
         if differences := identity.differences(record.identity):
@@ -139,6 +145,12 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
                 f"Output path already exists: {output} holds the ATIF export of another run or "
                 f"other options: {'; '.join(differences)}. Choose a new "
                 f"{named_option('output_dirpath')} or remove the old one."
+            )
+        if problem := landed_output_problem(output, record.trajectory_count):
+            raise ExportFailure(
+                f"Output path already exists: {output} holds the record of this very export, "
+                f"but no longer what it wrote: {problem}. Remove it, or choose a new "
+                f"{named_option('output_dirpath')}, to export again."
             )
         return StagedTrajectories(
             FileConversion(converted=record.trajectory_count), exported_before=record

@@ -33,6 +33,7 @@ __all__ = [
     "MANIFEST_NAME",
     "RELAXED_NAME",
     "ManifestWriter",
+    "landed_output_problem",
     "staged_output_problem",
 ]
 
@@ -46,6 +47,8 @@ _NOT_TRAJECTORIES: Final = frozenset({MANIFEST_NAME, RELAXED_NAME, RECORD_NAME})
 """Beside the trajectories: Gym's manifest, and evalexport's ``relaxed.jsonl`` and record of
 the export (:mod:`.identity`)."""
 _BLOCK: Final = 1024 * 1024
+_ENTRY_LIMIT: Final = 64 * 1024
+"""The longest manifest line read: an entry is a few hundred bytes."""
 
 
 class ManifestWriter:
@@ -159,12 +162,49 @@ def _images_problem(directory: Path, named: set[str]) -> str | None:
     return None
 
 
+def landed_output_problem(directory: Path, count: int) -> str | None:
+    """Why ``directory``, an export's output, no longer holds what the export wrote: ``count``
+    trajectories, each the regular file its manifest line names, its bytes hashing to the
+    line's ``expected_sha256`` (read back: a rerun that skips says they are there); or
+    ``None``. Files a user put beside them are not the export's to judge."""
+    if not (directory / MANIFEST_NAME).is_file():
+        return f"its {MANIFEST_NAME} is missing"
+    entries = 0
+    opened = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for where, name, expected in _entries(directory):
+            if isinstance(name, Exception):
+                return f"{where} is not a manifest entry ({name})"
+            if os.sep in name or name in {"", ".", ".."} | _NOT_TRAJECTORIES:
+                return f"{where} names {name!r}, which is not a file of the output"
+            entries += 1
+            try:
+                found = os.stat(name, dir_fd=opened, follow_symlinks=False)
+            except FileNotFoundError:
+                return f"{name} is missing"
+            if not stat.S_ISREG(found.st_mode):
+                return f"{name} is not a regular file"
+            if _sha256(name, opened) != expected:
+                return f"{name} has changed since it was written (its SHA-256 is not its {where}'s)"
+    finally:
+        os.close(opened)
+    if entries != count:
+        return f"{MANIFEST_NAME} names {entries} trajectories, the export wrote {count}"
+    return None
+
+
 def _entries(directory: Path) -> Iterator[tuple[str, str | Exception, object]]:
     """``(where, trajectory_path, expected_sha256)`` of each manifest line, or ``(where,
-    error, None)`` for a line that is not an entry."""
+    error, None)`` for a line that is not an entry (one longer than any entry ends the
+    reading: what follows it is not read)."""
     with (directory / MANIFEST_NAME).open("rb") as manifest:
-        for number, line in enumerate(manifest, 1):
+        number = 0
+        while line := manifest.readline(_ENTRY_LIMIT + 1):
+            number += 1
             where = f"{MANIFEST_NAME} line {number}"
+            if len(line) > _ENTRY_LIMIT:
+                yield where, ValueError(f"longer than {_ENTRY_LIMIT} bytes"), None
+                return
             try:
                 entry = json.loads(line)
                 name, expected = entry["trajectory_path"], entry["expected_sha256"]
