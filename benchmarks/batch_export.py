@@ -36,7 +36,9 @@ def _plan(benchmarks: list[str], root: Path, label: str) -> object:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--rollouts", type=int, default=40, help="rollouts per run (tasks x 2)")
     parser.add_argument("--repeats", type=int, default=3, help="timed passes; the median counts")

@@ -25,7 +25,9 @@ def run(payload):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--calls", type=int, default=10)
     calls = parser.parse_args().calls
     with tempfile.TemporaryDirectory(prefix="isolation-bench-") as scratch:

@@ -92,7 +92,9 @@ def measure(arguments: list[str], cwd: Path) -> dict[str, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--megabytes", type=int, default=50)
     parser.add_argument("--with-workers", action="store_true")
     parser.add_argument(

@@ -277,7 +277,9 @@ def row_texts(count: int, rounds: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rows", help="sizes in MiB, comma-separated: the row-heavy export")
     parser.add_argument("--repeat", type=int, default=3)

@@ -595,7 +595,9 @@ def traces(counts: list[int], repeat: int = 3, shapes: tuple[str, ...] = ("short
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--metrics", type=int, default=10_000)
     parser.add_argument("--params", type=int, default=2_000)
     parser.add_argument("--naive-values", type=int, default=1_000)

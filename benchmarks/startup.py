@@ -45,7 +45,9 @@ def modules_after(code: str) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=15)
     runs = parser.parse_args().runs
     baseline = median_seconds("pass", runs)

@@ -193,7 +193,9 @@ def big_run(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--big-run", default="50,200", help="comma-separated MB of rollouts")
     parser.add_argument("--repeat", type=int, default=3, help="attempts a size (medians)")
     args = parser.parse_args()
