@@ -465,7 +465,8 @@ def test_inspect_of_a_gym_jobs_benchmark_directory_inspects_its_run(cli, tmp_pat
 def test_the_cli_keeps_what_a_run_decided_in_that_run_not_in_its_modules() -> None:
     """The command at hand and the exit code decided before printing live in the run's
     ``Invocation`` (#66): no ``global`` in the CLI's modules, so a program that runs the CLI
-    more than once, or in two threads, never gets one run's state in another."""
+    more than once never gets one run's state in the next. (Not two at once in threads: an
+    export points the process's stdout at stderr while it runs.)"""
     import ast
     from pathlib import Path
 

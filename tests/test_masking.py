@@ -327,6 +327,10 @@ ADVERSARIAL_TEXTS = [
     # A host and a port that a mark ends, again and again after one password (#65's port rule
     # looked to the next space from each: quadratic).
     "http://u:p" + "@h:1," * 200_000,
+    # One run of name characters holding an anchor every few bytes (a hostile trial's): each
+    # anchor read the name to the run's end, and the vocabulary's pattern cost the cube of it.
+    "token_" * 170_000,
+    "password_" * 110_000,
 ]
 
 

@@ -532,8 +532,8 @@ def _read_once(
 
 def _found_done(prepared: object) -> bool:
     """Whether the read found this very export done at its target (an output exporter's
-    rerun into its own output: ATIF's ``exported_before``): nothing is exported then."""
-    return getattr(prepared, "exported_before", None) is not None
+    rerun into its own output: ATIF's ``exported_before``, set): nothing is exported then."""
+    return bool(getattr(prepared, "exported_before", None))
 
 
 def _discard(prepared: object) -> None:

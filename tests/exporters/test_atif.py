@@ -666,3 +666,33 @@ def test_rows_some_options_rescue_are_told_apart_from_those_none_does(
         "\n+allow_gaps=[resolution_unavailable] would accept 1 of the 2 rejected rows; no option "
         "accepts the other 1: fix what their reasons above name."
     )
+
+
+def test_a_rerun_that_skips_removes_what_an_export_killed_beside_it_left(
+    cli, atif_run, tmp_path
+) -> None:
+    """Two exports into one new output, one killed outright (a hostile trial's): the other's
+    output lands, and every rerun skips, so the dead one's staging must go on the skip's way
+    too, not only when an export stages; a live export's is kept, and so is a dry run's view."""
+    import subprocess
+    import sys
+
+    output = tmp_path / "atif"
+    assert _atif(cli, atif_run.rollouts, output).exit_code == 0
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], text=True,
+                          capture_output=True, check=True).stdout.strip()  # fmt: skip
+    abandoned = tmp_path / ".atif.partial-killed"
+    abandoned.mkdir()
+    (abandoned / ".evalexport-owner").write_text(f"{dead} 1")
+    (abandoned / "0-0.json").write_text("{}")
+    live = tmp_path / ".atif.partial-live"
+    live.mkdir()
+    from evalexport.backends.atif.staging import _this_process
+
+    (live / ".evalexport-owner").write_text(_this_process())
+    assert _atif(cli, atif_run.rollouts, output, "--dry-run").exit_code == 0
+    assert abandoned.exists()  # a dry run writes nothing, removes nothing
+    again = _atif(cli, atif_run.rollouts, output)
+    assert again.stdout.startswith("skipped (already exported)"), again.output
+    assert not abandoned.exists()
+    assert live.exists()

@@ -7,6 +7,7 @@ value); a flag a command does not take is refused by name, never ignored.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -133,7 +134,8 @@ def parse(
 def usage_error(message: str, topic: str | None = None) -> int:
     """Print ``evalexport: error: MESSAGE`` and where the help of ``topic`` (the command or
     exporter at hand; ``None``: the tool's) is, on stderr; return exit code 2."""
-    print(f"evalexport: error: {message}", file=sys.stderr)
     where = f"evalexport {topic} --help" if topic else "evalexport --help"
-    print(f"Run '{where}' for usage.", file=sys.stderr)
+    # No one reading stderr (a closed pipe) leaves the exit code to say it.
+    with contextlib.suppress(BrokenPipeError, ValueError):
+        print(f"evalexport: error: {message}\nRun '{where}' for usage.", file=sys.stderr)
     return USAGE

@@ -54,6 +54,7 @@ def masked_json_text(masking: ValueMasking, text: str) -> str | None:
         return None
     pieces: list[str] = []
     done = 0
+    logprobs: bool | None = None  # whether the text holds a logprobs entry, looked up once
     while anchors.next:
         at = min(anchors.next.values())
         opening = _opening_quote(text, at)
@@ -76,8 +77,11 @@ def masked_json_text(masking: ValueMasking, text: str) -> str | None:
         if not names_a_secret(held, masking.kind):
             anchors.skip(end)
             continue
-        if held == "token" and '"logprob"' in text:
-            return None  # a logprobs entry's token may be the model's word: the parsed path tells
+        if held == "token":
+            if logprobs is None:
+                logprobs = '"logprob"' in text
+            if logprobs:
+                return None  # a logprobs entry's token may be the model's word: parsed path
         start = run_end(_SPACE, text, colon + 1)
         try:
             value, stop = _DECODER.raw_decode(text, start)

@@ -287,7 +287,10 @@ def _after_a_name(found: _Scan, at: int, anchor: str) -> None:
     if start in found.names:
         return  # found by another of its words
     found.names.add(start)
-    stop = run_end(_NAME_REST, text, at)
+    # A name read on at most _MAX_NAME characters past its anchor, as before it: a run of
+    # name characters as long as the text ("token_" * 3,200) is no name, and read whole from
+    # each of its anchors it cost the square of its length.
+    stop = match.end() if (match := _NAME_REST.match(text, at, at + _MAX_NAME)) else at
     name = text[start:stop].rstrip(".-")
     stop = start + len(name)
     bare = name.lstrip("-")

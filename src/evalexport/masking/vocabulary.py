@@ -64,7 +64,13 @@ def is_vocabulary_name(words: str) -> bool:
     (``tokenizer_api_key``, ``tokenizer_secret``: ``tokenizer*`` does not take them)."""
     if words.rpartition("_")[2] in _CREDENTIAL_WORDS:
         return False
+    if len(words) > _LONGEST_NAME:  # no vocabulary name is that long; the pattern's ``.*``
+        return False  # runs would cost the cube of its length (``token_`` * 1,333: 50 s)
     return _PATTERN.fullmatch(words) is not None
+
+
+_LONGEST_NAME: Final = 256
+"""The longest name looked up in the vocabulary; a longer one is read as any other name."""
 
 
 _CREDENTIAL_WORDS: Final = frozenset(

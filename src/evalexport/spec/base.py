@@ -162,8 +162,8 @@ class Exporter(abc.ABC, Generic[ConfigT, PreparedT, TargetT]):
         What it returns is the export's one read of the run: the pipeline hands it to
         :meth:`plan` and :meth:`deliver` as ``prepared`` and calls its ``discard()``, if it
         has one, when the export is done. A read that found this very export done where it
-        goes (a rerun into its own output) says so by an ``exported_before`` that is not
-        ``None``: the log then announces no delivery (``exporting to``).
+        goes (a rerun into its own output) says so by an ``exported_before`` that is set (true):
+        the log then announces no delivery (``exporting to``).
 
         By default: a tracking exporter prepares the run without parsing its rollouts (the
         metrics and the config are checked, the fingerprint had from the same pass); a

@@ -45,7 +45,11 @@ from evalexport.backends.atif.manifest import (
     staged_output_problem,
 )
 from evalexport.backends.atif.options import AtifConfig, AtifTarget
-from evalexport.backends.atif.staging import StagedTrajectories, stage_beside
+from evalexport.backends.atif.staging import (
+    StagedTrajectories,
+    remove_abandoned_staging,
+    stage_beside,
+)
 from evalexport.spec import (
     DryRunPlan,
     Exporter,
@@ -146,6 +150,8 @@ class AtifExporter(Exporter[AtifConfig, StagedTrajectories, AtifTarget]):
                 f"other options: {'; '.join(differences)}. Choose a new "
                 f"{named_option('output_dirpath')} or remove the old one."
             )
+        if not config.dry_run:  # what an export killed outright beside it left (a twin's)
+            remove_abandoned_staging(output)
         if problem := landed_output_problem(output, record.trajectory_count):
             raise ExportFailure(
                 f"Output path already exists: {output} holds the record of this very export, "

@@ -17,7 +17,7 @@ from evalexport.backends.atif.file_outcome import FileConversion
 from evalexport.backends.atif.identity import ExportRecord
 from evalexport.spec import ExportFailure, deferred
 
-__all__ = ["StagedTrajectories", "stage_beside"]
+__all__ = ["StagedTrajectories", "remove_abandoned_staging", "stage_beside"]
 
 
 @final
@@ -68,7 +68,7 @@ def stage_beside(output: Path) -> StagedTrajectories:
     left there is removed first."""
     try:
         created = tuple(_make_parents(output.parent))
-        _remove_abandoned_staging(output)
+        remove_abandoned_staging(output)
         staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(output), dir=output.parent))
     except OSError as error:
         raise ExportFailure(
@@ -98,7 +98,7 @@ def _started_at(pid: int) -> str:
         return ""
 
 
-def _remove_abandoned_staging(output: Path) -> None:
+def remove_abandoned_staging(output: Path) -> None:
     """Remove the staging directories of ``output`` whose export is gone (killed outright,
     SIGKILL or a lost node): their owner process no longer lives. A live export's is kept."""
     for staging in output.parent.glob(_staging_prefix(output) + "*"):
