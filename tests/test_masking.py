@@ -465,3 +465,29 @@ def test_code_and_prose_of_nemo_gyms_rows_are_left_as_they_are() -> None:
     ]
     for text in kept:
         assert mask_text(text, FREE) == text, text
+
+
+@pytest.mark.parametrize(
+    ("line", "shaped"),
+    [
+        # a log line that opens as JSON does, its secret outside any JSON string (#65, found
+        # by a hostile trial: the JSON text's reading passed it)
+        ('[2024-06-01 12:00:00] connecting "db" with password="hunter2"', True),
+        ('{"a":"b"}password: "Xk9fQ2mZ7pLw4RtY"', True),
+        ('"db" password="Xk9fQ2mZ7pLw4RtY"', True),
+        ('{"api_key": "sk-abcdefghijklmnopqrstuvwx"}', True),  # JSON, read as JSON
+        ('[INFO] "db" connected with the key step done', False),  # a look-alike
+        ('{"output_tokens": 5, "eos_token": "</s>"}', False),
+    ],
+)
+def test_a_directory_scan_reads_a_line_as_json_only_once_it_parses(
+    tmp_path, line: str, shaped: bool
+) -> None:
+    from evalexport.egress.gate import SecretScan
+
+    path = tmp_path / "run.log"
+    path.write_text(line + "\nall went well\n")
+    scan = SecretScan()
+    with path.open("rb") as handle:
+        scan.read(path, handle)
+    assert scan.found == ({path: 1} if shaped else {})

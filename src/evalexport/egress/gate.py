@@ -297,12 +297,23 @@ _SCAN_CHUNK: Final = 1 << 20
 
 def _shaped_lines(lines: list[bytes], masking: ValueMasking) -> int:
     """How many of ``lines`` masking would change (each read as the JSON it holds, else as
-    text)."""
+    text). A line is taken for JSON only once it parses as JSON: a log line may open with a
+    ``[`` or a ``"`` and hold a secret outside any JSON string (``[INFO] "db"
+    password="…"``), which the JSON text's reading would not look at."""
+    import msgspec
+
     count = 0
     for raw in lines:
         if not raw.strip():
             continue
         text = raw.decode("utf-8", "replace")
-        if may_hold_secret(text) and masking.json_text(text) != text:
-            count += 1
+        if not may_hold_secret(text):
+            continue
+        try:
+            msgspec.json.decode(raw)
+        except (msgspec.DecodeError, RecursionError):
+            changed = masking.text(text) != text
+        else:
+            changed = masking.json_text(text) != text
+        count += changed
     return count
