@@ -101,10 +101,9 @@ def staged_output_problem(
     """
     names: set[str] = set()
     for where, name, _ in _entries(directory):
-        if isinstance(name, Exception):
-            return f"{where} is not a manifest entry ({name})"
-        if os.sep in name or name in {"", ".", ".."} | _NOT_TRAJECTORIES:
-            return f"{where} names {name!r}, which is not a file of the output"
+        if problem := _entry_problem(where, name):
+            return problem
+        assert isinstance(name, str)  # an entry's name, checked
         if name in names:
             return f"{where} names {name} a second time"
         names.add(name)
@@ -173,10 +172,9 @@ def landed_output_problem(directory: Path, count: int) -> str | None:
     opened = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for where, name, expected in _entries(directory):
-            if isinstance(name, Exception):
-                return f"{where} is not a manifest entry ({name})"
-            if os.sep in name or name in {"", ".", ".."} | _NOT_TRAJECTORIES:
-                return f"{where} names {name!r}, which is not a file of the output"
+            if problem := _entry_problem(where, name):
+                return problem
+            assert isinstance(name, str)  # an entry's name, checked
             entries += 1
             try:
                 found = os.stat(name, dir_fd=opened, follow_symlinks=False)
@@ -190,6 +188,15 @@ def landed_output_problem(directory: Path, count: int) -> str | None:
         os.close(opened)
     if entries != count:
         return f"{MANIFEST_NAME} names {entries} trajectories, the export wrote {count}"
+    return None
+
+
+def _entry_problem(where: str, name: str | Exception) -> str | None:
+    """Why a manifest line (``where``) names no trajectory file of the output, or ``None``."""
+    if isinstance(name, Exception):
+        return f"{where} is not a manifest entry ({name})"
+    if os.sep in name or name in {"", ".", ".."} | _NOT_TRAJECTORIES:
+        return f"{where} names {name!r}, which is not a file of the output"
     return None
 
 
